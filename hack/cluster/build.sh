@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Builds the local cluster's binaries (etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler, kwok, kwokctl) from the Go module
+# proxy, once per user and pinned version set, and prints the folder holding
+# them. A second call with the same versions only prints the folder.
+#
+# Cache: ${HOOK_OPERATOR_CACHE:-~/.cache/hook-operator}/bin/<versions>/
+# Usage: build.sh [--dir]
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=versions.env
+source "$here/versions.env"
+
+cache=${HOOK_OPERATOR_CACHE:-$HOME/.cache/hook-operator}
+key="k8s-${KUBE_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
+out="$cache/bin/$key"
+
+# --dir prints the cache folder for the pinned versions without building.
+if [[ "${1:-}" == "--dir" ]]; then
+  echo "$out"
+  exit 0
+fi
+
+if [[ -f "$out/.complete" ]]; then
+  echo "$out"
+  exit 0
+fi
+
+# The wrapper modules must pin what versions.env says, or the cache key lies.
+check_pin() { # module-dir module version
+  if ! grep -qE "^(require )?[[:space:]]*$2 $3\$" "$here/$1/go.mod"; then
+    echo "build.sh: $here/$1/go.mod does not require $2 $3 (versions.env says so); update one of them" >&2
+    exit 1
+  fi
+}
+check_pin kubernetes k8s.io/kubernetes "$KUBE_VERSION"
+check_pin etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
+check_pin kwok sigs.k8s.io/kwok "$KWOK_VERSION"
+
+mkdir -p "$cache/bin"
+tmp=$(mktemp -d "$cache/bin/.build-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+export GOFLAGS="-mod=readonly -trimpath"
+log() { printf '%s build.sh: %s\n' "$(date +%T)" "$*" >&2; }
+
+kube_minor=${KUBE_VERSION#v1.}
+kube_minor=${kube_minor%%.*}
+kube_ldflags="-s -w \
+ -X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} \
+ -X k8s.io/component-base/version.gitMajor=1 \
+ -X k8s.io/component-base/version.gitMinor=${kube_minor} \
+ -X k8s.io/component-base/version.gitTreeState=clean \
+ -X k8s.io/client-go/pkg/version.gitVersion=${KUBE_VERSION} \
+ -X k8s.io/client-go/pkg/version.gitMajor=1 \
+ -X k8s.io/client-go/pkg/version.gitMinor=${kube_minor}"
+
+log "building etcd ${ETCD_VERSION}"
+(cd "$here/etcd" && go build -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3)
+
+log "building kwok and kwokctl ${KWOK_VERSION} (default Kubernetes ${KUBE_VERSION})"
+kwok_ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${KUBE_VERSION#v}"
+(cd "$here/kwok" && go build -ldflags "$kwok_ldflags" -o "$tmp/" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl)
+
+for c in kube-apiserver kube-controller-manager kube-scheduler; do
+  log "building $c ${KUBE_VERSION}"
+  (cd "$here/kubernetes" && go build -ldflags "$kube_ldflags" -o "$tmp/$c" "k8s.io/kubernetes/cmd/$c")
+done
+
+"$tmp/kube-apiserver" --version | grep -qF "$KUBE_VERSION" || {
+  echo "build.sh: kube-apiserver does not report $KUBE_VERSION: $("$tmp/kube-apiserver" --version)" >&2
+  exit 1
+}
+touch "$tmp/.complete"
+rm -rf "$out"
+mv "$tmp" "$out"
+trap - EXIT
+log "binaries ready"
+echo "$out"

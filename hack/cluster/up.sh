@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Starts the local Kubernetes cluster (kwokctl, binary runtime, one fake Node),
+# or reuses it when it is healthy, and prints the path of its kubeconfig on
+# stdout. Progress goes to stderr. Safe to call from several processes at
+# once: callers queue on a lock and the later ones reuse the cluster.
+#
+#   state:      ${HOOK_OPERATOR_CACHE:-~/.cache/hook-operator}/cluster/
+#   kubeconfig: <state>/kubeconfig
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cache=${HOOK_OPERATOR_CACHE:-$HOME/.cache/hook-operator}
+name=hook-operator
+state="$cache/cluster"
+kubeconfig="$state/kubeconfig"
+node=fake-node-0
+export KWOK_WORKDIR="$state/kwok"
+
+log() { printf '%s up.sh: %s\n' "$(date +%T)" "$*" >&2; }
+kc() { kubectl --kubeconfig "$kubeconfig" --request-timeout=10s "$@"; }
+
+mkdir -p "$state"
+chmod 700 "$state"
+exec 9>"$state/.lock"
+flock 9
+
+healthy() {
+  [[ -s "$kubeconfig" ]] &&
+    kc get --raw=/readyz >/dev/null 2>&1 &&
+    kc get node "$node" >/dev/null 2>&1
+}
+
+if healthy; then
+  log "reusing the running cluster"
+  echo "$kubeconfig"
+  exit 0
+fi
+
+bin=$("$here/build.sh")
+kwokctl="$bin/kwokctl"
+
+# Whatever is left is stale (its processes are gone, e.g. after a reboot, or
+# a start was interrupted): remove it and start clean.
+if [[ -d "$KWOK_WORKDIR/clusters/$name" ]]; then
+  log "removing a stale cluster"
+  "$kwokctl" delete cluster --name "$name" --kubeconfig "$kubeconfig" >&2 9>&- ||
+    rm -rf "$KWOK_WORKDIR/clusters/$name"
+fi
+rm -f "$kubeconfig"
+
+log "starting cluster $name"
+"$kwokctl" create cluster \
+  --name "$name" \
+  --runtime binary \
+  --etcd-binary "$bin/etcd" \
+  --kube-apiserver-binary "$bin/kube-apiserver" \
+  --kube-controller-manager-binary "$bin/kube-controller-manager" \
+  --kube-scheduler-binary "$bin/kube-scheduler" \
+  --kwok-controller-binary "$bin/kwok" \
+  --kubeconfig "$kubeconfig" \
+  --disable-qps-limits \
+  --wait 2m >&2 9>&- # the daemons it starts must not inherit (and hold) the lock
+chmod 600 "$kubeconfig"
+
+# A fake Node: kwok's controller owns nodes with this annotation, keeps them
+# Ready, and marks the Pods scheduled onto them Running.
+kc apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Node
+metadata:
+  name: $node
+  annotations:
+    node.alpha.kubernetes.io/ttl: "0"
+    kwok.x-k8s.io/node: fake
+  labels:
+    kubernetes.io/hostname: $node
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+    type: kwok
+status:
+  allocatable: {cpu: "64", memory: 256Gi, pods: "1000"}
+  capacity: {cpu: "64", memory: 256Gi, pods: "1000"}
+YAML
+kc wait --for=condition=Ready "node/$node" --timeout=60s >/dev/null
+# The default ServiceAccount must exist before Pods can be created in a namespace.
+for _ in $(seq 1 60); do
+  kc get serviceaccount default -n default >/dev/null 2>&1 && break
+  sleep 0.5
+done
+log "cluster ready"
+echo "$kubeconfig"

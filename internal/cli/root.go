@@ -1,0 +1,89 @@
+// Package cli builds the hook-operator command line. It parses flags and
+// environment variables and calls into the runtime packages; it holds no
+// runtime logic of its own.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+
+	"github.com/hook-operator/hook-operator/internal/cli/envflag"
+	"github.com/hook-operator/hook-operator/internal/cli/version"
+	"github.com/hook-operator/hook-operator/internal/logging"
+)
+
+// Environment variables for the global flags.
+const (
+	EnvLogLevel  = "HOOK_OPERATOR_LOG_LEVEL"
+	EnvLogFormat = "HOOK_OPERATOR_LOG_FORMAT"
+)
+
+// Execute runs the command line args and returns the process exit code:
+// 0 on success, 1 on any error (printed to stderr).
+func Execute(args []string, stdout, stderr io.Writer) int {
+	cmd := NewRootCommand(stdout, stderr, os.LookupEnv)
+	cmd.SetArgs(args)
+	if err := cmd.Execute(); err != nil {
+		fmt.Fprintf(stderr, "hook-operator: %v\n", err)
+		var ee exitError
+		if errors.As(err, &ee) {
+			return ee.code
+		}
+		return 1
+	}
+	return 0
+}
+
+// exitError carries a specific exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
+// NewRootCommand returns the root command with every subcommand attached.
+// lookupEnv reads environment variables (os.LookupEnv outside tests).
+func NewRootCommand(stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) *cobra.Command {
+	var (
+		level, format string
+		log           = logrus.New()
+	)
+	root := &cobra.Command{
+		Use:   "hook-operator",
+		Short: "Run executable hooks as a Kubernetes operator",
+		Long: `hook-operator watches Kubernetes objects, writes each event's binding context
+to a file, runs the hook executables found in a folder, and applies the object
+operations the hooks write back. Hooks written for shell-operator run unchanged.
+
+Every flag can also be set by the environment variable named in its help;
+a flag given on the command line wins over the variable.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := envflag.Apply(cmd.Flags(), lookupEnv); err != nil {
+				return err
+			}
+			if err := logging.Configure(log, level, format, stderr); err != nil {
+				return fmt.Errorf("--log-level/--log-format (or %s/%s): %w", EnvLogLevel, EnvLogFormat, err)
+			}
+			return nil
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&level, "log-level", "info", "log level: trace, debug, info, warn or error")
+	pf.StringVar(&format, "log-format", "text", "log format: text or json")
+	envflag.Bind(pf, "log-level", EnvLogLevel)
+	envflag.Bind(pf, "log-format", EnvLogFormat)
+
+	root.AddCommand(version.New(stdout))
+	return root
+}

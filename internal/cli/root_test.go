@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+func run(env map[string]string, args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	cmd := NewRootCommand(&out, &errb, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	cmd.SetArgs(args)
+	if err := cmd.Execute(); err != nil {
+		errb.WriteString(err.Error())
+		return 1, out.String(), errb.String()
+	}
+	return 0, out.String(), errb.String()
+}
+
+func TestVersionJSON(t *testing.T) {
+	code, out, stderr := run(nil, "version", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var info map[string]string
+	if err := json.Unmarshal([]byte(out), &info); err != nil {
+		t.Fatalf("not JSON: %q", out)
+	}
+	if info["goVersion"] != runtime.Version() || info["version"] == "" || info["commit"] == "" {
+		t.Errorf("version info %v", info)
+	}
+}
+
+func TestVersionText(t *testing.T) {
+	_, out, _ := run(nil, "version")
+	if !strings.HasPrefix(out, "hook-operator v") || !strings.Contains(out, "go:       "+runtime.Version()) {
+		t.Errorf("version output %q", out)
+	}
+	if code, _, stderr := run(nil, "version", "-o", "yaml"); code == 0 || !strings.Contains(stderr, "--output") {
+		t.Errorf("version -o yaml: exit %d, stderr %q; want an error naming --output", code, stderr)
+	}
+}
+
+func TestLogSettingsFromEnvironment(t *testing.T) {
+	code, _, stderr := run(map[string]string{EnvLogFormat: "xml"}, "version")
+	if code == 0 || !strings.Contains(stderr, EnvLogFormat) || !strings.Contains(stderr, `"xml"`) {
+		t.Errorf("exit %d, stderr %q; want an error naming %s and the value", code, stderr, EnvLogFormat)
+	}
+	// The flag wins over the variable.
+	if code, _, stderr := run(map[string]string{EnvLogFormat: "xml"}, "--log-format=json", "version"); code != 0 {
+		t.Errorf("flag did not win over the environment: %s", stderr)
+	}
+	if code, _, stderr := run(nil, "--log-level=loud", "version"); code == 0 || !strings.Contains(stderr, "log level") {
+		t.Errorf("--log-level=loud: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestEveryCommandHasHelp(t *testing.T) {
+	root := NewRootCommand(&bytes.Buffer{}, &bytes.Buffer{}, func(string) (string, bool) { return "", false })
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Short == "" {
+			t.Errorf("command %q has no short help", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}

@@ -1,0 +1,38 @@
+// Package logging configures the process-wide logrus logger from the
+// --log-level and --log-format settings.
+package logging
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+)
+
+// Formats lists the accepted values of --log-format.
+var Formats = []string{"text", "json"}
+
+// Configure makes l write to out at the given level ("trace", "debug",
+// "info", "warn", "error") in the given format ("text" or "json"). Errors say
+// which values are accepted; l is left unchanged then.
+func Configure(l *logrus.Logger, level, format string, out io.Writer) error {
+	lvl, err := logrus.ParseLevel(level)
+	if err != nil {
+		return fmt.Errorf("log level %q: use one of trace, debug, info, warn, error", level)
+	}
+	switch strings.ToLower(format) {
+	case "text", "json":
+	default:
+		return fmt.Errorf("log format %q: use one of %s", format, strings.Join(Formats, ", "))
+	}
+	l.SetOutput(out)
+	l.SetLevel(lvl)
+	switch strings.ToLower(format) {
+	case "text":
+		l.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: "2006-01-02T15:04:05.000Z07:00"})
+	case "json":
+		l.SetFormatter(&logrus.JSONFormatter{TimestampFormat: "2006-01-02T15:04:05.000Z07:00"})
+	}
+	return nil
+}

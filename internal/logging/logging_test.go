@@ -1,0 +1,53 @@
+package logging
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+)
+
+func TestConfigureJSON(t *testing.T) {
+	var buf bytes.Buffer
+	l := logrus.New()
+	if err := Configure(l, "debug", "json", &buf); err != nil {
+		t.Fatal(err)
+	}
+	l.WithField("hook", "a.sh").Debug("ran")
+	l.Trace("hidden")
+	var rec map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+		t.Fatalf("one JSON record expected, got %q: %v", buf.String(), err)
+	}
+	if rec["msg"] != "ran" || rec["hook"] != "a.sh" || rec["level"] != "debug" {
+		t.Errorf("record %v", rec)
+	}
+}
+
+func TestConfigureText(t *testing.T) {
+	var buf bytes.Buffer
+	l := logrus.New()
+	if err := Configure(l, "warn", "text", &buf); err != nil {
+		t.Fatal(err)
+	}
+	l.Info("hidden")
+	l.Warn("shown")
+	if out := buf.String(); strings.Contains(out, "hidden") || !strings.Contains(out, "msg=shown") {
+		t.Errorf("output %q", out)
+	}
+}
+
+func TestConfigureRejects(t *testing.T) {
+	l := logrus.New()
+	for _, c := range [][2]string{{"loud", "text"}, {"info", "xml"}} {
+		err := Configure(l, c[0], c[1], &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), "use one of") {
+			t.Errorf("Configure(%q, %q) = %v, want an error listing the accepted values", c[0], c[1], err)
+		}
+	}
+	if l.GetLevel() != logrus.InfoLevel {
+		t.Errorf("a rejected configuration changed the level to %v", l.GetLevel())
+	}
+}
