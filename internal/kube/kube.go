@@ -1,0 +1,85 @@
+// Package kube builds the clients the runtime talks to the API server with,
+// and resolves the kinds named in hook configurations and operations to API
+// resources through discovery.
+package kube
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/hook-operator/hook-operator/internal/buildinfo"
+)
+
+// Options select the cluster and the client's request rate.
+type Options struct {
+	// Kubeconfig is a kubeconfig file. Empty means $KUBECONFIG, then
+	// ~/.kube/config, then the in-cluster ServiceAccount.
+	Kubeconfig string
+	// Context selects a context of the kubeconfig; empty means its current one.
+	Context string
+	// QPS and Burst limit the client's request rate (client-go's token bucket).
+	QPS   float32
+	Burst int
+}
+
+// Clients are the API clients shared by every part of the runtime.
+type Clients struct {
+	Config   *rest.Config
+	Typed    kubernetes.Interface
+	Dynamic  dynamic.Interface
+	Metadata metadata.Interface
+	// Resolver maps the kinds hooks name to API resources.
+	Resolver *Resolver
+}
+
+// RESTConfig loads the client configuration that opts select.
+func RESTConfig(opts Options) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if opts.Kubeconfig != "" {
+		rules.ExplicitPath = opts.Kubeconfig
+	}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: opts.Context}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if err != nil {
+		if opts.Kubeconfig != "" {
+			return nil, fmt.Errorf("kubeconfig %s: %w", opts.Kubeconfig, err)
+		}
+		return nil, fmt.Errorf("no cluster configured (set --kubeconfig or KUBECONFIG, or run in a Pod): %w", err)
+	}
+	if opts.QPS > 0 {
+		cfg.QPS = opts.QPS
+	}
+	if opts.Burst > 0 {
+		cfg.Burst = opts.Burst
+	}
+	cfg.UserAgent = "hook-operator/" + buildinfo.Version
+	return cfg, nil
+}
+
+// NewClients builds every client from cfg.
+func NewClients(cfg *rest.Config) (*Clients, error) {
+	c := &Clients{Config: cfg}
+	var err error
+	if c.Typed, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.Metadata, err = metadata.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.Resolver = NewResolver(memory.NewMemCacheClient(dc))
+	return c, nil
+}
