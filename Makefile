@@ -39,13 +39,10 @@ cluster: ## start (or reuse) the local cluster; prints its kubeconfig
 cluster-down: ## stop and remove the local cluster (binaries stay cached)
 	@hack/cluster/down.sh
 
-run: build cluster ## build, start the local cluster and show it
-	@echo
-	@bin/hook-operator version
-	@echo
-	kubectl --kubeconfig '$(KUBECONFIG_LOCAL)' get nodes,namespaces
-	@echo
-	@echo "The local cluster is up. To use it:  export KUBECONFIG='$(KUBECONFIG_LOCAL)'"
+run: build cluster ## build, start the local cluster, run the operator with hooks/ (Ctrl-C stops)
+	@kubectl --kubeconfig '$(KUBECONFIG_LOCAL)' get nodes
+	@echo "The local cluster is up; use it with:  export KUBECONFIG='$(KUBECONFIG_LOCAL)'"
+	@hack/run.sh
 
 clean: ## remove build output (not the cluster or its cached binaries)
 	rm -rf bin/

@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hook-operator/hook-operator/internal/cli/envflag"
+	"github.com/hook-operator/hook-operator/internal/cli/hooks"
+	"github.com/hook-operator/hook-operator/internal/cli/start"
 	"github.com/hook-operator/hook-operator/internal/cli/version"
 	"github.com/hook-operator/hook-operator/internal/logging"
 )
@@ -85,5 +87,7 @@ a flag given on the command line wins over the variable.`,
 	envflag.Bind(pf, "log-format", EnvLogFormat)
 
 	root.AddCommand(version.New(stdout))
+	root.AddCommand(hooks.New(stdout, stderr))
+	root.AddCommand(start.New(log))
 	return root
 }

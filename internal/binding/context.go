@@ -1,0 +1,186 @@
+// Package binding holds binding contexts: what a hook is told about why it
+// runs, written as a JSON array to the file at $BINDING_CONTEXT_PATH. The
+// live runtime, dry-run and replay build them with this package alone, so
+// the shape below is the contract (docs/hooks.md, "Binding context").
+package binding
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+)
+
+// Context types.
+const (
+	TypeSchedule        = "Schedule"
+	TypeSynchronization = "Synchronization"
+	TypeEvent           = "Event"
+	TypeGroup           = "Group"
+)
+
+// OnStartup is the binding name of start-up runs.
+const OnStartup = "onStartup"
+
+// Object is one watched object as a binding presents it: the object itself
+// (unless the binding drops full objects) and its jqFilter result (when the
+// binding has a filter).
+type Object struct {
+	// Namespace and Name identify the object; they order snapshots.
+	Namespace, Name string
+	// Full is the whole object, or nil when keepFullObjectsInMemory is false.
+	// It is shared with the watch cache and must not be modified.
+	Full map[string]any
+	// FilterResult is the JSON of the jqFilter's result, or nil when the
+	// binding has no jqFilter.
+	FilterResult json.RawMessage
+}
+
+// MarshalJSON writes {"object":...,"filterResult":...}, each key present only
+// when it applies.
+func (o Object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	if err := o.writeFields(&b, false); err != nil {
+		return nil, err
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// writeFields writes the object's keys; comma says whether one must precede.
+func (o Object) writeFields(b *bytes.Buffer, comma bool) error {
+	if o.Full != nil {
+		if comma {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"object":`)
+		data, err := json.Marshal(o.Full)
+		if err != nil {
+			return err
+		}
+		b.Write(data)
+		comma = true
+	}
+	if o.FilterResult != nil {
+		if comma {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"filterResult":`)
+		b.Write(o.FilterResult)
+	}
+	return nil
+}
+
+// Context is one binding context.
+type Context struct {
+	// Binding is the name of the binding that fired ("onStartup" for start-up).
+	Binding string
+	// Type is empty for onStartup, else one of the Type constants.
+	Type string
+	// WatchEvent is Added, Modified or Deleted for Event contexts.
+	WatchEvent string
+	// Objects lists every matching object of a Synchronization context.
+	Objects []Object
+	// Object is the object of an Event context.
+	Object *Object
+	// GroupName is set for Group contexts.
+	GroupName string
+	// Snapshots maps binding names to their current objects; nil means the
+	// context carries no snapshots.
+	Snapshots map[string][]Object
+	// SnapshotsFrom names the bindings whose snapshots this context carries
+	// (from group and includeSnapshotsFrom); the runtime fills Snapshots
+	// from them just before the hook starts.
+	SnapshotsFrom []string `json:"-"`
+}
+
+// MarshalJSON writes the context in the contract's shape and key order.
+func (c Context) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"binding":`)
+	writeString(&b, c.Binding)
+	if c.Type != "" {
+		b.WriteString(`,"type":`)
+		writeString(&b, c.Type)
+	}
+	if c.GroupName != "" {
+		b.WriteString(`,"groupName":`)
+		writeString(&b, c.GroupName)
+	}
+	switch c.Type {
+	case TypeSynchronization:
+		b.WriteString(`,"objects":[`)
+		for i, o := range c.Objects {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			data, err := o.MarshalJSON()
+			if err != nil {
+				return nil, err
+			}
+			b.Write(data)
+		}
+		b.WriteByte(']')
+	case TypeEvent:
+		b.WriteString(`,"watchEvent":`)
+		writeString(&b, c.WatchEvent)
+		if c.Object != nil {
+			if err := c.Object.writeFields(&b, true); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if c.Snapshots != nil {
+		b.WriteString(`,"snapshots":{`)
+		names := make([]string, 0, len(c.Snapshots))
+		for n := range c.Snapshots {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for i, n := range names {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeString(&b, n)
+			b.WriteString(`:[`)
+			for j, o := range c.Snapshots[n] {
+				if j > 0 {
+					b.WriteByte(',')
+				}
+				data, err := o.MarshalJSON()
+				if err != nil {
+					return nil, err
+				}
+				b.Write(data)
+			}
+			b.WriteByte(']')
+		}
+		b.WriteByte('}')
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func writeString(b *bytes.Buffer, s string) {
+	data, _ := json.Marshal(s) // a string always encodes
+	b.Write(data)
+}
+
+// SortObjects orders objects by namespace, then name, as snapshots and
+// Synchronization contexts list them.
+func SortObjects(objs []Object) {
+	sort.Slice(objs, func(i, j int) bool {
+		if objs[i].Namespace != objs[j].Namespace {
+			return objs[i].Namespace < objs[j].Namespace
+		}
+		return objs[i].Name < objs[j].Name
+	})
+}
+
+// Encode writes contexts as the JSON array a hook reads.
+func Encode(contexts []Context) ([]byte, error) {
+	if contexts == nil {
+		contexts = []Context{}
+	}
+	return json.Marshal(contexts)
+}

@@ -1,0 +1,97 @@
+package binding
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func obj(ns, name string, full bool, filter string) Object {
+	o := Object{Namespace: ns, Name: name}
+	if full {
+		o.Full = map[string]any{"metadata": map[string]any{"name": name, "namespace": ns}}
+	}
+	if filter != "" {
+		o.FilterResult = json.RawMessage(filter)
+	}
+	return o
+}
+
+func TestEncodeShapes(t *testing.T) {
+	tests := []struct {
+		name string
+		ctx  Context
+		want string
+	}{
+		{"onStartup", Context{Binding: OnStartup}, `{"binding":"onStartup"}`},
+		{"schedule", Context{Binding: "every-minute", Type: TypeSchedule}, `{"binding":"every-minute","type":"Schedule"}`},
+		{"empty sync", Context{Binding: "pods", Type: TypeSynchronization}, `{"binding":"pods","type":"Synchronization","objects":[]}`},
+		{"sync full and filter", Context{Binding: "pods", Type: TypeSynchronization, Objects: []Object{obj("a", "p", true, `{"x":1}`)}},
+			`{"binding":"pods","type":"Synchronization","objects":[{"object":{"metadata":{"name":"p","namespace":"a"}},"filterResult":{"x":1}}]}`},
+		{"sync filter only", Context{Binding: "pods", Type: TypeSynchronization, Objects: []Object{obj("a", "p", false, `null`)}},
+			`{"binding":"pods","type":"Synchronization","objects":[{"filterResult":null}]}`},
+		{"event no filter", Context{Binding: "pods", Type: TypeEvent, WatchEvent: "Added", Object: ptr(obj("a", "p", true, ""))},
+			`{"binding":"pods","type":"Event","watchEvent":"Added","object":{"metadata":{"name":"p","namespace":"a"}}}`},
+		{"event filter only", Context{Binding: "pods", Type: TypeEvent, WatchEvent: "Deleted", Object: ptr(obj("a", "p", false, `"v"`))},
+			`{"binding":"pods","type":"Event","watchEvent":"Deleted","filterResult":"v"}`},
+		{"group", Context{Binding: "pods", Type: TypeGroup, GroupName: "g", Snapshots: map[string][]Object{
+			"pods": {obj("a", "p", false, `1`)}, "cms": {},
+		}}, `{"binding":"pods","type":"Group","groupName":"g","snapshots":{"cms":[],"pods":[{"filterResult":1}]}}`},
+		{"schedule with snapshots", Context{Binding: "tick", Type: TypeSchedule, Snapshots: map[string][]Object{"pods": nil}},
+			`{"binding":"tick","type":"Schedule","snapshots":{"pods":[]}}`},
+	}
+	for _, tt := range tests {
+		got, err := json.Marshal(tt.ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if string(got) != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.name, got, tt.want)
+		}
+		if !json.Valid(got) {
+			t.Errorf("%s: invalid JSON", tt.name)
+		}
+	}
+	arr, err := Encode(nil)
+	if err != nil || string(arr) != "[]" {
+		t.Errorf("Encode(nil) = %s, %v", arr, err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestCombineCollapsesConsecutiveGroups(t *testing.T) {
+	in := []Context{
+		{Binding: "a", Type: TypeGroup, GroupName: "g", WatchEvent: "1"},
+		{Binding: "b", Type: TypeGroup, GroupName: "g", WatchEvent: "2"},
+		{Binding: "c", Type: TypeEvent, WatchEvent: "Added"},
+		{Binding: "a", Type: TypeGroup, GroupName: "g", WatchEvent: "3"},
+		{Binding: "a", Type: TypeGroup, GroupName: "h", WatchEvent: "4"},
+		{Binding: "a", Type: TypeGroup, GroupName: "h", WatchEvent: "5"},
+	}
+	out := Combine(in)
+	var got []string
+	for _, c := range out {
+		got = append(got, c.Binding+c.GroupName+c.WatchEvent)
+	}
+	want := []string{"bg2", "cAdded", "ag3", "ah5"}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+}
+
+func TestSortObjects(t *testing.T) {
+	objs := []Object{{Namespace: "b", Name: "a"}, {Namespace: "a", Name: "z"}, {Namespace: "a", Name: "b"}, {Name: "c"}}
+	SortObjects(objs)
+	var got string
+	for _, o := range objs {
+		got += o.Namespace + "/" + o.Name + " "
+	}
+	if got != "/c a/b a/z b/a " {
+		t.Errorf("order %q", got)
+	}
+}

@@ -1,0 +1,133 @@
+// Package start implements `hook-operator start`: load the hooks, connect
+// to the cluster, and run the operator until a stop signal.
+package start
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+
+	"github.com/hook-operator/hook-operator/internal/cli/envflag"
+	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/kube"
+	"github.com/hook-operator/hook-operator/internal/operator"
+	"github.com/hook-operator/hook-operator/internal/queue"
+)
+
+// Flags holds the start command's settings.
+type Flags struct {
+	HooksDir      string
+	TmpDir        string
+	Kubeconfig    string
+	KubeContext   string
+	QPS           float32
+	Burst         int
+	HookTimeout   time.Duration
+	ConfigTimeout time.Duration
+	RetryInitial  time.Duration
+	RetryMax      time.Duration
+	ShutdownGrace time.Duration
+}
+
+// New returns the start command. log is configured by the root command
+// before the command runs.
+func New(log *logrus.Logger) *cobra.Command {
+	var f Flags
+	cmd := &cobra.Command{
+		Use:   "start",
+		Short: "Run the hooks in a folder as an operator against the cluster",
+		Long: `start loads every hook under --hooks-dir (running each with --config),
+stops with every configuration error at once if any is invalid, connects to the
+cluster, and runs the hooks: onStartup hooks first, then the kubernetes
+bindings (Synchronization, then events), then schedules.
+
+The cluster comes from --kubeconfig, else $KUBECONFIG, else ~/.kube/config,
+else the Pod's ServiceAccount. On SIGTERM or SIGINT the operator takes no new
+work, lets running hooks finish within --shutdown-grace-period, and exits 0.`,
+		Example: `  hook-operator start --hooks-dir ./hooks
+  HOOK_OPERATOR_HOOKS_DIR=/hooks hook-operator start --log-format json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			return Run(ctx, f, log)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.HooksDir, "hooks-dir", "/hooks", "folder of hook executables, searched recursively")
+	envflag.Bind(fs, "hooks-dir", "HOOK_OPERATOR_HOOKS_DIR", "SHELL_OPERATOR_HOOKS_DIR")
+	fs.StringVar(&f.TmpDir, "tmp-dir", "", "folder for the per-run private temp dirs (default: the system temp dir)")
+	envflag.Bind(fs, "tmp-dir", "HOOK_OPERATOR_TMP_DIR")
+	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	envflag.Bind(fs, "kubeconfig", "HOOK_OPERATOR_KUBECONFIG")
+	fs.StringVar(&f.KubeContext, "kube-context", "", "kubeconfig context to use (default: its current context)")
+	envflag.Bind(fs, "kube-context", "HOOK_OPERATOR_KUBE_CONTEXT")
+	fs.Float32Var(&f.QPS, "kube-client-qps", 50, "sustained requests per second to the API server")
+	envflag.Bind(fs, "kube-client-qps", "HOOK_OPERATOR_KUBE_CLIENT_QPS")
+	fs.IntVar(&f.Burst, "kube-client-burst", 100, "request burst above --kube-client-qps")
+	envflag.Bind(fs, "kube-client-burst", "HOOK_OPERATOR_KUBE_CLIENT_BURST")
+	fs.DurationVar(&f.HookTimeout, "hook-timeout", 10*time.Minute, "end a hook run after this long (a hook's settings.timeout wins)")
+	envflag.Bind(fs, "hook-timeout", "HOOK_OPERATOR_HOOK_TIMEOUT")
+	fs.DurationVar(&f.ConfigTimeout, "config-timeout", 30*time.Second, "end a hook's --config run after this long")
+	envflag.Bind(fs, "config-timeout", "HOOK_OPERATOR_CONFIG_TIMEOUT")
+	fs.DurationVar(&f.RetryInitial, "retry-initial-delay", time.Second, "pause before the first retry of a failed run; doubles per failure")
+	envflag.Bind(fs, "retry-initial-delay", "HOOK_OPERATOR_RETRY_INITIAL_DELAY")
+	fs.DurationVar(&f.RetryMax, "retry-max-delay", time.Minute, "longest pause between retries of a failed run")
+	envflag.Bind(fs, "retry-max-delay", "HOOK_OPERATOR_RETRY_MAX_DELAY")
+	fs.DurationVar(&f.ShutdownGrace, "shutdown-grace-period", 30*time.Second, "how long running hooks may finish after SIGTERM/SIGINT")
+	envflag.Bind(fs, "shutdown-grace-period", "HOOK_OPERATOR_SHUTDOWN_GRACE_PERIOD")
+	return cmd
+}
+
+// Run loads the hooks and runs the operator until ctx ends.
+func Run(ctx context.Context, f Flags, log *logrus.Logger) error {
+	if f.HookTimeout <= 0 {
+		return errors.New("--hook-timeout must be positive")
+	}
+	env := os.Environ()
+	hooks, err := hook.Load(ctx, f.HooksDir, hook.LoadOptions{
+		ConfigTimeout: f.ConfigTimeout,
+		Env:           env,
+		Warn:          func(msg string) { log.Warn(msg) },
+	})
+	if err != nil {
+		return fmt.Errorf("hooks in %s are not valid; nothing was started:\n%w", f.HooksDir, err)
+	}
+	if len(hooks) == 0 {
+		log.WithField("hooksDir", f.HooksDir).Warn("no hooks found; the operator has nothing to do")
+	}
+	for _, h := range hooks {
+		c := h.Config
+		log.WithFields(logrus.Fields{
+			"hook": h.Name, "kubernetes": len(c.Kubernetes), "schedule": len(c.Schedule), "onStartup": c.OnStartup != nil,
+		}).Info("hook loaded")
+	}
+	cfg, err := kube.RESTConfig(kube.Options{Kubeconfig: f.Kubeconfig, Context: f.KubeContext, QPS: f.QPS, Burst: f.Burst})
+	if err != nil {
+		return err
+	}
+	clients, err := kube.NewClients(cfg)
+	if err != nil {
+		return err
+	}
+	log.WithField("server", cfg.Host).Info("connected to the cluster")
+	op := operator.New(hooks, clients, operator.Options{
+		TmpDir:        f.TmpDir,
+		HookTimeout:   f.HookTimeout,
+		Retry:         queue.Options{RetryInitial: f.RetryInitial, RetryMax: f.RetryMax},
+		ShutdownGrace: f.ShutdownGrace,
+		Env:           env,
+	}, log)
+	if err := op.Run(ctx); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,139 @@
+// Package hook finds the hooks in a folder, asks each for its configuration
+// (`<hook> --config`), and validates it into the types below, which the rest
+// of the runtime works from.
+package hook
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hook-operator/hook-operator/internal/jq"
+)
+
+// Hook is one executable found under the hooks folder, with its parsed
+// configuration.
+type Hook struct {
+	// Name is the hook's path relative to the hooks folder, with forward
+	// slashes ("pods/on-create.sh"). It names the hook in logs, metrics and
+	// binding contexts.
+	Name string `json:"name"`
+	// Path is the absolute path of the executable.
+	Path string `json:"path"`
+	// Dir is the hook's folder, the working directory of its runs.
+	Dir    string `json:"dir"`
+	Config Config `json:"config"`
+}
+
+// Event types of kubernetes bindings.
+const (
+	Added    = "Added"
+	Modified = "Modified"
+	Deleted  = "Deleted"
+)
+
+// DefaultQueue is the queue of bindings that name none.
+const DefaultQueue = "main"
+
+// Config is a hook's validated configuration (configVersion v1).
+type Config struct {
+	// OnStartup is the hook's order among the onStartup hooks, or nil when
+	// the hook does not run at start-up.
+	OnStartup  *int                `json:"onStartup,omitempty"`
+	Schedule   []ScheduleBinding   `json:"schedule,omitempty"`
+	Kubernetes []KubernetesBinding `json:"kubernetes,omitempty"`
+	// Admission and conversion bindings are validated but not served yet.
+	Validating []WebhookBinding    `json:"kubernetesValidating,omitempty"`
+	Mutating   []WebhookBinding    `json:"kubernetesMutating,omitempty"`
+	Conversion []ConversionBinding `json:"kubernetesCustomResourceConversion,omitempty"`
+	Settings   Settings            `json:"settings"`
+}
+
+// Settings are hook-wide settings.
+type Settings struct {
+	// ExecutionMinInterval and ExecutionBurst rate-limit the hook's runs: at
+	// most ExecutionBurst runs back to back, then one per interval. Zero
+	// interval means no limit.
+	ExecutionMinInterval time.Duration `json:"executionMinInterval,omitempty"`
+	ExecutionBurst       int           `json:"executionBurst,omitempty"`
+	// Timeout ends a run that takes longer (EXT). Zero means the operator's
+	// --hook-timeout.
+	Timeout time.Duration `json:"timeout,omitempty"`
+}
+
+// Common holds the fields every binding kind shares.
+type Common struct {
+	Name         string `json:"name"`
+	Queue        string `json:"queue"` // never empty after validation
+	AllowFailure bool   `json:"allowFailure,omitempty"`
+	Group        string `json:"group,omitempty"`
+	// IncludeSnapshotsFrom names kubernetes bindings of the same hook.
+	IncludeSnapshotsFrom []string `json:"includeSnapshotsFrom,omitempty"`
+}
+
+// ScheduleBinding runs the hook on a crontab.
+type ScheduleBinding struct {
+	Common
+	// Crontab has 5 fields, or 6 with seconds first.
+	Crontab string `json:"crontab"`
+}
+
+// KubernetesBinding runs the hook on events of watched objects.
+type KubernetesBinding struct {
+	Common
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind"`
+	// ExecuteHookOnEvent lists the event types that run the hook; empty
+	// means the binding only feeds snapshots.
+	ExecuteHookOnEvent           []string `json:"executeHookOnEvent"`
+	ExecuteHookOnSynchronization bool     `json:"executeHookOnSynchronization"`
+	WaitForSynchronization       bool     `json:"waitForSynchronization"`
+	KeepFullObjectsInMemory      bool     `json:"keepFullObjectsInMemory"`
+	// NameSelector lists object names; empty means any.
+	NameSelector []string `json:"nameSelector,omitempty"`
+	// LabelSelector is nil when absent.
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+	// FieldSelector is the API field selector string built from the
+	// binding's matchExpressions ("metadata.name=x,status.phase!=Pending"),
+	// or empty.
+	FieldSelector string `json:"fieldSelector,omitempty"`
+	// Namespace is nil when the binding watches all namespaces (and always
+	// for cluster-scoped kinds).
+	Namespace *NamespaceSelector `json:"namespace,omitempty"`
+	// JQFilter is the source of the jqFilter, or empty; Filter is it compiled.
+	JQFilter                string        `json:"jqFilter,omitempty"`
+	Filter                  *jq.Filter    `json:"-"`
+	ResynchronizationPeriod time.Duration `json:"resynchronizationPeriod,omitempty"`
+}
+
+// NamespaceSelector picks the namespaces a binding watches: the listed
+// names, plus (when LabelSelector is set) every namespace whose labels match,
+// now or later.
+type NamespaceSelector struct {
+	Names         []string              `json:"names,omitempty"`
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+}
+
+// WebhookBinding is a validating or mutating admission binding. The fields
+// are kept as given; serving them is not implemented yet.
+type WebhookBinding struct {
+	Common
+	Raw map[string]any `json:"spec"`
+}
+
+// ConversionBinding is a CRD conversion binding, validated but not served yet.
+type ConversionBinding struct {
+	Common
+	CRDName     string           `json:"crdName"`
+	Conversions []map[string]any `json:"conversions"`
+}
+
+// OnEvent reports whether events of type t run the hook.
+func (b *KubernetesBinding) OnEvent(t string) bool {
+	for _, e := range b.ExecuteHookOnEvent {
+		if e == t {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,256 @@
+package operator_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/kube"
+	"github.com/hook-operator/hook-operator/internal/operator"
+	"github.com/hook-operator/hook-operator/internal/queue"
+	"github.com/hook-operator/hook-operator/internal/testcluster"
+)
+
+// env is one test's operator: its hooks folder, its log, and the cluster.
+type env struct {
+	t        *testing.T
+	c        *testcluster.Cluster
+	ns       string
+	dir      string
+	records  string
+	logs     *syncBuffer
+	cancel   context.CancelFunc
+	finished chan error
+}
+
+func newEnv(t *testing.T) *env {
+	c := testcluster.Get(t)
+	e := &env{t: t, c: c, ns: c.Namespace(t), dir: t.TempDir(), logs: &syncBuffer{}}
+	e.records = filepath.Join(t.TempDir(), "records")
+	if err := os.MkdirAll(e.records, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// bashHook writes an executable bash hook: it prints config on --config,
+// records each run's binding contexts as one JSON line, then runs body.
+func (e *env) bashHook(name, config, body string) {
+	e.t.Helper()
+	config = strings.ReplaceAll(config, "NAMESPACE", e.ns)
+	script := fmt.Sprintf(`#!/usr/bin/env bash
+set -euo pipefail
+if [[ "${1:-}" == "--config" ]]; then
+cat <<'HOOK_CONFIG'
+%s
+HOOK_CONFIG
+exit 0
+fi
+jq -c . "$BINDING_CONTEXT_PATH" >> %q
+%s
+`, config, e.recordFile(name), body)
+	path := filepath.Join(e.dir, name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) recordFile(hookName string) string {
+	return filepath.Join(e.records, strings.ReplaceAll(hookName, "/", "_")+".jsonl")
+}
+
+var (
+	goHookOnce sync.Once
+	goHookPath string
+	goHookErr  error
+)
+
+// goHook installs the compiled Go test hook (testdata/gohook) under name
+// with the given JSON config.
+func (e *env) goHook(name, config string) {
+	e.t.Helper()
+	goHookOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "gohook-")
+		if err != nil {
+			goHookErr = err
+			return
+		}
+		goHookPath = filepath.Join(dir, "gohook")
+		out, err := exec.Command("go", "build", "-o", goHookPath, "./testdata/gohook").CombinedOutput()
+		if err != nil {
+			goHookErr = fmt.Errorf("go build testdata/gohook: %v\n%s", err, out)
+		}
+	})
+	if goHookErr != nil {
+		e.t.Fatal(goHookErr)
+	}
+	dir := filepath.Join(e.dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	bin, err := os.ReadFile(goHookPath)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	must(e.t, os.WriteFile(filepath.Join(dir, "hook"), bin, 0o755))
+	must(e.t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(strings.ReplaceAll(config, "NAMESPACE", e.ns)), 0o644))
+	must(e.t, os.WriteFile(filepath.Join(dir, "record.path"), []byte(e.recordFile(name+"/hook")), 0o644))
+}
+
+// start loads the hooks and runs an operator until the test ends.
+func (e *env) start() {
+	e.t.Helper()
+	log := logrus.New()
+	log.SetOutput(e.logs)
+	log.SetLevel(logrus.DebugLevel)
+	log.SetFormatter(&logrus.JSONFormatter{})
+	ctx, cancel := context.WithCancel(context.Background())
+	hooks, err := hook.Load(ctx, e.dir, hook.LoadOptions{})
+	if err != nil {
+		cancel()
+		e.t.Fatalf("load hooks: %v", err)
+	}
+	clients, err := kube.NewClients(e.c.Config)
+	if err != nil {
+		cancel()
+		e.t.Fatal(err)
+	}
+	op := operator.New(hooks, clients, operator.Options{
+		TmpDir:        e.t.TempDir(),
+		HookTimeout:   time.Minute,
+		Retry:         queue.Options{RetryInitial: 100 * time.Millisecond, RetryMax: 400 * time.Millisecond},
+		ShutdownGrace: 5 * time.Second,
+		Env:           os.Environ(),
+	}, log)
+	e.cancel = cancel
+	e.finished = make(chan error, 1)
+	go func() { e.finished <- op.Run(ctx) }()
+	e.t.Cleanup(func() {
+		e.stop()
+		if e.t.Failed() {
+			e.t.Logf("operator log:\n%s", e.logs.String())
+		}
+	})
+}
+
+func (e *env) stop() {
+	if e.cancel == nil {
+		return
+	}
+	e.cancel()
+	select {
+	case err := <-e.finished:
+		if err != nil {
+			e.t.Errorf("operator.Run returned %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		e.t.Errorf("operator did not stop within 15s")
+	}
+	e.cancel = nil
+}
+
+// runs returns every recorded run of a hook: each a list of contexts.
+func (e *env) runs(hookName string) [][]map[string]any {
+	data, err := os.ReadFile(e.recordFile(hookName))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out [][]map[string]any
+	sc := bufio.NewScanner(strings.NewReader(string(data)))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var run []map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &run); err != nil {
+			e.t.Fatalf("record of %s: %v: %s", hookName, err, sc.Text())
+		}
+		out = append(out, run)
+	}
+	return out
+}
+
+// contexts returns every recorded context of a hook, runs flattened.
+func (e *env) contexts(hookName string) []map[string]any {
+	var out []map[string]any
+	for _, r := range e.runs(hookName) {
+		out = append(out, r...)
+	}
+	return out
+}
+
+// eventually polls cond until it holds or timeout passes.
+func (e *env) eventually(timeout time.Duration, what string, cond func() bool) {
+	e.t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	})
+	if err != nil {
+		e.t.Fatalf("timed out after %v waiting for %s", timeout, what)
+	}
+}
+
+// describe summarizes contexts as "type/watchEvent/name" strings.
+func describe(contexts []map[string]any) []string {
+	var out []string
+	for _, c := range contexts {
+		s := fmt.Sprint(c["binding"], ":", c["type"])
+		if ev, ok := c["watchEvent"]; ok {
+			s += "/" + fmt.Sprint(ev)
+		}
+		if obj, ok := c["object"].(map[string]any); ok {
+			s += "/" + name(obj)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func name(obj map[string]any) string {
+	md, _ := obj["metadata"].(map[string]any)
+	n, _ := md["name"].(string)
+	return n
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) contains(sub string) bool { return strings.Contains(s.String(), sub) }

@@ -1,0 +1,349 @@
+// Package queue orders hook runs. Each named queue runs one task at a time,
+// in order. Pending contexts for the same hook in the same queue are merged
+// into the run that takes them, so a burst of events costs one run. A failed
+// run holds its queue and is retried with exponential backoff and jitter,
+// unless every binding in it allows failure.
+package queue
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/time/rate"
+
+	"github.com/hook-operator/hook-operator/internal/binding"
+	"github.com/hook-operator/hook-operator/internal/hook"
+)
+
+// Task is a pending run of a hook.
+type Task struct {
+	Hook     *hook.Hook
+	Queue    string
+	Contexts []binding.Context
+	// AllowFailure lets the queue drop the task when its run fails. A merged
+	// task allows failure only if every task merged into it did.
+	AllowFailure bool
+	// Done, when set, is called once the task's run succeeded or its failure
+	// was allowed (err is then the failure). Merged tasks keep every Done.
+	Done func(err error)
+
+	done     []func(error)
+	attempts int
+	enqueued time.Time
+}
+
+// Handler runs a task. ctx ends when the queue set's grace period after
+// Stop is over.
+type Handler func(ctx context.Context, t *Task) error
+
+// Options tune retries.
+type Options struct {
+	// RetryInitial is the first pause after a failure; it doubles per
+	// failure up to RetryMax. Each pause varies by up to ±20%.
+	RetryInitial, RetryMax time.Duration
+}
+
+// Set is every queue of the operator.
+type Set struct {
+	handler Handler
+	opts    Options
+	log     logrus.FieldLogger
+
+	mu       sync.Mutex
+	queues   map[string]*fifo
+	limiters map[*hook.Hook]*rate.Limiter
+	stopping bool
+	runCtx   context.Context // handlers' context: ends after Stop's grace period
+	cancel   context.CancelFunc
+	stopCtx  context.Context // ends at Stop: ends waits for rate limits
+	stopNow  context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+type fifo struct {
+	name    string
+	tasks   []*Task
+	running *Task
+	wake    chan struct{}
+	// retryAt is when the head task (held back after a failure) runs again.
+	retryAt time.Time
+}
+
+// NewSet returns an empty queue set that runs tasks with handler.
+func NewSet(handler Handler, opts Options, log logrus.FieldLogger) *Set {
+	if opts.RetryInitial <= 0 {
+		opts.RetryInitial = time.Second
+	}
+	if opts.RetryMax < opts.RetryInitial {
+		opts.RetryMax = opts.RetryInitial
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopCtx, stopNow := context.WithCancel(context.Background())
+	return &Set{
+		stopCtx:  stopCtx,
+		stopNow:  stopNow,
+		handler:  handler,
+		opts:     opts,
+		log:      log,
+		queues:   map[string]*fifo{},
+		limiters: map[*hook.Hook]*rate.Limiter{},
+		runCtx:   ctx,
+		cancel:   cancel,
+	}
+}
+
+// ErrStopped is returned by Push after Stop.
+var ErrStopped = errors.New("queue set is stopping; no new work is taken")
+
+// Push appends t to its queue (created on first use, with its worker).
+func (s *Set) Push(t *Task) error {
+	if t.Queue == "" {
+		t.Queue = hook.DefaultQueue
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return ErrStopped
+	}
+	q := s.queues[t.Queue]
+	if q == nil {
+		q = &fifo{name: t.Queue, wake: make(chan struct{}, 1)}
+		s.queues[t.Queue] = q
+		s.wg.Add(1)
+		go s.work(q)
+	}
+	if t.Done != nil {
+		t.done = append(t.done, t.Done)
+		t.Done = nil
+	}
+	t.enqueued = time.Now()
+	q.tasks = append(q.tasks, t)
+	q.signal()
+	return nil
+}
+
+func (q *fifo) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// limiter returns the hook's rate limiter, or nil when it has none.
+func (s *Set) limiter(h *hook.Hook) *rate.Limiter {
+	st := h.Config.Settings
+	if st.ExecutionMinInterval <= 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.limiters[h]
+	if l == nil {
+		burst := max(st.ExecutionBurst, 1)
+		l = rate.NewLimiter(rate.Every(st.ExecutionMinInterval), burst)
+		s.limiters[h] = l
+	}
+	return l
+}
+
+// work is q's worker: take the head, wait for its hook's rate limit, merge
+// the hook's other pending tasks into it, run it, and on failure either
+// drop it (allowed) or hold the queue and retry after a backoff.
+func (s *Set) work(q *fifo) {
+	defer s.wg.Done()
+	for {
+		s.mu.Lock()
+		for len(q.tasks) == 0 || time.Now().Before(q.retryAt) {
+			if s.stopping {
+				s.mu.Unlock()
+				return
+			}
+			wait := time.Duration(-1)
+			if len(q.tasks) > 0 {
+				wait = time.Until(q.retryAt)
+			}
+			s.mu.Unlock()
+			s.sleep(q, wait)
+			s.mu.Lock()
+		}
+		if s.stopping {
+			s.mu.Unlock()
+			return
+		}
+		head := q.tasks[0]
+		s.mu.Unlock()
+
+		// Wait for the hook's rate limit while later events keep piling up
+		// behind the head, to be merged into this run.
+		if l := s.limiter(head.Hook); l != nil {
+			if err := l.Wait(s.stopCtx); err != nil {
+				return
+			}
+		}
+
+		s.mu.Lock()
+		if s.stopping {
+			s.mu.Unlock()
+			return
+		}
+		t := s.takeLocked(q)
+		q.running = t
+		s.mu.Unlock()
+
+		err := s.handler(s.runCtx, t)
+
+		s.mu.Lock()
+		q.running = nil
+		switch {
+		case err == nil:
+			q.retryAt = time.Time{}
+			s.mu.Unlock()
+			t.finish(nil)
+		case t.AllowFailure:
+			q.retryAt = time.Time{}
+			s.mu.Unlock()
+			s.log.WithFields(logrus.Fields{"hook": t.Hook.Name, "queue": q.name}).WithError(err).
+				Warn("hook failed; allowFailure is set, moving on")
+			t.finish(err)
+		default:
+			t.attempts++
+			delay := s.backoff(t.attempts)
+			q.retryAt = time.Now().Add(delay)
+			q.tasks = append([]*Task{t}, q.tasks...) // hold the queue
+			s.mu.Unlock()
+			s.log.WithFields(logrus.Fields{"hook": t.Hook.Name, "queue": q.name, "attempt": t.attempts, "retryIn": delay.Round(time.Millisecond).String()}).
+				WithError(err).Error("hook failed; retrying")
+		}
+	}
+}
+
+// takeLocked removes the head task and every other pending task of the same
+// hook from q, and returns them merged, oldest contexts first.
+func (s *Set) takeLocked(q *fifo) *Task {
+	head := q.tasks[0]
+	rest := q.tasks[:0:0]
+	for _, t := range q.tasks[1:] {
+		if t.Hook != head.Hook {
+			rest = append(rest, t)
+			continue
+		}
+		head.Contexts = append(head.Contexts, t.Contexts...)
+		head.AllowFailure = head.AllowFailure && t.AllowFailure
+		head.done = append(head.done, t.done...)
+	}
+	q.tasks = rest
+	return head
+}
+
+func (t *Task) finish(err error) {
+	for _, f := range t.done {
+		f(err)
+	}
+}
+
+// backoff returns the pause after the n-th consecutive failure.
+func (s *Set) backoff(n int) time.Duration {
+	d := s.opts.RetryInitial
+	for i := 1; i < n && d < s.opts.RetryMax; i++ {
+		d *= 2
+	}
+	d = min(d, s.opts.RetryMax)
+	jitter := 0.8 + 0.4*rand.Float64()
+	return time.Duration(float64(d) * jitter)
+}
+
+// sleep waits for a push, Stop, or (wait >= 0) the given time.
+func (s *Set) sleep(q *fifo, wait time.Duration) {
+	if wait < 0 {
+		select {
+		case <-q.wake:
+		case <-s.runCtx.Done():
+		}
+		return
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-q.wake:
+	case <-timer.C:
+	case <-s.runCtx.Done():
+	}
+}
+
+// Stop takes no new work, lets the tasks that are running finish within
+// grace, then cancels them (their hooks are killed), and returns once every
+// worker has ended. Pending tasks are dropped: watches deliver the state
+// again at the next start.
+func (s *Set) Stop(grace time.Duration) {
+	s.mu.Lock()
+	s.stopping = true
+	s.stopNow()
+	for _, q := range s.queues {
+		q.signal()
+	}
+	s.mu.Unlock()
+	finished := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(finished)
+	}()
+	select {
+	case <-finished:
+	case <-time.After(grace):
+		s.log.WithField("grace", grace.String()).Warn("hooks still running after the grace period; stopping them")
+		s.cancel()
+		<-finished
+	}
+	s.cancel()
+}
+
+// TaskInfo describes a queued task, for logs and debugging.
+type TaskInfo struct {
+	Queue    string   `json:"queue"`
+	Hook     string   `json:"hook"`
+	Bindings []string `json:"bindings"`
+	Running  bool     `json:"running"`
+	Attempts int      `json:"attempts"`
+	Waiting  string   `json:"waiting"`
+}
+
+// Describe lists every queue's tasks, running task first, queues by name.
+func (s *Set) Describe() []TaskInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.queues))
+	for n := range s.queues {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []TaskInfo
+	now := time.Now()
+	for _, n := range names {
+		q := s.queues[n]
+		if q.running != nil {
+			out = append(out, info(q, q.running, true, now))
+		}
+		for _, t := range q.tasks {
+			out = append(out, info(q, t, false, now))
+		}
+	}
+	return out
+}
+
+func info(q *fifo, t *Task, running bool, now time.Time) TaskInfo {
+	seen := map[string]bool{}
+	var bs []string
+	for _, c := range t.Contexts {
+		if !seen[c.Binding] {
+			seen[c.Binding] = true
+			bs = append(bs, c.Binding)
+		}
+	}
+	return TaskInfo{Queue: q.name, Hook: t.Hook.Name, Bindings: bs, Running: running, Attempts: t.attempts,
+		Waiting: now.Sub(t.enqueued).Round(time.Millisecond).String()}
+}

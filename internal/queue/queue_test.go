@@ -1,0 +1,243 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/hook-operator/hook-operator/internal/binding"
+	"github.com/hook-operator/hook-operator/internal/hook"
+)
+
+type recorder struct {
+	mu   sync.Mutex
+	runs [][]string // per run: hook name then binding names
+	fail map[string]int
+	gate chan struct{} // when set, each run waits for a value
+}
+
+func (r *recorder) handle(ctx context.Context, t *Task) error {
+	if r.gate != nil {
+		select {
+		case <-r.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	run := []string{t.Hook.Name}
+	for _, c := range t.Contexts {
+		run = append(run, c.Binding)
+	}
+	r.runs = append(r.runs, run)
+	if r.fail[t.Hook.Name] > 0 {
+		r.fail[t.Hook.Name]--
+		return errors.New("boom")
+	}
+	return nil
+}
+
+func (r *recorder) snapshot() [][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([][]string(nil), r.runs...)
+}
+
+func task(h *hook.Hook, b string, done func(error)) *Task {
+	return &Task{Hook: h, Contexts: []binding.Context{{Binding: b}}, Done: done}
+}
+
+func newSet(r *recorder) *Set {
+	l, _ := logtest.NewNullLogger()
+	return NewSet(r.handle, Options{RetryInitial: 20 * time.Millisecond, RetryMax: 80 * time.Millisecond}, logrus.NewEntry(l))
+}
+
+func waitDone(t *testing.T, ch <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatal("task never finished")
+		return nil
+	}
+}
+
+// While a run holds the queue, later tasks of the same hook merge into one
+// run, oldest first; other hooks keep their place.
+func TestMergesPendingTasksOfAHook(t *testing.T) {
+	r := &recorder{gate: make(chan struct{})}
+	s := newSet(r)
+	defer s.Stop(time.Second)
+	a, b := &hook.Hook{Name: "a"}, &hook.Hook{Name: "b"}
+	done := make(chan error, 10)
+	fin := func(err error) { done <- err }
+	must(t, s.Push(task(a, "first", fin)))
+	// Let the worker take "first" and block in the handler.
+	time.Sleep(50 * time.Millisecond)
+	must(t, s.Push(task(a, "a1", fin)))
+	must(t, s.Push(task(b, "b1", fin)))
+	must(t, s.Push(task(a, "a2", fin)))
+	for range 3 {
+		r.gate <- struct{}{}
+	}
+	for range 4 {
+		if err := waitDone(t, done); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := r.snapshot()
+	want := [][]string{{"a", "first"}, {"a", "a1", "a2"}, {"b", "b1"}}
+	if !equal(got, want) {
+		t.Errorf("runs %v, want %v", got, want)
+	}
+}
+
+// A failing run holds its queue and is retried, merged with what came
+// meanwhile, until it succeeds; only then does the queue move on.
+func TestFailureHoldsQueueAndRetries(t *testing.T) {
+	r := &recorder{fail: map[string]int{"a": 2}}
+	s := newSet(r)
+	defer s.Stop(time.Second)
+	a, b := &hook.Hook{Name: "a"}, &hook.Hook{Name: "b"}
+	done := make(chan error, 10)
+	fin := func(err error) { done <- err }
+	start := time.Now()
+	must(t, s.Push(task(a, "a1", fin)))
+	must(t, s.Push(task(b, "b1", fin)))
+	for range 2 {
+		if err := waitDone(t, done); err != nil {
+			t.Fatalf("a non-allowed failure reached Done: %v", err)
+		}
+	}
+	got := r.snapshot()
+	want := [][]string{{"a", "a1"}, {"a", "a1"}, {"a", "a1"}, {"b", "b1"}}
+	if !equal(got, want) {
+		t.Errorf("runs %v, want %v", got, want)
+	}
+	// Two pauses: about 20ms and 40ms, each ±20%.
+	if el := time.Since(start); el < 45*time.Millisecond {
+		t.Errorf("retries came after %v; want backoff pauses of at least 16ms+32ms", el)
+	}
+}
+
+func TestAllowFailureMovesOn(t *testing.T) {
+	r := &recorder{fail: map[string]int{"a": 5}}
+	s := newSet(r)
+	defer s.Stop(time.Second)
+	a := &hook.Hook{Name: "a"}
+	done := make(chan error, 1)
+	tk := task(a, "a1", func(err error) { done <- err })
+	tk.AllowFailure = true
+	must(t, s.Push(tk))
+	if err := waitDone(t, done); err == nil {
+		t.Fatal("Done got no error for an allowed failure")
+	}
+	if n := len(r.snapshot()); n != 1 {
+		t.Errorf("%d runs, want 1 (no retry when failure is allowed)", n)
+	}
+}
+
+func TestBackoffGrowsToCap(t *testing.T) {
+	s := newSet(&recorder{})
+	defer s.Stop(time.Second)
+	for n, want := range map[int]time.Duration{1: 20 * time.Millisecond, 2: 40 * time.Millisecond, 3: 80 * time.Millisecond, 9: 80 * time.Millisecond} {
+		d := s.backoff(n)
+		if d < want*8/10 || d > want*12/10 {
+			t.Errorf("backoff(%d) = %v, want %v ±20%%", n, d, want)
+		}
+	}
+}
+
+// A hook with executionMinInterval runs at most that often; the events that
+// arrive meanwhile are merged into its next run.
+func TestRateLimitMergesWhileWaiting(t *testing.T) {
+	r := &recorder{}
+	s := newSet(r)
+	defer s.Stop(time.Second)
+	a := &hook.Hook{Name: "a", Config: hook.Config{Settings: hook.Settings{ExecutionMinInterval: 300 * time.Millisecond, ExecutionBurst: 1}}}
+	done := make(chan error, 20)
+	fin := func(err error) { done <- err }
+	for i := range 10 {
+		must(t, s.Push(task(a, string(rune('0'+i)), fin)))
+		time.Sleep(20 * time.Millisecond)
+	}
+	for range 10 {
+		waitDone(t, done)
+	}
+	got := r.snapshot()
+	if len(got) < 2 || len(got) > 3 {
+		t.Fatalf("runs %v: want 2 or 3 runs for 10 tasks within ~200ms at one run per 300ms", got)
+	}
+	total := 0
+	for _, run := range got {
+		total += len(run) - 1
+	}
+	if total != 10 {
+		t.Errorf("runs %v carry %d contexts, want all 10", got, total)
+	}
+}
+
+// Stop lets a running hook finish within the grace period and refuses new work.
+func TestStopWaitsForRunningTask(t *testing.T) {
+	r := &recorder{gate: make(chan struct{})}
+	s := newSet(r)
+	a := &hook.Hook{Name: "a"}
+	done := make(chan error, 1)
+	must(t, s.Push(task(a, "a1", func(err error) { done <- err })))
+	time.Sleep(30 * time.Millisecond)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		r.gate <- struct{}{}
+	}()
+	s.Stop(5 * time.Second)
+	if err := waitDone(t, done); err != nil {
+		t.Fatalf("running task did not finish cleanly: %v", err)
+	}
+	if err := s.Push(task(a, "late", nil)); !errors.Is(err, ErrStopped) {
+		t.Errorf("Push after Stop = %v, want ErrStopped", err)
+	}
+}
+
+// A task still running when the grace period ends is cancelled.
+func TestStopCancelsAfterGrace(t *testing.T) {
+	r := &recorder{gate: make(chan struct{})} // never opened
+	s := newSet(r)
+	must(t, s.Push(task(&hook.Hook{Name: "a"}, "a1", nil)))
+	time.Sleep(30 * time.Millisecond)
+	start := time.Now()
+	s.Stop(100 * time.Millisecond)
+	if el := time.Since(start); el < 100*time.Millisecond || el > 2*time.Second {
+		t.Errorf("Stop returned after %v, want about the 100ms grace", el)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func equal(a, b [][]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return false
+		}
+		for j := range a[i] {
+			if a[i][j] != b[i][j] {
+				return false
+			}
+		}
+	}
+	return true
+}

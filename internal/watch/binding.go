@@ -1,0 +1,153 @@
+package watch
+
+import (
+	"bytes"
+	"sync"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/hook-operator/hook-operator/internal/binding"
+	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/kube"
+)
+
+// Sink receives what bindings observe. Calls for one binding come one at a
+// time and in order: its Synchronization first, then its events. A Sink
+// must not block for long: it is called from the watch's delivery path.
+type Sink interface {
+	Synchronization(b *Binding, objects []binding.Object)
+	Event(b *Binding, watchEvent string, obj binding.Object)
+}
+
+// Binding is the live state of one kubernetes binding of one hook.
+type Binding struct {
+	Hook *hook.Hook
+	cfg  *hook.KubernetesBinding
+	res  kube.Resource
+	log  logrus.FieldLogger
+	sink Sink
+	// names filters objects client-side when nameSelector lists more than one
+	// name (one name is a server-side field selector).
+	names map[string]bool
+
+	mu       sync.Mutex
+	sources  map[string]*source // by namespace ("" = all namespaces)
+	synced   bool
+	waiting  string // why the binding is not watching yet (unknown kind), or ""
+	resolved bool
+}
+
+// source is one informer feeding a binding, and the binding's slot in it.
+type source struct {
+	inf  *informer
+	slot int
+	// live is set once the binding has emitted its Synchronization, or when
+	// the source joined after it (a namespace that started matching): then
+	// the source's initial objects are delivered as Added events.
+	live bool
+}
+
+// Config returns the binding's configuration.
+func (b *Binding) Config() *hook.KubernetesBinding { return b.cfg }
+
+// Name returns the binding's name.
+func (b *Binding) Name() string { return b.cfg.Name }
+
+// Synced reports whether the binding has delivered its Synchronization.
+func (b *Binding) Synced() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.synced
+}
+
+func (b *Binding) isResolved() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.resolved
+}
+
+// Waiting returns why the binding is not watching yet, or "".
+func (b *Binding) Waiting() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.waiting
+}
+
+func (b *Binding) object(src *source, e *entry) binding.Object {
+	o := binding.Object{Namespace: e.Namespace, Name: e.Name, FilterResult: e.results[src.slot]}
+	if b.cfg.KeepFullObjectsInMemory || b.cfg.Filter == nil {
+		o.Full = e.full
+	}
+	return o
+}
+
+func (b *Binding) matches(e *entry) bool {
+	return b.names == nil || b.names[e.Name]
+}
+
+// Snapshot returns the binding's current objects, sorted by namespace and
+// name.
+func (b *Binding) Snapshot() []binding.Object {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.snapshotLocked()
+}
+
+func (b *Binding) snapshotLocked() []binding.Object {
+	out := []binding.Object{}
+	for _, src := range b.sources {
+		for _, e := range src.inf.list() {
+			if b.matches(e) {
+				out = append(out, b.object(src, e))
+			}
+		}
+	}
+	binding.SortObjects(out)
+	return out
+}
+
+// synchronize delivers the binding's Synchronization from the current cache
+// contents. Holding b.mu while reading the cache and delivering orders it
+// against notify: a change the cache already holds either came in before
+// (and was dropped, being part of this snapshot) or is delivered after.
+func (b *Binding) synchronize() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	objs := b.snapshotLocked()
+	for _, src := range b.sources {
+		src.live = true
+	}
+	b.synced = true
+	b.sink.Synchronization(b, objs)
+}
+
+// notify handles one watch notification from src's informer.
+func (b *Binding) notify(inf *informer, slot int, event string, old, e *entry, initial bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	src := b.sources[inf.key.namespace]
+	if src == nil || src.inf != inf || src.slot != slot {
+		return // a source the binding has let go of
+	}
+	if !src.live {
+		return // covered by the coming Synchronization
+	}
+	_ = initial // initial objects of a live source are new to the binding: Added
+	if !b.matches(e) || !b.cfg.OnEvent(event) {
+		return
+	}
+	if event == hook.Modified && old != nil && b.unchanged(slot, old, e) {
+		return
+	}
+	b.sink.Event(b, event, b.object(src, e))
+}
+
+// unchanged reports whether a modification is invisible to the binding: its
+// filter result is the same, or (without a filter) the object is the same
+// version, as on periodic informer resyncs.
+func (b *Binding) unchanged(slot int, old, e *entry) bool {
+	if b.cfg.Filter != nil {
+		return bytes.Equal(old.results[slot], e.results[slot])
+	}
+	return old.ResourceVersion == e.ResourceVersion
+}

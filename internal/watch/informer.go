@@ -1,0 +1,193 @@
+package watch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/sirupsen/logrus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/jq"
+)
+
+// informerKey identifies what an informer lists and watches. Bindings with
+// equal keys share one informer.
+type informerKey struct {
+	resource      string // GVR string
+	namespace     string // "" = all namespaces
+	labelSelector string
+	fieldSelector string
+}
+
+func (k informerKey) String() string {
+	s := k.resource
+	if k.namespace != "" {
+		s += " in namespace " + k.namespace
+	}
+	if k.labelSelector != "" {
+		s += " labels " + k.labelSelector
+	}
+	if k.fieldSelector != "" {
+		s += " fields " + k.fieldSelector
+	}
+	return s
+}
+
+// informer is one shared informer and the bindings attached to it. The
+// binding list is fixed before the informer starts, because every stored
+// entry holds one filter result per attached binding.
+type informer struct {
+	key      informerKey
+	inf      cache.SharedIndexInformer
+	bindings []*Binding
+	keepFull bool
+	log      logrus.FieldLogger
+
+	reg     cache.ResourceEventHandlerRegistration
+	started bool
+	cancel  context.CancelFunc
+	refs    int // sources using it; stopped at zero
+	done    chan struct{}
+	mu      sync.Mutex
+}
+
+func newInformer(client dynamic.Interface, key informerKey, b *Binding, log logrus.FieldLogger) *informer {
+	ri := client.Resource(b.res.GVR)
+	var nri dynamic.ResourceInterface = ri
+	if key.namespace != "" {
+		nri = ri.Namespace(key.namespace)
+	}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.LabelSelector, opts.FieldSelector = key.labelSelector, key.fieldSelector
+			return nri.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.LabelSelector, opts.FieldSelector = key.labelSelector, key.fieldSelector
+			return nri.Watch(ctx, opts)
+		},
+	}
+	i := &informer{key: key, log: log.WithField("watch", key.String()), done: make(chan struct{})}
+	i.inf = cache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{})
+	return i
+}
+
+// attach adds b to the informer's bindings and returns its slot.
+func (i *informer) attach(b *Binding) int {
+	i.bindings = append(i.bindings, b)
+	if b.cfg.KeepFullObjectsInMemory || b.cfg.Filter == nil {
+		i.keepFull = true
+	}
+	return len(i.bindings) - 1
+}
+
+// start runs the informer until its context ends. Calls after the first do
+// nothing.
+func (i *informer) start(ctx context.Context) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.started {
+		return nil
+	}
+	if err := i.inf.SetTransform(i.transform); err != nil {
+		return err
+	}
+	_ = i.inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		i.log.WithError(err).Warn("watch failed; retrying")
+	})
+	reg, err := i.inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(obj any, initial bool) { i.dispatch(hook.Added, nil, obj, initial) },
+		UpdateFunc: func(old, obj any) { i.dispatch(hook.Modified, old, obj, false) },
+		DeleteFunc: func(obj any) { i.dispatch(hook.Deleted, nil, obj, false) },
+	})
+	if err != nil {
+		return err
+	}
+	i.reg = reg
+	ctx, i.cancel = context.WithCancel(ctx)
+	i.started = true
+	go func() {
+		defer close(i.done)
+		i.inf.RunWithContext(ctx)
+	}()
+	return nil
+}
+
+func (i *informer) stop() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.cancel != nil {
+		i.cancel()
+	}
+}
+
+// transform turns a listed or watched object into an entry, running every
+// attached binding's jqFilter once, so that the cache never holds more than
+// the bindings need.
+func (i *informer) transform(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil // already an entry, or a tombstone
+	}
+	m := u.Object
+	jq.Normalize(m)
+	e := &entry{results: make([]json.RawMessage, len(i.bindings))}
+	e.Name, e.Namespace = u.GetName(), u.GetNamespace()
+	e.UID, e.ResourceVersion = u.GetUID(), u.GetResourceVersion()
+	for n, b := range i.bindings {
+		if b.cfg.Filter == nil {
+			continue
+		}
+		res, err := b.cfg.Filter.ResultJSON(m)
+		if err != nil {
+			b.log.WithError(err).WithField("object", e.Namespace+"/"+e.Name).Error("jqFilter failed; filterResult is null")
+			res = []byte("null")
+		}
+		e.results[n] = res
+	}
+	if i.keepFull {
+		e.full = m
+	}
+	return e, nil
+}
+
+// dispatch hands one notification to every attached binding.
+func (i *informer) dispatch(event string, oldObj, obj any, initial bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	e, ok := obj.(*entry)
+	if !ok {
+		i.log.Errorf("unexpected object %T in the watch cache", obj)
+		return
+	}
+	var old *entry
+	if oldObj != nil {
+		old, _ = oldObj.(*entry)
+	}
+	for slot, b := range i.bindings {
+		b.notify(i, slot, event, old, e, initial)
+	}
+}
+
+// list returns the entries in the informer's cache.
+func (i *informer) list() []*entry {
+	items := i.inf.GetStore().List()
+	out := make([]*entry, 0, len(items))
+	for _, it := range items {
+		if e, ok := it.(*entry); ok {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (i *informer) String() string { return fmt.Sprintf("informer(%s)", i.key) }

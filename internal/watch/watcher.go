@@ -1,0 +1,352 @@
+// Package watch is the runtime's sensor: it watches the objects that hooks'
+// kubernetes bindings ask for with shared client-go informers, applies
+// their selectors and jq filters, keeps per object only what the bindings
+// need, and reports each binding's Synchronization and events to a Sink.
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/kube"
+)
+
+// Watcher runs every kubernetes binding of a set of hooks.
+type Watcher struct {
+	clients *kube.Clients
+	sink    Sink
+	log     logrus.FieldLogger
+
+	mu        sync.Mutex
+	bindings  []*Binding
+	informers map[informerKey]*informer
+	ns        *namespaces
+	ctx       context.Context
+
+	// kindRetry bounds how often a binding whose kind is unknown retries.
+	kindRetryMin, kindRetryMax time.Duration
+}
+
+// New returns a watcher for the kubernetes bindings of hooks, reporting to sink.
+func New(clients *kube.Clients, hooks []*hook.Hook, sink Sink, log logrus.FieldLogger) *Watcher {
+	w := &Watcher{
+		clients:      clients,
+		sink:         sink,
+		log:          log,
+		informers:    map[informerKey]*informer{},
+		kindRetryMin: time.Second,
+		kindRetryMax: 15 * time.Second,
+	}
+	for _, h := range hooks {
+		for i := range h.Config.Kubernetes {
+			cfg := &h.Config.Kubernetes[i]
+			b := &Binding{
+				Hook:    h,
+				cfg:     cfg,
+				sink:    sink,
+				sources: map[string]*source{},
+				log:     log.WithFields(logrus.Fields{"hook": h.Name, "binding": cfg.Name}),
+			}
+			if len(cfg.NameSelector) > 1 {
+				b.names = map[string]bool{}
+				for _, n := range cfg.NameSelector {
+					b.names[n] = true
+				}
+			}
+			w.bindings = append(w.bindings, b)
+		}
+	}
+	return w
+}
+
+// Bindings returns every binding, in hook and configuration order.
+func (w *Watcher) Bindings() []*Binding { return w.bindings }
+
+// Binding returns the named kubernetes binding of a hook, or nil.
+func (w *Watcher) Binding(hookName, name string) *Binding {
+	for _, b := range w.bindings {
+		if b.Hook.Name == hookName && b.cfg.Name == name {
+			return b
+		}
+	}
+	return nil
+}
+
+// Start begins watching for every binding and returns at once. Bindings
+// whose kind is not served yet keep retrying in the background until it is
+// (its CRD is installed) or ctx ends. Each binding delivers its
+// Synchronization when its informers have listed.
+func (w *Watcher) Start(ctx context.Context) error {
+	w.mu.Lock()
+	w.ctx = ctx
+	w.mu.Unlock()
+	var pending []*Binding
+	for _, b := range w.bindings {
+		if err := w.resolve(b); err != nil {
+			if !errors.Is(err, kube.ErrUnknownKind) {
+				return fmt.Errorf("hook %s: binding %q: %w", b.Hook.Name, b.cfg.Name, err)
+			}
+			b.log.WithError(err).Warn("kind is not served yet; waiting for it (is its CRD installed?)")
+			pending = append(pending, b)
+		}
+	}
+	if w.needsNamespaces() {
+		w.ns = newNamespaces(w)
+		if err := w.ns.start(ctx); err != nil {
+			return err
+		}
+	}
+	// Attach every resolved binding before starting any informer: an
+	// informer's binding set is fixed once it runs.
+	var ready []*Binding
+	for _, b := range w.bindings {
+		if b.isResolved() {
+			w.attachInitial(b)
+			ready = append(ready, b)
+		}
+	}
+	for _, b := range ready {
+		if err := w.run(ctx, b); err != nil {
+			return err
+		}
+	}
+	for _, b := range pending {
+		go w.waitForKind(ctx, b)
+	}
+	return nil
+}
+
+func (w *Watcher) needsNamespaces() bool {
+	for _, b := range w.bindings {
+		if ns := b.cfg.Namespace; ns != nil && ns.LabelSelector != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *Watcher) resolve(b *Binding) error {
+	res, err := w.clients.Resolver.Resolve(b.cfg.APIVersion, b.cfg.Kind)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err != nil {
+		b.waiting = err.Error()
+		return err
+	}
+	b.res, b.resolved, b.waiting = res, true, ""
+	return nil
+}
+
+// namespacesOf returns the namespaces b watches now: "" for all.
+func (w *Watcher) namespacesOf(b *Binding) []string {
+	sel := b.cfg.Namespace
+	if sel == nil || !b.res.Namespaced {
+		return []string{""}
+	}
+	set := map[string]bool{}
+	for _, n := range sel.Names {
+		set[n] = true
+	}
+	if sel.LabelSelector != nil && w.ns != nil {
+		for _, n := range w.ns.matching(sel.LabelSelector) {
+			set[n] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (w *Watcher) keyFor(b *Binding, namespace string) informerKey {
+	k := informerKey{resource: b.res.GVR.String(), namespace: namespace, fieldSelector: b.cfg.FieldSelector}
+	if b.cfg.LabelSelector != nil {
+		if sel, err := metav1.LabelSelectorAsSelector(b.cfg.LabelSelector); err == nil {
+			k.labelSelector = sel.String()
+		}
+	}
+	if len(b.cfg.NameSelector) == 1 {
+		f := "metadata.name=" + b.cfg.NameSelector[0]
+		if k.fieldSelector != "" {
+			f = k.fieldSelector + "," + f
+		}
+		k.fieldSelector = f
+	}
+	return k
+}
+
+// informerFor returns an informer for key that b can join: a shared one not
+// started yet, or a new one.
+func (w *Watcher) informerFor(b *Binding, key informerKey) *informer {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if inf := w.informers[key]; inf != nil && !inf.started {
+		inf.refs++
+		return inf
+	}
+	inf := newInformer(w.clients.Dynamic, key, b, w.log)
+	inf.refs = 1
+	w.informers[key] = inf // a started one with the same key keeps running for its bindings
+	return inf
+}
+
+func (w *Watcher) attachInitial(b *Binding) {
+	for _, ns := range w.namespacesOf(b) {
+		inf := w.informerFor(b, w.keyFor(b, ns))
+		b.mu.Lock()
+		b.sources[ns] = &source{inf: inf, slot: inf.attach(b)}
+		b.mu.Unlock()
+	}
+}
+
+// run starts b's informers and delivers its Synchronization once they have
+// listed; with a resynchronizationPeriod, it delivers it again every period.
+func (w *Watcher) run(ctx context.Context, b *Binding) error {
+	b.mu.Lock()
+	var syncs []cache.InformerSynced
+	var infs []*informer
+	for _, src := range b.sources {
+		infs = append(infs, src.inf)
+	}
+	b.mu.Unlock()
+	for _, inf := range infs {
+		if err := inf.start(ctx); err != nil {
+			return fmt.Errorf("hook %s: binding %q: %w", b.Hook.Name, b.cfg.Name, err)
+		}
+		syncs = append(syncs, inf.reg.HasSynced)
+	}
+	go func() {
+		if !cache.WaitForCacheSync(ctx.Done(), syncs...) {
+			return
+		}
+		b.synchronize()
+		if p := b.cfg.ResynchronizationPeriod; p > 0 {
+			t := time.NewTicker(p)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					b.synchronize()
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+// waitForKind retries resolving b's kind with growing pauses (and at once
+// when a CRD is added, see Refresh) until it resolves, then starts b.
+func (w *Watcher) waitForKind(ctx context.Context, b *Binding) {
+	delay := w.kindRetryMin
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		w.clients.Resolver.Refresh()
+		if err := w.resolve(b); err == nil {
+			b.log.Info("kind is served now; starting the binding")
+			w.attachInitial(b)
+			if err := w.run(ctx, b); err != nil {
+				b.log.WithError(err).Error("cannot start the binding")
+			}
+			return
+		} else if !errors.Is(err, kube.ErrUnknownKind) {
+			b.log.WithError(err).Warn("resolving the kind failed; retrying")
+		}
+		delay = min(delay*2, w.kindRetryMax)
+	}
+}
+
+// Synced reports whether every binding whose kind is served has delivered
+// its Synchronization, and names those that have not.
+func (w *Watcher) Synced() (bool, []string) {
+	var waiting []string
+	for _, b := range w.bindings {
+		if !b.Synced() {
+			waiting = append(waiting, b.Hook.Name+"/"+b.cfg.Name)
+		}
+	}
+	return len(waiting) == 0, waiting
+}
+
+// subscribe adds namespace ns to b while running (a namespace that started
+// matching its namespace.labelSelector).
+func (w *Watcher) subscribe(b *Binding, ns string) {
+	w.mu.Lock()
+	ctx := w.ctx
+	w.mu.Unlock()
+	b.mu.Lock()
+	_, have := b.sources[ns]
+	resolved := b.resolved
+	b.mu.Unlock()
+	if have || !resolved {
+		return
+	}
+	inf := w.informerFor(b, w.keyFor(b, ns))
+	b.mu.Lock()
+	src := &source{inf: inf, slot: inf.attach(b), live: b.synced}
+	b.sources[ns] = src
+	b.mu.Unlock()
+	b.log.WithField("namespace", ns).Info("namespace matches now; watching it")
+	if err := inf.start(ctx); err != nil {
+		b.log.WithError(err).Error("cannot watch the namespace")
+	}
+}
+
+// unsubscribe drops namespace ns from b (it stopped matching, or was
+// deleted). Its objects leave b's snapshots; no events are delivered for them.
+func (w *Watcher) unsubscribe(b *Binding, ns string) {
+	b.mu.Lock()
+	src, have := b.sources[ns]
+	delete(b.sources, ns)
+	b.mu.Unlock()
+	if !have {
+		return
+	}
+	b.log.WithField("namespace", ns).Info("namespace no longer matches; stopped watching it")
+	w.mu.Lock()
+	src.inf.refs--
+	stop := src.inf.refs == 0
+	if stop && w.informers[src.inf.key] == src.inf {
+		delete(w.informers, src.inf.key)
+	}
+	w.mu.Unlock()
+	if stop {
+		src.inf.stop()
+	}
+}
+
+// Describe lists each binding and what it watches, for logs and debugging.
+func (w *Watcher) Describe() []string {
+	var out []string
+	for _, b := range w.bindings {
+		b.mu.Lock()
+		var ns []string
+		for n := range b.sources {
+			if n == "" {
+				n = "*"
+			}
+			ns = append(ns, n)
+		}
+		sort.Strings(ns)
+		out = append(out, fmt.Sprintf("%s/%s: %s namespaces=%s synced=%v", b.Hook.Name, b.cfg.Name, b.res.GVR, strings.Join(ns, ","), b.synced))
+		b.mu.Unlock()
+	}
+	return out
+}
