@@ -97,8 +97,8 @@ type KubernetesBinding struct {
 	// binding's matchExpressions ("metadata.name=x,status.phase!=Pending"),
 	// or empty.
 	FieldSelector string `json:"fieldSelector,omitempty"`
-	// Namespace is nil when the binding watches all namespaces (and always
-	// for cluster-scoped kinds).
+	// Namespace is nil when the binding watches all namespaces. The watch
+	// ignores it for cluster-scoped kinds, whose scope only discovery knows.
 	Namespace *NamespaceSelector `json:"namespace,omitempty"`
 	// JQFilter is the source of the jqFilter, or empty; Filter is it compiled.
 	JQFilter                string        `json:"jqFilter,omitempty"`

@@ -26,7 +26,7 @@ func TestParse(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"* * *", "61 * * * *", "* * * * * * *", "every minute"} {
-		if _, err := Parse(bad); err == nil || !strings.Contains(err.Error(), "5 fields") {
+		if _, err := Parse(bad); err == nil || !strings.Contains(err.Error(), "minute hour day-of-month") {
 			t.Errorf("Parse(%q) = %v, want an error explaining the format", bad, err)
 		}
 	}

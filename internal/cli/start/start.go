@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hook-operator/hook-operator/internal/cli/envflag"
+	hookscmd "github.com/hook-operator/hook-operator/internal/cli/hooks"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/operator"
@@ -61,8 +62,7 @@ work, lets running hooks finish within --shutdown-grace-period, and exits 0.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.HooksDir, "hooks-dir", "/hooks", "folder of hook executables, searched recursively")
-	envflag.Bind(fs, "hooks-dir", "HOOK_OPERATOR_HOOKS_DIR", "SHELL_OPERATOR_HOOKS_DIR")
+	hookscmd.BindHooksDir(fs, &f.HooksDir)
 	fs.StringVar(&f.TmpDir, "tmp-dir", "", "folder for the per-run private temp dirs (default: the system temp dir)")
 	envflag.Bind(fs, "tmp-dir", "HOOK_OPERATOR_TMP_DIR")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
@@ -75,8 +75,7 @@ work, lets running hooks finish within --shutdown-grace-period, and exits 0.`,
 	envflag.Bind(fs, "kube-client-burst", "HOOK_OPERATOR_KUBE_CLIENT_BURST")
 	fs.DurationVar(&f.HookTimeout, "hook-timeout", 10*time.Minute, "end a hook run after this long (a hook's settings.timeout wins)")
 	envflag.Bind(fs, "hook-timeout", "HOOK_OPERATOR_HOOK_TIMEOUT")
-	fs.DurationVar(&f.ConfigTimeout, "config-timeout", 30*time.Second, "end a hook's --config run after this long")
-	envflag.Bind(fs, "config-timeout", "HOOK_OPERATOR_CONFIG_TIMEOUT")
+	hookscmd.BindConfigTimeout(fs, &f.ConfigTimeout)
 	fs.DurationVar(&f.RetryInitial, "retry-initial-delay", time.Second, "pause before the first retry of a failed run; doubles per failure")
 	envflag.Bind(fs, "retry-initial-delay", "HOOK_OPERATOR_RETRY_INITIAL_DELAY")
 	fs.DurationVar(&f.RetryMax, "retry-max-delay", time.Minute, "longest pause between retries of a failed run")

@@ -1,0 +1,249 @@
+package hooks_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/hook-operator/hook-operator/internal/cli"
+	"github.com/hook-operator/hook-operator/internal/hook"
+)
+
+// run runs the whole command line, as main does, with env as the only
+// environment variables the flags see.
+func run(env map[string]string, args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	cmd := cli.NewRootCommand(&out, &errb, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	cmd.SetArgs(args)
+	if err := cmd.Execute(); err != nil {
+		// as cli.Execute prints it
+		errb.WriteString("hook-operator: " + err.Error() + "\n")
+		return 1, out.String(), errb.String()
+	}
+	return 0, out.String(), errb.String()
+}
+
+func script(t *testing.T, dir, name, body string) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("#!/usr/bin/env bash\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hooksDir holds two valid hooks, one printing YAML and one JSON, and a
+// file that is not a hook.
+func hooksDir(t *testing.T) string {
+	dir := t.TempDir()
+	script(t, dir, "pods/on-pod.sh", `cat <<'YAML'
+configVersion: v1
+onStartup: 5
+kubernetes:
+- name: pods
+  apiVersion: v1
+  kind: Pod
+  executeHookOnEvent: [Added]
+  queue: pods
+  namespace: {nameSelector: {matchNames: [default]}}
+  labelSelector: {matchLabels: {app: web}}
+  jqFilter: .metadata.labels
+  resynchronizationPeriod: 10m
+schedule:
+- {name: tick, crontab: "*/5 * * * *", includeSnapshotsFrom: [pods]}
+settings: {executionMinInterval: 5s}
+YAML
+`)
+	script(t, dir, "nodes.sh", `echo '{"configVersion":"v1","kubernetes":[{"name":"nodes","kind":"Node","executeHookOnEvent":[]}]}'`)
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("docs"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestListTable(t *testing.T) {
+	dir := hooksDir(t)
+	code, out, stderr := run(nil, "hooks", "list", "--hooks-dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	want := [][]string{
+		{"HOOK", "BINDING TYPE", "NAME", "KIND/CRONTAB", "QUEUE", "DETAILS"},
+		{"nodes.sh", "kubernetes", "nodes", "Node", "main", "executeHookOnEvent=none (snapshots only)"},
+		{"pods/on-pod.sh", "onStartup", "onStartup", "-", "main", "order=5"},
+		{"pods/on-pod.sh", "schedule", "tick", "*/5 * * * *", "main", "includeSnapshotsFrom=pods"},
+		{"pods/on-pod.sh", "kubernetes", "pods", "v1 Pod", "pods", "namespaces=default; labels=app=web; jqFilter=.metadata.labels; executeHookOnEvent=Added; resynchronizationPeriod=10m0s"},
+		{"pods/on-pod.sh", "settings", "-", "-", "-", "executionMinInterval=5s; executionBurst=1"},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i, wantCells := range want {
+		got := cells(lines[i])
+		if strings.Join(got, "|") != strings.Join(wantCells, "|") {
+			t.Errorf("line %d:\n got %q\nwant %q", i, got, wantCells)
+		}
+	}
+	if !strings.Contains(stderr, "warning: skipping README.md: not executable") {
+		t.Errorf("stderr %q lacks the warning for README.md", stderr)
+	}
+}
+
+// cells splits a table line into its cells: columns are padded with at
+// least two spaces, and cells hold single spaces only.
+func cells(line string) []string {
+	for strings.Contains(line, "   ") {
+		line = strings.ReplaceAll(line, "   ", "  ")
+	}
+	return strings.Split(line, "  ")
+}
+
+func TestListJSONAndYAML(t *testing.T) {
+	dir := hooksDir(t)
+	for _, format := range []string{"json", "yaml"} {
+		t.Run(format, func(t *testing.T) {
+			code, out, stderr := run(nil, "hooks", "list", "--hooks-dir", dir, "-o", format)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			data := []byte(out)
+			if format == "yaml" {
+				var err error
+				if data, err = yaml.YAMLToJSON(data); err != nil {
+					t.Fatalf("not YAML: %v\n%s", err, out)
+				}
+			} else if !json.Valid(data) {
+				t.Fatalf("not JSON:\n%s", out)
+			}
+			var hooks []hook.Hook
+			if err := json.Unmarshal(data, &hooks); err != nil {
+				t.Fatalf("output does not decode into []hook.Hook: %v\n%s", err, out)
+			}
+			if len(hooks) != 2 || hooks[0].Name != "nodes.sh" || hooks[1].Name != "pods/on-pod.sh" {
+				t.Fatalf("hooks %+v", hooks)
+			}
+			if hooks[1].Path != filepath.Join(dir, "pods", "on-pod.sh") {
+				t.Errorf("path %q", hooks[1].Path)
+			}
+			k := hooks[1].Config.Kubernetes[0]
+			if k.Kind != "Pod" || k.Queue != "pods" || k.ResynchronizationPeriod.String() != "10m0s" || k.Filter == nil || !k.KeepFullObjectsInMemory {
+				t.Errorf("kubernetes binding %+v", k)
+			}
+			if ev := hooks[0].Config.Kubernetes[0].ExecuteHookOnEvent; ev == nil || len(ev) != 0 {
+				t.Errorf("snapshot-only binding: executeHookOnEvent %#v, want []", ev)
+			}
+		})
+	}
+}
+
+func TestListInvalid(t *testing.T) {
+	dir := hooksDir(t)
+	script(t, dir, "bad.sh", `echo '{"configVersion":"v1","kubernetes":[{"kind":"Pod","executeHookOnEvent":["Create"]}],"schedule":[{"crontab":"* *"}]}'`)
+	script(t, dir, "broken.sh", `echo "cannot reach the cluster" >&2; exit 2`)
+	code, out, stderr := run(nil, "hooks", "list", "--hooks-dir", dir)
+	if code == 0 {
+		t.Fatalf("exit 0 with invalid hooks; stdout:\n%s", out)
+	}
+	if out != "" {
+		t.Errorf("stdout not empty on error:\n%s", out)
+	}
+	for _, want := range []string{
+		"3 problems with hook configuration",
+		`hook bad.sh: kubernetes[0].executeHookOnEvent[0]: "Create" is not an event type`,
+		"hook bad.sh: schedule[0].crontab:",
+		"hook broken.sh: --config failed (exit status 2)",
+		"cannot reach the cluster",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+func TestListExitCode(t *testing.T) {
+	dir := t.TempDir()
+	script(t, dir, "bad.sh", `echo '{"configVersion":"v2"}'`)
+	var out, errb bytes.Buffer
+	if code := cli.Execute([]string{"hooks", "list", "--hooks-dir", dir}, &out, &errb); code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	if !strings.Contains(errb.String(), `hook bad.sh: configVersion: the string "v2" is not supported`) {
+		t.Errorf("stderr %q", errb.String())
+	}
+}
+
+func TestListEnvironment(t *testing.T) {
+	dir := hooksDir(t)
+	other := t.TempDir()
+	for name, env := range map[string]map[string]string{
+		"HOOK_OPERATOR_HOOKS_DIR":             {"HOOK_OPERATOR_HOOKS_DIR": dir},
+		"SHELL_OPERATOR_HOOKS_DIR":            {"SHELL_OPERATOR_HOOKS_DIR": dir},
+		"HOOK_OPERATOR_ over SHELL_OPERATOR_": {"HOOK_OPERATOR_HOOKS_DIR": dir, "SHELL_OPERATOR_HOOKS_DIR": other},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, out, stderr := run(env, "hooks", "list", "-o", "json")
+			if code != 0 || !strings.Contains(out, `"pods/on-pod.sh"`) {
+				t.Errorf("exit %d, stdout %q, stderr %q", code, out, stderr)
+			}
+		})
+	}
+	// The flag wins over the variable.
+	if code, out, _ := run(map[string]string{"HOOK_OPERATOR_HOOKS_DIR": other}, "hooks", "list", "--hooks-dir", dir); code != 0 || !strings.Contains(out, "pods/on-pod.sh") {
+		t.Errorf("--hooks-dir did not win over the environment: %q", out)
+	}
+
+	slow := t.TempDir()
+	script(t, slow, "slow.sh", "sleep 30\n")
+	code, _, stderr := run(map[string]string{"HOOK_OPERATOR_CONFIG_TIMEOUT": "200ms"}, "hooks", "list", "--hooks-dir", slow)
+	if code == 0 || !strings.Contains(stderr, "hook slow.sh: --config did not finish within 200ms") {
+		t.Errorf("HOOK_OPERATOR_CONFIG_TIMEOUT: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestListUsageErrors(t *testing.T) {
+	dir := hooksDir(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-o", "xml"}, `--output "xml": use table, json or yaml`},
+		{[]string{"--config-timeout", "0s"}, "--config-timeout 0s: use a positive duration"},
+		{[]string{"--hooks-dir", filepath.Join(dir, "missing")}, "does not exist; set --hooks-dir (or HOOK_OPERATOR_HOOKS_DIR)"},
+	} {
+		args := append([]string{"hooks", "list", "--hooks-dir", dir}, tc.args...)
+		if code, _, stderr := run(nil, args...); code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	code, out, stderr := run(nil, "hooks", "list", "--hooks-dir", t.TempDir(), "-o", "json")
+	if code != 0 || strings.TrimSpace(out) != "[]" || !strings.Contains(stderr, "no hooks found") {
+		t.Errorf("empty folder: exit %d, stdout %q, stderr %q; want [] and a warning", code, out, stderr)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	root := cli.NewRootCommand(&bytes.Buffer{}, &bytes.Buffer{}, func(string) (string, bool) { return "", false })
+	list, _, err := root.Find([]string{"hooks", "list"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{list.Short, list.Long, list.Example, list.Parent().Short, list.Parent().Long} {
+		if c == "" {
+			t.Errorf("%s lacks help text", list.CommandPath())
+		}
+	}
+}
+
+func TestUnknownSubcommand(t *testing.T) {
+	if code, _, stderr := run(nil, "hooks", "lst"); code == 0 || !strings.Contains(stderr, `unknown command "lst"`) {
+		t.Errorf("hooks lst: exit %d, stderr %q; want an unknown command error", code, stderr)
+	}
+}

@@ -1,0 +1,144 @@
+package hooks
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hook-operator/hook-operator/internal/hook"
+)
+
+// writeTable prints one row per binding. DETAILS lists, as key=value pairs
+// named like the configuration keys, only what differs from the defaults.
+func writeTable(out io.Writer, hooks []*hook.Hook) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOOK\tBINDING TYPE\tNAME\tKIND/CRONTAB\tQUEUE\tDETAILS")
+	for _, h := range hooks {
+		for _, r := range rows(h) {
+			fmt.Fprintln(tw, strings.Join(r, "\t"))
+		}
+	}
+	return tw.Flush()
+}
+
+func rows(h *hook.Hook) [][]string {
+	c := &h.Config
+	var out [][]string
+	row := func(typ, name, what, queue string, details ...string) {
+		out = append(out, []string{h.Name, typ, dash(name), dash(what), dash(queue), dash(strings.Join(details, "; "))})
+	}
+	if c.OnStartup != nil {
+		row("onStartup", "onStartup", "", hook.DefaultQueue, fmt.Sprintf("order=%d", *c.OnStartup))
+	}
+	for _, b := range c.Schedule {
+		row("schedule", b.Name, b.Crontab, b.Queue, common(b.Common)...)
+	}
+	for i := range c.Kubernetes {
+		b := &c.Kubernetes[i]
+		what := b.Kind
+		if b.APIVersion != "" {
+			what = b.APIVersion + " " + b.Kind
+		}
+		row("kubernetes", b.Name, what, b.Queue, kubernetes(b)...)
+	}
+	for _, b := range c.Validating {
+		row("kubernetesValidating", b.Name, "", "", append(common(b.Common), "not served yet")...)
+	}
+	for _, b := range c.Mutating {
+		row("kubernetesMutating", b.Name, "", "", append(common(b.Common), "not served yet")...)
+	}
+	for _, b := range c.Conversion {
+		var convs []string
+		for _, cv := range b.Conversions {
+			convs = append(convs, fmt.Sprintf("%v->%v", cv["fromVersion"], cv["toVersion"]))
+		}
+		d := append([]string{"conversions=" + strings.Join(convs, ",")}, common(b.Common)...)
+		row("kubernetesCustomResourceConversion", b.Name, b.CRDName, "", append(d, "not served yet")...)
+	}
+	if s := settings(c.Settings); len(s) > 0 {
+		row("settings", "", "", "", s...)
+	}
+	return out
+}
+
+func kubernetes(b *hook.KubernetesBinding) []string {
+	var d []string
+	add := func(format string, args ...any) { d = append(d, fmt.Sprintf(format, args...)) }
+	if ns := b.Namespace; ns != nil {
+		if len(ns.Names) > 0 {
+			add("namespaces=%s", strings.Join(ns.Names, ","))
+		}
+		if ns.LabelSelector != nil {
+			add("namespaceLabels=%s", metav1.FormatLabelSelector(ns.LabelSelector))
+		}
+	}
+	if len(b.NameSelector) > 0 {
+		add("names=%s", strings.Join(b.NameSelector, ","))
+	}
+	if b.LabelSelector != nil {
+		add("labels=%s", metav1.FormatLabelSelector(b.LabelSelector))
+	}
+	if b.FieldSelector != "" {
+		add("fields=%s", b.FieldSelector)
+	}
+	if b.JQFilter != "" {
+		add("jqFilter=%s", b.JQFilter)
+	}
+	switch {
+	case len(b.ExecuteHookOnEvent) == 0:
+		add("executeHookOnEvent=none (snapshots only)")
+	case !slices.Equal(b.ExecuteHookOnEvent, []string{hook.Added, hook.Modified, hook.Deleted}):
+		add("executeHookOnEvent=%s", strings.Join(b.ExecuteHookOnEvent, ","))
+	}
+	if !b.ExecuteHookOnSynchronization {
+		add("executeHookOnSynchronization=false")
+	}
+	if !b.WaitForSynchronization {
+		add("waitForSynchronization=false")
+	}
+	if !b.KeepFullObjectsInMemory {
+		add("keepFullObjectsInMemory=false")
+	}
+	if b.ResynchronizationPeriod > 0 {
+		add("resynchronizationPeriod=%s", b.ResynchronizationPeriod)
+	}
+	return append(d, common(b.Common)...)
+}
+
+func common(c hook.Common) []string {
+	var d []string
+	if c.Group != "" {
+		d = append(d, "group="+c.Group)
+	}
+	if len(c.IncludeSnapshotsFrom) > 0 {
+		d = append(d, "includeSnapshotsFrom="+strings.Join(c.IncludeSnapshotsFrom, ","))
+	}
+	if c.AllowFailure {
+		d = append(d, "allowFailure=true")
+	}
+	return d
+}
+
+func settings(s hook.Settings) []string {
+	var d []string
+	if s.ExecutionMinInterval > 0 {
+		d = append(d, fmt.Sprintf("executionMinInterval=%s", s.ExecutionMinInterval), fmt.Sprintf("executionBurst=%d", s.ExecutionBurst))
+	} else if s.ExecutionBurst != 0 {
+		d = append(d, fmt.Sprintf("executionBurst=%d", s.ExecutionBurst))
+	}
+	if s.Timeout > 0 {
+		d = append(d, fmt.Sprintf("timeout=%s", s.Timeout))
+	}
+	return d
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,120 @@
+package hook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Defaults of LoadOptions.
+const (
+	// DefaultConfigTimeout bounds one `<hook> --config` run.
+	DefaultConfigTimeout = 30 * time.Second
+	// DefaultConfigParallelism is how many --config runs go on at once:
+	// enough to overlap interpreter start-up, few enough not to swamp a
+	// small container at start-up.
+	DefaultConfigParallelism = 8
+)
+
+// LoadOptions tune Load. The zero value is ready to use.
+type LoadOptions struct {
+	// ConfigTimeout bounds each `<hook> --config` run; zero means
+	// DefaultConfigTimeout.
+	ConfigTimeout time.Duration
+	// Parallelism is how many --config runs go on at once; zero means
+	// DefaultConfigParallelism.
+	Parallelism int
+	// Env is the environment of the --config runs; nil means the
+	// operator's own (os.Environ()).
+	Env []string
+	// Warn receives each discovery warning (a file skipped and why); nil
+	// drops them.
+	Warn func(msg string)
+}
+
+// Load finds the hooks under dir (see Discover), runs each as
+// `<hook> --config` from its own folder, a few at a time, and validates
+// every configuration (see ParseConfig). It returns the hooks sorted by
+// Name.
+//
+// When any hook cannot be run or has an invalid configuration, Load returns
+// no hooks and ConfigErrors listing every problem of every hook. A dir that
+// cannot be read, or ctx ending, is a plain error.
+func Load(ctx context.Context, dir string, opts LoadOptions) ([]*Hook, error) {
+	names, warnings, err := Discover(dir)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Warn != nil {
+		for _, w := range warnings {
+			opts.Warn(w)
+		}
+	}
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("hooks folder %q: %w", dir, err)
+	}
+	if opts.ConfigTimeout <= 0 {
+		opts.ConfigTimeout = DefaultConfigTimeout
+	}
+	if opts.Parallelism <= 0 {
+		opts.Parallelism = DefaultConfigParallelism
+	}
+	if opts.Env == nil {
+		opts.Env = os.Environ()
+	}
+
+	hooks := make([]*Hook, len(names))
+	errs := make([]ConfigErrors, len(names))
+	slots := make(chan struct{}, opts.Parallelism)
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			hooks[i], errs[i] = loadHook(ctx, root, name, opts)
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	var all ConfigErrors
+	for _, e := range errs {
+		all = append(all, e...)
+	}
+	if len(all) > 0 {
+		return nil, all
+	}
+	sort.Slice(hooks, func(i, j int) bool { return hooks[i].Name < hooks[j].Name })
+	return hooks, nil
+}
+
+// loadHook runs one hook's --config and parses its output.
+func loadHook(ctx context.Context, root, name string, opts LoadOptions) (*Hook, ConfigErrors) {
+	p := filepath.Join(root, filepath.FromSlash(name))
+	h := &Hook{Name: name, Path: p, Dir: filepath.Dir(p)}
+	if ctx.Err() != nil {
+		return nil, nil
+	}
+	out, err := runConfig(ctx, h.Path, h.Dir, opts.Env, opts.ConfigTimeout)
+	if err != nil {
+		return nil, ConfigErrors{{Hook: name, Reason: err.Error()}}
+	}
+	cfg, err := ParseConfig(name, out)
+	if err != nil {
+		var errs ConfigErrors
+		if errors.As(err, &errs) {
+			return nil, errs
+		}
+		return nil, ConfigErrors{{Hook: name, Reason: err.Error()}}
+	}
+	h.Config = cfg
+	return h, nil
+}

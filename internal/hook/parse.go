@@ -1,0 +1,163 @@
+package hook
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"sigs.k8s.io/yaml"
+)
+
+// ParseConfig validates the output of `<hook> --config` (YAML or JSON) into
+// a Config, applying the defaults of configVersion v1. hookName names the
+// hook in errors. The error, when not nil, is ConfigErrors listing every
+// problem found, each with its field path and what to change.
+func ParseConfig(hookName string, data []byte) (Config, error) {
+	c := &checker{hook: hookName}
+	if len(bytes.TrimSpace(data)) == 0 {
+		c.errorf("", "--config printed nothing; print the configuration as YAML or JSON, starting with configVersion: v1")
+		return Config{}, c.errs
+	}
+	raw, err := decode(data)
+	if err != nil {
+		c.errorf("", "--config output is not valid YAML or JSON: %v; fix what it prints (in YAML, quote values that start with * or contain \": \")", err)
+		return Config{}, c.errs
+	}
+	cfg := c.config(raw)
+	if len(c.errs) > 0 {
+		return Config{}, c.errs
+	}
+	return cfg, nil
+}
+
+// decode turns YAML or JSON into plain values, keeping numbers as
+// json.Number so that integers are told from fractions exactly. Duplicate
+// keys are errors.
+func decode(data []byte) (any, error) {
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// snapshotRef is an includeSnapshotsFrom list waiting for every kubernetes
+// binding name to be known.
+type snapshotRef struct {
+	path  string
+	names []string
+}
+
+func (c *checker) config(raw any) Config {
+	var cfg Config
+	top, ok := raw.(map[string]any)
+	if !ok {
+		c.errorf("", "--config must print an object (configVersion: v1 and bindings), not %s", describe(raw))
+		return cfg
+	}
+	o := &object{c: c, path: "", m: top}
+
+	v, ok := o.get("configVersion")
+	switch {
+	case !ok:
+		c.errorf("configVersion", "missing; add configVersion: v1 (hook-operator runs hooks written for shell-operator's configVersion v1)")
+	case v != "v1":
+		reason := "is not supported"
+		if v == "v0" {
+			reason = "is the legacy format, which is not supported"
+		}
+		c.errorf("configVersion", "%s %s; write the configuration for configVersion: v1 and set configVersion: v1", describe(v), reason)
+		// The other keys mean something else under other versions.
+		return cfg
+	}
+	if o.has("onKubernetesEvent") {
+		o.get("onKubernetesEvent")
+		c.errorf("onKubernetesEvent", "is configVersion v0 syntax; write kubernetes bindings instead (kubernetes: [{kind: ..., executeHookOnEvent: [...]}])")
+	}
+
+	if n, ok := o.integer("onStartup"); ok {
+		cfg.OnStartup = &n
+	}
+	var refs []snapshotRef
+	cfg.Kubernetes = c.kubernetesBindings(o, &refs)
+	cfg.Schedule = c.scheduleBindings(o, &refs)
+	cfg.Validating = c.webhookBindings(o, "kubernetesValidating", &refs)
+	cfg.Mutating = c.webhookBindings(o, "kubernetesMutating", &refs)
+	cfg.Conversion = c.conversionBindings(o, &refs)
+	cfg.Settings = c.settings(o.object("settings"))
+	o.finish()
+
+	c.checkSnapshotRefs(cfg.Kubernetes, refs)
+	if len(c.errs) == 0 && cfg.OnStartup == nil && len(cfg.Schedule) == 0 && len(cfg.Kubernetes) == 0 &&
+		len(cfg.Validating) == 0 && len(cfg.Mutating) == 0 && len(cfg.Conversion) == 0 {
+		c.errorf("", "the configuration has no bindings, so the hook would never run; add onStartup, schedule or kubernetes (or remove the file's executable bit if it is not a hook)")
+	}
+	return cfg
+}
+
+// checkSnapshotRefs reports includeSnapshotsFrom names that are not
+// kubernetes bindings of the hook: snapshots are kept per kubernetes binding.
+func (c *checker) checkSnapshotRefs(kube []KubernetesBinding, refs []snapshotRef) {
+	var names []string
+	for _, b := range kube {
+		if !contains(names, b.Name) {
+			names = append(names, b.Name)
+		}
+	}
+	for _, r := range refs {
+		for i, n := range r.names {
+			if contains(names, n) {
+				continue
+			}
+			if len(names) == 0 {
+				c.errorf(index(r.path, i), "%q: this hook has no kubernetes bindings to take snapshots from; remove includeSnapshotsFrom or add a kubernetes binding named %q", n, n)
+				continue
+			}
+			c.errorf(index(r.path, i), "%q is not the name of a kubernetes binding of this hook; use one of: %s", n, quoteAll(names))
+		}
+	}
+}
+
+func quoteAll(list []string) string {
+	var b bytes.Buffer
+	for i, s := range list {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", s)
+	}
+	return b.String()
+}
+
+func (c *checker) settings(s *object) Settings {
+	var st Settings
+	if s == nil {
+		return st
+	}
+	interval, hasInterval := s.duration("executionMinInterval")
+	st.ExecutionMinInterval = interval
+	burst, hasBurst := s.integer("executionBurst")
+	switch {
+	case hasBurst && burst < 0:
+		c.errorf(s.at("executionBurst"), "%d is negative; use 1 or more", burst)
+	case hasBurst && burst == 0 && hasInterval && interval > 0:
+		c.errorf(s.at("executionBurst"), "0 with executionMinInterval would never let the hook run; use 1 or more, or remove it for the default 1")
+	case !hasBurst && hasInterval && interval > 0:
+		burst = 1
+	}
+	st.ExecutionBurst = burst
+	if t, ok := s.duration("timeout"); ok {
+		if t == 0 {
+			c.errorf(s.at("timeout"), "must be longer than 0; remove it to use the operator's --hook-timeout")
+		}
+		st.Timeout = t
+	}
+	s.finish()
+	return st
+}
