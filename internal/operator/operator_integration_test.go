@@ -428,7 +428,9 @@ kubernetes:
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "test-dyn-", Labels: map[string]string{label: "yes"}},
 	}, metav1.CreateOptions{})
 	must(t, err)
-	t.Cleanup(func() { _ = e.c.Client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = e.c.Client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	})
 	// Until the namespace controller makes the default ServiceAccount a
 	// namespace is usable for ConfigMaps already.
 	e.eventually(10*time.Second, "the namespace to be watched", func() bool { return e.logs.contains(ns.Name) })
