@@ -1,0 +1,104 @@
+package run
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Names of the environment variables that carry the file paths (contract
+// section 2). The admission name is an alias of the validating one.
+const (
+	envBindingContext     = "BINDING_CONTEXT_PATH"
+	envKubernetesPatch    = "KUBERNETES_PATCH_PATH"
+	envMetrics            = "METRICS_PATH"
+	envValidatingResponse = "VALIDATING_RESPONSE_PATH"
+	envAdmissionResponse  = "ADMISSION_RESPONSE_PATH"
+	envConversionResponse = "CONVERSION_RESPONSE_PATH"
+)
+
+// runDir is the private temp dir of one run and the files in it.
+type runDir struct {
+	path                                             string
+	contexts, patch, metrics, validating, conversion string
+}
+
+// newRunDir creates a 0700 dir under parent ("" = os.TempDir()) holding the
+// binding contexts and empty output files, all 0600.
+func newRunDir(parent string, contexts []byte) (*runDir, error) {
+	path, err := os.MkdirTemp(parent, "hook-run-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the run's temp dir: %w", err)
+	}
+	d := &runDir{
+		path:       path,
+		contexts:   filepath.Join(path, "binding-context.json"),
+		patch:      filepath.Join(path, "kubernetes-patch"),
+		metrics:    filepath.Join(path, "metrics"),
+		validating: filepath.Join(path, "validating-response"),
+		conversion: filepath.Join(path, "conversion-response"),
+	}
+	if len(contexts) == 0 {
+		contexts = []byte("[]")
+	}
+	files := map[string][]byte{d.contexts: contexts, d.patch: nil, d.metrics: nil, d.validating: nil, d.conversion: nil}
+	for name, content := range files {
+		if err := os.WriteFile(name, content, 0o600); err != nil {
+			_ = d.remove()
+			return nil, fmt.Errorf("preparing the run's files: %w", err)
+		}
+	}
+	return d, nil
+}
+
+// env returns base without any variables of the contract's names, plus those
+// variables pointing into d.
+func (d *runDir) env(base []string) []string {
+	own := map[string]string{
+		envBindingContext:     d.contexts,
+		envKubernetesPatch:    d.patch,
+		envMetrics:            d.metrics,
+		envValidatingResponse: d.validating,
+		envAdmissionResponse:  d.validating,
+		envConversionResponse: d.conversion,
+	}
+	env := make([]string, 0, len(base)+len(own))
+	for _, kv := range base {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, ok := own[name]; !ok {
+			env = append(env, kv)
+		}
+	}
+	for _, name := range []string{envBindingContext, envKubernetesPatch, envMetrics, envValidatingResponse, envAdmissionResponse, envConversionResponse} {
+		env = append(env, name+"="+own[name])
+	}
+	return env
+}
+
+// readOutputs fills res from the output files. A file the hook removed
+// counts as empty.
+func (d *runDir) readOutputs(res *Result) error {
+	for _, out := range []struct {
+		path string
+		dst  *[]byte
+	}{
+		{d.patch, &res.Operations},
+		{d.metrics, &res.Metrics},
+		{d.validating, &res.ValidatingResponse},
+		{d.conversion, &res.ConversionResponse},
+	} {
+		b, err := os.ReadFile(out.path)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("reading output file: %w", err)
+		}
+		*out.dst = b
+	}
+	return nil
+}
+
+func (d *runDir) remove() error {
+	return os.RemoveAll(d.path)
+}

@@ -1,0 +1,125 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestRunTimeoutKillsHookAndChildren(t *testing.T) {
+	r, _ := testRunner(t)
+	h := bashHook(t, `
+sleep 300 &
+echo $! > child.pid
+wait
+`)
+	start := time.Now()
+	_, err := r.Run(context.Background(), Request{Hook: h, Timeout: 500 * time.Millisecond})
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timed out after 500ms") {
+		t.Fatalf("error = %v, want a timeout naming 500ms", err)
+	}
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("Run took %v after a 500ms timeout", took)
+	}
+	assertGone(t, readPid(t, h, "child.pid"))
+	assertEmptyDir(t, r.TmpDir)
+}
+
+func TestRunTimeoutFromHookSettings(t *testing.T) {
+	r, _ := testRunner(t)
+	h := bashHook(t, `sleep 300`)
+	h.Config.Settings.Timeout = 300 * time.Millisecond
+	_, err := r.Run(context.Background(), Request{Hook: h})
+	if err == nil || !strings.Contains(err.Error(), "timed out after 300ms") {
+		t.Fatalf("error = %v, want the hook's own timeout", err)
+	}
+}
+
+func TestRunKillsWhatIgnoresSIGTERM(t *testing.T) {
+	r, _ := testRunner(t)
+	r.KillGrace = 300 * time.Millisecond
+	// Ignored signals stay ignored across exec, so the child ignores
+	// SIGTERM too and only SIGKILL to the group ends it.
+	h := bashHook(t, `
+trap '' TERM
+sleep 300 &
+echo $! > child.pid
+while true; do wait || true; done
+`)
+	start := time.Now()
+	_, err := r.Run(context.Background(), Request{Hook: h, Timeout: 200 * time.Millisecond})
+	took := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error = %v, want a timeout", err)
+	}
+	if took < 500*time.Millisecond || took > 4*time.Second {
+		t.Errorf("Run took %v, want timeout + kill grace (500ms) and not much more", took)
+	}
+	assertGone(t, readPid(t, h, "child.pid"))
+}
+
+func TestRunCancelKillsHook(t *testing.T) {
+	r, _ := testRunner(t)
+	h := bashHook(t, `
+sleep 300 &
+echo $! > child.pid
+wait
+`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for {
+			if _, err := os.Stat(filepath.Join(h.Dir, "child.pid")); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	_, err := r.Run(ctx, Request{Hook: h})
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "cancelled") {
+		t.Fatalf("error = %v, want cancelled", err)
+	}
+	assertGone(t, readPid(t, h, "child.pid"))
+	assertEmptyDir(t, r.TmpDir)
+}
+
+func TestRunDoesNotWaitForChildHoldingStdout(t *testing.T) {
+	r, logs := testRunner(t)
+	r.OutputGrace = 200 * time.Millisecond
+	h := bashHook(t, `
+echo before exit
+sleep 30 &
+echo $! > child.pid
+echo '{"ok":true}' > "$KUBERNETES_PATCH_PATH"
+`)
+	start := time.Now()
+	res, err := r.Run(context.Background(), Request{Hook: h})
+	took := time.Since(start)
+	pid := readPid(t, h, "child.pid")
+	defer func() { _ = syscall.Kill(pid, syscall.SIGKILL) }()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took > 5*time.Second {
+		t.Errorf("Run took %v: it waited for the background child", took)
+	}
+	if gone(pid) {
+		t.Error("the background child ended early: the test proves nothing")
+	}
+	if string(res.Operations) != `{"ok":true}`+"\n" {
+		t.Errorf("Operations = %q", res.Operations)
+	}
+	var sawLine bool
+	for _, e := range outputEntries(logs) {
+		sawLine = sawLine || e.Message == "before exit"
+	}
+	if !sawLine {
+		t.Error("output written before the hook exited was not logged")
+	}
+}

@@ -1,0 +1,204 @@
+// Package run runs one hook process: it writes the binding contexts to a
+// private temp dir, starts the hook with the contract's environment, logs its
+// output line by line, enforces the timeout and, when the hook succeeds,
+// returns what it wrote to its output files.
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/hook-operator/hook-operator/internal/hook"
+)
+
+// Defaults used when the Runner field is zero.
+const (
+	DefaultTimeout      = 10 * time.Minute
+	DefaultKillGrace    = 5 * time.Second
+	DefaultOutputGrace  = time.Second
+	DefaultMaxLineBytes = 64 << 10
+)
+
+// Request is one run of one hook.
+type Request struct {
+	Hook *hook.Hook
+	// Contexts is the JSON array written to BINDING_CONTEXT_PATH; empty
+	// means "[]".
+	Contexts []byte
+	// Binding and Queue only label the log lines of the run.
+	Binding string
+	Queue   string
+	// Timeout ends the run; zero means the hook's settings.timeout, then
+	// Runner.DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Result is what a run produced. The output files are read only when the
+// hook exited 0; the other fields are set whenever the process ran.
+type Result struct {
+	// Operations is the content of KUBERNETES_PATCH_PATH (may be empty).
+	Operations []byte
+	// Metrics is the content of METRICS_PATH.
+	Metrics []byte
+	// ValidatingResponse is the content of VALIDATING_RESPONSE_PATH, which
+	// is the same file as ADMISSION_RESPONSE_PATH.
+	ValidatingResponse []byte
+	// ConversionResponse is the content of CONVERSION_RESPONSE_PATH.
+	ConversionResponse []byte
+
+	Duration time.Duration
+	// UserCPU, SystemCPU and MaxRSS (bytes) cover the hook and the children
+	// it waited for.
+	UserCPU, SystemCPU time.Duration
+	MaxRSS             int64
+	// StderrTail holds the last lines of stderr, for error messages and
+	// Events.
+	StderrTail string
+}
+
+// Runner runs hook processes. The zero value is usable; a Runner is safe for
+// concurrent use.
+type Runner struct {
+	// TmpDir is the parent of the per-run temp dirs; empty means
+	// os.TempDir().
+	TmpDir string
+	// Env is the base environment of every hook; nil means os.Environ().
+	Env []string
+	// DefaultTimeout applies when neither the request nor the hook sets one;
+	// zero means DefaultTimeout.
+	DefaultTimeout time.Duration
+	// KillGrace is how long a hook has between SIGTERM and SIGKILL after a
+	// timeout or cancellation; zero means DefaultKillGrace.
+	KillGrace time.Duration
+	// OutputGrace is how long output is still read after the hook exited,
+	// when a process it left behind keeps stdout or stderr open; zero means
+	// DefaultOutputGrace.
+	OutputGrace time.Duration
+	// MaxLineBytes cuts longer output lines; zero means DefaultMaxLineBytes.
+	MaxLineBytes int
+	// Log receives the hook's output lines; nil means the standard logger.
+	Log logrus.FieldLogger
+}
+
+// Run runs req.Hook once and waits for it and its output to finish. A
+// non-nil error means the run failed: the hook could not start, exited
+// non-zero, was killed by a signal, timed out (the error wraps
+// context.DeadlineExceeded) or ctx ended (it wraps ctx's error). The temp
+// dir is removed before Run returns.
+func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
+	h := req.Hook
+	if h == nil {
+		return Result{}, errors.New("run: request without hook")
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, fmt.Errorf("hook %s: not started: %w", h.Name, err)
+	}
+	dir, err := newRunDir(r.TmpDir, req.Contexts)
+	if err != nil {
+		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
+	}
+	log := r.logger().WithFields(logrus.Fields{"hook": h.Name, "binding": req.Binding, "queue": req.Queue})
+	defer func() {
+		if err := dir.remove(); err != nil {
+			log.WithError(err).Warn("removing the hook's temp dir")
+		}
+	}()
+
+	stdout := newLineWriter(log.WithField("output", "stdout"), r.maxLineBytes(), 0)
+	stderr := newLineWriter(log.WithField("output", "stderr"), r.maxLineBytes(), stderrTailLines)
+	cmd := exec.Command(h.Path)
+	cmd.Dir = h.Dir
+	cmd.Env = dir.env(r.baseEnv())
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
+	// Its own process group lets a timeout kill the hook's children too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = r.outputGrace()
+
+	timeout := r.timeout(req)
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return Result{}, fmt.Errorf("hook %s: start: %w", h.Name, err)
+	}
+	log.WithField("pid", cmd.Process.Pid).Debug("hook started")
+	signalled, waitErr := r.wait(runCtx, cmd)
+
+	var res Result
+	res.Duration = time.Since(start)
+	stdout.flush()
+	stderr.flush()
+	res.StderrTail = stderr.tail()
+	setUsage(&res, cmd.ProcessState)
+	log.WithFields(logrus.Fields{"duration": res.Duration, "exit": cmd.ProcessState.String()}).Debug("hook finished")
+
+	switch {
+	case signalled && ctx.Err() != nil:
+		return res, fmt.Errorf("hook %s: cancelled: %w", h.Name, ctx.Err())
+	case signalled:
+		return res, fmt.Errorf("hook %s: timed out after %s: %w", h.Name, timeout, context.DeadlineExceeded)
+	case errors.Is(waitErr, exec.ErrWaitDelay):
+		log.Warn("hook exited 0 but a process it started still holds stdout or stderr; its output is no longer logged")
+	case waitErr != nil:
+		return res, exitError(h.Name, cmd.ProcessState, waitErr, res.StderrTail)
+	}
+	if err := dir.readOutputs(&res); err != nil {
+		return res, fmt.Errorf("hook %s: %w", h.Name, err)
+	}
+	return res, nil
+}
+
+func (r *Runner) timeout(req Request) time.Duration {
+	switch {
+	case req.Timeout > 0:
+		return req.Timeout
+	case req.Hook.Config.Settings.Timeout > 0:
+		return req.Hook.Config.Settings.Timeout
+	case r.DefaultTimeout > 0:
+		return r.DefaultTimeout
+	}
+	return DefaultTimeout
+}
+
+func (r *Runner) killGrace() time.Duration {
+	if r.KillGrace > 0 {
+		return r.KillGrace
+	}
+	return DefaultKillGrace
+}
+
+func (r *Runner) outputGrace() time.Duration {
+	if r.OutputGrace > 0 {
+		return r.OutputGrace
+	}
+	return DefaultOutputGrace
+}
+
+func (r *Runner) maxLineBytes() int {
+	if r.MaxLineBytes > 0 {
+		return r.MaxLineBytes
+	}
+	return DefaultMaxLineBytes
+}
+
+func (r *Runner) baseEnv() []string {
+	if r.Env == nil {
+		return os.Environ()
+	}
+	return r.Env
+}
+
+func (r *Runner) logger() logrus.FieldLogger {
+	if r.Log == nil {
+		return logrus.StandardLogger()
+	}
+	return r.Log
+}
