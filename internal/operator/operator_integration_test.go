@@ -456,3 +456,71 @@ kubernetes:
 		t.Errorf("an object in a namespace that stopped matching ran the hook (%d -> %d contexts)", before, after)
 	}
 }
+
+// resynchronizationPeriod delivers a fresh Synchronization every period.
+func TestIntegrationResynchronizationPeriod(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.bashHook("resync.sh", `
+configVersion: v1
+kubernetes:
+- name: cms
+  kind: ConfigMap
+  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
+  resynchronizationPeriod: 1s
+`, "")
+	e.start()
+	e.eventually(15*time.Second, "three Synchronizations", func() bool {
+		n := 0
+		for _, c := range e.contexts("resync.sh") {
+			if c["type"] == "Synchronization" {
+				n++
+			}
+		}
+		return n >= 3
+	})
+}
+
+// waitForSynchronization: false lets start-up go on while the binding's
+// Synchronization (in its own queue) is still running; admission bindings
+// are reported as not served.
+func TestIntegrationNoWaitForSynchronizationAndUnservedBindings(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	gate := filepath.Join(t.TempDir(), "gate")
+	e.bashHook("slow-sync.sh", `
+configVersion: v1
+kubernetes:
+- name: cms
+  kind: ConfigMap
+  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
+  queue: slow
+  waitForSynchronization: false
+`, fmt.Sprintf("while [[ ! -e %q ]]; do sleep 0.1; done", gate))
+	e.bashHook("tick.sh", `
+configVersion: v1
+schedule:
+- name: tick
+  crontab: "* * * * * *"
+kubernetesValidating:
+- name: check.example.com
+  rules:
+  - apiGroups: [""]
+    apiVersions: [v1]
+    operations: [CREATE]
+    resources: [configmaps]
+`, "")
+	e.start()
+	// The schedule starts although slow-sync.sh's Synchronization is still
+	// running in its queue.
+	e.eventually(20*time.Second, "a Schedule run while the Synchronization is held", func() bool {
+		return len(e.runs("tick.sh")) >= 1
+	})
+	must(t, os.WriteFile(gate, nil, 0o644))
+	e.eventually(10*time.Second, "the held Synchronization to finish", func() bool {
+		return e.logs.contains(`"hook":"slow-sync.sh","level":"info","msg":"hook run succeeded"`)
+	})
+	if !e.logs.contains("not implemented yet") {
+		t.Errorf("start-up did not say that the admission binding is not served")
+	}
+}
