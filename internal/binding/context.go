@@ -109,18 +109,10 @@ func (c Context) MarshalJSON() ([]byte, error) {
 	}
 	switch c.Type {
 	case TypeSynchronization:
-		b.WriteString(`,"objects":[`)
-		for i, o := range c.Objects {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			data, err := o.MarshalJSON()
-			if err != nil {
-				return nil, err
-			}
-			b.Write(data)
+		b.WriteString(`,"objects":`)
+		if err := writeObjects(&b, c.Objects); err != nil {
+			return nil, err
 		}
-		b.WriteByte(']')
 	case TypeEvent:
 		b.WriteString(`,"watchEvent":`)
 		writeString(&b, c.WatchEvent)
@@ -142,23 +134,32 @@ func (c Context) MarshalJSON() ([]byte, error) {
 				b.WriteByte(',')
 			}
 			writeString(&b, n)
-			b.WriteString(`:[`)
-			for j, o := range c.Snapshots[n] {
-				if j > 0 {
-					b.WriteByte(',')
-				}
-				data, err := o.MarshalJSON()
-				if err != nil {
-					return nil, err
-				}
-				b.Write(data)
+			b.WriteByte(':')
+			if err := writeObjects(&b, c.Snapshots[n]); err != nil {
+				return nil, err
 			}
-			b.WriteByte(']')
 		}
 		b.WriteByte('}')
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// writeObjects writes objs as a JSON array ([] when empty).
+func writeObjects(b *bytes.Buffer, objs []Object) error {
+	b.WriteByte('[')
+	for i, o := range objs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('{')
+		if err := o.writeFields(b, false); err != nil {
+			return err
+		}
+		b.WriteByte('}')
+	}
+	b.WriteByte(']')
+	return nil
 }
 
 func writeString(b *bytes.Buffer, s string) {

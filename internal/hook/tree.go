@@ -3,6 +3,7 @@ package hook
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/hook-operator/hook-operator/internal/spelling"
 	"math"
 	"sort"
 	"strconv"
@@ -311,33 +312,12 @@ func suggest(key string, candidates []string) string {
 		if strings.EqualFold(c, key) {
 			return c
 		}
-		d := distance(strings.ToLower(key), strings.ToLower(c))
+		d := spelling.Distance(strings.ToLower(key), strings.ToLower(c))
 		if d <= max(1, len(c)/3) && (best == "" || d < bestDist) {
 			best, bestDist = c, d
 		}
 	}
 	return best
-}
-
-// distance is the Levenshtein edit distance between a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // member is the path of a user-chosen key (a label name) in the object at

@@ -1,6 +1,10 @@
 package ops
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/hook-operator/hook-operator/internal/spelling"
+)
 
 // suggest returns the candidates s was likely meant to be: those that
 // contain it ("Patch" → MergePatch, JSONPatch, JQPatch), or else the one
@@ -20,7 +24,7 @@ func suggest(s string, candidates []string) []string {
 	}
 	best, bestDist := "", -1
 	for _, c := range candidates {
-		d := distance(lower, strings.ToLower(c))
+		d := spelling.Distance(lower, strings.ToLower(c))
 		if bestDist < 0 || d < bestDist {
 			best, bestDist = c, d
 		}
@@ -44,25 +48,4 @@ func didYouMean(suggestions []string) string {
 		return "did you mean " + quoted[0] + "?"
 	}
 	return "did you mean " + strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1] + "?"
-}
-
-// distance is the Levenshtein distance between a and b, in bytes.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
