@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
@@ -108,5 +113,59 @@ echo '{"configVersion":"v2"}'
 	}
 	if strings.Contains(out, "nonexistent") {
 		t.Errorf("start reached the cluster connection before refusing the hooks:\n%s", out)
+	}
+}
+
+// finalizers release frees objects held by a hook's finalizer once the hook
+// is gone; --dry-run only reports them.
+func TestIntegrationFinalizersRelease(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	bin := buildBinary(t)
+	gvr := c.InstallCRD(t, testcluster.CRD{Kind: "Held"})
+	hooks := t.TempDir()
+	writeHook(t, hooks, "held.sh", `#!/usr/bin/env bash
+echo '{"configVersion":"v1","kubernetes":[{"apiVersion":"`+gvr.Group+`/v1","kind":"Held","finalizer":"test.hook-operator.dev/keep"}]}'
+`)
+	ctx := context.Background()
+	objs := c.Dynamic.Resource(gvr).Namespace(ns)
+	for _, name := range []string{"one", "two"} {
+		_, err := objs.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": gvr.Group + "/v1", "kind": "Held",
+			"metadata": map[string]any{"name": name, "finalizers": []any{"test.hook-operator.dev/keep", "other.example.com/keep"}},
+		}}, metav1.CreateOptions{})
+		must(t, err)
+	}
+	must(t, objs.Delete(ctx, "one", metav1.DeleteOptions{}))
+
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(bin, append([]string{"finalizers", "release", "--hooks-dir", hooks, "--kubeconfig", c.Kubeconfig}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("finalizers release %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	out := run("--dry-run")
+	if !strings.Contains(out, "would release") || !strings.Contains(out, "2 object(s)") {
+		t.Errorf("dry-run output:\n%s", out)
+	}
+	one, err := objs.Get(ctx, "one", metav1.GetOptions{})
+	must(t, err)
+	if len(one.GetFinalizers()) != 2 {
+		t.Fatalf("--dry-run changed finalizers: %v", one.GetFinalizers())
+	}
+	out = run()
+	if strings.Count(out, "released ") != 2 {
+		t.Errorf("release output:\n%s", out)
+	}
+	for _, name := range []string{"one", "two"} {
+		got, err := objs.Get(ctx, name, metav1.GetOptions{})
+		must(t, err) // "one" is still held by the other finalizer
+		if fs := got.GetFinalizers(); len(fs) != 1 || fs[0] != "other.example.com/keep" {
+			t.Errorf("%s finalizers %v, want only the foreign one left", name, fs)
+		}
+		_, err = objs.Patch(ctx, name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		must(t, err)
 	}
 }

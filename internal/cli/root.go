@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hook-operator/hook-operator/internal/cli/envflag"
+	"github.com/hook-operator/hook-operator/internal/cli/finalizers"
 	"github.com/hook-operator/hook-operator/internal/cli/hooks"
 	"github.com/hook-operator/hook-operator/internal/cli/start"
 	"github.com/hook-operator/hook-operator/internal/cli/version"
@@ -89,5 +90,6 @@ a flag given on the command line wins over the variable.`,
 	root.AddCommand(version.New(stdout))
 	root.AddCommand(hooks.New(stdout, stderr))
 	root.AddCommand(start.New(log))
+	root.AddCommand(finalizers.New(stdout, log))
 	return root
 }

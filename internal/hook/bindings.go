@@ -1,7 +1,10 @@
 package hook
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/hook-operator/hook-operator/internal/jq"
 	"github.com/hook-operator/hook-operator/internal/schedule"
@@ -101,8 +104,26 @@ func (c *checker) kubernetes(o *object, refs *[]snapshotRef) KubernetesBinding {
 		b.JQFilter, b.Filter = src, f
 	}
 	b.ResynchronizationPeriod, _ = o.duration("resynchronizationPeriod")
+	if v, ok := o.str("finalizer"); ok && v != "" {
+		c.finalizer(o, &b, v)
+	}
+	b.ExecuteHookOnOwnStatusChange = o.boolean("executeHookOnOwnStatusChange", false)
 	o.finish()
 	return b
+}
+
+// finalizer checks the finalizer option (extension): a qualified name with
+// a domain, on a binding whose contexts can say that an object is being
+// finalized (Group contexts carry no watchEvent).
+func (c *checker) finalizer(o *object, b *KubernetesBinding, v string) {
+	switch {
+	case !strings.Contains(v, "/") || len(validation.IsQualifiedName(v)) > 0:
+		c.errorf(o.at("finalizer"), "%q is not a finalizer name; write a domain you own and a name, such as example.com/cleanup", v)
+	case b.Group != "":
+		c.errorf(o.at("finalizer"), "cannot be used with group (Group contexts do not say which object is being deleted); remove group or the finalizer")
+	default:
+		b.Finalizer = v
+	}
 }
 
 // events reads executeHookOnEvent, or its legacy name watchEvent. The

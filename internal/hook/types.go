@@ -104,6 +104,15 @@ type KubernetesBinding struct {
 	JQFilter                string        `json:"jqFilter,omitempty"`
 	Filter                  *jq.Filter    `json:"-"`
 	ResynchronizationPeriod time.Duration `json:"resynchronizationPeriod,omitempty"`
+	// Finalizer (extension) is a finalizer the runtime keeps on every
+	// watched object; an object being deleted is delivered as a Finalize
+	// event, and the finalizer is removed once that run succeeds.
+	Finalizer string `json:"finalizer,omitempty"`
+	// ExecuteHookOnOwnStatusChange (extension) delivers Modified events that
+	// only change the status of an object whose status this hook writes with
+	// the Status operation; without it they are dropped, so a hook does not
+	// re-run because of its own status writes.
+	ExecuteHookOnOwnStatusChange bool `json:"executeHookOnOwnStatusChange,omitempty"`
 }
 
 // NamespaceSelector picks the namespaces a binding watches: the listed

@@ -16,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hook-operator/hook-operator/internal/binding"
+	"github.com/hook-operator/hook-operator/internal/finalizer"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/ops"
@@ -48,6 +49,10 @@ type Operator struct {
 	applier *ops.Applier
 	queues  *queue.Set
 	watcher *watch.Watcher
+	// finalizers adds and removes bindings' finalizers (extension).
+	finalizers *finalizer.Manager
+	requeues   requeues
+	resolver   *kube.Resolver
 
 	mu         sync.Mutex
 	syncsDone  map[*watch.Binding]bool
@@ -67,6 +72,8 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 	o.applier = &ops.Applier{Dynamic: clients.Dynamic, Resolver: clients.Resolver, FieldManager: "hook-operator", Log: log}
 	o.queues = queue.NewSet(o.execute, opts.Retry, log)
 	o.watcher = watch.New(clients, hooks, o, log)
+	o.finalizers = finalizer.New(clients.Dynamic, log)
+	o.resolver = clients.Resolver
 	return o
 }
 
@@ -84,6 +91,8 @@ func (o *Operator) Watcher() *watch.Watcher { return o.watcher }
 func (o *Operator) Run(ctx context.Context) error {
 	o.warnUnserved()
 	defer o.queues.Stop(o.opts.ShutdownGrace)
+	defer o.requeues.stop()
+	o.finalizers.Run(ctx, 2)
 
 	if err := o.runStartup(ctx); err != nil {
 		return err
@@ -222,13 +231,19 @@ func (o *Operator) Event(b *watch.Binding, watchEvent string, obj binding.Object
 	o.push(b.Hook, &cfg.Common, c, nil)
 }
 
+// EnsureFinalizer implements watch.Sink.
+func (o *Operator) EnsureFinalizer(b *watch.Binding, namespace, name string) {
+	o.finalizers.Ensure(finalizer.Target{Resource: b.Resource().GVR, Namespace: namespace, Name: name, Finalizer: b.Config().Finalizer})
+}
+
 func (o *Operator) push(h *hook.Hook, common *hook.Common, c binding.Context, done func(error)) {
 	c = binding.Shape(c, common.Group, groupMembers(h, common.Group), common.IncludeSnapshotsFrom)
 	err := o.queues.Push(&queue.Task{
-		Hook:         h,
-		Queue:        common.Queue,
-		Contexts:     []binding.Context{c},
-		AllowFailure: common.AllowFailure,
+		Hook:     h,
+		Queue:    common.Queue,
+		Contexts: []binding.Context{c},
+		// A Finalize run must succeed: the object's deletion waits for it.
+		AllowFailure: common.AllowFailure && c.WatchEvent != watch.Finalize,
 		Done:         done,
 	})
 	if err != nil {
@@ -280,13 +295,65 @@ func (o *Operator) execute(ctx context.Context, t *queue.Task) error {
 	if err != nil {
 		return fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", t.Hook.Name, err)
 	}
+	requeues, err := o.resolveRequeues(t.Hook, operations)
+	if err != nil {
+		return fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", t.Hook.Name, err)
+	}
+	o.noteStatusWrites(t.Hook, operations)
 	if len(operations) > 0 {
-		if err := o.applier.Apply(ctx, operations); err != nil {
+		if err := o.applier.ApplyFor(ctx, t.Hook.Name, operations); err != nil {
 			return fmt.Errorf("hook %s: %w", t.Hook.Name, err)
 		}
 	}
+	if err := o.releaseFinalizers(ctx, t.Hook, contexts); err != nil {
+		return fmt.Errorf("hook %s: %w", t.Hook.Name, err)
+	}
+	for _, r := range requeues {
+		o.requeues.schedule(r, o.fireRequeue)
+	}
 	log.WithFields(logrus.Fields{"contexts": len(contexts), "operations": len(operations), "duration": res.Duration.Round(time.Millisecond).String()}).
 		Info("hook run succeeded")
+	return nil
+}
+
+// noteStatusWrites tells the watch which objects the hook writes status or
+// (as ApplySet parents) inventory annotations to, before the writes happen,
+// so that the events they cause do not run the hook again.
+func (o *Operator) noteStatusWrites(h *hook.Hook, operations []ops.Operation) {
+	for _, op := range operations {
+		var apiVersion, kind, namespace, name string
+		switch {
+		case op.Type == ops.Status:
+			apiVersion, kind, namespace, name = op.APIVersion, op.Kind, op.Namespace, op.Name
+		case op.Type == ops.ApplySet && op.Parent != nil:
+			p := op.Parent
+			apiVersion, kind, namespace, name = p.APIVersion, p.Kind, p.Namespace, p.Name
+		default:
+			continue
+		}
+		if res, err := o.resolver.Resolve(apiVersion, kind); err == nil {
+			o.watcher.StatusWritten(h.Name, res.GVR.String(), namespace, name)
+		}
+	}
+}
+
+// releaseFinalizers removes the finalizer of every object this successful
+// run was finalizing, letting its deletion go on.
+func (o *Operator) releaseFinalizers(ctx context.Context, h *hook.Hook, contexts []binding.Context) error {
+	for _, c := range contexts {
+		if c.WatchEvent != watch.Finalize || c.Object == nil {
+			continue
+		}
+		b := o.watcher.Binding(h.Name, c.Binding)
+		if b == nil {
+			continue
+		}
+		t := finalizer.Target{Resource: b.Resource().GVR, Namespace: c.Object.Namespace, Name: c.Object.Name, Finalizer: b.Config().Finalizer}
+		if _, err := o.finalizers.Remove(ctx, t); err != nil {
+			return fmt.Errorf("remove %s: %w", t, err)
+		}
+		o.log.WithFields(logrus.Fields{"hook": h.Name, "object": t.String()}).Info("finalized; finalizer removed")
+	}
 	return nil
 }
 

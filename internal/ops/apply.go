@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -43,6 +44,11 @@ type Applier struct {
 	DeleteTimeout time.Duration
 	// Log receives a record per operation applied; nothing is logged when nil.
 	Log logrus.FieldLogger
+	// OnStatusWrite, when set, is called after each write of a Status
+	// operation with the resourceVersion the write gave the object, so that
+	// the runtime can tell the watch event of its own write from others.
+	// A Status that changes nothing writes nothing and does not call it.
+	OnStatusWrite func(res kube.Resource, namespace, name, resourceVersion string)
 }
 
 // conflictBackoff paces the retries of a read-modify-write that lost a race
@@ -56,11 +62,21 @@ type step struct {
 	// target taken from Object.
 	op  Operation
 	res kube.Resource
-	// obj is the object a create type writes.
+	// obj is the object a create type or Apply writes.
 	obj *unstructured.Unstructured
-	// pending marks a kind that a CRD created earlier in the file defines:
-	// applying waits until the API server serves it.
-	pending bool
+	// parent is the parent of Apply (or nil) and ApplySet.
+	parent *target
+	// children are the objects of ApplySet, as they are to be applied.
+	children []child
+	// pending lists kinds that CRDs created earlier in the file define:
+	// applying waits until the API server serves them.
+	pending []kube.Resource
+}
+
+// child is one object of an ApplySet.
+type child struct {
+	res kube.Resource
+	obj *unstructured.Unstructured
 }
 
 // Check resolves and checks every operation against the cluster's API
@@ -76,24 +92,33 @@ func (a *Applier) Check(ops []Operation) error {
 // fails; then applies them in order and stops at the first error. Errors
 // are *Error values naming the operation's index, type and target and the
 // reason; an apply error also says which operations were applied.
+// Requeue operations are checked but not applied: they are for the
+// runtime (see Requeues).
 //
 // Apply is not a transaction: a failure leaves the operations before it
 // applied, so hooks should write operations that can be applied again.
 func (a *Applier) Apply(ctx context.Context, ops []Operation) error {
+	return a.ApplyFor(ctx, "", ops)
+}
+
+// ApplyFor is Apply for the operations of the hook hookName (its path under
+// the hooks folder, "db/sampledb.sh"): Apply and ApplySet write under a
+// field manager of the hook's own (see FieldManagerFor), so that two hooks
+// applying the same object conflict instead of undoing each other's fields,
+// and ApplySet's sets are the hook's own.
+func (a *Applier) ApplyFor(ctx context.Context, hookName string, ops []Operation) error {
 	steps, err := a.plan(ops)
 	if err != nil {
 		return err
 	}
+	steps = slices.DeleteFunc(steps, func(s step) bool { return s.op.Type == Requeue })
 	for i, s := range steps {
 		if err := ctx.Err(); err != nil {
 			return &Error{Index: s.op.Index, Op: s.op.String(), Err: fmt.Errorf("not applied: %w%s", err, progress(i, len(steps)))}
 		}
-		var err error
-		if s.pending {
-			err = a.awaitServed(ctx, s)
-		}
+		err := a.awaitServed(ctx, s)
 		if err == nil {
-			err = a.apply(ctx, s)
+			err = a.apply(ctx, s, hookName)
 		}
 		if err != nil {
 			return &Error{Index: s.op.Index, Op: s.op.String(), Err: fmt.Errorf("%w%s", err, progress(i, len(steps)))}
@@ -129,7 +154,12 @@ func (a *Applier) plan(ops []Operation) ([]step, error) {
 	for i, op := range ops {
 		s, err := a.check(op, ops[:i])
 		if err != nil {
-			errs = append(errs, err)
+			// An ApplySet reports each of its objects' problems.
+			if j, ok := err.(interface{ Unwrap() []error }); ok {
+				errs = append(errs, j.Unwrap()...)
+			} else {
+				errs = append(errs, err)
+			}
 			continue
 		}
 		steps = append(steps, s)
@@ -141,12 +171,12 @@ func (a *Applier) plan(ops []Operation) ([]step, error) {
 }
 
 func (a *Applier) check(op Operation, earlier []Operation) (step, error) {
-	if isCreate(op.Type) && op.Object != nil {
+	if takesObject(op.Type) && op.Object != nil {
 		o := op.Object
 		op.APIVersion, op.Kind, op.Namespace, op.Name = o.GetAPIVersion(), o.GetKind(), o.GetNamespace(), o.GetName()
 	}
 	fail := func(field string, err error) (step, error) {
-		if isCreate(op.Type) {
+		if takesObject(op.Type) {
 			switch field {
 			case "kind":
 				field = "object.kind"
@@ -159,30 +189,79 @@ func (a *Applier) check(op Operation, earlier []Operation) (step, error) {
 	if err := op.complete(); err != nil {
 		return fail("", err)
 	}
-	res, err := a.Resolver.Resolve(op.APIVersion, op.Kind)
-	pending := false
-	if errors.Is(err, kube.ErrUnknownKind) {
-		if res, pending = definedEarlier(earlier, op); pending {
-			err = nil
-		} else {
-			return fail("kind", fmt.Errorf("%w; check the spelling, and that the kind's CRD is installed (or created earlier in this file)", err))
-		}
+	switch {
+	case op.Type == ApplySet:
+		return a.checkApplySet(op, earlier)
+	case op.Type == Requeue && op.Kind == "":
+		// The runtime finds the kind from the binding.
+		return step{op: op}, nil
 	}
+	res, pending, err := a.resolve(op.APIVersion, op.Kind, earlier)
 	if err != nil {
 		return fail("kind", err)
 	}
 	op.APIVersion, op.Kind = res.APIVersion(), res.GVK.Kind
-	switch {
-	case res.Namespaced && op.Namespace == "":
-		return fail("namespace", fmt.Errorf("required: %s is namespaced", op.Kind))
-	case !res.Namespaced && op.Namespace != "":
-		return fail("namespace", fmt.Errorf("must be empty: %s is cluster-scoped", op.Kind))
+	if err := checkScope(res, op.Namespace); err != nil {
+		return fail("namespace", err)
 	}
-	s := step{op: op, res: res, pending: pending}
-	if isCreate(op.Type) {
+	s := step{op: op, res: res}
+	if pending {
+		s.pending = append(s.pending, res)
+	}
+	if takesObject(op.Type) {
 		s.obj = newObject(op.Object, res)
 	}
+	if op.Parent != nil {
+		parent, pending, field, err := a.checkParent(op.Parent, earlier)
+		if err != nil {
+			return fail(field, err)
+		}
+		if err := checkOwnership(parent, target{res: res, namespace: op.Namespace, name: op.Name}); err != nil {
+			return fail("parent", err)
+		}
+		s.parent = &parent
+		if pending {
+			s.pending = append(s.pending, parent.res)
+		}
+	}
 	return s, nil
+}
+
+// resolve resolves a kind, or finds the CRD created earlier in the file
+// that defines it (pending: not served yet).
+func (a *Applier) resolve(apiVersion, kind string, earlier []Operation) (res kube.Resource, pending bool, err error) {
+	res, err = a.Resolver.Resolve(apiVersion, kind)
+	if errors.Is(err, kube.ErrUnknownKind) {
+		if res, ok := definedEarlier(earlier, apiVersion, kind); ok {
+			return res, true, nil
+		}
+		return res, false, fmt.Errorf("%w; check the spelling, and that the kind's CRD is installed (or created earlier in this file)", err)
+	}
+	return res, false, err
+}
+
+// checkScope checks that namespace is given exactly when res is namespaced.
+func checkScope(res kube.Resource, namespace string) error {
+	switch {
+	case res.Namespaced && namespace == "":
+		return fmt.Errorf("required: %s is namespaced", res.GVK.Kind)
+	case !res.Namespaced && namespace != "":
+		return fmt.Errorf("must be empty: %s is cluster-scoped", res.GVK.Kind)
+	}
+	return nil
+}
+
+// checkParent resolves a parent; on error, field is the parent's field at
+// fault.
+func (a *Applier) checkParent(ref *ObjectRef, earlier []Operation) (t target, pending bool, field string, err error) {
+	res, pending, err := a.resolve(ref.APIVersion, ref.Kind, earlier)
+	if err != nil {
+		return t, false, "parent.kind", err
+	}
+	if err := checkScope(res, ref.Namespace); err != nil {
+		return t, false, "parent.namespace", err
+	}
+	return target{res: res, namespace: ref.Namespace, name: ref.Name}, pending, "", nil
 }
 
 // complete checks that an operation has what its type needs. Parse ensures
@@ -192,15 +271,36 @@ func (op *Operation) complete() error {
 		return fmt.Errorf("%s is missing (%s needs it)", field, op.Type)
 	}
 	switch {
-	case isCreate(op.Type):
+	case takesObject(op.Type):
 		if op.Object == nil {
 			return missing("object")
 		}
 		if op.Name == "" && (op.Type != Create || op.Object.GetGenerateName() == "") {
 			return missing("object.metadata.name")
 		}
+		return op.completeParent()
+	case op.Type == ApplySet:
+		if op.SetName == "" {
+			return missing("name")
+		}
+		if op.Parent == nil {
+			return missing("parent")
+		}
+		for i, o := range op.Objects {
+			if o == nil {
+				return missing(fmt.Sprintf("objects[%d]", i))
+			}
+		}
+		return op.completeParent()
+	case op.Type == Requeue:
+		if op.After <= 0 || op.After > maxRequeueAfter {
+			return fmt.Errorf("after is %s; it must be more than 0 and at most %s", op.After, maxRequeueAfter)
+		}
+		if op.Name == "" {
+			return missing("name")
+		}
 		return nil
-	case isDelete(op.Type), isPatch(op.Type):
+	case isDelete(op.Type), isPatch(op.Type), op.Type == Status:
 	default:
 		return fmt.Errorf("unknown operation %q", op.Type)
 	}
@@ -215,6 +315,20 @@ func (op *Operation) complete() error {
 		return missing("jsonPatch")
 	case op.Type == JQPatch && op.JQFilter == nil:
 		return missing("jqFilter")
+	case op.Type == Status && op.Status == nil:
+		return missing("status")
+	}
+	return nil
+}
+
+func (op *Operation) completeParent() error {
+	switch {
+	case op.Parent == nil:
+		return nil
+	case op.Parent.Kind == "":
+		return fmt.Errorf("parent.kind is missing")
+	case op.Parent.Name == "":
+		return fmt.Errorf("parent.name is missing")
 	}
 	return nil
 }
@@ -241,7 +355,7 @@ func newObject(obj *unstructured.Unstructured, res kube.Resource) *unstructured.
 	return o
 }
 
-func (a *Applier) apply(ctx context.Context, s step) error {
+func (a *Applier) apply(ctx context.Context, s step, hookName string) error {
 	switch s.op.Type {
 	case Create, CreateIfNotExists:
 		return a.create(ctx, s)
@@ -257,14 +371,24 @@ func (a *Applier) apply(ctx context.Context, s step) error {
 		return a.patch(ctx, s)
 	case JQPatch:
 		return a.jqPatch(ctx, s)
+	case Apply:
+		return a.serverSideApply(ctx, s, hookName)
+	case ApplySet:
+		return a.applySet(ctx, s, hookName)
+	case Status:
+		return a.status(ctx, s)
 	}
 	return fmt.Errorf("unknown operation %q", s.op.Type)
 }
 
 func (a *Applier) client(s step) dynamic.ResourceInterface {
-	r := a.Dynamic.Resource(s.res.GVR)
-	if s.res.Namespaced {
-		return r.Namespace(s.op.Namespace)
+	return a.clientFor(target{res: s.res, namespace: s.op.Namespace})
+}
+
+func (a *Applier) clientFor(t target) dynamic.ResourceInterface {
+	r := a.Dynamic.Resource(t.res.GVR)
+	if t.res.Namespaced {
+		return r.Namespace(t.namespace)
 	}
 	return r
 }

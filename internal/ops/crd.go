@@ -18,11 +18,12 @@ import (
 // served.
 const crdServeTimeout = time.Minute
 
-// definedEarlier finds, among the operations before op in its file, a
-// CustomResourceDefinition being created that defines op's kind, and returns
-// the resource it will serve. A hook may install a CRD and create objects of
-// it in one file; discovery cannot know that kind before the file is applied.
-func definedEarlier(earlier []Operation, op Operation) (kube.Resource, bool) {
+// definedEarlier finds, among the earlier operations of a file, a
+// CustomResourceDefinition being created that defines kind, and returns the
+// resource it will serve for apiVersion and kind. A hook may install a CRD
+// and create objects of it in one file; discovery cannot know that kind
+// before the file is applied.
+func definedEarlier(earlier []Operation, apiVersion, kind string) (kube.Resource, bool) {
 	for i := len(earlier) - 1; i >= 0; i-- {
 		e := earlier[i]
 		if !isCreate(e.Type) || e.Object == nil {
@@ -32,7 +33,7 @@ func definedEarlier(earlier []Operation, op Operation) (kube.Resource, bool) {
 		if err != nil || gv.Group != "apiextensions.k8s.io" || !strings.EqualFold(e.Object.GetKind(), "CustomResourceDefinition") {
 			continue
 		}
-		if res, ok := servedBy(e.Object, op.APIVersion, op.Kind); ok {
+		if res, ok := servedBy(e.Object, apiVersion, kind); ok {
 			return res, true
 		}
 	}
@@ -97,19 +98,22 @@ func servedBy(crd *unstructured.Unstructured, apiVersion, kind string) (kube.Res
 	}, true
 }
 
-// awaitServed waits until discovery serves the kind of a step whose CRD an
-// earlier operation created.
+// awaitServed waits until discovery serves the kinds of a step that CRDs
+// created by earlier operations define.
 func (a *Applier) awaitServed(ctx context.Context, s step) error {
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, crdServeTimeout, true, func(context.Context) (bool, error) {
-		_, last = a.Resolver.Resolve(s.op.APIVersion, s.op.Kind)
-		return last == nil, nil
-	})
-	switch {
-	case err == nil:
-		return nil
-	case ctx.Err() != nil:
-		return fmt.Errorf("not applied while waiting for its CustomResourceDefinition to be served: %w", ctx.Err())
+	for _, res := range s.pending {
+		var last error
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, crdServeTimeout, true, func(context.Context) (bool, error) {
+			_, last = a.Resolver.Resolve(res.APIVersion(), res.GVK.Kind)
+			return last == nil, nil
+		})
+		switch {
+		case err == nil:
+			continue
+		case ctx.Err() != nil:
+			return fmt.Errorf("not applied while waiting for the CustomResourceDefinition of %s to be served: %w", res.GVK.Kind, ctx.Err())
+		}
+		return fmt.Errorf("the CustomResourceDefinition of %s, created by an earlier operation, is not served after %s: %v", res.GVK.Kind, crdServeTimeout, last)
 	}
-	return fmt.Errorf("its CustomResourceDefinition, created by an earlier operation, is not served after %s: %v", crdServeTimeout, last)
+	return nil
 }

@@ -14,17 +14,28 @@ import (
 	"github.com/hook-operator/hook-operator/internal/jq"
 )
 
-func (p *parser) str(k string, raw json.RawMessage) (string, bool) {
+// str decodes the string at field ("kind", "parent.name"). Kinds, names
+// and bindings must not be empty.
+func (p *parser) str(field string, raw json.RawMessage) (string, bool) {
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		p.fail(k, "must be a string, got %s", describeJSON(raw))
+		p.fail(field, "must be a string, got %s", describeJSON(raw))
 		return "", false
 	}
-	if (k == "kind" || k == "name") && s == "" {
-		p.fail(k, "must not be empty")
+	last := field[strings.LastIndex(field, ".")+1:]
+	if (last == "kind" || last == "name" || last == "binding") && s == "" {
+		p.fail(field, "must not be empty")
 		return "", false
 	}
 	return s, true
+}
+
+func (p *parser) boolean(field string, raw json.RawMessage) bool {
+	var b bool
+	if err := json.Unmarshal(raw, &b); err != nil {
+		p.fail(field, "must be true or false, got %s", describeJSON(raw))
+	}
+	return b
 }
 
 func (p *parser) checkAPIVersion(field, s string) {
@@ -117,10 +128,22 @@ func (p *parser) parseObject(raw json.RawMessage) {
 		p.fail("object", "%v", err)
 		return
 	}
+	t, ok := p.object("object", m)
+	if !ok {
+		return
+	}
+	p.op.Object = &unstructured.Unstructured{Object: m}
+	p.op.APIVersion, p.op.Kind, p.op.Namespace, p.op.Name = t.APIVersion, t.Kind, t.Namespace, t.Name
+}
+
+// object checks the object m found at field ("object", "objects[2]") and
+// returns its apiVersion, kind, namespace and name. ok is false when these
+// cannot be read; other problems are reported and ok is true.
+func (p *parser) object(field string, m map[string]any) (t ObjectRef, ok bool) {
 	if meta, found := m["metadata"]; found {
 		if _, isMap := meta.(map[string]any); !isMap {
-			p.fail("object.metadata", "must be an object, got %s", describeValue(meta))
-			return
+			p.fail(field+".metadata", "must be an object, got %s", describeValue(meta))
+			return t, false
 		}
 	}
 	fields := map[string]string{}
@@ -128,36 +151,36 @@ func (p *parser) parseObject(raw json.RawMessage) {
 	for _, path := range [][]string{
 		{"apiVersion"}, {"kind"}, {"metadata", "name"}, {"metadata", "generateName"}, {"metadata", "namespace"},
 	} {
-		field := "object." + strings.Join(path, ".")
+		key := strings.Join(path, ".")
 		s, _, err := unstructured.NestedString(m, path...)
 		if err != nil {
 			v, _, _ := unstructured.NestedFieldNoCopy(m, path...)
-			p.fail(field, "must be a string, got %s", describeValue(v))
+			p.fail(field+"."+key, "must be a string, got %s", describeValue(v))
 			bad = true
 		}
-		fields[field] = s
+		fields[key] = s
 	}
 	if bad {
-		return
+		return t, false
 	}
-	apiVersion, kind := fields["object.apiVersion"], fields["object.kind"]
-	name, namespace := fields["object.metadata.name"], fields["object.metadata.namespace"]
-	if kind == "" {
-		p.fail("object.kind", "required: the kind of the object")
+	t = ObjectRef{APIVersion: fields["apiVersion"], Kind: fields["kind"], Namespace: fields["metadata.namespace"], Name: fields["metadata.name"]}
+	if t.Kind == "" {
+		p.fail(field+".kind", "required: the kind of the object")
 	}
-	p.checkAPIVersion("object.apiVersion", apiVersion)
-	p.checkNamespace("object.metadata.namespace", namespace)
+	p.checkAPIVersion(field+".apiVersion", t.APIVersion)
+	p.checkNamespace(field+".metadata.namespace", t.Namespace)
 	switch {
-	case name != "":
-		p.checkName("object.metadata.name", name)
-	case fields["object.metadata.generateName"] != "" && p.op.Type == Create:
+	case t.Name != "":
+		p.checkName(field+".metadata.name", t.Name)
+	case fields["metadata.generateName"] != "" && p.op.Type == Create:
 	case p.op.Type == Create:
-		p.fail("object.metadata.name", "required (or object.metadata.generateName)")
+		p.fail(field+".metadata.name", "required (or %s.metadata.generateName)", field)
+	case p.op.Type == Apply || p.op.Type == ApplySet:
+		p.fail(field+".metadata.name", "required: %s needs the name (server-side apply cannot use metadata.generateName)", p.op.Type)
 	default:
-		p.fail("object.metadata.name", "required: %s needs the name to find an existing object", p.op.Type)
+		p.fail(field+".metadata.name", "required: %s needs the name to find an existing object", p.op.Type)
 	}
-	p.op.Object = &unstructured.Unstructured{Object: m}
-	p.op.APIVersion, p.op.Kind, p.op.Namespace, p.op.Name = apiVersion, kind, namespace, name
+	return t, true
 }
 
 func (p *parser) parseMergePatch(raw json.RawMessage) {

@@ -7,22 +7,35 @@ import (
 	"strings"
 )
 
-// fieldNames are the fields an operation may have, as shell-operator names
-// them.
+// fieldNames are the fields an operation may have: shell-operator's, then
+// those of the extensions.
 var fieldNames = []string{
 	"operation", "apiVersion", "kind", "namespace", "name", "subresource",
 	"object", "mergePatch", "jsonPatch", "jqFilter", "ignoreMissingObject",
+	"parent", "force", "objects", "owner", "status", "observedGeneration",
+	"after", "binding",
 }
 
 // accepts lists the fields each type accepts besides "operation".
 func accepts(typ string) []string {
+	target := []string{"apiVersion", "kind", "namespace", "name"}
 	switch {
 	case isCreate(typ):
 		return []string{"object"}
 	case isDelete(typ):
-		return []string{"apiVersion", "kind", "namespace", "name"}
+		return target
 	}
-	target := []string{"apiVersion", "kind", "namespace", "name", "subresource", "ignoreMissingObject"}
+	switch typ {
+	case Apply:
+		return []string{"object", "force", "parent"}
+	case ApplySet:
+		return []string{"name", "parent", "objects", "force", "owner"}
+	case Status:
+		return append(target, "status", "observedGeneration", "ignoreMissingObject")
+	case Requeue:
+		return append(target, "after", "binding")
+	}
+	target = append(target, "subresource", "ignoreMissingObject")
 	switch typ {
 	case MergePatch:
 		return append(target, "mergePatch")
@@ -30,6 +43,31 @@ func accepts(typ string) []string {
 		return append(target, "jsonPatch")
 	case JQPatch:
 		return append(target, "jqFilter")
+	}
+	return nil
+}
+
+// required lists the fields each type needs.
+func required(typ string) []string {
+	switch {
+	case takesObject(typ):
+		return []string{"object"}
+	case isDelete(typ):
+		return []string{"kind", "name"}
+	}
+	switch typ {
+	case MergePatch:
+		return []string{"kind", "name", "mergePatch"}
+	case JSONPatch:
+		return []string{"kind", "name", "jsonPatch"}
+	case JQPatch:
+		return []string{"kind", "name", "jqFilter"}
+	case ApplySet:
+		return []string{"name", "parent", "objects"}
+	case Status:
+		return []string{"kind", "name", "status"}
+	case Requeue:
+		return []string{"after", "name"}
 	}
 	return nil
 }
@@ -60,6 +98,9 @@ func parseOperation(index int, raw json.RawMessage) (Operation, []*Error) {
 	}
 
 	typeKnown := p.parseType(fields["operation"])
+	if p.op.Type == ApplySet {
+		p.op.Owner = true
+	}
 	keys := make([]string, 0, len(fields))
 	for k := range fields {
 		keys = append(keys, k)
@@ -87,6 +128,9 @@ func parseOperation(index int, raw json.RawMessage) (Operation, []*Error) {
 		return p.op, p.errs
 	}
 	p.requireFields(fields)
+	if p.op.Type == Requeue && p.op.APIVersion != "" && p.op.Kind == "" {
+		p.fail("apiVersion", "needs kind: give both, or neither to leave the kind to the binding")
+	}
 	desc := p.op.String()
 	for _, e := range p.errs {
 		e.Op = desc
@@ -129,7 +173,7 @@ func (p *parser) unknownField(k string) {
 
 // notAccepted explains why a known field does not belong to typ.
 func notAccepted(typ, field string) string {
-	if isCreate(typ) {
+	if takesObject(typ) {
 		switch field {
 		case "apiVersion", "kind", "name":
 			return fmt.Sprintf("not used by %s: the target comes from object; set object.%s instead", typ, field)
@@ -161,18 +205,26 @@ func (p *parser) parseField(k string, raw json.RawMessage) {
 			p.checkNamespace(k, s)
 		}
 	case "name":
-		if s, ok := p.str(k, raw); ok {
+		s, ok := p.str(k, raw)
+		switch {
+		case !ok:
+		case p.op.Type == ApplySet:
+			p.op.SetName = s
+			p.checkSetName(k, s)
+		default:
 			p.op.Name = s
 			p.checkName(k, s)
 		}
 	case "subresource":
 		p.parseSubresource(raw)
 	case "ignoreMissingObject":
-		var b bool
-		if err := json.Unmarshal(raw, &b); err != nil {
-			p.fail(k, "must be true or false, got %s", describeJSON(raw))
-		}
-		p.op.IgnoreMissingObject = b
+		p.op.IgnoreMissingObject = p.boolean(k, raw)
+	case "force":
+		p.op.Force = p.boolean(k, raw)
+	case "owner":
+		p.op.Owner = p.boolean(k, raw)
+	case "observedGeneration":
+		p.op.ObservedGeneration = p.boolean(k, raw)
 	case "object":
 		p.parseObject(raw)
 	case "mergePatch":
@@ -181,25 +233,22 @@ func (p *parser) parseField(k string, raw json.RawMessage) {
 		p.parseJSONPatch(raw)
 	case "jqFilter":
 		p.parseJQFilter(raw)
+	case "parent":
+		p.parseParent(raw)
+	case "objects":
+		p.parseObjects(raw)
+	case "status":
+		p.parseStatus(raw)
+	case "after":
+		p.parseAfter(raw)
+	case "binding":
+		p.op.Binding, _ = p.str(k, raw)
 	}
 }
 
 // requireFields reports the fields the operation's type needs and lacks.
 func (p *parser) requireFields(fields map[string]json.RawMessage) {
-	var required []string
-	switch {
-	case isCreate(p.op.Type):
-		required = []string{"object"}
-	case p.op.Type == MergePatch:
-		required = []string{"kind", "name", "mergePatch"}
-	case p.op.Type == JSONPatch:
-		required = []string{"kind", "name", "jsonPatch"}
-	case p.op.Type == JQPatch:
-		required = []string{"kind", "name", "jqFilter"}
-	default:
-		required = []string{"kind", "name"}
-	}
-	for _, k := range required {
+	for _, k := range required(p.op.Type) {
 		if _, ok := fields[k]; !ok {
 			p.fail(k, "required by %s", p.op.Type)
 		}

@@ -1,6 +1,7 @@
 // Package ops parses the object operations a hook writes to the file at
 // $KUBERNETES_PATCH_PATH (Create, Delete, MergePatch ... as shell-operator
-// defines them) and applies them to the cluster.
+// defines them, and the extensions Apply, ApplySet, Status and Requeue) and
+// applies them to the cluster.
 //
 // Parsing and applying are separate so that the live runtime, dry-run and
 // replay validate a file with the same code and differ only in where the
@@ -10,6 +11,7 @@ package ops
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -27,6 +29,20 @@ const (
 	MergePatch         = "MergePatch"
 	JSONPatch          = "JSONPatch"
 	JQPatch            = "JQPatch"
+
+	// The extensions: operations shell-operator does not have. A file
+	// without them means what it means to shell-operator.
+
+	// Apply writes an object with server-side apply.
+	Apply = "Apply"
+	// ApplySet makes a parent's set of children exactly the given objects.
+	ApplySet = "ApplySet"
+	// Status merges into an object's status through its status subresource,
+	// writing only when that changes it.
+	Status = "Status"
+	// Requeue asks the runtime to run the hook again for an object later.
+	// The Applier does not apply it.
+	Requeue = "Requeue"
 )
 
 // Types lists every operation type, in the order the documentation gives them.
@@ -34,6 +50,7 @@ var Types = []string{
 	Create, CreateIfNotExists, CreateOrUpdate,
 	Delete, DeleteInBackground, DeleteNonCascading,
 	MergePatch, JSONPatch, JQPatch,
+	Apply, ApplySet, Status, Requeue,
 }
 
 // Operation is one parsed, validated operation.
@@ -51,7 +68,8 @@ type Operation struct {
 	// or empty for the object itself.
 	Subresource string
 
-	// Object is the object of Create, CreateIfNotExists and CreateOrUpdate.
+	// Object is the object of Create, CreateIfNotExists, CreateOrUpdate
+	// and Apply.
 	Object *unstructured.Unstructured
 	// MergePatch is the JSON object of a MergePatch (RFC 7386).
 	MergePatch []byte
@@ -60,9 +78,65 @@ type Operation struct {
 	// JQFilter is the program of a JQPatch: it gets the current object and
 	// returns the whole new one.
 	JQFilter *jq.Filter
-	// IgnoreMissingObject makes a patch of an object that does not exist a
-	// success (logged) instead of an error.
+	// IgnoreMissingObject makes a patch or Status of an object that does
+	// not exist a success (logged) instead of an error.
 	IgnoreMissingObject bool
+
+	// Parent is the owner of Apply's object (optional) and of ApplySet's
+	// objects (required).
+	Parent *ObjectRef
+	// Force makes Apply and ApplySet take over fields that other field
+	// managers own, instead of failing with a conflict.
+	Force bool
+	// SetName is ApplySet's name: a parent may have several sets of
+	// children, told apart by name.
+	SetName string
+	// Objects is ApplySet's complete desired set; empty means none, so
+	// every object of the set is deleted.
+	Objects []*unstructured.Unstructured
+	// Owner makes ApplySet give each object a controller reference to the
+	// parent. Parse sets it to true when the field is absent.
+	Owner bool
+
+	// Status is what Status merges into the object's .status (RFC 7386:
+	// a null deletes a key).
+	Status map[string]any
+	// ObservedGeneration makes Status also set status.observedGeneration to
+	// the metadata.generation it read.
+	ObservedGeneration bool
+
+	// After is how long a Requeue waits before the hook runs again for the
+	// object named by APIVersion, Kind (both optional), Namespace, Name.
+	After time.Duration
+	// Binding names the kubernetes binding a Requeue runs the hook for;
+	// empty leaves the choice to the runtime.
+	Binding string
+}
+
+// ObjectRef names one object: the parent of Apply and ApplySet.
+type ObjectRef struct {
+	// APIVersion may be empty (the kind's preferred version); Kind is
+	// written as anywhere else (any case, plural or short name).
+	APIVersion, Kind, Namespace, Name string
+}
+
+// String reads like "apps/v1/Deployment ns/name".
+func (r *ObjectRef) String() string {
+	s := r.Kind
+	if r.APIVersion != "" {
+		s = r.APIVersion + "/" + s
+	}
+	if r.Name != "" {
+		s += " " + qualified(r.Namespace, r.Name)
+	}
+	return strings.TrimSpace(s)
+}
+
+func qualified(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
 }
 
 // String describes the operation for messages: its type and target, e.g.
@@ -70,6 +144,15 @@ type Operation struct {
 func (op *Operation) String() string {
 	var b strings.Builder
 	b.WriteString(op.Type)
+	if op.Type == ApplySet {
+		if op.SetName != "" {
+			b.WriteString(" " + op.SetName)
+		}
+		if op.Parent != nil {
+			b.WriteString(" of " + op.Parent.String())
+		}
+		return b.String()
+	}
 	if op.Kind != "" {
 		b.WriteString(" ")
 		if op.APIVersion != "" {
@@ -91,11 +174,27 @@ func (op *Operation) String() string {
 	if op.Subresource != "" {
 		b.WriteString(", subresource " + op.Subresource)
 	}
+	if op.Type == Apply && op.Parent != nil {
+		b.WriteString(", parent " + op.Parent.String())
+	}
+	if op.Type == Requeue {
+		if op.After > 0 {
+			b.WriteString(" after " + op.After.String())
+		}
+		if op.Binding != "" {
+			b.WriteString(", binding " + op.Binding)
+		}
+	}
 	return strings.TrimSpace(b.String())
 }
 
 func isCreate(typ string) bool {
 	return typ == Create || typ == CreateIfNotExists || typ == CreateOrUpdate
+}
+
+// takesObject tells the types whose target comes from their object.
+func takesObject(typ string) bool {
+	return isCreate(typ) || typ == Apply
 }
 
 func isDelete(typ string) bool {

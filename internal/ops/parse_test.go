@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -59,6 +60,22 @@ func summary(op Operation) string {
 	if op.IgnoreMissingObject {
 		b.WriteString(" ignoreMissingObject")
 	}
+	if op.Objects != nil {
+		js, _ := json.Marshal(op.Objects)
+		b.WriteString(" objects=" + string(js))
+	}
+	if op.Status != nil {
+		js, _ := json.Marshal(op.Status)
+		b.WriteString(" status=" + string(js))
+	}
+	for _, f := range []struct {
+		set  bool
+		name string
+	}{{op.Force, "force"}, {op.Owner, "owner"}, {op.ObservedGeneration, "observedGeneration"}} {
+		if f.set {
+			b.WriteString(" " + f.name)
+		}
+	}
 	return b.String()
 }
 
@@ -73,6 +90,10 @@ func TestParseEveryTypeInYAMLAndJSON(t *testing.T) {
 		`MergePatch ConfigMap ns/created mergePatch={"data":{"replicas":"4"}}`,
 		`JSONPatch Widget ns/w1, subresource status jsonPatch=[{"op":"replace","path":"/status/phase","value":"Ready"}] ignoreMissingObject`,
 		`JQPatch ConfigMap ns/created jqFilter=.data.replicas = "5"`,
+		`Apply v1/ConfigMap ns/db-config, parent example.com/v1/Database ns/db object={"apiVersion":"v1","data":{"size":"3"},"kind":"ConfigMap","metadata":{"name":"db-config","namespace":"ns"}} force`,
+		`ApplySet workers of Database ns/db objects=[{"apiVersion":"v1","kind":"Secret","metadata":{"name":"db-password","namespace":"ns"},"stringData":{"password":"x"}}]`,
+		`Status example.com/v1/Database ns/db ignoreMissingObject status={"phase":"Ready","replicas":3} observedGeneration`,
+		`Requeue Database ns/db after 30s, binding databases`,
 	}
 	for _, file := range []string{"testdata/all.yaml", "testdata/all.json"} {
 		t.Run(file, func(t *testing.T) {
@@ -328,6 +349,10 @@ func TestSuggest(t *testing.T) {
 		{"JsonPatch", `did you mean "JSONPatch"?`},
 		{"Patch", `did you mean "MergePatch", "JSONPatch" or "JQPatch"?`},
 		{"update", `did you mean "CreateOrUpdate"?`},
+		{"Applyset", `did you mean "ApplySet"?`},
+		{"apply", `did you mean "Apply" or "ApplySet"?`},
+		{"Stauts", `did you mean "Status"?`},
+		{"Requeu", `did you mean "Requeue"?`},
 		{"Frobnicate", ""},
 		{"", ""},
 	}

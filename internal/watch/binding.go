@@ -17,7 +17,14 @@ import (
 type Sink interface {
 	Synchronization(b *Binding, objects []binding.Object)
 	Event(b *Binding, watchEvent string, obj binding.Object)
+	// EnsureFinalizer asks that the binding's finalizer be added to an
+	// object that lacks it (bindings with the finalizer option only).
+	EnsureFinalizer(b *Binding, namespace, name string)
 }
+
+// Finalize is the watchEvent of an object being deleted that still holds
+// its binding's finalizer (extension).
+const Finalize = "Finalize"
 
 // Binding is the live state of one kubernetes binding of one hook.
 type Binding struct {
@@ -26,6 +33,8 @@ type Binding struct {
 	res  kube.Resource
 	log  logrus.FieldLogger
 	sink Sink
+	// owned tells which objects' status the hook writes itself.
+	owned *statusOwners
 	// names filters objects client-side when nameSelector lists more than one
 	// name (one name is a server-side field selector).
 	names map[string]bool
@@ -45,6 +54,24 @@ type source struct {
 	// the source joined after it (a namespace that started matching): then
 	// the source's initial objects are delivered as Added events.
 	live bool
+}
+
+// Resource returns what the binding watches. It is set once, when the kind
+// resolves and before the binding starts, and never changes after; so it is
+// read without the lock, which Sink calls made under it may need.
+func (b *Binding) Resource() kube.Resource { return b.res }
+
+// Get returns one object of the binding as it would appear in a context,
+// and whether the binding currently holds it.
+func (b *Binding) Get(namespace, name string) (binding.Object, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, src := range b.sources {
+		if e := src.inf.get(namespace, name); e != nil && b.matches(e) {
+			return b.object(src, e), true
+		}
+	}
+	return binding.Object{}, false
 }
 
 // Config returns the binding's configuration.
@@ -119,6 +146,38 @@ func (b *Binding) synchronize() {
 	}
 	b.synced = true
 	b.sink.Synchronization(b, objs)
+	if b.cfg.Finalizer == "" {
+		return
+	}
+	// Objects deleted while nobody was watching are finalized now; the rest
+	// get the finalizer if they lack it.
+	for _, src := range b.sources {
+		for _, e := range src.inf.list() {
+			if b.matches(e) {
+				b.finalizerState(src, nil, e)
+			}
+		}
+	}
+}
+
+// finalizerState handles the finalizer option for one object: an object
+// being deleted that holds the finalizer is delivered as a Finalize event
+// (once per deletion; retries come from the queue), and a live object that
+// lacks it gets it. It reports whether the notification was consumed.
+func (b *Binding) finalizerState(src *source, old, e *entry) bool {
+	f := b.cfg.Finalizer
+	switch {
+	case e.deleting && e.hasFinalizer(f):
+		if old == nil || !old.deleting || !old.hasFinalizer(f) {
+			b.sink.Event(b, Finalize, b.object(src, e))
+		}
+		return true
+	case e.deleting:
+		return false
+	case !e.hasFinalizer(f):
+		b.sink.EnsureFinalizer(b, e.Namespace, e.Name)
+	}
+	return false
 }
 
 // notify handles one watch notification from src's informer.
@@ -133,13 +192,33 @@ func (b *Binding) notify(inf *informer, slot int, event string, old, e *entry, i
 		return // covered by the coming Synchronization
 	}
 	_ = initial // initial objects of a live source are new to the binding: Added
-	if !b.matches(e) || !b.cfg.OnEvent(event) {
+	if !b.matches(e) {
 		return
 	}
-	if event == hook.Modified && old != nil && b.unchanged(slot, old, e) {
+	if b.cfg.Finalizer != "" && event != hook.Deleted && b.finalizerState(src, old, e) {
+		return
+	}
+	if !b.cfg.OnEvent(event) {
+		return
+	}
+	if event == hook.Modified && old != nil && (b.unchanged(slot, old, e) || b.ownStatusChange(old, e)) {
 		return
 	}
 	b.sink.Event(b, event, b.object(src, e))
+}
+
+// ownStatusChange reports whether a modification only changed the status
+// of an object whose status this hook writes, which must not run the hook
+// again (unless the binding asks): that is how a hook writing status avoids
+// running in a loop. Bindings with a jqFilter decide through their filter.
+func (b *Binding) ownStatusChange(old, e *entry) bool {
+	if b.cfg.ExecuteHookOnOwnStatusChange || b.cfg.Filter != nil || old.full == nil || e.full == nil {
+		return false
+	}
+	if !b.owned.has(b.Hook.Name, b.res.GVR.String(), e.Namespace, e.Name) {
+		return false
+	}
+	return statusOnly(old.full, e.full)
 }
 
 // unchanged reports whether a modification is invisible to the binding: its

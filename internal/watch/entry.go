@@ -19,6 +19,20 @@ type entry struct {
 	// results[i] is the filterResult JSON for the informer's i-th binding
 	// (nil when that binding has no jqFilter).
 	results []json.RawMessage
+	// deleting is set once the object has a deletionTimestamp.
+	deleting bool
+	// finalizers are kept only when a binding of the informer manages one.
+	finalizers []string
+}
+
+// hasFinalizer reports whether the object holds finalizer f.
+func (e *entry) hasFinalizer(f string) bool {
+	for _, x := range e.finalizers {
+		if x == f {
+			return true
+		}
+	}
+	return false
 }
 
 // GetObjectKind implements runtime.Object; entries carry no type information.

@@ -49,7 +49,10 @@ type informer struct {
 	inf      cache.SharedIndexInformer
 	bindings []*Binding
 	keepFull bool
-	log      logrus.FieldLogger
+	// finalizers is set when a binding manages a finalizer: entries then
+	// keep the object's finalizers.
+	finalizers bool
+	log        logrus.FieldLogger
 
 	reg     cache.ResourceEventHandlerRegistration
 	started bool
@@ -85,6 +88,9 @@ func (i *informer) attach(b *Binding) int {
 	i.bindings = append(i.bindings, b)
 	if b.cfg.KeepFullObjectsInMemory || b.cfg.Filter == nil {
 		i.keepFull = true
+	}
+	if b.cfg.Finalizer != "" {
+		i.finalizers = true
 	}
 	return len(i.bindings) - 1
 }
@@ -142,6 +148,10 @@ func (i *informer) transform(obj any) (any, error) {
 	e := &entry{results: make([]json.RawMessage, len(i.bindings))}
 	e.Name, e.Namespace = u.GetName(), u.GetNamespace()
 	e.UID, e.ResourceVersion = u.GetUID(), u.GetResourceVersion()
+	e.deleting = u.GetDeletionTimestamp() != nil
+	if i.finalizers {
+		e.finalizers = u.GetFinalizers()
+	}
 	for n, b := range i.bindings {
 		if b.cfg.Filter == nil {
 			continue
@@ -176,6 +186,20 @@ func (i *informer) dispatch(event string, oldObj, obj any, initial bool) {
 	for slot, b := range i.bindings {
 		b.notify(i, slot, event, old, e, initial)
 	}
+}
+
+// get returns the cached entry of one object, or nil.
+func (i *informer) get(namespace, name string) *entry {
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	item, ok, err := i.inf.GetStore().GetByKey(key)
+	if err != nil || !ok {
+		return nil
+	}
+	e, _ := item.(*entry)
+	return e
 }
 
 // list returns the entries in the informer's cache.

@@ -27,6 +27,8 @@ type Watcher struct {
 	sink    Sink
 	log     logrus.FieldLogger
 
+	owned statusOwners
+
 	mu        sync.Mutex
 	bindings  []*Binding
 	informers map[informerKey]*informer
@@ -54,6 +56,7 @@ func New(clients *kube.Clients, hooks []*hook.Hook, sink Sink, log logrus.FieldL
 				Hook:    h,
 				cfg:     cfg,
 				sink:    sink,
+				owned:   &w.owned,
 				sources: map[string]*source{},
 				log:     log.WithFields(logrus.Fields{"hook": h.Name, "binding": cfg.Name}),
 			}
@@ -271,6 +274,12 @@ func (w *Watcher) waitForKind(ctx context.Context, b *Binding) {
 		}
 		delay = min(delay*2, w.kindRetryMax)
 	}
+}
+
+// StatusWritten records that a hook wrote the status of an object, so that
+// its bindings ignore the resulting status-only modification.
+func (w *Watcher) StatusWritten(hookName, resource, namespace, name string) {
+	w.owned.add(hookName, resource, namespace, name)
 }
 
 // Synced reports whether every binding whose kind is served has delivered

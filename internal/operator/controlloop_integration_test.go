@@ -1,0 +1,260 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/hook-operator/hook-operator/internal/testcluster"
+)
+
+// appCRD is a namespaced App with spec.configs (names of ConfigMaps to keep)
+// and a status subresource.
+var appCRD = testcluster.CRD{Kind: "App", Status: true}
+
+func newApp(gvr schema.GroupVersionResource, name string, configs ...string) *unstructured.Unstructured {
+	cs := make([]any, len(configs))
+	for i, c := range configs {
+		cs[i] = c
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": gvr.Group + "/v1", "kind": "App",
+		"metadata": map[string]any{"name": name},
+		"spec":     map[string]any{"configs": cs},
+	}}
+}
+
+func setConfigs(t *testing.T, apps dynamic.ResourceInterface, name string, configs ...string) {
+	t.Helper()
+	data := fmt.Sprintf(`{"spec":{"configs":["%s"]}}`, strings.Join(configs, `","`))
+	if len(configs) == 0 {
+		data = `{"spec":{"configs":[]}}`
+	}
+	_, err := apps.Patch(context.Background(), name, types.MergePatchType, []byte(data), metav1.PatchOptions{})
+	must(t, err)
+}
+
+// appHook is a bash hook keeping, for each App, one ConfigMap per name in
+// spec.configs as the App's "configs" set (ApplySet), and writing status.
+const appHookBody = `
+jq -c '.[] | (.objects // [] | .[].object), (select(.type=="Event" and .watchEvent!="Deleted" and .watchEvent!="Finalize") | .object)' "$BINDING_CONTEXT_PATH" |
+while read -r app; do
+  jq -c '{
+    operation: "ApplySet", name: "configs",
+    parent: {apiVersion: .apiVersion, kind: .kind, namespace: .metadata.namespace, name: .metadata.name},
+    objects: [.spec.configs[] as $c | {apiVersion: "v1", kind: "ConfigMap",
+      metadata: {name: ($c), namespace: $app.metadata.namespace}, data: {owner: $app.metadata.name}}]
+  }' --argjson app "$app" <<<"$app" >> "$KUBERNETES_PATCH_PATH"
+  jq -c '{operation: "Status", apiVersion: .apiVersion, kind: .kind, namespace: .metadata.namespace, name: .metadata.name,
+    observedGeneration: true, status: {phase: "Ready", configs: (.spec.configs | length)}}' <<<"$app" >> "$KUBERNETES_PATCH_PATH"
+done
+`
+
+func appHookConfig(group string, extra string) string {
+	return fmt.Sprintf(`
+configVersion: v1
+kubernetes:
+- name: apps
+  apiVersion: %s/v1
+  kind: App
+  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
+%s`, group, extra)
+}
+
+func cmNames(t *testing.T, e *env) []string {
+	t.Helper()
+	list, err := e.c.Client.CoreV1().ConfigMaps(e.ns).List(context.Background(), metav1.ListOptions{})
+	must(t, err)
+	var out []string
+	for _, c := range list.Items {
+		if c.Name != "kube-root-ca.crt" {
+			out = append(out, c.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Children are created, changed and pruned from the hook's declared set,
+// objects outside the set are left alone, and the garbage collector removes
+// the children with their parent. Status is written once per real change,
+// and writing it does not run the hook again.
+func TestIntegrationChildrenStatusAndGarbageCollection(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	gvr := e.c.InstallCRD(t, appCRD)
+	apps := e.c.Dynamic.Resource(gvr).Namespace(e.ns)
+	_, err := e.c.Client.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bystander"}}, metav1.CreateOptions{})
+	must(t, err)
+	e.bashHook("app.sh", appHookConfig(gvr.Group, ""), appHookBody)
+	e.start()
+	e.eventually(20*time.Second, "Synchronization", func() bool { return len(e.runs("app.sh")) >= 1 })
+
+	_, err = apps.Create(ctx, newApp(gvr, "app1", "a", "b"), metav1.CreateOptions{})
+	must(t, err)
+	e.eventually(15*time.Second, "children a and b", func() bool { return slices.Equal(cmNames(t, e), []string{"a", "b", "bystander"}) })
+	e.eventually(10*time.Second, "status", func() bool {
+		got, err := apps.Get(ctx, "app1", metav1.GetOptions{})
+		phase, _, _ := unstructured.NestedString(got.Object, "status", "phase")
+		og, _, _ := unstructured.NestedInt64(got.Object, "status", "observedGeneration")
+		return err == nil && phase == "Ready" && og == got.GetGeneration()
+	})
+	child, err := e.c.Client.CoreV1().ConfigMaps(e.ns).Get(ctx, "a", metav1.GetOptions{})
+	must(t, err)
+	if refs := child.OwnerReferences; len(refs) != 1 || refs[0].Name != "app1" || refs[0].Controller == nil || !*refs[0].Controller {
+		t.Errorf("child a ownerReferences %+v, want a controller reference to app1", refs)
+	}
+	// One run for the Synchronization, one for Added; the status write must
+	// not cause a third.
+	time.Sleep(2 * time.Second)
+	if n := len(e.runs("app.sh")); n != 2 {
+		t.Errorf("%d runs after creating one App, want 2 (Synchronization, Added): %v", n, describe(e.contexts("app.sh")))
+	}
+
+	setConfigs(t, apps, "app1", "b", "c")
+	e.eventually(15*time.Second, "a pruned, c created", func() bool { return slices.Equal(cmNames(t, e), []string{"b", "bystander", "c"}) })
+	time.Sleep(2 * time.Second)
+	if n := len(e.runs("app.sh")); n != 3 {
+		t.Errorf("%d runs after one spec change, want 3", n)
+	}
+
+	must(t, apps.Delete(ctx, "app1", metav1.DeleteOptions{}))
+	e.eventually(60*time.Second, "children garbage-collected with their parent", func() bool {
+		return slices.Equal(cmNames(t, e), []string{"bystander"})
+	})
+}
+
+// A binding with a finalizer holds an object's deletion until the hook's
+// Finalize run succeeds; failures are retried.
+func TestIntegrationFinalizerHoldsDeletion(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	gvr := e.c.InstallCRD(t, appCRD)
+	apps := e.c.Dynamic.Resource(gvr).Namespace(e.ns)
+	counter := filepath.Join(t.TempDir(), "finalize-count")
+	e.bashHook("fin.sh", appHookConfig(gvr.Group, "  finalizer: test.hook-operator.dev/cleanup\n"), fmt.Sprintf(`
+if jq -e 'any(.[]; .watchEvent == "Finalize")' "$BINDING_CONTEXT_PATH" >/dev/null; then
+  n=$(cat %[1]q 2>/dev/null || echo 0); echo $((n+1)) > %[1]q
+  if (( n < 2 )); then echo "cleanup not done yet" >&2; exit 1; fi
+fi`, counter))
+	e.start()
+	_, err := apps.Create(ctx, newApp(gvr, "held"), metav1.CreateOptions{})
+	must(t, err)
+	e.eventually(15*time.Second, "the finalizer", func() bool {
+		got, err := apps.Get(ctx, "held", metav1.GetOptions{})
+		return err == nil && slices.Contains(got.GetFinalizers(), "test.hook-operator.dev/cleanup")
+	})
+	must(t, apps.Delete(ctx, "held", metav1.DeleteOptions{}))
+	e.eventually(15*time.Second, "the first failed Finalize run", func() bool {
+		data, _ := os.ReadFile(counter)
+		return strings.TrimSpace(string(data)) == "1"
+	})
+	if _, err := apps.Get(ctx, "held", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the object is gone although its Finalize run failed: %v", err)
+	}
+	e.eventually(30*time.Second, "deletion after the third Finalize run succeeded", func() bool {
+		_, err := apps.Get(ctx, "held", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	data, _ := os.ReadFile(counter)
+	if strings.TrimSpace(string(data)) != "3" {
+		t.Errorf("Finalize ran %s times, want 3 (two failures, one success)", strings.TrimSpace(string(data)))
+	}
+}
+
+// A Requeue operation runs the hook again for the object after the asked
+// time, once.
+func TestIntegrationRequeue(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	e.bashHook("poll.sh", `
+configVersion: v1
+kubernetes:
+- name: cms
+  kind: ConfigMap
+  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
+  labelSelector: {matchLabels: {owner: test}}
+  executeHookOnSynchronization: false
+`, `
+jq -c '.[] | select(.watchEvent == "Added") | {operation: "Requeue", after: "2s", namespace: .object.metadata.namespace, name: .object.metadata.name}' \
+  "$BINDING_CONTEXT_PATH" >> "$KUBERNETES_PATCH_PATH"
+`)
+	e.start()
+	time.Sleep(time.Second)
+	created := time.Now()
+	_, err := e.c.Client.CoreV1().ConfigMaps(e.ns).Create(ctx, cm("slow", nil), metav1.CreateOptions{})
+	must(t, err)
+	var requeued time.Time
+	e.eventually(15*time.Second, "the Requeue run", func() bool {
+		for _, c := range e.contexts("poll.sh") {
+			if c["watchEvent"] == "Requeue" {
+				requeued = time.Now()
+				return true
+			}
+		}
+		return false
+	})
+	if d := requeued.Sub(created); d < 1800*time.Millisecond || d > 6*time.Second {
+		t.Errorf("requeued after %v, want about 2s", d)
+	}
+	time.Sleep(3 * time.Second)
+	if got := describe(e.contexts("poll.sh")); !slices.Equal(got, []string{"cms:Event/Added/slow", "cms:Event/Requeue/slow"}) {
+		t.Errorf("contexts %v, want Added then one Requeue", got)
+	}
+}
+
+// An operator restart loses nothing: the pruning inventory lives in the
+// cluster, and an object deleted while the operator was down is finalized
+// when it comes back.
+func TestIntegrationRestartKeepsInventoryAndFinalizers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	gvr := e.c.InstallCRD(t, appCRD)
+	apps := e.c.Dynamic.Resource(gvr).Namespace(e.ns)
+	e.bashHook("app.sh", appHookConfig(gvr.Group, "  finalizer: test.hook-operator.dev/cleanup\n"), appHookBody)
+	e.start()
+	_, err := apps.Create(ctx, newApp(gvr, "app1", "a", "b"), metav1.CreateOptions{})
+	must(t, err)
+	_, err = apps.Create(ctx, newApp(gvr, "app2", "x"), metav1.CreateOptions{})
+	must(t, err)
+	e.eventually(20*time.Second, "children and finalizers", func() bool {
+		a2, err := apps.Get(ctx, "app2", metav1.GetOptions{})
+		return err == nil && slices.Contains(a2.GetFinalizers(), "test.hook-operator.dev/cleanup") &&
+			slices.Equal(cmNames(t, e), []string{"a", "b", "x"})
+	})
+	e.stop()
+
+	setConfigs(t, apps, "app1", "a")
+	must(t, apps.Delete(ctx, "app2", metav1.DeleteOptions{}))
+	time.Sleep(time.Second)
+	if _, err := apps.Get(ctx, "app2", metav1.GetOptions{}); err != nil {
+		t.Fatalf("app2 was deleted while no operator could finalize it: %v", err)
+	}
+
+	e.start()
+	e.eventually(30*time.Second, "b pruned and app2 finalized after the restart", func() bool {
+		_, err := apps.Get(ctx, "app2", metav1.GetOptions{})
+		names := cmNames(t, e)
+		return apierrors.IsNotFound(err) && slices.Contains(names, "a") && !slices.Contains(names, "b")
+	})
+	e.eventually(60*time.Second, "app2's child garbage-collected", func() bool {
+		return !slices.Contains(cmNames(t, e), "x")
+	})
+}

@@ -1,0 +1,126 @@
+package operator
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hook-operator/hook-operator/internal/binding"
+	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/ops"
+	"github.com/hook-operator/hook-operator/internal/watch"
+)
+
+// Requeue is the watchEvent of a run that a hook asked for with a Requeue
+// operation (extension).
+const Requeue = "Requeue"
+
+// requeues holds the timers of pending Requeue requests, one per hook,
+// binding and object: a new request replaces a later one and is dropped
+// for an earlier one, so polling hooks never pile up runs.
+type requeues struct {
+	mu      sync.Mutex
+	pending map[string]*pendingRequeue
+	stopped bool
+}
+
+type pendingRequeue struct {
+	at    time.Time
+	timer *time.Timer
+}
+
+// requeueTarget is a validated Requeue operation.
+type requeueTarget struct {
+	binding         *watch.Binding
+	namespace, name string
+	after           time.Duration
+}
+
+// resolveRequeues finds the binding each Requeue operation of h refers to:
+// the one it names, else the hook's only kubernetes binding, else the one
+// watching its kind. Errors fail the run before anything is applied.
+func (o *Operator) resolveRequeues(h *hook.Hook, operations []ops.Operation) ([]requeueTarget, error) {
+	var out []requeueTarget
+	for _, op := range operations {
+		if op.Type != ops.Requeue {
+			continue
+		}
+		var candidates []*watch.Binding
+		for _, b := range o.watcher.Bindings() {
+			if b.Hook != h {
+				continue
+			}
+			switch {
+			case op.Binding != "":
+				if b.Name() == op.Binding {
+					candidates = append(candidates, b)
+				}
+			case op.Kind != "":
+				if res, err := o.resolver.Resolve(op.APIVersion, op.Kind); err == nil && res.GVR == b.Resource().GVR {
+					candidates = append(candidates, b)
+				}
+			default:
+				candidates = append(candidates, b)
+			}
+		}
+		if len(candidates) != 1 {
+			return nil, fmt.Errorf("operation %d (%s): %d kubernetes bindings of the hook match; name one in the binding field", op.Index, op.String(), len(candidates))
+		}
+		out = append(out, requeueTarget{binding: candidates[0], namespace: op.Namespace, name: op.Name, after: op.After})
+	}
+	return out, nil
+}
+
+// schedule arms t's timer; when it fires, the object (if the binding still
+// holds it) is queued as a Requeue event.
+func (r *requeues) schedule(t requeueTarget, fire func(requeueTarget)) {
+	key := t.binding.Hook.Name + "\x00" + t.binding.Name() + "\x00" + t.namespace + "\x00" + t.name
+	at := time.Now().Add(t.after)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return
+	}
+	if r.pending == nil {
+		r.pending = map[string]*pendingRequeue{}
+	}
+	if p := r.pending[key]; p != nil {
+		if !p.at.After(at) {
+			return
+		}
+		p.timer.Stop()
+	}
+	p := &pendingRequeue{at: at}
+	p.timer = time.AfterFunc(t.after, func() {
+		r.mu.Lock()
+		if r.pending[key] == p {
+			delete(r.pending, key)
+		}
+		r.mu.Unlock()
+		fire(t)
+	})
+	r.pending[key] = p
+}
+
+func (r *requeues) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopped = true
+	for _, p := range r.pending {
+		p.timer.Stop()
+	}
+	r.pending = nil
+}
+
+// fireRequeue queues the Requeue event of t's object.
+func (o *Operator) fireRequeue(t requeueTarget) {
+	obj, ok := t.binding.Get(t.namespace, t.name)
+	if !ok {
+		o.log.WithFields(map[string]any{"hook": t.binding.Hook.Name, "binding": t.binding.Name(), "object": t.namespace + "/" + t.name}).
+			Debug("requeued object is gone; nothing to run")
+		return
+	}
+	cfg := t.binding.Config()
+	c := binding.Context{Binding: cfg.Name, Type: binding.TypeEvent, WatchEvent: Requeue, Object: &obj}
+	o.push(t.binding.Hook, &cfg.Common, c, nil)
+}

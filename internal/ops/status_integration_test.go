@@ -1,0 +1,163 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/hook-operator/hook-operator/internal/kube"
+	"github.com/hook-operator/hook-operator/internal/testcluster"
+)
+
+// statusWrites records the calls of Applier.OnStatusWrite.
+type statusWrites struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (w *statusWrites) record(res kube.Resource, namespace, name, resourceVersion string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.calls = append(w.calls, fmt.Sprintf("%s %s/%s %s", res.GVR.Resource, namespace, name, resourceVersion))
+}
+
+func (w *statusWrites) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.calls
+	w.calls = nil
+	return out
+}
+
+func TestIntegrationStatus(t *testing.T) {
+	e := newEnv(t)
+	gvr := e.crd(testcluster.CRD{Kind: "Widget", Status: true})
+	writes := &statusWrites{}
+	e.a.OnStatusWrite = writes.record
+	e.create(gvr, map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": "Widget", "metadata": map[string]any{"name": "w"}, "spec": map[string]any{"size": int64(1)}})
+	file := func(status string) string {
+		return "{operation: Status, kind: Widget, namespace: %NS%, name: w, observedGeneration: true, status: " + status + "}"
+	}
+
+	// The first write changes the status.
+	before := e.mustGet(gvr, "w")
+	e.mustApplyFor("h.sh", file(`{phase: Ready, db: {host: a, port: 5432}}`))
+	got := e.mustGet(gvr, "w")
+	if fmt.Sprint(nested(got, "status")) != "map[db:map[host:a port:5432] observedGeneration:1 phase:Ready]" {
+		t.Errorf("status = %v", nested(got, "status"))
+	}
+	if got.GetResourceVersion() == before.GetResourceVersion() {
+		t.Error("resourceVersion did not change")
+	}
+	want := fmt.Sprintf("widgets %s/w %s", e.ns, got.GetResourceVersion())
+	if calls := writes.take(); len(calls) != 1 || calls[0] != want {
+		t.Errorf("OnStatusWrite calls %q, want [%s]", calls, want)
+	}
+
+	// The same status again writes nothing.
+	e.mustApplyFor("h.sh", file(`{phase: Ready, db: {host: a}}`))
+	if again := e.mustGet(gvr, "w"); again.GetResourceVersion() != got.GetResourceVersion() {
+		t.Errorf("an unchanged status was written: resourceVersion %s, then %s", got.GetResourceVersion(), again.GetResourceVersion())
+	}
+	if calls := writes.take(); len(calls) != 0 {
+		t.Errorf("OnStatusWrite called for an unchanged status: %q", calls)
+	}
+
+	// A new generation is observed.
+	_, err := e.c.Dynamic.Resource(gvr).Namespace(e.ns).Patch(context.Background(), "w", types.MergePatchType, []byte(`{"spec":{"size":2}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.mustApplyFor("h.sh", file(`{phase: Ready}`))
+	got = e.mustGet(gvr, "w")
+	if g := nested(got, "status", "observedGeneration"); g != got.GetGeneration() || g != int64(2) {
+		t.Errorf("observedGeneration %v, generation %d", g, got.GetGeneration())
+	}
+	if calls := writes.take(); len(calls) != 1 {
+		t.Errorf("OnStatusWrite calls %q, want 1", calls)
+	}
+
+	// null removes a key, nested too; other keys stay.
+	e.mustApply(`{operation: Status, kind: widgets, namespace: %NS%, name: w, status: {phase: null, db: {port: null}}}`)
+	if s := fmt.Sprint(nested(e.mustGet(gvr, "w"), "status")); s != "map[db:map[host:a] observedGeneration:2]" {
+		t.Errorf("status = %s", s)
+	}
+
+	// The object's other fields are not written by Status.
+	if size := nested(e.mustGet(gvr, "w"), "spec", "size"); size != int64(2) {
+		t.Errorf("spec.size = %v", size)
+	}
+}
+
+func TestIntegrationStatusConcurrently(t *testing.T) {
+	e := newEnv(t)
+	gvr := e.crd(testcluster.CRD{Kind: "Widget", Status: true})
+	e.create(gvr, map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": "Widget", "metadata": map[string]any{"name": "w"}})
+	const n = 6
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ops, err := Parse([]byte(fmt.Sprintf(`{operation: Status, kind: Widget, namespace: %s, name: w, status: {writer%d: %d}}`, e.ns, i, i)))
+			if err == nil {
+				err = e.a.Apply(context.Background(), ops)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("writer %d: %v", i, err)
+		}
+	}
+	// Each write merged into what the others wrote.
+	status, _ := nested(e.mustGet(gvr, "w"), "status").(map[string]any)
+	if len(status) != n {
+		t.Errorf("status = %v, want the keys of all %d writers", status, n)
+	}
+}
+
+func TestIntegrationStatusErrors(t *testing.T) {
+	e := newEnv(t)
+	plain := e.crd(testcluster.CRD{Kind: "Gadget"})
+	withStatus := e.crd(testcluster.CRD{Kind: "Widget", Status: true})
+	e.create(plain, map[string]any{"apiVersion": plain.GroupVersion().String(), "kind": "Gadget", "metadata": map[string]any{"name": "g"}})
+	e.configMap("c", nil)
+	writes := &statusWrites{}
+	e.a.OnStatusWrite = writes.record
+
+	for _, tt := range []struct {
+		file string
+		gvr  schema.GroupVersionResource
+		name string
+	}{
+		{`{operation: Status, kind: Gadget, namespace: %NS%, name: g, status: {phase: Ready}}`, plain, "g"},
+		// Not even ignoreMissingObject hides it: the object exists.
+		{`{operation: Status, kind: ConfigMap, namespace: %NS%, name: c, status: {phase: Ready}, ignoreMissingObject: true}`, configMaps, "c"},
+	} {
+		err := e.apply(tt.file)
+		wantErr(t, err, "has no status subresource, so Status cannot write it", "subresources: {status: {}}")
+		if nested(e.mustGet(tt.gvr, tt.name), "status") != nil {
+			t.Errorf("%s: status written", tt.name)
+		}
+	}
+
+	err := e.apply(`{operation: Status, kind: Widget, namespace: %NS%, name: missing, status: {phase: Ready}}`)
+	wantErr(t, err, `widgets.`+withStatus.Group+` "missing" not found`, "set ignoreMissingObject: true")
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("not a NotFound error: %v", err)
+	}
+	e.mustApply(`{operation: Status, kind: Widget, namespace: %NS%, name: missing, status: {phase: Ready}, ignoreMissingObject: true}`)
+	if calls := writes.take(); len(calls) != 0 {
+		t.Errorf("OnStatusWrite called without a write: %q", calls)
+	}
+}

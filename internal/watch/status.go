@@ -1,0 +1,74 @@
+package watch
+
+import (
+	"reflect"
+	"strings"
+
+	"github.com/hook-operator/hook-operator/internal/ops"
+	"sync"
+)
+
+// statusOwners remembers, in memory, which objects each hook writes itself
+// (status with the Status operation, inventory annotations as an ApplySet
+// parent): after a restart a hook may run once more for its own write
+// before it is known again.
+type statusOwners struct {
+	mu   sync.Mutex
+	keys map[string]bool
+}
+
+func ownerKey(hookName, resource, namespace, name string) string {
+	return hookName + "\x00" + resource + "\x00" + namespace + "\x00" + name
+}
+
+func (o *statusOwners) add(hookName, resource, namespace, name string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.keys == nil {
+		o.keys = map[string]bool{}
+	}
+	o.keys[ownerKey(hookName, resource, namespace, name)] = true
+}
+
+func (o *statusOwners) has(hookName, resource, namespace, name string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.keys[ownerKey(hookName, resource, namespace, name)]
+}
+
+// statusOnly reports whether two versions of an object differ at most in
+// status, the runtime's own inventory annotations, and the metadata the API
+// server changes on every write.
+func statusOnly(old, cur map[string]any) bool {
+	return reflect.DeepEqual(withoutStatus(old), withoutStatus(cur))
+}
+
+func withoutStatus(obj map[string]any) map[string]any {
+	out := make(map[string]any, len(obj))
+	for k, v := range obj {
+		if k != "status" {
+			out[k] = v
+		}
+	}
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		m := make(map[string]any, len(md))
+		for k, v := range md {
+			if k != "resourceVersion" && k != "managedFields" && k != "annotations" {
+				m[k] = v
+			}
+		}
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			kept := map[string]any{}
+			for k, v := range ann {
+				if !strings.HasPrefix(k, ops.InventoryPrefix) {
+					kept[k] = v
+				}
+			}
+			if len(kept) > 0 {
+				m["annotations"] = kept
+			}
+		}
+		out["metadata"] = m
+	}
+	return out
+}
