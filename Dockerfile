@@ -24,4 +24,4 @@ RUN apt-get update \
 COPY --from=build /out/hook-operator /usr/local/bin/hook-operator
 USER 65532:65532
 ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/hook-operator"]
-CMD ["--help"]
+CMD ["start", "--hooks-dir", "/hooks", "--tmp-dir", "/tmp"]

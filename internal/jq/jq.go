@@ -4,8 +4,11 @@
 package jq
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/itchyny/gojq"
 )
@@ -32,12 +35,18 @@ func Compile(src string) (*Filter, error) {
 // String returns the program's source.
 func (f *Filter) String() string { return f.src }
 
+// Timeout bounds one run of a program, so that a program that never ends
+// (`repeat(.)`) fails instead of stalling a watch or an operation.
+var Timeout = 5 * time.Second
+
 // All runs the program on input (a value made of map[string]any, []any,
 // string, float64/int, bool and nil, as decoded JSON) and returns every
 // output.
 func (f *Filter) All(input any) ([]any, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
 	var out []any
-	iter := f.code.Run(input)
+	iter := f.code.RunWithContext(ctx, input)
 	for {
 		v, ok := iter.Next()
 		if !ok {
@@ -46,6 +55,9 @@ func (f *Filter) All(input any) ([]any, error) {
 		if err, isErr := v.(error); isErr {
 			if h, ok := err.(*gojq.HaltError); ok && h.Value() == nil {
 				return out, nil
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				return nil, fmt.Errorf("jq program %q: still running after %v; make sure it ends", f.src, Timeout)
 			}
 			return nil, fmt.Errorf("jq program %q: %w", f.src, err)
 		}

@@ -3,6 +3,7 @@ package jq
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestResult(t *testing.T) {
@@ -53,5 +54,23 @@ func TestNormalize(t *testing.T) {
 	}
 	if string(got) != "4.5" {
 		t.Errorf("got %s", got)
+	}
+}
+
+func TestEndlessProgramTimesOut(t *testing.T) {
+	old := Timeout
+	Timeout = 200 * time.Millisecond
+	defer func() { Timeout = old }()
+	f, err := Compile("repeat(.)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = f.Result(1)
+	if err == nil || !strings.Contains(err.Error(), "still running") {
+		t.Fatalf("endless program: %v", err)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("took %v to give up", el)
 	}
 }

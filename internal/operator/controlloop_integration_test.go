@@ -74,6 +74,28 @@ kubernetes:
 %s`, group, extra)
 }
 
+// releaseAtEnd removes every finalizer from the test's objects of gvr when
+// the test ends, after its operator has stopped (cleanups run last-in,
+// first-out, so call it before e.start): objects left holding the test's
+// finalizer would keep their namespace and CRD from ever being deleted.
+func releaseAtEnd(t *testing.T, e *env, gvr schema.GroupVersionResource) {
+	t.Cleanup(func() {
+		ctx := context.Background()
+		list, err := e.c.Dynamic.Resource(gvr).Namespace(e.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Errorf("list %s to release finalizers: %v", gvr.Resource, err)
+			return
+		}
+		for _, obj := range list.Items {
+			_, err := e.c.Dynamic.Resource(gvr).Namespace(e.ns).Patch(ctx, obj.GetName(), types.MergePatchType,
+				[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("release finalizers of %s: %v", obj.GetName(), err)
+			}
+		}
+	})
+}
+
 func cmNames(t *testing.T, e *env) []string {
 	t.Helper()
 	list, err := e.c.Client.CoreV1().ConfigMaps(e.ns).List(context.Background(), metav1.ListOptions{})
@@ -147,6 +169,7 @@ func TestIntegrationFinalizerHoldsDeletion(t *testing.T) {
 	gvr := e.c.InstallCRD(t, appCRD)
 	apps := e.c.Dynamic.Resource(gvr).Namespace(e.ns)
 	counter := filepath.Join(t.TempDir(), "finalize-count")
+	releaseAtEnd(t, e, gvr)
 	e.bashHook("fin.sh", appHookConfig(gvr.Group, "  finalizer: test.hook-operator.dev/cleanup\n"), fmt.Sprintf(`
 if jq -e 'any(.[]; .watchEvent == "Finalize")' "$BINDING_CONTEXT_PATH" >/dev/null; then
   n=$(cat %[1]q 2>/dev/null || echo 0); echo $((n+1)) > %[1]q
@@ -228,6 +251,7 @@ func TestIntegrationRestartKeepsInventoryAndFinalizers(t *testing.T) {
 	ctx := context.Background()
 	gvr := e.c.InstallCRD(t, appCRD)
 	apps := e.c.Dynamic.Resource(gvr).Namespace(e.ns)
+	releaseAtEnd(t, e, gvr)
 	e.bashHook("app.sh", appHookConfig(gvr.Group, "  finalizer: test.hook-operator.dev/cleanup\n"), appHookBody)
 	e.start()
 	_, err := apps.Create(ctx, newApp(gvr, "app1", "a", "b"), metav1.CreateOptions{})

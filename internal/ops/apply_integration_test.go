@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,10 @@ type env struct {
 	clients *kube.Clients
 	ns      string
 	a       *Applier
+	// crdAPIVersion and crdKind name the test's own CRD: earlier tests'
+	// CRDs with the same kind may still be terminating, so the test's
+	// operations must not name the kind alone.
+	crdAPIVersion, crdKind string
 }
 
 func newEnv(t *testing.T) *env {
@@ -47,6 +52,7 @@ func (e *env) crd(d testcluster.CRD) schema.GroupVersionResource {
 	e.t.Helper()
 	gvr := e.c.InstallCRD(e.t, d)
 	e.clients.Resolver.Refresh()
+	e.crdAPIVersion, e.crdKind = gvr.GroupVersion().String(), d.Kind
 	return gvr
 }
 
@@ -54,11 +60,24 @@ func (e *env) crd(d testcluster.CRD) schema.GroupVersionResource {
 // namespace.
 func (e *env) apply(file string) error {
 	e.t.Helper()
-	ops, err := Parse([]byte(strings.ReplaceAll(file, "%NS%", e.ns)))
+	ops, err := Parse([]byte(e.expand(file)))
 	if err != nil {
 		e.t.Fatalf("Parse: %v", err)
 	}
 	return e.a.Apply(context.Background(), ops)
+}
+
+// expand puts the test's namespace for %NS%, and the test CRD's
+// apiVersion into every flow-style operation that names its kind alone
+// ("{operation: X, kind: Widget,"), so that the kind resolves to this
+// test's CRD.
+func (e *env) expand(file string) string {
+	file = strings.ReplaceAll(file, "%NS%", e.ns)
+	if e.crdKind != "" {
+		re := regexp.MustCompile(`(operation: \w+, )kind: ` + regexp.QuoteMeta(e.crdKind) + `,`)
+		file = re.ReplaceAllString(file, "${1}apiVersion: "+e.crdAPIVersion+", kind: "+e.crdKind+",")
+	}
+	return file
 }
 
 func (e *env) mustApply(file string) {

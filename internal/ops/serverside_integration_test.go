@@ -25,7 +25,7 @@ var secrets = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 // would; %NS% stands for the test's namespace.
 func (e *env) applyFor(hookName, file string) error {
 	e.t.Helper()
-	ops, err := Parse([]byte(strings.ReplaceAll(file, "%NS%", e.ns)))
+	ops, err := Parse([]byte(e.expand(file)))
 	if err != nil {
 		e.t.Fatalf("Parse: %v", err)
 	}
@@ -234,7 +234,7 @@ func TestIntegrationApplyParentScope(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			file := "{operation: Create, object: {kind: ConfigMap, metadata: {name: first, namespace: %NS%}}}\n---\n" + tt.apply
-			ops, err := Parse([]byte(strings.ReplaceAll(file, "%NS%", e.ns)))
+			ops, err := Parse([]byte(e.expand(file)))
 			if err != nil {
 				t.Fatal(err)
 			}

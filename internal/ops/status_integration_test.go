@@ -106,7 +106,7 @@ func TestIntegrationStatusConcurrently(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ops, err := Parse([]byte(fmt.Sprintf(`{operation: Status, kind: Widget, namespace: %s, name: w, status: {writer%d: %d}}`, e.ns, i, i)))
+			ops, err := Parse([]byte(e.expand(fmt.Sprintf(`{operation: Status, kind: Widget, namespace: %s, name: w, status: {writer%d: %d}}`, e.ns, i, i))))
 			if err == nil {
 				err = e.a.Apply(context.Background(), ops)
 			}
