@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hook-operator/hook-operator/internal/cli/envflag"
 	hookscmd "github.com/hook-operator/hook-operator/internal/cli/hooks"
+	"github.com/hook-operator/hook-operator/internal/cli/kubeflags"
 	"github.com/hook-operator/hook-operator/internal/finalizer"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
@@ -67,10 +67,7 @@ deleted by this command; those already being deleted finish deleting.`,
 	fs := cmd.Flags()
 	hookscmd.BindHooksDir(fs, &f.hooksDir)
 	hookscmd.BindConfigTimeout(fs, &f.configTimeout)
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
-	envflag.Bind(fs, "kubeconfig", "HOOK_OPERATOR_KUBECONFIG")
-	fs.StringVar(&f.kubeContext, "kube-context", "", "kubeconfig context to use")
-	envflag.Bind(fs, "kube-context", "HOOK_OPERATOR_KUBE_CONTEXT")
+	kubeflags.Bind(fs, &f.kubeconfig, &f.kubeContext)
 	fs.StringVar(&f.hookName, "hook", "", "only this hook (its path under --hooks-dir)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print what would be released; change nothing")
 	return cmd

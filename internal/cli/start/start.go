@@ -16,6 +16,7 @@ import (
 
 	"github.com/hook-operator/hook-operator/internal/cli/envflag"
 	hookscmd "github.com/hook-operator/hook-operator/internal/cli/hooks"
+	"github.com/hook-operator/hook-operator/internal/cli/kubeflags"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/operator"
@@ -65,10 +66,7 @@ work, lets running hooks finish within --shutdown-grace-period, and exits 0.`,
 	hookscmd.BindHooksDir(fs, &f.HooksDir)
 	fs.StringVar(&f.TmpDir, "tmp-dir", "", "folder for the per-run private temp dirs (default: the system temp dir)")
 	envflag.Bind(fs, "tmp-dir", "HOOK_OPERATOR_TMP_DIR")
-	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
-	envflag.Bind(fs, "kubeconfig", "HOOK_OPERATOR_KUBECONFIG")
-	fs.StringVar(&f.KubeContext, "kube-context", "", "kubeconfig context to use (default: its current context)")
-	envflag.Bind(fs, "kube-context", "HOOK_OPERATOR_KUBE_CONTEXT")
+	kubeflags.Bind(fs, &f.Kubeconfig, &f.KubeContext)
 	fs.Float32Var(&f.QPS, "kube-client-qps", 50, "sustained requests per second to the API server")
 	envflag.Bind(fs, "kube-client-qps", "HOOK_OPERATOR_KUBE_CLIENT_QPS")
 	fs.IntVar(&f.Burst, "kube-client-burst", 100, "request burst above --kube-client-qps")
