@@ -3,11 +3,14 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hook-operator/hook-operator/internal/cli/envflag"
 )
 
 func run(env map[string]string, args ...string) (code int, stdout, stderr string) {
@@ -71,4 +74,31 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		}
 	}
 	walk(root)
+}
+
+// docs/operating.md must name every environment variable a command reads.
+func TestOperatingDocNamesEveryVariable(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/operating.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := NewRootCommand(&bytes.Buffer{}, &bytes.Buffer{}, func(string) (string, bool) { return "", false })
+	var walk func(c *cobra.Command)
+	seen := 0
+	walk = func(c *cobra.Command) {
+		for _, line := range append(envflag.All(c.LocalFlags()), envflag.All(c.PersistentFlags())...) {
+			seen++
+			name := strings.SplitN(line, ":", 2)[0]
+			if !strings.Contains(string(doc), "`"+name+"`") {
+				t.Errorf("docs/operating.md does not mention %s (%s of %q)", name, line, c.CommandPath())
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	if seen < 10 {
+		t.Fatalf("found only %d bound flags; the walk is broken", seen)
+	}
 }

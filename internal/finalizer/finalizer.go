@@ -173,6 +173,3 @@ func (m *Manager) Holders(ctx context.Context, resource schema.GroupVersionResou
 	}
 	return out, nil
 }
-
-// Pending reports how many additions are waiting, for tests and debugging.
-func (m *Manager) Pending() int { return m.queue.Len() }

@@ -77,12 +77,6 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 	return o
 }
 
-// Queues returns the operator's queues, for introspection.
-func (o *Operator) Queues() *queue.Set { return o.queues }
-
-// Watcher returns the operator's watches, for introspection.
-func (o *Operator) Watcher() *watch.Watcher { return o.watcher }
-
 // Run starts the hooks in the contract's order and runs until ctx ends:
 // onStartup hooks first (by their order, then path), then the kubernetes
 // bindings, whose Synchronization runs complete (for bindings with

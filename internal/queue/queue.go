@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"sort"
 	"sync"
 	"time"
 
@@ -300,50 +299,4 @@ func (s *Set) Stop(grace time.Duration) {
 		<-finished
 	}
 	s.cancel()
-}
-
-// TaskInfo describes a queued task, for logs and debugging.
-type TaskInfo struct {
-	Queue    string   `json:"queue"`
-	Hook     string   `json:"hook"`
-	Bindings []string `json:"bindings"`
-	Running  bool     `json:"running"`
-	Attempts int      `json:"attempts"`
-	Waiting  string   `json:"waiting"`
-}
-
-// Describe lists every queue's tasks, running task first, queues by name.
-func (s *Set) Describe() []TaskInfo {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	names := make([]string, 0, len(s.queues))
-	for n := range s.queues {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var out []TaskInfo
-	now := time.Now()
-	for _, n := range names {
-		q := s.queues[n]
-		if q.running != nil {
-			out = append(out, info(q, q.running, true, now))
-		}
-		for _, t := range q.tasks {
-			out = append(out, info(q, t, false, now))
-		}
-	}
-	return out
-}
-
-func info(q *fifo, t *Task, running bool, now time.Time) TaskInfo {
-	seen := map[string]bool{}
-	var bs []string
-	for _, c := range t.Contexts {
-		if !seen[c.Binding] {
-			seen[c.Binding] = true
-			bs = append(bs, c.Binding)
-		}
-	}
-	return TaskInfo{Queue: q.name, Hook: t.Hook.Name, Bindings: bs, Running: running, Attempts: t.attempts,
-		Waiting: now.Sub(t.enqueued).Round(time.Millisecond).String()}
 }

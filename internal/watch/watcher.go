@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -339,23 +338,4 @@ func (w *Watcher) unsubscribe(b *Binding, ns string) {
 	if stop {
 		src.inf.stop()
 	}
-}
-
-// Describe lists each binding and what it watches, for logs and debugging.
-func (w *Watcher) Describe() []string {
-	var out []string
-	for _, b := range w.bindings {
-		b.mu.Lock()
-		var ns []string
-		for n := range b.sources {
-			if n == "" {
-				n = "*"
-			}
-			ns = append(ns, n)
-		}
-		sort.Strings(ns)
-		out = append(out, fmt.Sprintf("%s/%s: %s namespaces=%s synced=%v", b.Hook.Name, b.cfg.Name, b.res.GVR, strings.Join(ns, ","), b.synced))
-		b.mu.Unlock()
-	}
-	return out
 }
