@@ -39,9 +39,7 @@ cluster: ## start (or reuse) the local cluster; prints its kubeconfig
 cluster-down: ## stop and remove the local cluster (binaries stay cached)
 	@hack/cluster/down.sh
 
-run: build cluster ## build, start the local cluster, run the operator with hooks/ (Ctrl-C stops)
-	@kubectl --kubeconfig '$(KUBECONFIG_LOCAL)' get nodes
-	@echo "The local cluster is up; use it with:  export KUBECONFIG='$(KUBECONFIG_LOCAL)'"
+run: build ## build, start the local cluster, run the operator with hooks/ (Ctrl-C stops)
 	@hack/run.sh
 
 clean: ## remove build output (not the cluster or its cached binaries)

@@ -6,6 +6,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 kubeconfig=$("$root/hack/cluster/up.sh")
 export KUBECONFIG="$kubeconfig"
+kubectl get nodes >&2
+echo "The local cluster is up; use it with:  export KUBECONFIG='$kubeconfig'" >&2
 
 (
   # Apply the examples once the operator has started its watches.

@@ -11,8 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
@@ -74,56 +72,22 @@ func TestIntegrationDeploymentPodsRun(t *testing.T) {
 }
 
 // A CRD is served once established, and custom resources of it can be
-// created, listed and deleted.
+// created, listed and deleted; its schema is enforced.
 func TestIntegrationCustomResource(t *testing.T) {
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	ctx := context.Background()
-	group := "t" + rand.String(8) + ".test.hook-operator.dev"
-	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1",
-		"kind":       "CustomResourceDefinition",
-		"metadata":   map[string]any{"name": "widgets." + group},
-		"spec": map[string]any{
-			"group": group,
-			"scope": "Namespaced",
-			"names": map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget"},
-			"versions": []any{map[string]any{
-				"name": "v1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{
-					"type": "object",
-					"properties": map[string]any{
-						"spec": map[string]any{"type": "object", "properties": map[string]any{
-							"size": map[string]any{"type": "integer", "minimum": int64(1)},
-						}},
-					},
-				}},
+	gvr := c.InstallCRD(t, testcluster.CRD{Kind: "Widget", Schema: map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"spec": map[string]any{"type": "object", "properties": map[string]any{
+				"size": map[string]any{"type": "integer", "minimum": int64(1)},
 			}},
 		},
-	}}
-	if _, err := c.Dynamic.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create CRD: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = c.Dynamic.Resource(crdGVR).Delete(context.Background(), crd.GetName(), metav1.DeleteOptions{})
-	})
-	poll(t, 30*time.Second, "CRD established", func(ctx context.Context) (bool, error) {
-		got, err := c.Dynamic.Resource(crdGVR).Get(ctx, crd.GetName(), metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-		for _, cond := range conds {
-			m, _ := cond.(map[string]any)
-			if m["type"] == "Established" && m["status"] == "True" {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	}})
+	group := gvr.Group
 
-	widgets := c.Dynamic.Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}).Namespace(ns)
+	widgets := c.Dynamic.Resource(gvr).Namespace(ns)
 	for i := range 3 {
 		w := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": group + "/v1",
@@ -131,15 +95,9 @@ func TestIntegrationCustomResource(t *testing.T) {
 			"metadata":   map[string]any{"name": fmt.Sprintf("w%d", i)},
 			"spec":       map[string]any{"size": int64(i + 1)},
 		}}
-		// The API server may need a moment after Established to serve the
-		// new resource on every path; retry only that case.
-		poll(t, 10*time.Second, "create "+w.GetName(), func(ctx context.Context) (bool, error) {
-			_, err := widgets.Create(ctx, w, metav1.CreateOptions{})
-			if apierrors.IsNotFound(err) {
-				return false, nil
-			}
-			return err == nil, err
-		})
+		if _, err := widgets.Create(ctx, w, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create %s: %v", w.GetName(), err)
+		}
 	}
 	// The CRD's schema is enforced.
 	bad := &unstructured.Unstructured{Object: map[string]any{
