@@ -7,8 +7,6 @@ MODULE     := github.com/hook-operator/hook-operator
 VERSION    ?= $(shell git describe --tags --exact-match 2>/dev/null || echo v0.1.0-dev)
 COMMIT     ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS    := -X $(MODULE)/internal/buildinfo.Version=$(VERSION) -X $(MODULE)/internal/buildinfo.Commit=$(COMMIT)
-CACHE      := $(or $(HOOK_OPERATOR_CACHE),$(HOME)/.cache/hook-operator)
-KUBECONFIG_LOCAL := $(CACHE)/cluster/kubeconfig
 TEST_TIMEOUT ?= 45m
 
 .PHONY: help build vet unit test cluster cluster-down cluster-binaries run clean
