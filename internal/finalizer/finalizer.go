@@ -68,7 +68,7 @@ func (m *Manager) Run(ctx context.Context, workers int) {
 				if quit {
 					return
 				}
-				if err := m.add(ctx, t); err != nil && ctx.Err() == nil {
+				if err := m.Add(ctx, t); err != nil && ctx.Err() == nil {
 					m.log.WithError(err).WithField("object", t.String()).Warn("adding the finalizer failed; retrying")
 					m.queue.AddRateLimited(t)
 				} else {
@@ -88,9 +88,9 @@ func (m *Manager) resource(t Target) dynamic.ResourceInterface {
 	return r
 }
 
-// add puts t's finalizer on the object unless it is gone, being deleted,
-// or has it already.
-func (m *Manager) add(ctx context.Context, t Target) error {
+// Add puts t's finalizer on the object now, unless it is gone, being
+// deleted, or has it already. Ensure is its asynchronous, retrying form.
+func (m *Manager) Add(ctx context.Context, t Target) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		obj, err := m.resource(t).Get(ctx, t.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {

@@ -7,7 +7,6 @@ package operator
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -38,6 +37,10 @@ type Options struct {
 	ShutdownGrace time.Duration
 	// Env is the environment hooks inherit (os.Environ() in production).
 	Env []string
+	// Sink receives every write; nil writes to the cluster. Dry-run sets it.
+	Sink Sink
+	// Report, when set, is told about every hook run (see Executor.Report).
+	Report func(Report)
 }
 
 // Operator runs a set of hooks against a cluster.
@@ -45,14 +48,13 @@ type Operator struct {
 	hooks   []*hook.Hook
 	opts    Options
 	log     logrus.FieldLogger
-	runner  *run.Runner
-	applier *ops.Applier
+	exec    *Executor
 	queues  *queue.Set
 	watcher *watch.Watcher
-	// finalizers adds and removes bindings' finalizers (extension).
+	// finalizers adds and removes bindings' finalizers (extension) when
+	// the operator writes to the cluster; nil with another Sink.
 	finalizers *finalizer.Manager
 	requeues   requeues
-	resolver   *kube.Resolver
 
 	mu         sync.Mutex
 	syncsDone  map[*watch.Binding]bool
@@ -68,12 +70,25 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 		syncsDone:  map[*watch.Binding]bool{},
 		syncChange: make(chan struct{}, 1),
 	}
-	o.runner = &run.Runner{TmpDir: opts.TmpDir, Env: opts.Env, DefaultTimeout: opts.HookTimeout, Log: log}
-	o.applier = &ops.Applier{Dynamic: clients.Dynamic, Resolver: clients.Resolver, FieldManager: "hook-operator", Log: log}
-	o.queues = queue.NewSet(o.execute, opts.Retry, log)
+	sink := opts.Sink
+	if sink == nil {
+		o.finalizers = finalizer.New(clients.Dynamic, log)
+		sink = &ClusterSink{
+			Applier:    &ops.Applier{Dynamic: clients.Dynamic, Resolver: clients.Resolver, FieldManager: ops.DefaultFieldManager, Log: log},
+			Finalizers: o.finalizers,
+		}
+	}
 	o.watcher = watch.New(clients, hooks, o, log)
-	o.finalizers = finalizer.New(clients.Dynamic, log)
-	o.resolver = clients.Resolver
+	o.exec = &Executor{
+		Objects:  o.watcher,
+		Resolver: clients.Resolver,
+		Runner:   &run.Runner{TmpDir: opts.TmpDir, Env: opts.Env, DefaultTimeout: opts.HookTimeout, Log: log},
+		Sink:     sink,
+		Requeue:  func(r RequeueRequest) { o.requeues.schedule(r, o.fireRequeue) },
+		Report:   opts.Report,
+		Log:      log,
+	}
+	o.queues = queue.NewSet(o.exec.Execute, opts.Retry, log)
 	return o
 }
 
@@ -86,7 +101,9 @@ func (o *Operator) Run(ctx context.Context) error {
 	o.warnUnserved()
 	defer o.queues.Stop(o.opts.ShutdownGrace)
 	defer o.requeues.stop()
-	o.finalizers.Run(ctx, 2)
+	if o.finalizers != nil {
+		o.finalizers.Run(ctx, 2)
+	}
 
 	if err := o.runStartup(ctx); err != nil {
 		return err
@@ -120,28 +137,13 @@ func (o *Operator) warnUnserved() {
 
 // runStartup queues every onStartup hook in order and waits for them all.
 func (o *Operator) runStartup(ctx context.Context) error {
-	var startup []*hook.Hook
-	for _, h := range o.hooks {
-		if h.Config.OnStartup != nil {
-			startup = append(startup, h)
-		}
-	}
-	sort.SliceStable(startup, func(i, j int) bool {
-		a, b := *startup[i].Config.OnStartup, *startup[j].Config.OnStartup
-		if a != b {
-			return a < b
-		}
-		return startup[i].Name < startup[j].Name
-	})
+	startup := StartupOrder(o.hooks)
 	var wg sync.WaitGroup
 	for _, h := range startup {
 		wg.Add(1)
-		err := o.queues.Push(&queue.Task{
-			Hook:     h,
-			Queue:    hook.DefaultQueue,
-			Contexts: []binding.Context{{Binding: binding.OnStartup}},
-			Done:     func(error) { wg.Done() },
-		})
+		t := StartupTask(h)
+		t.Done = func(error) { wg.Done() }
+		err := o.queues.Push(t)
 		if err != nil {
 			return err
 		}
@@ -193,6 +195,49 @@ func (o *Operator) markSynced(b *watch.Binding) {
 	}
 }
 
+// StartupOrder returns the hooks with onStartup in the order they run:
+// by their onStartup order, then by name.
+func StartupOrder(hooks []*hook.Hook) []*hook.Hook {
+	var startup []*hook.Hook
+	for _, h := range hooks {
+		if h.Config.OnStartup != nil {
+			startup = append(startup, h)
+		}
+	}
+	sort.SliceStable(startup, func(i, j int) bool {
+		a, b := *startup[i].Config.OnStartup, *startup[j].Config.OnStartup
+		if a != b {
+			return a < b
+		}
+		return startup[i].Name < startup[j].Name
+	})
+	return startup
+}
+
+// StartupTask is the task of h's onStartup run.
+func StartupTask(h *hook.Hook) *queue.Task {
+	return &queue.Task{Hook: h, Queue: hook.DefaultQueue, Contexts: []binding.Context{{Binding: binding.OnStartup}}}
+}
+
+// ScheduleContext is the context of one tick of schedule binding s.
+func ScheduleContext(s *hook.ScheduleBinding) binding.Context {
+	return binding.Context{Binding: s.Name, Type: binding.TypeSchedule}
+}
+
+// NewTask is the task for one context of a binding of h with settings
+// common: the context shaped for the binding's group and snapshots, in the
+// binding's queue, allowing failure as the binding says (never for a
+// Finalize run: the object's deletion waits for it to succeed).
+func NewTask(h *hook.Hook, common *hook.Common, c binding.Context) *queue.Task {
+	c = binding.Shape(c, common.Group, groupMembers(h, common.Group), common.IncludeSnapshotsFrom)
+	return &queue.Task{
+		Hook:         h,
+		Queue:        common.Queue,
+		Contexts:     []binding.Context{c},
+		AllowFailure: common.AllowFailure && c.WatchEvent != watch.Finalize,
+	}
+}
+
 // groupMembers returns the names of h's kubernetes bindings in group.
 func groupMembers(h *hook.Hook, group string) []string {
 	if group == "" {
@@ -227,20 +272,13 @@ func (o *Operator) Event(b *watch.Binding, watchEvent string, obj binding.Object
 
 // EnsureFinalizer implements watch.Sink.
 func (o *Operator) EnsureFinalizer(b *watch.Binding, namespace, name string) {
-	o.finalizers.Ensure(finalizer.Target{Resource: b.Resource().GVR, Namespace: namespace, Name: name, Finalizer: b.Config().Finalizer})
+	o.exec.Sink.EnsureFinalizer(finalizer.Target{Resource: b.Resource().GVR, Namespace: namespace, Name: name, Finalizer: b.Config().Finalizer})
 }
 
 func (o *Operator) push(h *hook.Hook, common *hook.Common, c binding.Context, done func(error)) {
-	c = binding.Shape(c, common.Group, groupMembers(h, common.Group), common.IncludeSnapshotsFrom)
-	err := o.queues.Push(&queue.Task{
-		Hook:     h,
-		Queue:    common.Queue,
-		Contexts: []binding.Context{c},
-		// A Finalize run must succeed: the object's deletion waits for it.
-		AllowFailure: common.AllowFailure && c.WatchEvent != watch.Finalize,
-		Done:         done,
-	})
-	if err != nil {
+	t := NewTask(h, common, c)
+	t.Done = done
+	if err := o.queues.Push(t); err != nil {
 		o.log.WithFields(logrus.Fields{"hook": h.Name, "binding": common.Name}).WithError(err).Debug("not queued")
 	}
 }
@@ -253,7 +291,7 @@ func (o *Operator) startSchedules(ctx context.Context) error {
 			entries = append(entries, schedule.Entry{
 				Crontab: s.Crontab,
 				Fire: func(time.Time) {
-					o.push(h, &s.Common, binding.Context{Binding: s.Name, Type: binding.TypeSchedule}, nil)
+					o.push(h, &s.Common, ScheduleContext(s), nil)
 				},
 			})
 		}
@@ -262,104 +300,4 @@ func (o *Operator) startSchedules(ctx context.Context) error {
 		return nil
 	}
 	return schedule.Run(ctx, entries)
-}
-
-// execute is the queues' handler: one run of a hook with its merged
-// contexts, then the operations it wrote, validated whole and applied.
-func (o *Operator) execute(ctx context.Context, t *queue.Task) error {
-	contexts := binding.Combine(t.Contexts)
-	binding.FillSnapshots(contexts, func(name string) []binding.Object {
-		if b := o.watcher.Binding(t.Hook.Name, name); b != nil {
-			return b.Snapshot()
-		}
-		return nil
-	})
-	data, err := binding.Encode(contexts)
-	if err != nil {
-		return fmt.Errorf("hook %s: encode binding contexts: %w", t.Hook.Name, err)
-	}
-	names := bindingNames(contexts)
-	log := o.log.WithFields(logrus.Fields{"hook": t.Hook.Name, "binding": names, "queue": t.Queue})
-	log.WithField("contexts", len(contexts)).Debug("running hook")
-	res, err := o.runner.Run(ctx, run.Request{Hook: t.Hook, Contexts: data, Binding: names, Queue: t.Queue})
-	if err != nil {
-		return err
-	}
-	operations, err := ops.Parse(res.Operations)
-	if err != nil {
-		return fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", t.Hook.Name, err)
-	}
-	requeues, err := o.resolveRequeues(t.Hook, operations)
-	if err != nil {
-		return fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", t.Hook.Name, err)
-	}
-	o.noteStatusWrites(t.Hook, operations)
-	if len(operations) > 0 {
-		if err := o.applier.ApplyFor(ctx, t.Hook.Name, operations); err != nil {
-			return fmt.Errorf("hook %s: %w", t.Hook.Name, err)
-		}
-	}
-	if err := o.releaseFinalizers(ctx, t.Hook, contexts); err != nil {
-		return fmt.Errorf("hook %s: %w", t.Hook.Name, err)
-	}
-	for _, r := range requeues {
-		o.requeues.schedule(r, o.fireRequeue)
-	}
-	log.WithFields(logrus.Fields{"contexts": len(contexts), "operations": len(operations), "duration": res.Duration.Round(time.Millisecond).String()}).
-		Info("hook run succeeded")
-	return nil
-}
-
-// noteStatusWrites tells the watch which objects the hook writes status or
-// (as ApplySet parents) inventory annotations to, before the writes happen,
-// so that the events they cause do not run the hook again.
-func (o *Operator) noteStatusWrites(h *hook.Hook, operations []ops.Operation) {
-	for _, op := range operations {
-		var apiVersion, kind, namespace, name string
-		switch {
-		case op.Type == ops.Status:
-			apiVersion, kind, namespace, name = op.APIVersion, op.Kind, op.Namespace, op.Name
-		case op.Type == ops.ApplySet && op.Parent != nil:
-			p := op.Parent
-			apiVersion, kind, namespace, name = p.APIVersion, p.Kind, p.Namespace, p.Name
-		default:
-			continue
-		}
-		if res, err := o.resolver.Resolve(apiVersion, kind); err == nil {
-			o.watcher.StatusWritten(h.Name, res.GVR.String(), namespace, name)
-		}
-	}
-}
-
-// releaseFinalizers removes the finalizer of every object this successful
-// run was finalizing, letting its deletion go on.
-func (o *Operator) releaseFinalizers(ctx context.Context, h *hook.Hook, contexts []binding.Context) error {
-	for _, c := range contexts {
-		if c.WatchEvent != watch.Finalize || c.Object == nil {
-			continue
-		}
-		b := o.watcher.Binding(h.Name, c.Binding)
-		if b == nil {
-			continue
-		}
-		t := finalizer.Target{Resource: b.Resource().GVR, Namespace: c.Object.Namespace, Name: c.Object.Name, Finalizer: b.Config().Finalizer}
-		if _, err := o.finalizers.Remove(ctx, t); err != nil {
-			return fmt.Errorf("remove %s: %w", t, err)
-		}
-		o.log.WithFields(logrus.Fields{"hook": h.Name, "object": t.String()}).Info("finalized; finalizer removed")
-	}
-	return nil
-}
-
-// bindingNames lists the distinct bindings of contexts, in order.
-func bindingNames(contexts []binding.Context) string {
-	seen := map[string]bool{}
-	var out []string
-	for _, c := range contexts {
-		if !seen[c.Binding] {
-			seen[c.Binding] = true
-			out = append(out, c.Binding)
-		}
-	}
-	return strings.Join(out, ",")
 }

@@ -29,24 +29,25 @@ type pendingRequeue struct {
 	timer *time.Timer
 }
 
-// requeueTarget is a validated Requeue operation.
-type requeueTarget struct {
-	binding         *watch.Binding
-	namespace, name string
-	after           time.Duration
+// RequeueRequest is a validated Requeue operation: run the hook for the
+// object Namespace/Name of Binding again, After from now.
+type RequeueRequest struct {
+	Binding         *watch.Binding
+	Namespace, Name string
+	After           time.Duration
 }
 
 // resolveRequeues finds the binding each Requeue operation of h refers to:
 // the one it names, else the hook's only kubernetes binding, else the one
 // watching its kind. Errors fail the run before anything is applied.
-func (o *Operator) resolveRequeues(h *hook.Hook, operations []ops.Operation) ([]requeueTarget, error) {
-	var out []requeueTarget
+func (e *Executor) resolveRequeues(h *hook.Hook, operations []ops.Operation) ([]RequeueRequest, error) {
+	var out []RequeueRequest
 	for _, op := range operations {
 		if op.Type != ops.Requeue {
 			continue
 		}
 		var candidates []*watch.Binding
-		for _, b := range o.watcher.Bindings() {
+		for _, b := range e.Objects.Bindings() {
 			if b.Hook != h {
 				continue
 			}
@@ -56,7 +57,7 @@ func (o *Operator) resolveRequeues(h *hook.Hook, operations []ops.Operation) ([]
 					candidates = append(candidates, b)
 				}
 			case op.Kind != "":
-				if res, err := o.resolver.Resolve(op.APIVersion, op.Kind); err == nil && res.GVR == b.Resource().GVR {
+				if res, err := e.Resolver.Resolve(op.APIVersion, op.Kind); err == nil && res.GVR == b.Resource().GVR {
 					candidates = append(candidates, b)
 				}
 			default:
@@ -66,16 +67,16 @@ func (o *Operator) resolveRequeues(h *hook.Hook, operations []ops.Operation) ([]
 		if len(candidates) != 1 {
 			return nil, fmt.Errorf("operation %d (%s): %d kubernetes bindings of the hook match; name one in the binding field", op.Index, op.String(), len(candidates))
 		}
-		out = append(out, requeueTarget{binding: candidates[0], namespace: op.Namespace, name: op.Name, after: op.After})
+		out = append(out, RequeueRequest{Binding: candidates[0], Namespace: op.Namespace, Name: op.Name, After: op.After})
 	}
 	return out, nil
 }
 
 // schedule arms t's timer; when it fires, the object (if the binding still
 // holds it) is queued as a Requeue event.
-func (r *requeues) schedule(t requeueTarget, fire func(requeueTarget)) {
-	key := t.binding.Hook.Name + "\x00" + t.binding.Name() + "\x00" + t.namespace + "\x00" + t.name
-	at := time.Now().Add(t.after)
+func (r *requeues) schedule(t RequeueRequest, fire func(RequeueRequest)) {
+	key := t.Binding.Hook.Name + "\x00" + t.Binding.Name() + "\x00" + t.Namespace + "\x00" + t.Name
+	at := time.Now().Add(t.After)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped {
@@ -91,7 +92,7 @@ func (r *requeues) schedule(t requeueTarget, fire func(requeueTarget)) {
 		p.timer.Stop()
 	}
 	p := &pendingRequeue{at: at}
-	p.timer = time.AfterFunc(t.after, func() {
+	p.timer = time.AfterFunc(t.After, func() {
 		r.mu.Lock()
 		if r.pending[key] == p {
 			delete(r.pending, key)
@@ -113,14 +114,14 @@ func (r *requeues) stop() {
 }
 
 // fireRequeue queues the Requeue event of t's object.
-func (o *Operator) fireRequeue(t requeueTarget) {
-	obj, ok := t.binding.Get(t.namespace, t.name)
+func (o *Operator) fireRequeue(t RequeueRequest) {
+	obj, ok := t.Binding.Get(t.Namespace, t.Name)
 	if !ok {
-		o.log.WithFields(map[string]any{"hook": t.binding.Hook.Name, "binding": t.binding.Name(), "object": t.namespace + "/" + t.name}).
+		o.log.WithFields(map[string]any{"hook": t.Binding.Hook.Name, "binding": t.Binding.Name(), "object": t.Namespace + "/" + t.Name}).
 			Debug("requeued object is gone; nothing to run")
 		return
 	}
-	cfg := t.binding.Config()
+	cfg := t.Binding.Config()
 	c := binding.Context{Binding: cfg.Name, Type: binding.TypeEvent, WatchEvent: Requeue, Object: &obj}
-	o.push(t.binding.Hook, &cfg.Common, c, nil)
+	o.push(t.Binding.Hook, &cfg.Common, c, nil)
 }

@@ -153,3 +153,18 @@ func split(raw json.RawMessage) document {
 	}
 	return document{ops: []json.RawMessage{trimmed}}
 }
+
+// Documents returns the operations of data as the hook wrote them, one raw
+// JSON object per operation (array documents flattened), for printing.
+// Unlike Parse it does not validate them; it fails only when a document
+// cannot be read at all.
+func Documents(data []byte) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	for i, d := range readDocuments(data) {
+		if d.err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, d.err)
+		}
+		out = append(out, d.ops...)
+	}
+	return out, nil
+}

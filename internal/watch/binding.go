@@ -46,9 +46,19 @@ type Binding struct {
 	resolved bool
 }
 
-// source is one informer feeding a binding, and the binding's slot in it.
+// feed is where a binding's entries come from: an informer on a live
+// cluster, or a memFeed for replay. Both hand every change to Binding.notify,
+// so the two deliver the same contexts.
+type feed interface {
+	// get returns the entry of one object, or nil.
+	get(namespace, name string) *entry
+	// list returns every entry.
+	list() []*entry
+}
+
+// source is one feed of a binding, and the binding's slot in it.
 type source struct {
-	inf  *informer
+	inf  feed
 	slot int
 	// live is set once the binding has emitted its Synchronization, or when
 	// the source joined after it (a namespace that started matching): then
@@ -180,12 +190,13 @@ func (b *Binding) finalizerState(src *source, old, e *entry) bool {
 	return false
 }
 
-// notify handles one watch notification from src's informer.
-func (b *Binding) notify(inf *informer, slot int, event string, old, e *entry, initial bool) {
+// notify handles one watch notification from f, the binding's source for
+// namespace ns.
+func (b *Binding) notify(f feed, ns string, slot int, event string, old, e *entry, initial bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	src := b.sources[inf.key.namespace]
-	if src == nil || src.inf != inf || src.slot != slot {
+	src := b.sources[ns]
+	if src == nil || src.inf != f || src.slot != slot {
 		return // a source the binding has let go of
 	}
 	if !src.live {
@@ -229,4 +240,22 @@ func (b *Binding) unchanged(slot int, old, e *entry) bool {
 		return bytes.Equal(old.results[slot], e.results[slot])
 	}
 	return old.ResourceVersion == e.ResourceVersion
+}
+
+func newBinding(h *hook.Hook, cfg *hook.KubernetesBinding, sink Sink, owned *statusOwners, log logrus.FieldLogger) *Binding {
+	b := &Binding{
+		Hook:    h,
+		cfg:     cfg,
+		sink:    sink,
+		owned:   owned,
+		sources: map[string]*source{},
+		log:     log.WithFields(logrus.Fields{"hook": h.Name, "binding": cfg.Name}),
+	}
+	if len(cfg.NameSelector) > 1 {
+		b.names = map[string]bool{}
+		for _, n := range cfg.NameSelector {
+			b.names[n] = true
+		}
+	}
+	return b
 }

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/hook-operator/hook-operator/internal/jq"
 )
 
 // entry is what the watch cache keeps per object instead of the object:
@@ -23,6 +26,36 @@ type entry struct {
 	deleting bool
 	// finalizers are kept only when a binding of the informer manages one.
 	finalizers []string
+}
+
+// newEntry makes the entry of u for bindings (in slot order), running each
+// binding's jqFilter once. keepFull keeps the object itself; finalizers keeps
+// its finalizers. u's map is normalized and kept, not copied.
+func newEntry(u *unstructured.Unstructured, bindings []*Binding, keepFull, finalizers bool) *entry {
+	m := u.Object
+	jq.Normalize(m)
+	e := &entry{results: make([]json.RawMessage, len(bindings))}
+	e.Name, e.Namespace = u.GetName(), u.GetNamespace()
+	e.UID, e.ResourceVersion = u.GetUID(), u.GetResourceVersion()
+	e.deleting = u.GetDeletionTimestamp() != nil
+	if finalizers {
+		e.finalizers = u.GetFinalizers()
+	}
+	for n, b := range bindings {
+		if b.cfg.Filter == nil {
+			continue
+		}
+		res, err := b.cfg.Filter.ResultJSON(m)
+		if err != nil {
+			b.log.WithError(err).WithField("object", e.Namespace+"/"+e.Name).Error("jqFilter failed; filterResult is null")
+			res = []byte("null")
+		}
+		e.results[n] = res
+	}
+	if keepFull {
+		e.full = m
+	}
+	return e
 }
 
 // hasFinalizer reports whether the object holds finalizer f.

@@ -2,7 +2,6 @@ package watch
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -15,7 +14,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/hook-operator/hook-operator/internal/hook"
-	"github.com/hook-operator/hook-operator/internal/jq"
 )
 
 // informerKey identifies what an informer lists and watches. Bindings with
@@ -143,30 +141,7 @@ func (i *informer) transform(obj any) (any, error) {
 	if !ok {
 		return obj, nil // already an entry, or a tombstone
 	}
-	m := u.Object
-	jq.Normalize(m)
-	e := &entry{results: make([]json.RawMessage, len(i.bindings))}
-	e.Name, e.Namespace = u.GetName(), u.GetNamespace()
-	e.UID, e.ResourceVersion = u.GetUID(), u.GetResourceVersion()
-	e.deleting = u.GetDeletionTimestamp() != nil
-	if i.finalizers {
-		e.finalizers = u.GetFinalizers()
-	}
-	for n, b := range i.bindings {
-		if b.cfg.Filter == nil {
-			continue
-		}
-		res, err := b.cfg.Filter.ResultJSON(m)
-		if err != nil {
-			b.log.WithError(err).WithField("object", e.Namespace+"/"+e.Name).Error("jqFilter failed; filterResult is null")
-			res = []byte("null")
-		}
-		e.results[n] = res
-	}
-	if i.keepFull {
-		e.full = m
-	}
-	return e, nil
+	return newEntry(u, i.bindings, i.keepFull, i.finalizers), nil
 }
 
 // dispatch hands one notification to every attached binding.
@@ -184,7 +159,7 @@ func (i *informer) dispatch(event string, oldObj, obj any, initial bool) {
 		old, _ = oldObj.(*entry)
 	}
 	for slot, b := range i.bindings {
-		b.notify(i, slot, event, old, e, initial)
+		b.notify(i, i.key.namespace, slot, event, old, e, initial)
 	}
 }
 

@@ -50,22 +50,7 @@ func New(clients *kube.Clients, hooks []*hook.Hook, sink Sink, log logrus.FieldL
 	}
 	for _, h := range hooks {
 		for i := range h.Config.Kubernetes {
-			cfg := &h.Config.Kubernetes[i]
-			b := &Binding{
-				Hook:    h,
-				cfg:     cfg,
-				sink:    sink,
-				owned:   &w.owned,
-				sources: map[string]*source{},
-				log:     log.WithFields(logrus.Fields{"hook": h.Name, "binding": cfg.Name}),
-			}
-			if len(cfg.NameSelector) > 1 {
-				b.names = map[string]bool{}
-				for _, n := range cfg.NameSelector {
-					b.names[n] = true
-				}
-			}
-			w.bindings = append(w.bindings, b)
+			w.bindings = append(w.bindings, newBinding(h, &h.Config.Kubernetes[i], sink, &w.owned, log))
 		}
 	}
 	return w
@@ -220,7 +205,7 @@ func (w *Watcher) run(ctx context.Context, b *Binding) error {
 	var syncs []cache.InformerSynced
 	var infs []*informer
 	for _, src := range b.sources {
-		infs = append(infs, src.inf)
+		infs = append(infs, src.inf.(*informer))
 	}
 	b.mu.Unlock()
 	for _, inf := range infs {
@@ -328,14 +313,15 @@ func (w *Watcher) unsubscribe(b *Binding, ns string) {
 		return
 	}
 	b.log.WithField("namespace", ns).Info("namespace no longer matches; stopped watching it")
+	inf := src.inf.(*informer)
 	w.mu.Lock()
-	src.inf.refs--
-	stop := src.inf.refs == 0
-	if stop && w.informers[src.inf.key] == src.inf {
-		delete(w.informers, src.inf.key)
+	inf.refs--
+	stop := inf.refs == 0
+	if stop && w.informers[inf.key] == inf {
+		delete(w.informers, inf.key)
 	}
 	w.mu.Unlock()
 	if stop {
-		src.inf.stop()
+		inf.stop()
 	}
 }

@@ -1,0 +1,197 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/hook-operator/hook-operator/internal/binding"
+	"github.com/hook-operator/hook-operator/internal/finalizer"
+	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/ops"
+	"github.com/hook-operator/hook-operator/internal/queue"
+	"github.com/hook-operator/hook-operator/internal/run"
+	"github.com/hook-operator/hook-operator/internal/watch"
+)
+
+// Objects is where the executor finds bindings and their snapshots: the
+// live *watch.Watcher, or *watch.Memory for replay. This is one of the two
+// seams between the live runtime and its offline and dry-run forms; the
+// other is Sink.
+type Objects interface {
+	Bindings() []*watch.Binding
+	Binding(hookName, name string) *watch.Binding
+	StatusWritten(hookName, resource, namespace, name string)
+}
+
+// Executor runs one queued task: it completes the task's binding contexts
+// with snapshots, runs the hook, validates the operations the hook wrote as
+// a whole, and hands them to the sink. The live operator, dry-run and
+// replay all run hooks through it.
+type Executor struct {
+	Objects  Objects
+	Resolver ops.Resolver
+	Runner   *run.Runner
+	Sink     Sink
+	// Requeue is handed each Requeue request of a successful run.
+	Requeue func(RequeueRequest)
+	// Report, when set, is told about every run, successful or not, after
+	// its operations went to the sink (dry-run and replay print it).
+	Report func(Report)
+	Log    logrus.FieldLogger
+
+	runs atomic.Uint64
+}
+
+// Report describes one hook run.
+type Report struct {
+	// ID numbers the executor's runs from 1; RunID(ctx) gives it to the
+	// Sink during the run.
+	ID    uint64
+	Hook  *hook.Hook
+	Queue string
+	// Bindings names the bindings of the run's contexts, comma-separated.
+	Bindings string
+	// Contexts is the JSON the hook read from $BINDING_CONTEXT_PATH.
+	Contexts []byte
+	// Operations is what the hook wrote to $KUBERNETES_PATCH_PATH, as
+	// written; nil when the hook did not run.
+	Operations []byte
+	// Parsed are the operations when they were valid.
+	Parsed []ops.Operation
+	// Result is the run's result, or nil when the hook did not start.
+	Result *run.Result
+	// Err is why the run failed (the hook, its operations, or applying
+	// them), or nil.
+	Err error
+}
+
+type runIDKey struct{}
+
+// RunID returns the ID of the run whose operations a Sink is given (see
+// Report.ID), or 0 outside a run.
+func RunID(ctx context.Context) uint64 {
+	id, _ := ctx.Value(runIDKey{}).(uint64)
+	return id
+}
+
+// Execute runs t; it is the queues' handler.
+func (e *Executor) Execute(ctx context.Context, t *queue.Task) error {
+	rep := Report{ID: e.runs.Add(1), Hook: t.Hook, Queue: t.Queue}
+	ctx = context.WithValue(ctx, runIDKey{}, rep.ID)
+	err := e.execute(ctx, t, &rep)
+	if e.Report != nil {
+		rep.Err = err
+		e.Report(rep)
+	}
+	return err
+}
+
+func (e *Executor) execute(ctx context.Context, t *queue.Task, rep *Report) error {
+	contexts := binding.Combine(t.Contexts)
+	binding.FillSnapshots(contexts, func(name string) []binding.Object {
+		if b := e.Objects.Binding(t.Hook.Name, name); b != nil {
+			return b.Snapshot()
+		}
+		return nil
+	})
+	data, err := binding.Encode(contexts)
+	if err != nil {
+		return fmt.Errorf("hook %s: encode binding contexts: %w", t.Hook.Name, err)
+	}
+	names := bindingNames(contexts)
+	rep.Contexts, rep.Bindings = data, names
+	log := e.Log.WithFields(logrus.Fields{"hook": t.Hook.Name, "binding": names, "queue": t.Queue})
+	log.WithField("contexts", len(contexts)).Debug("running hook")
+	res, err := e.Runner.Run(ctx, run.Request{Hook: t.Hook, Contexts: data, Binding: names, Queue: t.Queue})
+	if res.Duration > 0 {
+		rep.Result, rep.Operations = &res, res.Operations
+	}
+	if err != nil {
+		return err
+	}
+	operations, err := ops.Parse(res.Operations)
+	if err != nil {
+		return fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", t.Hook.Name, err)
+	}
+	rep.Parsed = operations
+	requeues, err := e.resolveRequeues(t.Hook, operations)
+	if err != nil {
+		return fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", t.Hook.Name, err)
+	}
+	e.noteStatusWrites(t.Hook, operations)
+	if len(operations) > 0 {
+		if err := e.Sink.Apply(ctx, t.Hook.Name, operations); err != nil {
+			return fmt.Errorf("hook %s: %w", t.Hook.Name, err)
+		}
+	}
+	if err := e.releaseFinalizers(ctx, t.Hook, contexts); err != nil {
+		return fmt.Errorf("hook %s: %w", t.Hook.Name, err)
+	}
+	if e.Requeue != nil {
+		for _, r := range requeues {
+			e.Requeue(r)
+		}
+	}
+	log.WithFields(logrus.Fields{"contexts": len(contexts), "operations": len(operations), "duration": res.Duration.Round(time.Millisecond).String()}).
+		Info("hook run succeeded")
+	return nil
+}
+
+// noteStatusWrites tells the watch which objects the hook writes status or
+// (as ApplySet parents) inventory annotations to, before the writes happen,
+// so that the events they cause do not run the hook again.
+func (e *Executor) noteStatusWrites(h *hook.Hook, operations []ops.Operation) {
+	for _, op := range operations {
+		var apiVersion, kind, namespace, name string
+		switch {
+		case op.Type == ops.Status:
+			apiVersion, kind, namespace, name = op.APIVersion, op.Kind, op.Namespace, op.Name
+		case op.Type == ops.ApplySet && op.Parent != nil:
+			p := op.Parent
+			apiVersion, kind, namespace, name = p.APIVersion, p.Kind, p.Namespace, p.Name
+		default:
+			continue
+		}
+		if res, err := e.Resolver.Resolve(apiVersion, kind); err == nil {
+			e.Objects.StatusWritten(h.Name, res.GVR.String(), namespace, name)
+		}
+	}
+}
+
+// releaseFinalizers removes the finalizer of every object this successful
+// run was finalizing, letting its deletion go on.
+func (e *Executor) releaseFinalizers(ctx context.Context, h *hook.Hook, contexts []binding.Context) error {
+	for _, c := range contexts {
+		if c.WatchEvent != watch.Finalize || c.Object == nil {
+			continue
+		}
+		b := e.Objects.Binding(h.Name, c.Binding)
+		if b == nil {
+			continue
+		}
+		t := finalizer.Target{Resource: b.Resource().GVR, Namespace: c.Object.Namespace, Name: c.Object.Name, Finalizer: b.Config().Finalizer}
+		if err := e.Sink.RemoveFinalizer(ctx, t); err != nil {
+			return fmt.Errorf("remove %s: %w", t, err)
+		}
+		e.Log.WithFields(logrus.Fields{"hook": h.Name, "object": t.String()}).Info("finalized; finalizer removed")
+	}
+	return nil
+}
+
+// bindingNames lists the distinct bindings of contexts, in order.
+func bindingNames(contexts []binding.Context) string {
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range contexts {
+		if !seen[c.Binding] {
+			seen[c.Binding] = true
+			out = append(out, c.Binding)
+		}
+	}
+	return strings.Join(out, ",")
+}
