@@ -15,6 +15,9 @@ import (
 	"github.com/hook-operator/hook-operator/internal/cli/envflag"
 	"github.com/hook-operator/hook-operator/internal/cli/finalizers"
 	"github.com/hook-operator/hook-operator/internal/cli/hooks"
+	"github.com/hook-operator/hook-operator/internal/cli/hooktest"
+	"github.com/hook-operator/hook-operator/internal/cli/record"
+	"github.com/hook-operator/hook-operator/internal/cli/replay"
 	"github.com/hook-operator/hook-operator/internal/cli/start"
 	"github.com/hook-operator/hook-operator/internal/cli/version"
 	"github.com/hook-operator/hook-operator/internal/logging"
@@ -89,7 +92,10 @@ a flag given on the command line wins over the variable.`,
 
 	root.AddCommand(version.New(stdout))
 	root.AddCommand(hooks.New(stdout, stderr))
-	root.AddCommand(start.New(log))
+	root.AddCommand(start.New(stdout, log))
 	root.AddCommand(finalizers.New(stdout, log))
+	root.AddCommand(record.New(stdout, log))
+	root.AddCommand(replay.New(stdout, log))
+	root.AddCommand(hooktest.New(stdout, log))
 	return root
 }

@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -17,10 +19,12 @@ import (
 	"github.com/hook-operator/hook-operator/internal/cli/envflag"
 	hookscmd "github.com/hook-operator/hook-operator/internal/cli/hooks"
 	"github.com/hook-operator/hook-operator/internal/cli/kubeflags"
+	"github.com/hook-operator/hook-operator/internal/dryrun"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/queue"
+	"github.com/hook-operator/hook-operator/internal/transcript"
 )
 
 // Flags holds the start command's settings.
@@ -36,11 +40,15 @@ type Flags struct {
 	RetryInitial  time.Duration
 	RetryMax      time.Duration
 	ShutdownGrace time.Duration
+	// DryRun is "" (write to the cluster), "client" or "server".
+	DryRun      string
+	Output      string
+	ShowSecrets bool
 }
 
 // New returns the start command. log is configured by the root command
 // before the command runs.
-func New(log *logrus.Logger) *cobra.Command {
+func New(stdout io.Writer, log *logrus.Logger) *cobra.Command {
 	var f Flags
 	cmd := &cobra.Command{
 		Use:   "start",
@@ -52,14 +60,25 @@ bindings (Synchronization, then events), then schedules.
 
 The cluster comes from --kubeconfig, else $KUBECONFIG, else ~/.kube/config,
 else the Pod's ServiceAccount. On SIGTERM or SIGINT the operator takes no new
-work, lets running hooks finish within --shutdown-grace-period, and exits 0.`,
+work, lets running hooks finish within --shutdown-grace-period, and exits 0.
+
+--dry-run runs the hooks as usual but applies nothing, and prints every run
+to stdout: the binding contexts, the operations the hook wrote, and what they
+would change (logs stay on stderr; docs/testing.md describes the format).
+--dry-run (or --dry-run=client) shows each change as a diff against the live
+object and needs only read permissions; --dry-run=server sends every write with
+dryRun=All and prints what the API server answered: the resulting object, or
+why it refused (schema validation, admission). Finalizers are not added or
+removed. Secret data is masked unless --show-secrets.`,
 		Example: `  hook-operator start --hooks-dir ./hooks
+  hook-operator start --hooks-dir ./hooks --dry-run -o yaml
+  hook-operator start --hooks-dir ./hooks --dry-run=server
   HOOK_OPERATOR_HOOKS_DIR=/hooks hook-operator start --log-format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
-			return Run(ctx, f, log)
+			return Run(ctx, f, stdout, log)
 		},
 	}
 	fs := cmd.Flags()
@@ -80,13 +99,28 @@ work, lets running hooks finish within --shutdown-grace-period, and exits 0.`,
 	envflag.Bind(fs, "retry-max-delay", "HOOK_OPERATOR_RETRY_MAX_DELAY")
 	fs.DurationVar(&f.ShutdownGrace, "shutdown-grace-period", 30*time.Second, "how long running hooks may finish after SIGTERM/SIGINT")
 	envflag.Bind(fs, "shutdown-grace-period", "HOOK_OPERATOR_SHUTDOWN_GRACE_PERIOD")
+	fs.StringVar(&f.DryRun, "dry-run", "", "apply nothing; print each run and what it would change: client (diff against live objects) or server (API server dry-run requests)")
+	fs.Lookup("dry-run").NoOptDefVal = "client"
+	fs.StringVarP(&f.Output, "output", "o", "json", "with --dry-run, print runs as json (one per line) or yaml (one document each)")
+	fs.BoolVar(&f.ShowSecrets, "show-secrets", false, "with --dry-run, print Secret data as it is instead of masking it")
 	return cmd
 }
 
-// Run loads the hooks and runs the operator until ctx ends.
-func Run(ctx context.Context, f Flags, log *logrus.Logger) error {
+// Run loads the hooks and runs the operator until ctx ends. Dry-run
+// output goes to stdout.
+func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) error {
 	if f.HookTimeout <= 0 {
 		return errors.New("--hook-timeout must be positive")
+	}
+	var w *transcript.Writer
+	if f.DryRun != "" {
+		var err error
+		if f.DryRun != "client" && f.DryRun != "server" {
+			return fmt.Errorf("--dry-run=%s: use client or server", f.DryRun)
+		}
+		if w, err = transcript.NewWriter(stdout, f.Output); err != nil {
+			return fmt.Errorf("--output: %w", err)
+		}
 	}
 	env := os.Environ()
 	hooks, err := hook.Load(ctx, f.HooksDir, hook.LoadOptions{
@@ -115,16 +149,43 @@ func Run(ctx context.Context, f Flags, log *logrus.Logger) error {
 		return err
 	}
 	log.WithField("server", cfg.Host).Info("connected to the cluster")
-	op := operator.New(hooks, clients, operator.Options{
+	opts := operator.Options{
 		TmpDir:        f.TmpDir,
 		HookTimeout:   f.HookTimeout,
 		Retry:         queue.Options{RetryInitial: f.RetryInitial, RetryMax: f.RetryMax},
 		ShutdownGrace: f.ShutdownGrace,
 		Env:           env,
-	}, log)
+	}
+	if w != nil {
+		dryRun(&opts, f, clients, w, log)
+		log.WithField("mode", f.DryRun).Warn("dry-run: nothing is written to the cluster")
+	}
+	op := operator.New(hooks, clients, opts, log)
 	if err := op.Run(ctx); err != nil {
 		return err
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// dryRun sets opts up to send writes to a dry-run sink and print each run.
+func dryRun(opts *operator.Options, f Flags, clients *kube.Clients, w *transcript.Writer, log *logrus.Logger) {
+	topts := transcript.Options{ShowSecrets: f.ShowSecrets}
+	var changes func(id uint64) []transcript.Change
+	if f.DryRun == "server" {
+		s := &dryrun.Server{Live: clients.Dynamic, Resolver: clients.Resolver, Options: topts, Log: log}
+		opts.Sink, changes = s, s.Changes
+	} else {
+		c := &dryrun.Client{Live: clients.Dynamic, Resolver: clients.Resolver, Options: topts, Log: log}
+		opts.Sink, changes = c, c.Changes
+	}
+	var mu sync.Mutex
+	opts.Report = func(r operator.Report) {
+		run := transcript.New(r, changes(r.ID), topts)
+		mu.Lock()
+		defer mu.Unlock()
+		if err := w.Write(run); err != nil {
+			log.WithError(err).Error("printing the run")
+		}
+	}
 }

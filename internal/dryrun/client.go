@@ -1,0 +1,86 @@
+// Package dryrun holds the sinks of `hook-operator start --dry-run`: the
+// operator watches and runs hooks as usual, and their writes go here
+// instead of to the cluster.
+//
+// Client applies each run's operations to an in-memory copy of the objects
+// they touch, read from the live cluster, and reports diffs against the
+// live objects. Server sends every write to the API server with dryRun=All
+// and reports what it answered: the resulting object, or the rejection
+// (schema validation, admission, conflicts). Neither changes the cluster,
+// and Client needs no write permissions.
+package dryrun
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/hook-operator/hook-operator/internal/finalizer"
+	"github.com/hook-operator/hook-operator/internal/memcluster"
+	"github.com/hook-operator/hook-operator/internal/operator"
+	"github.com/hook-operator/hook-operator/internal/ops"
+	"github.com/hook-operator/hook-operator/internal/transcript"
+)
+
+// deleteTimeout is how long a foreground Delete waits in a dry-run: the
+// object is never going away, so it reports that at once.
+const deleteTimeout = time.Millisecond
+
+// Client is the client-side dry-run sink. Each run starts from the live
+// cluster: what an earlier run would have written is not seen.
+type Client struct {
+	Live     dynamic.Interface
+	Resolver ops.Resolver
+	Options  transcript.Options
+	Log      logrus.FieldLogger
+
+	mu   sync.Mutex
+	runs map[uint64]*memcluster.Cluster
+}
+
+func (c *Client) cluster(ctx context.Context) *memcluster.Cluster {
+	id := operator.RunID(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.runs == nil {
+		c.runs = map[uint64]*memcluster.Cluster{}
+	}
+	m := c.runs[id]
+	if m == nil {
+		m = memcluster.New(memcluster.Options{ReadThrough: c.Live})
+		c.runs[id] = m
+	}
+	return m
+}
+
+// Apply implements operator.Sink.
+func (c *Client) Apply(ctx context.Context, hookName string, operations []ops.Operation) error {
+	a := &ops.Applier{Dynamic: c.cluster(ctx), Resolver: c.Resolver, FieldManager: ops.DefaultFieldManager, DeleteTimeout: deleteTimeout}
+	return a.ApplyFor(ctx, hookName, operations)
+}
+
+// EnsureFinalizer implements operator.Sink: it only logs.
+func (c *Client) EnsureFinalizer(t finalizer.Target) {
+	c.Log.WithField("object", t.String()).Info("dry-run: the finalizer would be added")
+}
+
+// RemoveFinalizer implements operator.Sink.
+func (c *Client) RemoveFinalizer(ctx context.Context, t finalizer.Target) error {
+	_, err := finalizer.New(c.cluster(ctx), c.Log).Remove(ctx, t)
+	return err
+}
+
+// Changes returns, and forgets, what run id would have changed.
+func (c *Client) Changes(id uint64) []transcript.Change {
+	c.mu.Lock()
+	m := c.runs[id]
+	delete(c.runs, id)
+	c.mu.Unlock()
+	if m == nil {
+		return nil
+	}
+	return transcript.FromMemory(m.TakeChanges(), c.Options)
+}

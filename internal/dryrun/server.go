@@ -1,0 +1,78 @@
+package dryrun
+
+import (
+	"context"
+	"sync"
+
+	"github.com/sirupsen/logrus"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/hook-operator/hook-operator/internal/finalizer"
+	"github.com/hook-operator/hook-operator/internal/operator"
+	"github.com/hook-operator/hook-operator/internal/ops"
+	"github.com/hook-operator/hook-operator/internal/transcript"
+)
+
+// Server is the server-side dry-run sink: every write is sent with
+// dryRun=All. Reads go to the live cluster, except that an object a run
+// deleted reads as gone for the rest of that run.
+type Server struct {
+	Live     dynamic.Interface
+	Resolver ops.Resolver
+	Options  transcript.Options
+	Log      logrus.FieldLogger
+
+	mu   sync.Mutex
+	runs map[uint64]*recorder
+}
+
+func (s *Server) recorder(ctx context.Context) *recorder {
+	id := operator.RunID(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.runs == nil {
+		s.runs = map[uint64]*recorder{}
+	}
+	r := s.runs[id]
+	if r == nil {
+		r = &recorder{opts: s.Options, deleted: map[string]bool{}}
+		s.runs[id] = r
+	}
+	return r
+}
+
+func (s *Server) client(ctx context.Context) dynamic.Interface {
+	return &dryClient{live: s.Live, rec: s.recorder(ctx)}
+}
+
+// Apply implements operator.Sink.
+func (s *Server) Apply(ctx context.Context, hookName string, operations []ops.Operation) error {
+	a := &ops.Applier{Dynamic: s.client(ctx), Resolver: s.Resolver, FieldManager: ops.DefaultFieldManager, DeleteTimeout: deleteTimeout}
+	return a.ApplyFor(ctx, hookName, operations)
+}
+
+// EnsureFinalizer implements operator.Sink: it only logs.
+func (s *Server) EnsureFinalizer(t finalizer.Target) {
+	s.Log.WithField("object", t.String()).Info("dry-run: the finalizer would be added")
+}
+
+// RemoveFinalizer implements operator.Sink.
+func (s *Server) RemoveFinalizer(ctx context.Context, t finalizer.Target) error {
+	_, err := finalizer.New(s.client(ctx), s.Log).Remove(ctx, t)
+	return err
+}
+
+// Changes returns, and forgets, what the API server answered to run id's
+// writes.
+func (s *Server) Changes(id uint64) []transcript.Change {
+	s.mu.Lock()
+	r := s.runs[id]
+	delete(s.runs, id)
+	s.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.changes
+}

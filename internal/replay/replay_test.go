@@ -1,0 +1,232 @@
+package replay_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/hook-operator/hook-operator/internal/fixture"
+	"github.com/hook-operator/hook-operator/internal/memcluster"
+	"github.com/hook-operator/hook-operator/internal/operator"
+	"github.com/hook-operator/hook-operator/internal/replay"
+)
+
+// writeScript writes a bash hook: config on --config, else body.
+func writeScript(t *testing.T, dir, name, config, body string) {
+	t.Helper()
+	script := "#!/usr/bin/env bash\nset -euo pipefail\nif [[ \"${1:-}\" == --config ]]; then cat <<'EOF'\n" + config + "\nEOF\nexit 0\nfi\n" + body + "\n"
+	writeFile(t, dir, name, script)
+}
+
+func writeFile(t *testing.T, dir, name, content string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runLog is what a replay did: per run, its contexts and changes.
+type runLog struct {
+	contexts []string
+	changes  [][]memcluster.Change
+	errs     []error
+}
+
+func (l *runLog) line() string { return strings.Join(l.contexts, "\n") }
+
+func replayDir(t *testing.T, dir string, fx *fixture.Fixture, maxRuns int) (*runLog, replay.Summary, error) {
+	t.Helper()
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	var l runLog
+	sum, err := replay.Run(context.Background(), replay.Options{
+		Hooks: loadHooks(t, dir), Fixture: fx, HookTimeout: time.Minute, MaxRuns: maxRuns, Log: log,
+		Report: func(r operator.Report, changes []memcluster.Change) {
+			var cs []map[string]any
+			if err := json.Unmarshal(r.Contexts, &cs); err != nil {
+				t.Errorf("contexts: %v", err)
+			}
+			var parts []string
+			for _, c := range cs {
+				s := c["binding"].(string)
+				if v, ok := c["type"].(string); ok {
+					s += ":" + v
+				}
+				if v, ok := c["watchEvent"].(string); ok {
+					s += ":" + v
+				}
+				if o, ok := c["object"].(map[string]any); ok {
+					s += ":" + o["metadata"].(map[string]any)["name"].(string)
+				}
+				parts = append(parts, s)
+			}
+			l.contexts = append(l.contexts, strings.Join(parts, ","))
+			l.changes = append(l.changes, changes)
+			l.errs = append(l.errs, r.Err)
+		},
+	})
+	return &l, sum, err
+}
+
+func object(apiVersion, kind, ns, name string, fields map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind}}
+	for k, v := range fields {
+		u.Object[k] = v
+	}
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
+const ticketCRD = `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"tickets.example.com"},
+"spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"tickets","singular":"ticket","kind":"Ticket","shortNames":["tk"]},
+"versions":[{"name":"v1","served":true,"storage":true,"subresources":{"status":{}},"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}`
+
+func crd(t *testing.T) *unstructured.Unstructured {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(ticketCRD), &m); err != nil {
+		t.Fatal(err)
+	}
+	return &unstructured.Unstructured{Object: m}
+}
+
+// A custom kind known from its CRD among the objects, by short name; the
+// finalizer option: the finalizer is added, deleting the object runs
+// Finalize, and the successful run releases it so the object goes away,
+// taking the child it owns along.
+func TestFinalizeAndGarbageCollection(t *testing.T) {
+	dir := t.TempDir()
+	writeScript(t, dir, "tickets.sh",
+		`{"configVersion":"v1","kubernetes":[{"name":"tickets","kind":"tk","finalizer":"example.com/booking","executeHookOnEvent":["Added","Deleted"]}]}`,
+		`jq -c '.[] | select(.type == "Event" and .watchEvent == "Added") | .object
+  | {operation: "Apply", parent: {kind: "Ticket", namespace: .metadata.namespace, name: .metadata.name},
+     object: {apiVersion: "v1", kind: "ConfigMap", metadata: {name: (.metadata.name + "-booking"), namespace: .metadata.namespace}, data: {ok: "yes"}}}' "$BINDING_CONTEXT_PATH" >> "$KUBERNETES_PATCH_PATH"`)
+	fx := &fixture.Fixture{
+		Objects: []*unstructured.Unstructured{crd(t)},
+		Events: []fixture.Event{
+			{Type: "Added", Object: object("example.com/v1", "Ticket", "ns", "t1", nil)},
+			{Type: "Deleted", Object: object("example.com/v1", "Ticket", "ns", "t1", nil)},
+		},
+	}
+	l, sum, err := replayDir(t, dir, fx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Adding the finalizer modifies t1: not a run (Modified is not asked
+	// for). Once finalized, the object goes, which is a Deleted event, as
+	// live.
+	want := "tickets:Synchronization\ntickets:Event:Added:t1\ntickets:Event:Finalize:t1\ntickets:Event:Deleted:t1"
+	if l.line() != want || sum.Failed != 0 {
+		t.Fatalf("runs:\n%s\nwant:\n%s\n(failed %d: %v)", l.line(), want, sum.Failed, l.errs)
+	}
+	if got := describeChanges(l.changes[1]); got != "Added configmaps ns/t1-booking" {
+		t.Errorf("Added run changes: %s", got)
+	}
+	// The Finalize run's success removes the finalizer: the ticket goes, and
+	// garbage collection takes its booking.
+	if got := describeChanges(l.changes[2]); got != "Deleted tickets ns/t1; Deleted configmaps ns/t1-booking" {
+		t.Errorf("Finalize run changes: %s", got)
+	}
+}
+
+func describeChanges(cs []memcluster.Change) string {
+	var out []string
+	for _, c := range cs {
+		o := c.New
+		if o == nil {
+			o = c.Old
+		}
+		out = append(out, c.Type+" "+c.Resource.Resource+" "+o.GetNamespace()+"/"+o.GetName())
+	}
+	return strings.Join(out, "; ")
+}
+
+// Requeue requests run when a wait event moves the clock past them;
+// schedule events fire schedule bindings.
+func TestRequeueAndSchedule(t *testing.T) {
+	dir := t.TempDir()
+	writeScript(t, dir, "poll.sh",
+		`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","executeHookOnSynchronization":false,"executeHookOnEvent":["Added"]}],
+"schedule":[{"name":"nightly","crontab":"0 3 * * *"}]}`,
+		`jq -c '.[] | select(.type == "Event") | .object.metadata
+  | {operation: "Requeue", namespace: .namespace, name: .name, after: "1m"}' "$BINDING_CONTEXT_PATH" >> "$KUBERNETES_PATCH_PATH"`)
+	fx := &fixture.Fixture{Events: []fixture.Event{
+		{Type: "Added", Object: object("v1", "ConfigMap", "ns", "a", nil)},
+		{Wait: metav1.Duration{Duration: 30 * time.Second}},
+		{Schedule: "nightly"},
+		{Wait: metav1.Duration{Duration: 2 * time.Minute}},
+	}}
+	l, _, err := replayDir(t, dir, fx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The Requeue run asks again, due at 2m; the wait of 2m (to 2m30s)
+	// runs it once more; that one's request (3m) is not yet due.
+	want := "cms:Event:Added:a\nnightly:Schedule\ncms:Event:Requeue:a\ncms:Event:Requeue:a"
+	if l.line() != want {
+		t.Fatalf("runs:\n%s\nwant:\n%s", l.line(), want)
+	}
+	if _, _, err := replayDir(t, dir, &fixture.Fixture{Events: []fixture.Event{{Schedule: "weekly"}}}, 0); err == nil || !strings.Contains(err.Error(), `"weekly"`) {
+		t.Errorf("unknown schedule: err %v", err)
+	}
+}
+
+// A hook that keeps changing what it watches is stopped with a clear error.
+func TestHotLoopStops(t *testing.T) {
+	dir := t.TempDir()
+	writeScript(t, dir, "loop.sh",
+		`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap"}]}`,
+		`jq -c '.[] | (.objects // [{object: .object}])[] | .object.metadata
+  | {operation: "MergePatch", kind: "ConfigMap", namespace: .namespace, name: .name,
+     mergePatch: {metadata: {annotations: {n: ((.annotations.n // "0") | tonumber + 1 | tostring)}}}}' "$BINDING_CONTEXT_PATH" >> "$KUBERNETES_PATCH_PATH"`)
+	fx := &fixture.Fixture{Objects: []*unstructured.Unstructured{object("v1", "ConfigMap", "ns", "a", nil)}}
+	_, sum, err := replayDir(t, dir, fx, 20)
+	if !errors.Is(err, replay.ErrTooManyRuns) || sum.Runs != 20 {
+		t.Fatalf("err %v after %d runs, want ErrTooManyRuns after 20", err, sum.Runs)
+	}
+}
+
+// Kinds that are unknown offline are errors that say how to declare them;
+// declared resources make them known.
+func TestUnknownKind(t *testing.T) {
+	dir := t.TempDir()
+	writeScript(t, dir, "w.sh", `{"configVersion":"v1","kubernetes":[{"name":"w","kind":"Widget"}]}`, `true`)
+	_, _, err := replayDir(t, dir, &fixture.Fixture{}, 0)
+	if err == nil || !strings.Contains(err.Error(), "Widget") || !strings.Contains(err.Error(), "resources") {
+		t.Fatalf("err %v, want one naming Widget and resources", err)
+	}
+	fx := &fixture.Fixture{
+		Resources: []fixture.Resource{{APIVersion: "example.com/v1", Kind: "Widget", Resource: "widgets", Namespaced: true}},
+		Objects:   []*unstructured.Unstructured{object("example.com/v1", "Widget", "ns", "w1", nil)},
+	}
+	l, _, err := replayDir(t, dir, fx, 0)
+	if err != nil || l.line() != "w:Synchronization" {
+		t.Fatalf("with resources: err %v, runs %q", err, l.line())
+	}
+}
+
+// A failed run is reported and not retried; replay goes on.
+func TestFailedRunIsReported(t *testing.T) {
+	dir := t.TempDir()
+	writeScript(t, dir, "bad.sh", `{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap"}]}`,
+		`echo '{"operation":"Explode"}' >> "$KUBERNETES_PATCH_PATH"`)
+	fx := &fixture.Fixture{Events: []fixture.Event{{Type: "Added", Object: object("v1", "ConfigMap", "ns", "a", nil)}}}
+	l, sum, err := replayDir(t, dir, fx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Runs != 2 || sum.Failed != 2 || l.errs[1] == nil || !strings.Contains(l.errs[1].Error(), "Explode") {
+		t.Fatalf("summary %+v, errors %v", sum, l.errs)
+	}
+}
