@@ -12,7 +12,6 @@ package dryrun
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/hook-operator/hook-operator/internal/finalizer"
 	"github.com/hook-operator/hook-operator/internal/memcluster"
-	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/ops"
 	"github.com/hook-operator/hook-operator/internal/transcript"
 )
@@ -37,23 +35,13 @@ type Client struct {
 	Options  transcript.Options
 	Log      logrus.FieldLogger
 
-	mu   sync.Mutex
-	runs map[uint64]*memcluster.Cluster
+	runs perRun[*memcluster.Cluster]
 }
 
 func (c *Client) cluster(ctx context.Context) *memcluster.Cluster {
-	id := operator.RunID(ctx)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.runs == nil {
-		c.runs = map[uint64]*memcluster.Cluster{}
-	}
-	m := c.runs[id]
-	if m == nil {
-		m = memcluster.New(memcluster.Options{ReadThrough: c.Live})
-		c.runs[id] = m
-	}
-	return m
+	return c.runs.get(ctx, func() *memcluster.Cluster {
+		return memcluster.New(memcluster.Options{ReadThrough: c.Live})
+	})
 }
 
 // Apply implements operator.Sink.
@@ -75,11 +63,8 @@ func (c *Client) RemoveFinalizer(ctx context.Context, t finalizer.Target) error 
 
 // Changes returns, and forgets, what run id would have changed.
 func (c *Client) Changes(id uint64) []transcript.Change {
-	c.mu.Lock()
-	m := c.runs[id]
-	delete(c.runs, id)
-	c.mu.Unlock()
-	if m == nil {
+	m, ok := c.runs.take(id)
+	if !ok {
 		return nil
 	}
 	return transcript.FromMemory(m.TakeChanges(), c.Options)

@@ -2,13 +2,11 @@ package dryrun
 
 import (
 	"context"
-	"sync"
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/hook-operator/hook-operator/internal/finalizer"
-	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/ops"
 	"github.com/hook-operator/hook-operator/internal/transcript"
 )
@@ -22,23 +20,13 @@ type Server struct {
 	Options  transcript.Options
 	Log      logrus.FieldLogger
 
-	mu   sync.Mutex
-	runs map[uint64]*recorder
+	runs perRun[*recorder]
 }
 
 func (s *Server) recorder(ctx context.Context) *recorder {
-	id := operator.RunID(ctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.runs == nil {
-		s.runs = map[uint64]*recorder{}
-	}
-	r := s.runs[id]
-	if r == nil {
-		r = &recorder{opts: s.Options, deleted: map[string]bool{}}
-		s.runs[id] = r
-	}
-	return r
+	return s.runs.get(ctx, func() *recorder {
+		return &recorder{opts: s.Options, deleted: map[string]bool{}}
+	})
 }
 
 func (s *Server) client(ctx context.Context) dynamic.Interface {
@@ -65,11 +53,8 @@ func (s *Server) RemoveFinalizer(ctx context.Context, t finalizer.Target) error 
 // Changes returns, and forgets, what the API server answered to run id's
 // writes.
 func (s *Server) Changes(id uint64) []transcript.Change {
-	s.mu.Lock()
-	r := s.runs[id]
-	delete(s.runs, id)
-	s.mu.Unlock()
-	if r == nil {
+	r, ok := s.runs.take(id)
+	if !ok {
 		return nil
 	}
 	r.mu.Lock()
