@@ -13,7 +13,8 @@ import (
 // Discover finds the hooks under dir: every executable regular file, found
 // recursively and returned as paths relative to dir with forward slashes
 // ("pods/on-create.sh"), sorted. Names starting with "." (files and
-// folders) and folders named "lib" are skipped silently; files that are not
+// folders), folders named "lib", and the source files of Go hooks (*.go,
+// go.mod, go.sum) are skipped silently; other files that are not
 // executable, broken symlinks and special files are skipped with a warning
 // each.
 //
@@ -97,6 +98,8 @@ func (d *discovery) walk(rel string, ancestors map[string]bool) error {
 			if err != nil {
 				return err
 			}
+		case goSource(name):
+			// The source of a Go hook, next to the executable built from it.
 		case !info.Mode().IsRegular():
 			d.warnf("skipping %s: not a regular file (mode %s)", relName, info.Mode())
 		case info.Mode().Perm()&0o111 == 0:
@@ -111,4 +114,9 @@ func (d *discovery) walk(rel string, ancestors map[string]bool) error {
 
 func (d *discovery) warnf(format string, args ...any) {
 	d.warnings = append(d.warnings, fmt.Sprintf(format, args...))
+}
+
+// goSource reports whether a file name is Go source or module metadata.
+func goSource(name string) bool {
+	return strings.HasSuffix(name, ".go") || name == "go.mod" || name == "go.sum"
 }

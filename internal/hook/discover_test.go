@@ -36,18 +36,22 @@ func symlink(t *testing.T, target, link string) {
 func TestDiscover(t *testing.T) {
 	dir := t.TempDir()
 	tree(t, dir, map[string]os.FileMode{
-		"a.sh":               0o755,
-		"a-b.sh":             0o700,
-		"a/x.sh":             0o755,
-		"sub/deeper/c":       0o711,
-		"sub/other.py":       0o744, // owner-executable is enough
-		"README.md":          0o644,
-		"sub/notes.txt":      0o600,
-		".hidden.sh":         0o755,
-		".git/hooks/pre":     0o755,
-		"lib/common.sh":      0o755,
-		"sub/lib/helpers.sh": 0o755,
-		"lib.sh":             0o755, // only folders named lib are skipped
+		"a.sh":                0o755,
+		"a-b.sh":              0o700,
+		"a/x.sh":              0o755,
+		"sub/deeper/c":        0o711,
+		"sub/other.py":        0o744, // owner-executable is enough
+		"README.md":           0o644,
+		"sub/notes.txt":       0o600,
+		".hidden.sh":          0o755,
+		".git/hooks/pre":      0o755,
+		"lib/common.sh":       0o755,
+		"sub/lib/helpers.sh":  0o755,
+		"lib.sh":              0o755, // only folders named lib are skipped
+		"gohook/main.go":      0o644, // a Go hook's source: skipped silently
+		"gohook/main_test.go": 0o644,
+		"gohook/gohook":       0o755,
+		"go.mod":              0o644,
 	})
 	symlink(t, "missing-target", filepath.Join(dir, "dangling.sh"))
 	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o755); err != nil {
@@ -59,7 +63,7 @@ func TestDiscover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"a-b.sh", "a.sh", "a/x.sh", "lib.sh", "sub/deeper/c", "sub/other.py"}
+	want := []string{"a-b.sh", "a.sh", "a/x.sh", "gohook/gohook", "lib.sh", "sub/deeper/c", "sub/other.py"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("hooks = %q\nwant %q", names, want)
 	}

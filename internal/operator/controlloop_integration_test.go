@@ -200,6 +200,54 @@ fi`, counter))
 	}
 }
 
+// A Finalize run that requeues its object keeps the finalizer; the object
+// comes back as Finalize when the requeue falls due, and the first Finalize
+// run that does not requeue releases it.
+func TestIntegrationFinalizeRequeueKeepsFinalizer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	gvr := e.c.InstallCRD(t, appCRD)
+	apps := e.c.Dynamic.Resource(gvr).Namespace(e.ns)
+	counter := filepath.Join(t.TempDir(), "finalize-count")
+	releaseAtEnd(t, e, gvr)
+	e.bashHook("fin.sh", appHookConfig(gvr.Group, "  finalizer: test.hook-operator.dev/cleanup\n"), fmt.Sprintf(`
+jq -c '.[] | select(.watchEvent == "Finalize") | .object.metadata' "$BINDING_CONTEXT_PATH" | while read -r md; do
+  n=$(cat %[1]q 2>/dev/null || echo 0); echo $((n+1)) > %[1]q
+  if (( n < 2 )); then
+    jq -c '{operation: "Requeue", after: "500ms", namespace, name}' <<<"$md" >> "$KUBERNETES_PATCH_PATH"
+  fi
+done`, counter))
+	e.start()
+	_, err := apps.Create(ctx, newApp(gvr, "waiting"), metav1.CreateOptions{})
+	must(t, err)
+	e.eventually(15*time.Second, "the finalizer", func() bool {
+		got, err := apps.Get(ctx, "waiting", metav1.GetOptions{})
+		return err == nil && slices.Contains(got.GetFinalizers(), "test.hook-operator.dev/cleanup")
+	})
+	must(t, apps.Delete(ctx, "waiting", metav1.DeleteOptions{}))
+	e.eventually(30*time.Second, "deletion after the third Finalize run", func() bool {
+		_, err := apps.Get(ctx, "waiting", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	data, _ := os.ReadFile(counter)
+	if strings.TrimSpace(string(data)) != "3" {
+		t.Errorf("Finalize ran %s times, want 3 (two that requeued, then the one that released)", strings.TrimSpace(string(data)))
+	}
+	var finalizes int
+	for _, c := range e.contexts("fin.sh") {
+		if c["watchEvent"] == "Finalize" {
+			finalizes++
+		}
+		if c["watchEvent"] == "Requeue" {
+			t.Errorf("a requeued object being finalized arrived as Requeue, want Finalize")
+		}
+	}
+	if finalizes != 3 {
+		t.Errorf("%d Finalize contexts, want 3", finalizes)
+	}
+}
+
 // A Requeue operation runs the hook again for the object after the asked
 // time, once.
 func TestIntegrationRequeue(t *testing.T) {

@@ -129,7 +129,7 @@ func (e *Executor) execute(ctx context.Context, t *queue.Task, rep *Report) erro
 			return fmt.Errorf("hook %s: %w", t.Hook.Name, err)
 		}
 	}
-	if err := e.releaseFinalizers(ctx, t.Hook, contexts); err != nil {
+	if err := e.releaseFinalizers(ctx, t.Hook, contexts, requeues); err != nil {
 		return fmt.Errorf("hook %s: %w", t.Hook.Name, err)
 	}
 	if e.Requeue != nil {
@@ -164,14 +164,20 @@ func (e *Executor) noteStatusWrites(h *hook.Hook, operations []ops.Operation) {
 }
 
 // releaseFinalizers removes the finalizer of every object this successful
-// run was finalizing, letting its deletion go on.
-func (e *Executor) releaseFinalizers(ctx context.Context, h *hook.Hook, contexts []binding.Context) error {
+// run was finalizing, letting its deletion go on, unless the run requeued
+// the object: the hook is not done with it yet (a cleanup it waits for).
+func (e *Executor) releaseFinalizers(ctx context.Context, h *hook.Hook, contexts []binding.Context, requeues []RequeueRequest) error {
 	for _, c := range contexts {
 		if c.WatchEvent != watch.Finalize || c.Object == nil {
 			continue
 		}
 		b := e.Objects.Binding(h.Name, c.Binding)
 		if b == nil {
+			continue
+		}
+		if requeued(requeues, b, c.Object.Namespace, c.Object.Name) {
+			e.Log.WithFields(logrus.Fields{"hook": h.Name, "object": c.Object.Namespace + "/" + c.Object.Name}).
+				Info("the Finalize run requeued the object; the finalizer stays until a Finalize run does not")
 			continue
 		}
 		t := finalizer.Target{Resource: b.Resource().GVR, Namespace: c.Object.Namespace, Name: c.Object.Name, Finalizer: b.Config().Finalizer}
@@ -181,6 +187,15 @@ func (e *Executor) releaseFinalizers(ctx context.Context, h *hook.Hook, contexts
 		e.Log.WithFields(logrus.Fields{"hook": h.Name, "object": t.String()}).Info("finalized; finalizer removed")
 	}
 	return nil
+}
+
+func requeued(requeues []RequeueRequest, b *watch.Binding, namespace, name string) bool {
+	for _, r := range requeues {
+		if r.Binding == b && r.Namespace == namespace && r.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // bindingNames lists the distinct bindings of contexts, in order.

@@ -115,13 +115,28 @@ func (r *requeues) stop() {
 
 // fireRequeue queues the Requeue event of t's object.
 func (o *Operator) fireRequeue(t RequeueRequest) {
-	obj, ok := t.Binding.Get(t.Namespace, t.Name)
+	c, ok := RequeueContext(t)
 	if !ok {
 		o.log.WithFields(map[string]any{"hook": t.Binding.Hook.Name, "binding": t.Binding.Name(), "object": t.Namespace + "/" + t.Name}).
 			Debug("requeued object is gone; nothing to run")
 		return
 	}
-	cfg := t.Binding.Config()
-	c := binding.Context{Binding: cfg.Name, Type: binding.TypeEvent, WatchEvent: Requeue, Object: &obj}
-	o.push(t.Binding.Hook, &cfg.Common, c, nil)
+	o.push(t.Binding.Hook, &t.Binding.Config().Common, c, nil)
+}
+
+// RequeueContext is the context of a Requeue request that fell due: a
+// Requeue event of the object, or a Finalize event when the object is
+// being deleted and still held by the binding's finalizer (a Finalize run
+// that requeues keeps the finalizer). It is false when the binding no
+// longer holds the object.
+func RequeueContext(r RequeueRequest) (binding.Context, bool) {
+	obj, ok := r.Binding.Get(r.Namespace, r.Name)
+	if !ok {
+		return binding.Context{}, false
+	}
+	event := Requeue
+	if r.Binding.Finalizing(r.Namespace, r.Name) {
+		event = watch.Finalize
+	}
+	return binding.Context{Binding: r.Binding.Name(), Type: binding.TypeEvent, WatchEvent: event, Object: &obj}, true
 }

@@ -317,6 +317,7 @@ func (e *engine) schedule(ctx context.Context, name, hookName string) error {
 // drain runs queued tasks, in order, until none is left; the changes each
 // run makes are delivered to the bindings before the next run.
 func (e *engine) drain(ctx context.Context) error {
+	e.ensureFinalizers(ctx)
 	for len(e.tasks) > 0 {
 		if err := ctx.Err(); err != nil {
 			return err

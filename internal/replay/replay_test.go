@@ -230,3 +230,47 @@ func TestFailedRunIsReported(t *testing.T) {
 		t.Fatalf("summary %+v, errors %v", sum, l.errs)
 	}
 }
+
+// A Finalize run that requeues keeps the finalizer; the object comes back
+// as Finalize when a wait makes the requeue due, as live.
+func TestFinalizeRequeue(t *testing.T) {
+	dir := t.TempDir()
+	writeScript(t, dir, "snap.sh",
+		`{"configVersion":"v1","kubernetes":[{"name":"tickets","kind":"Ticket","finalizer":"example.com/snapshot","executeHookOnSynchronization":false,"executeHookOnEvent":[]}]}`,
+		`n=$(cat "$COUNTER" 2>/dev/null || echo 0); echo $((n+1)) > "$COUNTER"
+if (( n == 0 )); then
+  jq -c '.[] | select(.watchEvent == "Finalize") | .object.metadata | {operation: "Requeue", namespace, name, after: "10s"}' \
+    "$BINDING_CONTEXT_PATH" >> "$KUBERNETES_PATCH_PATH"
+fi`)
+	fx := &fixture.Fixture{
+		Objects: []*unstructured.Unstructured{crd(t)},
+		Events: []fixture.Event{
+			{Type: "Added", Object: object("example.com/v1", "Ticket", "ns", "t1", nil)},
+			{Type: "Deleted", Object: object("example.com/v1", "Ticket", "ns", "t1", nil)},
+			{Wait: metav1.Duration{Duration: 5 * time.Second}}, // not yet due
+		},
+	}
+	t.Setenv("COUNTER", filepath.Join(t.TempDir(), "count"))
+	l, _, err := replayDir(t, dir, fx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.line() != "tickets:Event:Finalize:t1" || len(l.changes[0]) != 0 {
+		t.Fatalf("before the requeue is due: runs %q, changes %s", l.line(), describeChanges(l.changes[0]))
+	}
+	// Due after another wait: the second Finalize run writes nothing, and
+	// the finalizer goes with it.
+	t.Setenv("COUNTER", filepath.Join(t.TempDir(), "count"))
+	fx.Events = append(fx.Events, fixture.Event{Wait: metav1.Duration{Duration: 10 * time.Second}})
+	l, _, err = replayDir(t, dir, fx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "tickets:Event:Finalize:t1\ntickets:Event:Finalize:t1"
+	if l.line() != want {
+		t.Fatalf("runs:\n%s\nwant:\n%s", l.line(), want)
+	}
+	if got := describeChanges(l.changes[1]); got != "Deleted tickets ns/t1" {
+		t.Errorf("the second Finalize run's changes: %s, want the ticket deleted", got)
+	}
+}

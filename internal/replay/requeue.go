@@ -5,7 +5,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/hook-operator/hook-operator/internal/binding"
 	"github.com/hook-operator/hook-operator/internal/operator"
 )
 
@@ -59,13 +58,11 @@ func (e *engine) wait(ctx context.Context, d time.Duration) error {
 		if p.at.After(e.now) {
 			e.now = p.at
 		}
-		obj, ok := p.r.Binding.Get(p.r.Namespace, p.r.Name)
+		c, ok := operator.RequeueContext(p.r)
 		if !ok {
 			continue // the object is gone: nothing to run, as live
 		}
-		cfg := p.r.Binding.Config()
-		c := binding.Context{Binding: cfg.Name, Type: binding.TypeEvent, WatchEvent: operator.Requeue, Object: &obj}
-		e.tasks = append(e.tasks, operator.NewTask(p.r.Binding.Hook, &cfg.Common, c))
+		e.tasks = append(e.tasks, operator.NewTask(p.r.Binding.Hook, &p.r.Binding.Config().Common, c))
 		if err := e.drain(ctx); err != nil {
 			return err
 		}

@@ -84,6 +84,22 @@ func (b *Binding) Get(namespace, name string) (binding.Object, bool) {
 	return binding.Object{}, false
 }
 
+// Finalizing reports whether the binding holds the object, being deleted
+// and still held by the binding's finalizer: its runs are Finalize runs.
+func (b *Binding) Finalizing(namespace, name string) bool {
+	if b.cfg.Finalizer == "" {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, src := range b.sources {
+		if e := src.inf.get(namespace, name); e != nil && b.matches(e) {
+			return e.deleting && e.hasFinalizer(b.cfg.Finalizer)
+		}
+	}
+	return false
+}
+
 // Config returns the binding's configuration.
 func (b *Binding) Config() *hook.KubernetesBinding { return b.cfg }
 
