@@ -9,13 +9,19 @@ COMMIT     ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS    := -X $(MODULE)/internal/buildinfo.Version=$(VERSION) -X $(MODULE)/internal/buildinfo.Commit=$(COMMIT)
 TEST_TIMEOUT ?= 45m
 
-.PHONY: help build vet unit test cluster cluster-down cluster-binaries run clean
+.PHONY: help build hooks vet unit test cluster cluster-down cluster-binaries run clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 
 build: ## build bin/hook-operator
 	go build -ldflags '$(LDFLAGS)' -o bin/hook-operator ./cmd/hook-operator
+
+hooks: ## build the Go hooks: hooks/<d>/<d> from the Go package in hooks/<d>
+	@for pkg in $$(go list ./hooks/... 2>/dev/null); do \
+		d=$${pkg#$(MODULE)/}; echo "go build -o $$d/$$(basename $$d) ./$$d"; \
+		go build -o "$$d/$$(basename $$d)" "./$$d"; \
+	done
 
 vet: ## go vet and gofmt check
 	go vet ./...
@@ -37,8 +43,9 @@ cluster: ## start (or reuse) the local cluster; prints its kubeconfig
 cluster-down: ## stop and remove the local cluster (binaries stay cached)
 	@hack/cluster/down.sh
 
-run: build ## build, start the local cluster, run the operator with hooks/ (Ctrl-C stops)
+run: build hooks ## build, start the local cluster, run the operator with hooks/ (Ctrl-C stops)
 	@hack/run.sh
 
 clean: ## remove build output (not the cluster or its cached binaries)
 	rm -rf bin/
+	@for pkg in $$(go list ./hooks/... 2>/dev/null); do d=$${pkg#$(MODULE)/}; rm -f "$$d/$$(basename $$d)"; done

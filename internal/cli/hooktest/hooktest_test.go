@@ -15,6 +15,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/cli/hooktest"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
+	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
 // A hook that labels every ConfigMap it sees with the number of keys in
@@ -155,13 +156,14 @@ func TestNoCases(t *testing.T) {
 	}
 }
 
-// The walkthrough in examples/testing passes against the shipped hooks.
+// The walkthrough in examples/testing passes against the shipped hooks
+// (Go hooks built from their source).
 func TestExamplesPass(t *testing.T) {
 	root, err := testcluster.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := run(t, filepath.Join(root, "hooks"), filepath.Join(root, "examples", "testing"), false)
+	out, err := run(t, testoperator.Hooks(t), filepath.Join(root, "examples", "testing"), false)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

@@ -1,0 +1,362 @@
+// Package testoperator runs the hook-operator binary with the shipped
+// hooks against the local cluster, for the hooks' end-to-end tests: it
+// builds the binary and the Go hooks, installs the shipped CRDs, starts
+// the operator, and counts the hook runs it logs.
+package testoperator
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/hook-operator/hook-operator/internal/testcluster"
+)
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// Binary builds hook-operator once per test binary and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		root, err := testcluster.RepoRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "hook-operator-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "hook-operator")
+		cmd := exec.Command("go", "build", "-o", binary, "./cmd/hook-operator")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/hook-operator: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("testoperator: %v", buildErr)
+	}
+	return binary
+}
+
+// Hooks copies the named folders of the repository's hooks/ (all of them
+// when none is named), and hooks/lib, into a temp hooks folder, builds the
+// Go hooks in it (each Go package folder <d> gets the executable <d>/<d>),
+// and returns the folder.
+func Hooks(t testing.TB, names ...string) string {
+	t.Helper()
+	root, err := testcluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(root, "hooks")
+	if len(names) == 0 {
+		entries, err := os.ReadDir(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.IsDir() && e.Name() != "lib" {
+				names = append(names, e.Name())
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(src, "lib")); err == nil {
+		names = append(names, "lib")
+	}
+	dst := t.TempDir()
+	for _, n := range names {
+		if err := copyTree(filepath.Join(src, n), filepath.Join(dst, n)); err != nil {
+			t.Fatalf("testoperator: copy hooks/%s: %v", n, err)
+		}
+		if err := buildGoHook(root, n, dst); err != nil {
+			t.Fatalf("testoperator: %v", err)
+		}
+	}
+	return dst
+}
+
+// buildGoHook builds hooks/<name> into dst/<name>/<name> when it is a Go
+// package.
+func buildGoHook(root, name, dst string) error {
+	matches, _ := filepath.Glob(filepath.Join(root, "hooks", name, "*.go"))
+	var sources []string
+	for _, m := range matches {
+		if !strings.HasSuffix(m, "_test.go") {
+			sources = append(sources, m)
+		}
+	}
+	if len(sources) == 0 {
+		return nil
+	}
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dst, name, name), "./hooks/"+name)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./hooks/%s: %v\n%s", name, err, out)
+	}
+	return nil
+}
+
+// copyTree copies the regular files under src (keeping their modes) and
+// its folders; Go test files are left out.
+func copyTree(src, dst string) error {
+	return filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		target := filepath.Join(dst, rel)
+		switch {
+		case info.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case strings.HasSuffix(path, "_test.go"), !info.Mode().IsRegular():
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, info.Mode().Perm())
+	})
+}
+
+// Operator is a running `hook-operator start`.
+type Operator struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+
+	mu       sync.Mutex
+	logs     strings.Builder
+	runs     map[string]int
+	failures map[string]int
+	lastRun  time.Time
+}
+
+// Start runs `hook-operator start --hooks-dir hooksDir` against c with
+// JSON logs and the extra environment variables env ("K=V"), and stops it
+// when the test ends. Failed runs are retried quickly, so tests of failure
+// and recovery do not wait long.
+func Start(t testing.TB, c *testcluster.Cluster, hooksDir string, env ...string) *Operator {
+	t.Helper()
+	cmd := exec.Command(Binary(t), "start", "--hooks-dir", hooksDir, "--kubeconfig", c.Kubeconfig,
+		"--log-format", "json", "--retry-initial-delay", "200ms", "--retry-max-delay", "2s", "--shutdown-grace-period", "5s")
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &Operator{cmd: cmd, done: make(chan struct{}), runs: map[string]int{}, failures: map[string]int{}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(o.done)
+		o.read(stderr)
+		_ = cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		o.Stop(t)
+		if t.Failed() {
+			t.Logf("operator log:\n%s", tail(o.Logs(), 200))
+		}
+	})
+	return o
+}
+
+// read consumes the operator's JSON log lines.
+func (o *Operator) read(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		line := sc.Text()
+		var rec struct {
+			Msg  string `json:"msg"`
+			Hook string `json:"hook"`
+		}
+		_ = json.Unmarshal([]byte(line), &rec)
+		o.mu.Lock()
+		o.logs.WriteString(line + "\n")
+		switch {
+		case rec.Msg == "hook run succeeded":
+			o.runs[rec.Hook]++
+			o.lastRun = time.Now()
+		case strings.HasPrefix(rec.Msg, "hook failed"):
+			o.failures[rec.Hook]++
+			o.lastRun = time.Now()
+		}
+		o.mu.Unlock()
+	}
+}
+
+// Runs returns how many runs of hook (its path under the hooks folder)
+// have succeeded so far.
+func (o *Operator) Runs(hook string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.runs[hook]
+}
+
+// Failures returns how many runs of hook have failed so far.
+func (o *Operator) Failures(hook string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.failures[hook]
+}
+
+// Logs returns the operator's log so far.
+func (o *Operator) Logs() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.logs.String()
+}
+
+// WaitQuiet waits until no run has finished for quiet, failing t after max.
+func (o *Operator) WaitQuiet(t testing.TB, quiet, max time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(max)
+	for {
+		o.mu.Lock()
+		last := o.lastRun
+		o.mu.Unlock()
+		if time.Since(last) >= quiet {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("testoperator: hooks still running after %s (a hot loop?); runs: %v", max, o.counts())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (o *Operator) counts() map[string]int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range o.runs {
+		out[k] = v
+	}
+	return out
+}
+
+// Stop sends SIGTERM and waits for the operator to exit (killing it after
+// 30s). Stopping twice is fine.
+func (o *Operator) Stop(t testing.TB) {
+	t.Helper()
+	if o.cmd.Process == nil {
+		return
+	}
+	_ = o.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-o.done:
+	case <-time.After(30 * time.Second):
+		_ = o.cmd.Process.Kill()
+		<-o.done
+		t.Errorf("testoperator: the operator did not stop within 30s of SIGTERM")
+	}
+}
+
+// Eventually polls cond every 200ms until it returns true, failing t with
+// what and cond's last error after timeout.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var last error
+	for {
+		ok, err := cond(ctx)
+		if ok {
+			return
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if last == nil {
+				last = errors.New("condition not met")
+			}
+			t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func tail(s string, lines int) string {
+	parts := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(parts) > lines {
+		parts = parts[len(parts)-lines:]
+	}
+	return strings.Join(parts, "\n")
+}
+
+// InstallCRDs applies the CRDs in the repository's deploy/crds/ named by
+// files (server-side apply, so a changed CRD is updated) and waits until
+// their kinds are served. They have fixed names and are shared by every
+// test, so they are never deleted.
+func InstallCRDs(t testing.TB, c *testcluster.Cluster, files ...string) {
+	t.Helper()
+	root, err := testcluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		path := filepath.Join(root, "deploy", "crds", f)
+		out, err := exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "apply", "--server-side", "--force-conflicts",
+			"--field-manager", "hook-operator-tests", "-f", path).CombinedOutput()
+		if err != nil {
+			t.Fatalf("testoperator: apply %s: %v\n%s", path, err, out)
+		}
+		out, err = exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "wait", "--for", "condition=Established",
+			"--timeout", "60s", "-f", path).CombinedOutput()
+		if err != nil {
+			t.Fatalf("testoperator: %s not established: %v\n%s", path, err, out)
+		}
+		waitServed(t, c, path)
+	}
+}
+
+// waitServed waits until the kind of the CRD in path can be listed:
+// Established can precede serving by a moment.
+func waitServed(t testing.TB, c *testcluster.Cluster, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd struct {
+		Spec struct {
+			Group    string                  `json:"group"`
+			Names    struct{ Plural string } `json:"names"`
+			Versions []struct{ Name string } `json:"versions"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(data, &crd); err != nil || len(crd.Spec.Versions) == 0 {
+		t.Fatalf("testoperator: %s is not a CRD: %v", path, err)
+	}
+	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: crd.Spec.Versions[0].Name, Resource: crd.Spec.Names.Plural}
+	Eventually(t, 30*time.Second, gvr.String()+" served", func(ctx context.Context) (bool, error) {
+		_, err := c.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil, err
+	})
+}
