@@ -12,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
+	"github.com/hook-operator/hook-operator/internal/cli/debug"
 	"github.com/hook-operator/hook-operator/internal/cli/envflag"
 	"github.com/hook-operator/hook-operator/internal/cli/finalizers"
 	"github.com/hook-operator/hook-operator/internal/cli/hooks"
@@ -96,6 +97,7 @@ a flag given on the command line wins over the variable.`,
 	root.AddCommand(finalizers.New(stdout, log))
 	root.AddCommand(record.New(stdout, log))
 	root.AddCommand(replay.New(stdout, log))
+	root.AddCommand(debug.New(stdout))
 	root.AddCommand(hooktest.New(stdout, log))
 	return root
 }

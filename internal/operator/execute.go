@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/binding"
 	"github.com/hook-operator/hook-operator/internal/finalizer"
 	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/metrics"
 	"github.com/hook-operator/hook-operator/internal/ops"
 	"github.com/hook-operator/hook-operator/internal/queue"
 	"github.com/hook-operator/hook-operator/internal/run"
@@ -42,6 +44,11 @@ type Executor struct {
 	// Report, when set, is told about every run, successful or not, after
 	// its operations went to the sink (dry-run and replay print it).
 	Report func(Report)
+	// Metrics, when set, counts runs and operations and holds the metrics
+	// hooks write. Without it, hooks' metrics files are still validated.
+	Metrics *metrics.Metrics
+	// Failed, when set, is told about every failed run (Kubernetes Events).
+	Failed func(t *queue.Task, err error, stderrTail string)
 	Log    logrus.FieldLogger
 
 	runs atomic.Uint64
@@ -83,7 +90,27 @@ func RunID(ctx context.Context) uint64 {
 func (e *Executor) Execute(ctx context.Context, t *queue.Task) error {
 	rep := Report{ID: e.runs.Add(1), Hook: t.Hook, Queue: t.Queue}
 	ctx = context.WithValue(ctx, runIDKey{}, rep.ID)
+	start := time.Now()
 	err := e.execute(ctx, t, &rep)
+	if e.Metrics != nil {
+		var user, system time.Duration
+		var rss int64
+		if r := rep.Result; r != nil {
+			user, system, rss = r.UserCPU, r.SystemCPU, r.MaxRSS
+		}
+		names := rep.Bindings
+		if names == "" {
+			names = bindingNames(t.Contexts)
+		}
+		e.Metrics.Run(t.Hook.Name, names, t.Queue, time.Since(start), user, system, rss, err, t.AllowFailure)
+	}
+	if err != nil && e.Failed != nil {
+		tail := ""
+		if rep.Result != nil {
+			tail = rep.Result.StderrTail
+		}
+		e.Failed(t, err, tail)
+	}
 	if e.Report != nil {
 		rep.Err = err
 		e.Report(rep)
@@ -119,15 +146,27 @@ func (e *Executor) execute(ctx context.Context, t *queue.Task, rep *Report) erro
 		return fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", t.Hook.Name, err)
 	}
 	rep.Parsed = operations
+	hookMetrics, err := metrics.ParseHookOps(res.Metrics)
+	if err == nil && e.Metrics != nil {
+		err = e.Metrics.Hooks.Check(t.Hook.Name, hookMetrics)
+	}
+	if err != nil {
+		return fmt.Errorf("hook %s: invalid metrics in $METRICS_PATH, no operation applied: %w", t.Hook.Name, err)
+	}
 	requeues, err := e.resolveRequeues(t.Hook, operations)
 	if err != nil {
 		return fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", t.Hook.Name, err)
 	}
 	e.noteStatusWrites(t.Hook, operations)
 	if len(operations) > 0 {
-		if err := e.Sink.Apply(ctx, t.Hook.Name, operations); err != nil {
+		err := e.Sink.Apply(ctx, t.Hook.Name, operations)
+		e.countOperations(t.Hook.Name, operations, err)
+		if err != nil {
 			return fmt.Errorf("hook %s: %w", t.Hook.Name, err)
 		}
+	}
+	if e.Metrics != nil {
+		e.Metrics.Hooks.Apply(t.Hook.Name, hookMetrics)
 	}
 	if err := e.releaseFinalizers(ctx, t.Hook, contexts, requeues); err != nil {
 		return fmt.Errorf("hook %s: %w", t.Hook.Name, err)
@@ -140,6 +179,32 @@ func (e *Executor) execute(ctx context.Context, t *queue.Task, rep *Report) erro
 	log.WithFields(logrus.Fields{"contexts": len(contexts), "operations": len(operations), "duration": res.Duration.Round(time.Millisecond).String()}).
 		Info("hook run succeeded")
 	return nil
+}
+
+// countOperations counts operations by result: applied before the one
+// that failed (err names its index), failed, and not applied after it.
+func (e *Executor) countOperations(hookName string, operations []ops.Operation, err error) {
+	if e.Metrics == nil {
+		return
+	}
+	failed := -1
+	var opErr *ops.Error
+	if errors.As(err, &opErr) {
+		failed = opErr.Index
+	} else if err != nil {
+		failed = 0 // not tied to one operation: none counts as applied
+	}
+	for _, op := range operations {
+		result := "applied"
+		switch {
+		case failed < 0:
+		case op.Index == failed:
+			result = "failed"
+		case op.Index > failed:
+			result = "not_applied"
+		}
+		e.Metrics.Operation(hookName, op.Type, result)
+	}
 }
 
 // noteStatusWrites tells the watch which objects the hook writes status or

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -18,6 +19,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/finalizer"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
+	"github.com/hook-operator/hook-operator/internal/metrics"
 	"github.com/hook-operator/hook-operator/internal/ops"
 	"github.com/hook-operator/hook-operator/internal/queue"
 	"github.com/hook-operator/hook-operator/internal/run"
@@ -41,6 +43,10 @@ type Options struct {
 	Sink Sink
 	// Report, when set, is told about every hook run (see Executor.Report).
 	Report func(Report)
+	// Metrics, when set, receives the operator's metrics and the hooks'.
+	Metrics *metrics.Metrics
+	// Events makes failed runs leave Kubernetes Events on their objects.
+	Events bool
 }
 
 // Operator runs a set of hooks against a cluster.
@@ -55,6 +61,14 @@ type Operator struct {
 	// the operator writes to the cluster; nil with another Sink.
 	finalizers *finalizer.Manager
 	requeues   requeues
+	events     *failureEvents
+	stats      runStats
+	// started is set once start-up is done (see Ready); lastTick is when
+	// the liveness loop last ticked (see Alive).
+	started  atomic.Bool
+	lastTick atomic.Int64
+	// apiReady asks the API server's /readyz.
+	apiReady func(ctx context.Context) error
 
 	mu         sync.Mutex
 	syncsDone  map[*watch.Binding]bool
@@ -86,9 +100,30 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 		Sink:     sink,
 		Requeue:  func(r RequeueRequest) { o.requeues.schedule(r, o.fireRequeue) },
 		Report:   opts.Report,
+		Metrics:  opts.Metrics,
+		Failed:   o.failed,
 		Log:      log,
 	}
-	o.queues = queue.NewSet(o.exec.Execute, opts.Retry, log)
+	if opts.Events {
+		o.events = newFailureEvents(clients)
+	}
+	if clients.Typed != nil {
+		rc := clients.Typed.Discovery().RESTClient()
+		o.apiReady = func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			return rc.Get().AbsPath("/readyz").Do(ctx).Error()
+		}
+	}
+	o.queues = queue.NewSet(func(ctx context.Context, t *queue.Task) error {
+		err := o.exec.Execute(ctx, t)
+		o.stats.record(t.Hook.Name, err)
+		return err
+	}, opts.Retry, log)
+	if opts.Metrics != nil {
+		o.queues.Metrics = opts.Metrics
+		o.watcher.SetMetrics(opts.Metrics)
+	}
 	return o
 }
 
@@ -99,6 +134,10 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 // new work, lets running hooks finish within the grace period, and returns.
 func (o *Operator) Run(ctx context.Context) error {
 	o.warnUnserved()
+	go o.tick(ctx)
+	if o.events != nil {
+		defer o.events.stop()
+	}
 	defer o.queues.Stop(o.opts.ShutdownGrace)
 	defer o.requeues.stop()
 	if o.finalizers != nil {
@@ -117,6 +156,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	if err := o.startSchedules(ctx); err != nil {
 		return err
 	}
+	o.started.Store(true)
 	o.log.Info("all bindings started; running")
 	<-ctx.Done()
 	o.log.Info("stopping: no new work is taken; waiting for running hooks")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hook-operator/hook-operator/internal/binding"
 	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/metrics"
 )
 
 // Task is a pending run of a hook.
@@ -34,6 +35,7 @@ type Task struct {
 	done     []func(error)
 	attempts int
 	enqueued time.Time
+	lastErr  error
 }
 
 // Handler runs a task. ctx ends when the queue set's grace period after
@@ -52,6 +54,9 @@ type Set struct {
 	handler Handler
 	opts    Options
 	log     logrus.FieldLogger
+	// Metrics, when set before the first Push, receives queue lengths,
+	// wait times and merges.
+	Metrics *metrics.Metrics
 
 	mu       sync.Mutex
 	queues   map[string]*fifo
@@ -68,6 +73,7 @@ type fifo struct {
 	name    string
 	tasks   []*Task
 	running *Task
+	started time.Time // of the running task
 	wake    chan struct{}
 	// retryAt is when the head task (held back after a failure) runs again.
 	retryAt time.Time
@@ -122,6 +128,7 @@ func (s *Set) Push(t *Task) error {
 	}
 	t.enqueued = time.Now()
 	q.tasks = append(q.tasks, t)
+	s.Metrics.QueueLength(q.name, len(q.tasks))
 	q.signal()
 	return nil
 }
@@ -192,6 +199,11 @@ func (s *Set) work(q *fifo) {
 		}
 		t := s.takeLocked(q)
 		q.running = t
+		q.started = time.Now()
+		s.Metrics.QueueLength(q.name, len(q.tasks))
+		if t.attempts == 0 {
+			s.Metrics.QueueWait(q.name, time.Since(t.enqueued))
+		}
 		s.mu.Unlock()
 
 		err := s.handler(s.runCtx, t)
@@ -211,6 +223,7 @@ func (s *Set) work(q *fifo) {
 			t.finish(err)
 		default:
 			t.attempts++
+			t.lastErr = err
 			delay := s.backoff(t.attempts)
 			q.retryAt = time.Now().Add(delay)
 			q.tasks = append([]*Task{t}, q.tasks...) // hold the queue
@@ -231,6 +244,7 @@ func (s *Set) takeLocked(q *fifo) *Task {
 			rest = append(rest, t)
 			continue
 		}
+		s.Metrics.Combined(head.Hook.Name, q.name, len(t.Contexts))
 		head.Contexts = append(head.Contexts, t.Contexts...)
 		head.AllowFailure = head.AllowFailure && t.AllowFailure
 		head.done = append(head.done, t.done...)

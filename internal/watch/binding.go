@@ -9,6 +9,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/binding"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
+	"github.com/hook-operator/hook-operator/internal/metrics"
 )
 
 // Sink receives what bindings observe. Calls for one binding come one at a
@@ -38,6 +39,8 @@ type Binding struct {
 	// names filters objects client-side when nameSelector lists more than one
 	// name (one name is a server-side field selector).
 	names map[string]bool
+	// metrics counts events received and suppressed; may be nil.
+	metrics *metrics.Metrics
 
 	mu       sync.Mutex
 	sources  map[string]*source // by namespace ("" = all namespaces)
@@ -138,6 +141,21 @@ func (b *Binding) matches(e *entry) bool {
 	return b.names == nil || b.names[e.Name]
 }
 
+// Count returns how many objects the binding holds.
+func (b *Binding) Count() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, src := range b.sources {
+		for _, e := range src.inf.list() {
+			if b.matches(e) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // Snapshot returns the binding's current objects, sorted by namespace and
 // name.
 func (b *Binding) Snapshot() []binding.Object {
@@ -222,14 +240,22 @@ func (b *Binding) notify(f feed, ns string, slot int, event string, old, e *entr
 	if !b.matches(e) {
 		return
 	}
+	b.metrics.EventReceived(b.Hook.Name, b.cfg.Name, event)
 	if b.cfg.Finalizer != "" && event != hook.Deleted && b.finalizerState(src, old, e) {
 		return
 	}
 	if !b.cfg.OnEvent(event) {
 		return
 	}
-	if event == hook.Modified && old != nil && (b.unchanged(slot, old, e) || b.ownStatusChange(old, e)) {
-		return
+	if event == hook.Modified && old != nil {
+		if b.unchanged(slot, old, e) {
+			b.metrics.EventSuppressed(b.Hook.Name, b.cfg.Name, "jqFilter")
+			return
+		}
+		if b.ownStatusChange(old, e) {
+			b.metrics.EventSuppressed(b.Hook.Name, b.cfg.Name, "ownStatus")
+			return
+		}
 	}
 	b.sink.Event(b, event, b.object(src, e))
 }

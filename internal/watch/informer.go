@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sirupsen/logrus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/metrics"
 )
 
 // informerKey identifies what an informer lists and watches. Bindings with
@@ -51,8 +53,13 @@ type informer struct {
 	// keep the object's finalizers.
 	finalizers bool
 	log        logrus.FieldLogger
+	metrics    *metrics.Metrics
 
-	reg     cache.ResourceEventHandlerRegistration
+	reg cache.ResourceEventHandlerRegistration
+	// broken is set when the watch fails, and cleared by the next event or
+	// by a successful probe (see Watcher.Broken).
+	broken  atomic.Bool
+	client  dynamic.ResourceInterface
 	started bool
 	cancel  context.CancelFunc
 	refs    int // sources using it; stopped at zero
@@ -76,7 +83,7 @@ func newInformer(client dynamic.Interface, key informerKey, b *Binding, log logr
 			return nri.Watch(ctx, opts)
 		},
 	}
-	i := &informer{key: key, log: log.WithField("watch", key.String()), done: make(chan struct{})}
+	i := &informer{key: key, log: log.WithField("watch", key.String()), done: make(chan struct{}), client: nri}
 	i.inf = cache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{})
 	return i
 }
@@ -106,6 +113,8 @@ func (i *informer) start(ctx context.Context) error {
 	}
 	_ = i.inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 		i.log.WithError(err).Warn("watch failed; retrying")
+		i.metrics.WatchError(i.key.resource)
+		i.broken.Store(true)
 	})
 	reg, err := i.inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    func(obj any, initial bool) { i.dispatch(hook.Added, nil, obj, initial) },
@@ -146,6 +155,7 @@ func (i *informer) transform(obj any) (any, error) {
 
 // dispatch hands one notification to every attached binding.
 func (i *informer) dispatch(event string, oldObj, obj any, initial bool) {
+	i.broken.Store(false)
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}

@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -45,8 +46,9 @@ type Memory struct {
 }
 
 // NewMemory returns a Memory for the kubernetes bindings of hooks that
-// reads objects from objects and reports to sink. Every binding's kind must
-// resolve: an unknown kind is an error saying how to declare it.
+// reads objects from objects and reports to sink. A binding whose kind is
+// unknown receives nothing, as a live binding waits for its CRD; a warning
+// says how to declare the kind.
 func NewMemory(hooks []*hook.Hook, resolver Resolver, objects Objects, sink Sink, log logrus.FieldLogger) (*Memory, error) {
 	m := &Memory{objects: objects, feeds: map[*Binding]*memFeed{}}
 	for _, h := range hooks {
@@ -54,8 +56,12 @@ func NewMemory(hooks []*hook.Hook, resolver Resolver, objects Objects, sink Sink
 			cfg := &h.Config.Kubernetes[i]
 			b := newBinding(h, cfg, sink, &m.owned, log)
 			res, err := resolver.Resolve(cfg.APIVersion, cfg.Kind)
+			if errors.Is(err, kube.ErrUnknownKind) {
+				b.log.WithError(err).Warn("the binding's kind is unknown, so it receives nothing: add the kind's CustomResourceDefinition to the objects, or declare it under resources")
+				continue
+			}
 			if err != nil {
-				return nil, fmt.Errorf("hook %s: binding %q: %w (add the kind's CustomResourceDefinition to the objects, or declare it under resources)", h.Name, cfg.Name, err)
+				return nil, fmt.Errorf("hook %s: binding %q: %w", h.Name, cfg.Name, err)
 			}
 			b.res, b.resolved = res, true
 			f, err := newMemFeed(b)

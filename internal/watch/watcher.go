@@ -18,6 +18,7 @@ import (
 
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
+	"github.com/hook-operator/hook-operator/internal/metrics"
 )
 
 // Watcher runs every kubernetes binding of a set of hooks.
@@ -26,7 +27,8 @@ type Watcher struct {
 	sink    Sink
 	log     logrus.FieldLogger
 
-	owned statusOwners
+	owned   statusOwners
+	metrics *metrics.Metrics
 
 	mu        sync.Mutex
 	bindings  []*Binding
@@ -58,6 +60,17 @@ func New(clients *kube.Clients, hooks []*hook.Hook, sink Sink, log logrus.FieldL
 
 // Bindings returns every binding, in hook and configuration order.
 func (w *Watcher) Bindings() []*Binding { return w.bindings }
+
+// SetMetrics makes the watcher count events and watch errors in m, and
+// serve the number of objects each binding holds
+// (hook_operator_binding_objects). Call it before Start.
+func (w *Watcher) SetMetrics(m *metrics.Metrics) {
+	w.metrics = m
+	for _, b := range w.bindings {
+		b.metrics = m
+	}
+	m.Registry().MustRegister(objectsCollector{w})
+}
 
 // Binding returns the named kubernetes binding of a hook, or nil.
 func (w *Watcher) Binding(hookName, name string) *Binding {
@@ -184,6 +197,7 @@ func (w *Watcher) informerFor(b *Binding, key informerKey) *informer {
 		return inf
 	}
 	inf := newInformer(w.clients.Dynamic, key, b, w.log)
+	inf.metrics = w.metrics
 	inf.refs = 1
 	w.informers[key] = inf // a started one with the same key keeps running for its bindings
 	return inf
@@ -324,4 +338,32 @@ func (w *Watcher) unsubscribe(b *Binding, ns string) {
 	if stop {
 		inf.stop()
 	}
+}
+
+// Broken names the watches that failed and have not recovered. A failed
+// watch counts as recovered when it delivers an event again, or when a
+// list of its resource succeeds now (a probe with a short timeout): the
+// API server answers again, and the informer resumes its watch.
+func (w *Watcher) Broken(ctx context.Context) []string {
+	w.mu.Lock()
+	var infs []*informer
+	for _, inf := range w.informers {
+		if inf.broken.Load() {
+			infs = append(infs, inf)
+		}
+	}
+	w.mu.Unlock()
+	var out []string
+	for _, inf := range infs {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := inf.client.List(pctx, metav1.ListOptions{Limit: 1, LabelSelector: inf.key.labelSelector, FieldSelector: inf.key.fieldSelector})
+		cancel()
+		if err == nil {
+			inf.broken.Store(false)
+			continue
+		}
+		out = append(out, inf.key.String()+": "+err.Error())
+	}
+	sort.Strings(out)
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -22,8 +23,10 @@ import (
 	"github.com/hook-operator/hook-operator/internal/dryrun"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
+	"github.com/hook-operator/hook-operator/internal/metrics"
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/queue"
+	"github.com/hook-operator/hook-operator/internal/server"
 	"github.com/hook-operator/hook-operator/internal/transcript"
 )
 
@@ -40,11 +43,23 @@ type Flags struct {
 	RetryInitial  time.Duration
 	RetryMax      time.Duration
 	ShutdownGrace time.Duration
+	// ListenAddress is the metrics and health listener; "" disables it.
+	ListenAddress string
+	DebugSocket   string
+	DebugHTTP     bool
+	Pprof         bool
 	// DryRun is "" (write to the cluster), "client" or "server".
 	DryRun      string
 	Output      string
 	ShowSecrets bool
 }
+
+// EnvDebugSocket sets the debug socket of start and of debug.
+const EnvDebugSocket = "HOOK_OPERATOR_DEBUG_SOCKET"
+
+// DefaultDebugSocket is where start serves the debug routes and debug
+// looks for them: hook-operator-debug.sock in the system temp dir.
+func DefaultDebugSocket() string { return filepath.Join(os.TempDir(), "hook-operator-debug.sock") }
 
 // New returns the start command. log is configured by the root command
 // before the command runs.
@@ -99,6 +114,14 @@ removed. Secret data is masked unless --show-secrets.`,
 	envflag.Bind(fs, "retry-max-delay", "HOOK_OPERATOR_RETRY_MAX_DELAY")
 	fs.DurationVar(&f.ShutdownGrace, "shutdown-grace-period", 30*time.Second, "how long running hooks may finish after SIGTERM/SIGINT")
 	envflag.Bind(fs, "shutdown-grace-period", "HOOK_OPERATOR_SHUTDOWN_GRACE_PERIOD")
+	fs.StringVar(&f.ListenAddress, "listen-address", ":9115", "serve /metrics, /healthz and /readyz on this host:port (empty: no listener)")
+	envflag.Bind(fs, "listen-address", "HOOK_OPERATOR_LISTEN_ADDRESS")
+	fs.StringVar(&f.DebugSocket, "debug-socket", DefaultDebugSocket(), "unix socket serving the debug routes that `hook-operator debug` reads (empty: none)")
+	envflag.Bind(fs, "debug-socket", EnvDebugSocket)
+	fs.BoolVar(&f.DebugHTTP, "debug-http", false, "also serve the debug routes on --listen-address (they show object data: keep the port private)")
+	envflag.Bind(fs, "debug-http", "HOOK_OPERATOR_DEBUG_HTTP")
+	fs.BoolVar(&f.Pprof, "pprof", false, "serve Go's pprof profiles under /debug/pprof/ with the debug routes")
+	envflag.Bind(fs, "pprof", "HOOK_OPERATOR_PPROF")
 	fs.StringVar(&f.DryRun, "dry-run", "", "apply nothing; print each run and what it would change: client (diff against live objects) or server (API server dry-run requests)")
 	fs.Lookup("dry-run").NoOptDefVal = "client"
 	fs.StringVarP(&f.Output, "output", "o", "json", "with --dry-run, print runs as json (one per line) or yaml (one document each)")
@@ -140,6 +163,8 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 			"hook": h.Name, "kubernetes": len(c.Kubernetes), "schedule": len(c.Schedule), "onStartup": c.OnStartup != nil,
 		}).Info("hook loaded")
 	}
+	m := metrics.New()
+	m.ObserveKubeClient()
 	cfg, err := kube.RESTConfig(kube.Options{Kubeconfig: f.Kubeconfig, Context: f.KubeContext, QPS: f.QPS, Burst: f.Burst})
 	if err != nil {
 		return err
@@ -155,12 +180,25 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		Retry:         queue.Options{RetryInitial: f.RetryInitial, RetryMax: f.RetryMax},
 		ShutdownGrace: f.ShutdownGrace,
 		Env:           env,
+		Metrics:       m,
+		// A dry-run writes nothing, Events included.
+		Events: w == nil,
 	}
 	if w != nil {
 		dryRun(&opts, f, clients, w, log)
 		log.WithField("mode", f.DryRun).Warn("dry-run: nothing is written to the cluster")
 	}
 	op := operator.New(hooks, clients, opts, log)
+	if f.ListenAddress != "" {
+		addr, err := server.Start(ctx, op, server.Options{
+			Address: f.ListenAddress, DebugSocket: f.DebugSocket, DebugOverHTTP: f.DebugHTTP,
+			Metrics: m.Handler(), Pprof: f.Pprof,
+		}, log)
+		if err != nil {
+			return err
+		}
+		log.WithFields(logrus.Fields{"address": addr, "debugSocket": f.DebugSocket}).Info("serving /metrics, /healthz and /readyz")
+	}
 	if err := op.Run(ctx); err != nil {
 		return err
 	}

@@ -1,0 +1,310 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/hook-operator/hook-operator/internal/testcluster"
+)
+
+// observed is a running `hook-operator start` with its HTTP listener.
+type observed struct {
+	cmd    *exec.Cmd
+	logs   *syncBuffer
+	addr   string
+	socket string
+	bin    string
+}
+
+// startObserved starts the binary on hooksDir with a listener on a free
+// port and a debug socket of its own, and waits for the listener.
+func startObserved(t *testing.T, bin, kubeconfig, hooksDir string, extra ...string) *observed {
+	t.Helper()
+	o := &observed{logs: &syncBuffer{}, socket: filepath.Join(t.TempDir(), "debug.sock"), bin: bin}
+	args := append([]string{"start", "--hooks-dir", hooksDir, "--kubeconfig", kubeconfig, "--log-format", "json",
+		"--listen-address", "127.0.0.1:0", "--debug-socket", o.socket,
+		"--retry-initial-delay", "500ms", "--retry-max-delay", "1s"}, extra...)
+	o.cmd = exec.Command(bin, args...)
+	o.cmd.Stderr = o.logs
+	must(t, o.cmd.Start())
+	t.Cleanup(func() {
+		_ = o.cmd.Process.Signal(syscall.SIGTERM)
+		_ = o.cmd.Wait()
+		if t.Failed() {
+			t.Logf("operator log:\n%s", o.logs.String())
+		}
+	})
+	re := regexp.MustCompile(`"address":"([^"]+)"`)
+	waitUntil(t, "the HTTP listener", func() bool {
+		m := re.FindStringSubmatch(o.logs.String())
+		if m != nil {
+			o.addr = m[1]
+		}
+		return m != nil
+	}, o.logs.String)
+	return o
+}
+
+func (o *observed) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + o.addr + path)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// metric returns the value of the sample line that starts with series
+// (name{labels} as Prometheus prints it, labels sorted), or -1.
+func (o *observed) metric(t *testing.T, series string) float64 {
+	t.Helper()
+	_, body := o.get(t, "/metrics")
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, series+" ") {
+			v, err := strconv.ParseFloat(strings.TrimPrefix(line, series+" "), 64)
+			if err == nil {
+				return v
+			}
+		}
+	}
+	return -1
+}
+
+func (o *observed) debug(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(o.bin, append([]string{"debug", "--socket", o.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("debug %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// Runs that succeed and fail move the metrics; the failing run leaves an
+// Event on its object and holds its queue, which debug shows; the hook's
+// own metrics are served with a hook label.
+func TestIntegrationMetricsEventsAndDebug(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	bin := buildBinary(t)
+	hooks, marks := t.TempDir(), t.TempDir()
+	must(t, os.WriteFile(filepath.Join(marks, "broken"), nil, 0o600))
+	writeHook(t, hooks, "watch.sh", `#!/usr/bin/env bash
+if [[ "${1:-}" == "--config" ]]; then
+  echo '{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"labelSelector":{"matchLabels":{"app":"obs"}},"jqFilter":".data"}]}'
+  exit 0
+fi
+jq -c '.[] | (.objects // [{object: .object}])[] | .object.metadata.name | {name: "test_obs_seen_total", action: "add", value: 1, labels: {cm: .}}' "$BINDING_CONTEXT_PATH" >> "$METRICS_PATH"
+if [[ -f `+marks+`/broken ]] && jq -e 'any(.[]; .object.metadata.name == "bad")' "$BINDING_CONTEXT_PATH" >/dev/null; then
+  echo "boom: cannot handle bad" >&2
+  exit 3
+fi
+`)
+	o := startObserved(t, bin, c.Kubeconfig, hooks)
+	waitUntil(t, "ready", func() bool { code, _ := o.get(t, "/readyz"); return code == 200 }, o.logs.String)
+	if code, body := o.get(t, "/healthz"); code != 200 {
+		t.Errorf("/healthz: %d %s", code, body)
+	}
+	ctx := context.Background()
+	create := func(name string) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "obs"}}, Data: map[string]string{"k": name}}
+		_, err := c.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+		must(t, err)
+	}
+	runs := `hook_operator_hook_runs_total{binding="cms",hook="watch.sh",queue="main"}`
+	errs := `hook_operator_hook_run_errors_total{binding="cms",hook="watch.sh",queue="main"}`
+	waitUntil(t, "the Synchronization run counted", func() bool { return o.metric(t, runs) == 1 }, o.logs.String)
+
+	create("good")
+	waitUntil(t, "the good run counted, with the hook's metric", func() bool {
+		return o.metric(t, runs) == 2 && o.metric(t, `test_obs_seen_total{cm="good",hook="watch.sh"}`) == 1
+	}, o.logs.String)
+	if v := o.metric(t, errs); v > 0 {
+		t.Errorf("errors before any failure: %v", v)
+	}
+	if v := o.metric(t, `hook_operator_binding_objects{binding="cms",hook="watch.sh"}`); v != 1 {
+		t.Errorf("objects held: %v, want 1", v)
+	}
+
+	create("bad")
+	waitUntil(t, "failed runs counted", func() bool { return o.metric(t, errs) >= 2 }, o.logs.String)
+	if v := o.metric(t, `test_obs_seen_total{cm="bad",hook="watch.sh"}`); v != -1 {
+		t.Errorf("a failed run's metrics were applied: %v", v)
+	}
+
+	// The Event on the object the failed run was about.
+	waitUntil(t, "a HookFailed Event on bad", func() bool {
+		evs, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=bad,reason=HookFailed"})
+		return err == nil && len(evs.Items) > 0 && strings.Contains(evs.Items[0].Message, "boom: cannot handle bad") &&
+			evs.Items[0].Type == corev1.EventTypeWarning && evs.Items[0].InvolvedObject.Kind == "ConfigMap"
+	}, o.logs.String)
+
+	// debug shows the queue held by the retried task.
+	queues := o.debug(t, "queues")
+	if !regexp.MustCompile(`main\s+(retry in \S+|running)\s+watch\.sh\s+cms\s+\d+\s+[1-9]`).MatchString(queues) || !strings.Contains(queues, "exit code 3") {
+		t.Errorf("debug queues does not show the retried task:\n%s", queues)
+	}
+	var qs []struct {
+		Name    string
+		Running *struct{ Attempts int }
+		Pending []struct {
+			Hook      string
+			Attempts  int
+			LastError string
+		}
+	}
+	must(t, json.Unmarshal([]byte(o.debug(t, "queues", "-o", "json")), &qs))
+	held := false
+	for _, q := range qs {
+		for _, p := range q.Pending {
+			held = held || (p.Hook == "watch.sh" && p.Attempts > 0 && strings.Contains(p.LastError, "boom"))
+		}
+		held = held || (q.Running != nil && q.Running.Attempts > 0)
+	}
+	if !held {
+		t.Errorf("debug queues -o json shows no held task: %+v", qs)
+	}
+	if hooksOut := o.debug(t, "hooks"); !strings.Contains(hooksOut, "synchronized") || !strings.Contains(hooksOut, "watch.sh") {
+		t.Errorf("debug hooks:\n%s", hooksOut)
+	}
+	snaps := o.debug(t, "snapshots", "watch.sh")
+	for _, want := range []string{"good", "bad", `{"k":"good"}`} {
+		if !strings.Contains(snaps, want) {
+			t.Errorf("debug snapshots lacks %s:\n%s", want, snaps)
+		}
+	}
+	// Fixing the hook lets the queue go on.
+	must(t, os.Remove(filepath.Join(marks, "broken")))
+	waitUntil(t, "the queue drained", func() bool { return strings.Contains(o.debug(t, "queues"), "idle") }, o.logs.String)
+}
+
+// proxy forwards TCP connections to target until stopped; restart listens
+// on the same port again. Stopping it is the API server going away, for
+// one operator only.
+type proxy struct {
+	addr, target string
+	mu           sync.Mutex
+	ln           net.Listener
+	conns        []net.Conn
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	p := &proxy{target: target}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	p.addr = ln.Addr().String()
+	p.serve(ln)
+	t.Cleanup(p.stop)
+	return p
+}
+
+func (p *proxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", p.target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, in, out)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(out, in); out.Close() }()
+			go func() { _, _ = io.Copy(in, out); in.Close() }()
+		}
+	}()
+}
+
+func (p *proxy) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *proxy) restart(t *testing.T) {
+	ln, err := net.Listen("tcp", p.addr)
+	must(t, err)
+	p.serve(ln)
+}
+
+// Readiness: not ready while onStartup and Synchronization runs are not
+// done, ready after, not ready while the API server cannot be reached,
+// and ready again when it can. Liveness stays ok throughout.
+func TestIntegrationReadiness(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	bin := buildBinary(t)
+	cfg, err := clientcmd.LoadFromFile(c.Kubeconfig)
+	must(t, err)
+	var server string
+	for _, cl := range cfg.Clusters {
+		server = cl.Server
+	}
+	target := strings.TrimPrefix(server, "https://")
+	p := newProxy(t, target)
+	for _, cl := range cfg.Clusters {
+		cl.Server = "https://" + p.addr
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	must(t, clientcmd.WriteToFile(*cfg, kubeconfig))
+
+	hooks, marks := t.TempDir(), t.TempDir()
+	writeHook(t, hooks, "slow.sh", fmt.Sprintf(`#!/usr/bin/env bash
+if [[ "${1:-}" == "--config" ]]; then
+  echo '{"configVersion":"v1","onStartup":1,"kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["%s"]}}}]}'
+  exit 0
+fi
+if jq -e '.[0].binding == "onStartup"' "$BINDING_CONTEXT_PATH" >/dev/null; then
+  until [[ -f %s/go ]]; do sleep 0.1; done
+fi
+`, ns, marks))
+	o := startObserved(t, bin, kubeconfig, hooks)
+	if code, body := o.get(t, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "starting") {
+		t.Errorf("during onStartup: /readyz %d %q, want 503 naming start-up", code, body)
+	}
+	must(t, os.WriteFile(filepath.Join(marks, "go"), nil, 0o600))
+	waitUntil(t, "ready after Synchronization", func() bool { code, _ := o.get(t, "/readyz"); return code == 200 }, o.logs.String)
+
+	p.stop()
+	waitUntil(t, "not ready without the API server", func() bool {
+		code, body := o.get(t, "/readyz")
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "the API server does not answer")
+	}, o.logs.String)
+	if code, body := o.get(t, "/healthz"); code != 200 {
+		t.Errorf("/healthz without the API server: %d %s; the process is alive", code, body)
+	}
+	p.restart(t)
+	waitUntil(t, "ready again", func() bool { code, _ := o.get(t, "/readyz"); return code == 200 }, o.logs.String)
+}

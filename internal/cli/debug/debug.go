@@ -1,0 +1,233 @@
+// Package debug implements `hook-operator debug`: it asks a running
+// operator, through its debug socket (or HTTP listener), what its queues,
+// hooks and snapshots hold, and prints tables or JSON.
+package debug
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hook-operator/hook-operator/internal/cli/envflag"
+	"github.com/hook-operator/hook-operator/internal/cli/start"
+	"github.com/hook-operator/hook-operator/internal/operator"
+	"github.com/hook-operator/hook-operator/internal/queue"
+	"github.com/hook-operator/hook-operator/internal/server"
+)
+
+// Flags hold where the operator is and how to print.
+type Flags struct {
+	Socket  string
+	Address string
+	Output  string
+}
+
+// New returns the debug command with its subcommands.
+func New(stdout io.Writer) *cobra.Command {
+	var f Flags
+	cmd := &cobra.Command{
+		Use:   "debug",
+		Short: "Show what a running operator's queues, hooks and snapshots hold",
+		Long: `debug asks a running "hook-operator start" what it holds now:
+
+  queues              every queue: the running task, and the pending ones with
+                      their attempts and last error (a failed task holds its queue)
+  hooks               every hook: its bindings (objects held, synchronized or
+                      waiting for their kind), runs, failures, last error
+  snapshots HOOK      the objects each kubernetes binding of HOOK holds, as the
+                      hook sees them (Secret data masked)
+
+It connects to the operator's debug socket (--socket, the same default as
+start's --debug-socket), so in a Pod run it with
+"kubectl exec deploy/hook-operator -- hook-operator debug queues".
+--address reaches an operator started with --debug-http instead.`,
+		Example: `  hook-operator debug queues
+  hook-operator debug hooks -o json
+  hook-operator debug snapshots flights/flightticket.sh
+  hook-operator debug queues --address 127.0.0.1:9115`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return fmt.Errorf("name what to show: %s queues|hooks|snapshots HOOK", cmd.CommandPath())
+		},
+	}
+	fs := cmd.PersistentFlags()
+	fs.StringVar(&f.Socket, "socket", start.DefaultDebugSocket(), "the operator's debug socket (start --debug-socket)")
+	envflag.Bind(fs, "socket", start.EnvDebugSocket)
+	fs.StringVar(&f.Address, "address", "", "host:port of an operator started with --debug-http; used instead of --socket")
+	fs.StringVarP(&f.Output, "output", "o", "table", "table or json")
+	cmd.AddCommand(
+		&cobra.Command{
+			Use: "queues", Short: "Show every queue's running and pending tasks", Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				var qs []queue.QueueState
+				return show(cmd.Context(), f, server.QueuesPath, &qs, stdout, func(w *tabwriter.Writer) { queuesTable(w, qs) })
+			},
+		},
+		&cobra.Command{
+			Use: "hooks", Short: "Show every hook's bindings and runs", Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				var hs []operator.HookState
+				return show(cmd.Context(), f, server.HooksPath, &hs, stdout, func(w *tabwriter.Writer) { hooksTable(w, hs) })
+			},
+		},
+		&cobra.Command{
+			Use: "snapshots HOOK", Short: "Show the objects the kubernetes bindings of HOOK hold", Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				var ss []operator.SnapshotState
+				path := server.SnapshotsPath + "?hook=" + url.QueryEscape(args[0])
+				return show(cmd.Context(), f, path, &ss, stdout, func(w *tabwriter.Writer) { snapshotsTable(w, ss) })
+			},
+		},
+	)
+	return cmd
+}
+
+// show fetches path into v and prints it as JSON or with table.
+func show(ctx context.Context, f Flags, path string, v any, out io.Writer, table func(*tabwriter.Writer)) error {
+	if f.Output != "table" && f.Output != "json" {
+		return fmt.Errorf("--output %q: use table or json", f.Output)
+	}
+	body, err := fetch(ctx, f, path)
+	if err != nil {
+		return err
+	}
+	if f.Output == "json" {
+		_, err := out.Write(body)
+		return err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("the operator's answer is not what this version of debug reads: %w", err)
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	table(w)
+	return w.Flush()
+}
+
+func fetch(ctx context.Context, f Flags, path string) ([]byte, error) {
+	client := &http.Client{Timeout: 10 * time.Second}
+	base := "http://" + f.Address
+	where := f.Address
+	if f.Address == "" {
+		where = f.Socket
+		base = "http://operator"
+		client.Transport = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", f.Socket)
+		}}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the operator at %s (is it running? set --socket or --address): %w", where, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the operator answered %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	return body, nil
+}
+
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return time.Since(t).Round(time.Second).String() + " ago"
+}
+
+func queuesTable(w *tabwriter.Writer, qs []queue.QueueState) {
+	fmt.Fprintln(w, "QUEUE\tSTATE\tHOOK\tBINDINGS\tCONTEXTS\tATTEMPTS\tSINCE\tLAST ERROR")
+	for _, q := range qs {
+		if q.Running != nil {
+			r := q.Running
+			fmt.Fprintf(w, "%s\trunning\t%s\t%s\t%d\t%d\t%s\t%s\n", q.Name, r.Hook, strings.Join(r.Bindings, ","), r.Contexts, r.Attempts, ago(r.Started), firstLine(r.LastError))
+		}
+		for i, t := range q.Pending {
+			state := "pending"
+			if i == 0 && t.Attempts > 0 {
+				state = "retry in " + time.Until(q.RetryAt).Round(time.Second).String()
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", q.Name, state, t.Hook, strings.Join(t.Bindings, ","), t.Contexts, t.Attempts, ago(t.Enqueued), firstLine(t.LastError))
+		}
+		if q.Running == nil && len(q.Pending) == 0 {
+			fmt.Fprintf(w, "%s\tidle\t\t\t\t\t\t\n", q.Name)
+		}
+	}
+}
+
+func hooksTable(w *tabwriter.Writer, hs []operator.HookState) {
+	fmt.Fprintln(w, "HOOK\tBINDING\tKIND\tOBJECTS\tSTATE\tRUNS\tFAILURES\tLAST RUN\tLAST ERROR")
+	for _, h := range hs {
+		for i, b := range h.Bindings {
+			state := ""
+			switch {
+			case b.Kind == "schedule":
+				state = b.Crontab
+			case b.Kind != "kubernetes":
+			case b.Waiting != "":
+				state = "waiting: " + b.Waiting
+			case b.Synced:
+				state = "synchronized"
+			default:
+				state = "synchronizing"
+			}
+			runs, failures, last, lastErr := "", "", "", ""
+			if i == 0 {
+				runs, failures, last, lastErr = fmt.Sprint(h.Runs), fmt.Sprint(h.Failures), ago(h.LastRun), firstLine(h.LastError)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", h.Name, b.Name, b.Kind, b.Objects, state, runs, failures, last, lastErr)
+		}
+		if len(h.Bindings) == 0 {
+			fmt.Fprintf(w, "%s\t-\t-\t0\t\t%d\t%d\t%s\t%s\n", h.Name, h.Runs, h.Failures, ago(h.LastRun), firstLine(h.LastError))
+		}
+	}
+}
+
+func snapshotsTable(w *tabwriter.Writer, ss []operator.SnapshotState) {
+	fmt.Fprintln(w, "BINDING\tNAMESPACE\tNAME\tFILTER RESULT")
+	for _, s := range ss {
+		for _, o := range s.Objects {
+			m, _ := o.(map[string]any)
+			ns, _ := m["namespace"].(string)
+			name, _ := m["name"].(string)
+			fr := "-"
+			if v, ok := m["filterResult"]; ok {
+				data, _ := json.Marshal(v)
+				fr = truncate(string(data), 80)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", s.Binding, ns, name, fr)
+		}
+		if len(s.Objects) == 0 {
+			fmt.Fprintf(w, "%s\t\t(no objects)\t\n", s.Binding)
+		}
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " ..."
+	}
+	return truncate(s, 100)
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n-3] + "..."
+	}
+	return s
+}

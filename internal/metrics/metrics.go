@@ -1,0 +1,215 @@
+// Package metrics holds what the operator serves on /metrics: its own
+// metrics (runs, queues, watches, operations, API requests) and the metrics
+// hooks write to $METRICS_PATH (see HookMetrics). docs/metrics.md lists
+// every metric.
+//
+// Every method of *Metrics may be called on a nil receiver and then does
+// nothing, so parts of the runtime used without metrics (replay, tests)
+// need no checks.
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Namespace prefixes the operator's own metrics.
+const Namespace = "hook_operator"
+
+// Metrics are the operator's own metrics and the hooks' metrics, in one
+// registry.
+type Metrics struct {
+	registry *prometheus.Registry
+	// Hooks holds the metrics hooks write.
+	Hooks *HookMetrics
+
+	runs          *prometheus.CounterVec
+	runErrors     *prometheus.CounterVec
+	allowedErrors *prometheus.CounterVec
+	runSeconds    *prometheus.HistogramVec
+	userCPU       *prometheus.CounterVec
+	systemCPU     *prometheus.CounterVec
+	maxRSS        *prometheus.GaugeVec
+
+	queueLength *prometheus.GaugeVec
+	queueWait   *prometheus.HistogramVec
+	combined    *prometheus.CounterVec
+
+	eventsReceived   *prometheus.CounterVec
+	eventsSuppressed *prometheus.CounterVec
+	watchErrors      *prometheus.CounterVec
+
+	operations *prometheus.CounterVec
+	events     *prometheus.CounterVec
+
+	liveTicks prometheus.Counter
+}
+
+// New returns metrics registered in a new registry, with the Go runtime and
+// process collectors.
+func New() *Metrics {
+	r := prometheus.NewRegistry()
+	f := factory{r}
+	runLabels := []string{"hook", "binding", "queue"}
+	m := &Metrics{
+		registry:      r,
+		Hooks:         NewHookMetrics(),
+		runs:          f.counter("hook_runs_total", "Hook runs, successful or not.", runLabels...),
+		runErrors:     f.counter("hook_run_errors_total", "Hook runs that failed and are retried (allowFailure not set).", runLabels...),
+		allowedErrors: f.counter("hook_run_allowed_errors_total", "Hook runs that failed with allowFailure set: not retried.", runLabels...),
+		runSeconds: f.histogram("hook_run_seconds", "How long hook runs take, from start to the end of their operations.",
+			[]float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}, runLabels...),
+		userCPU:   f.counter("hook_run_user_cpu_seconds_total", "User CPU time of hook processes (and the children they waited for).", runLabels...),
+		systemCPU: f.counter("hook_run_system_cpu_seconds_total", "System CPU time of hook processes (and the children they waited for).", runLabels...),
+		maxRSS:    f.gauge("hook_run_max_rss_bytes", "Peak resident memory of the last run of the hook.", runLabels...),
+
+		queueLength: f.gauge("queue_length", "Tasks waiting in the queue, the running one not counted.", "queue"),
+		queueWait: f.histogram("queue_wait_seconds", "How long tasks wait in their queue before their run starts.",
+			[]float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120}, "queue"),
+		combined: f.counter("contexts_combined_total", "Binding contexts merged into a run that was already pending.", "hook", "queue"),
+
+		eventsReceived:   f.counter("events_received_total", "Watch events received per binding (Added, Modified, Deleted).", "hook", "binding", "event"),
+		eventsSuppressed: f.counter("events_suppressed_total", "Watch events that ran nothing: the jqFilter result did not change (reason jqFilter), or only the hook's own status write changed (reason ownStatus).", "hook", "binding", "reason"),
+		watchErrors:      f.counter("watch_errors_total", "Watches that failed and were restarted, by resource.", "resource"),
+
+		operations: f.counter("operations_total", "Object operations of hooks by type and result (applied, failed, not_applied: after a failed one).", "hook", "type", "result"),
+		events:     f.counter("kube_events_total", "Kubernetes Events about failed runs, by whether they were sent or dropped by the rate limit.", "result"),
+
+		liveTicks: f.counterNoLabels("live_ticks_total", "Increments every 10 seconds while the operator's loops are alive."),
+	}
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), m.Hooks)
+	return m
+}
+
+// Registry returns the registry, for collectors added by other parts of
+// the runtime (objects held per binding).
+func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}
+
+// Run records one finished hook run. allowed says the failure (err) was
+// allowed by allowFailure.
+func (m *Metrics) Run(hook, binding, queue string, d, user, system time.Duration, maxRSS int64, err error, allowed bool) {
+	if m == nil {
+		return
+	}
+	m.runs.WithLabelValues(hook, binding, queue).Inc()
+	switch {
+	case err != nil && allowed:
+		m.allowedErrors.WithLabelValues(hook, binding, queue).Inc()
+	case err != nil:
+		m.runErrors.WithLabelValues(hook, binding, queue).Inc()
+	}
+	m.runSeconds.WithLabelValues(hook, binding, queue).Observe(d.Seconds())
+	m.userCPU.WithLabelValues(hook, binding, queue).Add(user.Seconds())
+	m.systemCPU.WithLabelValues(hook, binding, queue).Add(system.Seconds())
+	if maxRSS > 0 {
+		m.maxRSS.WithLabelValues(hook, binding, queue).Set(float64(maxRSS))
+	}
+}
+
+// QueueLength sets the number of tasks waiting in queue.
+func (m *Metrics) QueueLength(queue string, n int) {
+	if m == nil {
+		return
+	}
+	m.queueLength.WithLabelValues(queue).Set(float64(n))
+}
+
+// QueueWait records how long a task waited in queue.
+func (m *Metrics) QueueWait(queue string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.queueWait.WithLabelValues(queue).Observe(d.Seconds())
+}
+
+// Combined counts contexts merged into a pending run of hook.
+func (m *Metrics) Combined(hook, queue string, n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.combined.WithLabelValues(hook, queue).Add(float64(n))
+}
+
+// EventReceived counts a watch event of a binding.
+func (m *Metrics) EventReceived(hook, binding, event string) {
+	if m == nil {
+		return
+	}
+	m.eventsReceived.WithLabelValues(hook, binding, event).Inc()
+}
+
+// EventSuppressed counts a watch event that ran nothing, and why.
+func (m *Metrics) EventSuppressed(hook, binding, reason string) {
+	if m == nil {
+		return
+	}
+	m.eventsSuppressed.WithLabelValues(hook, binding, reason).Inc()
+}
+
+// WatchError counts a failed watch of resource.
+func (m *Metrics) WatchError(resource string) {
+	if m == nil {
+		return
+	}
+	m.watchErrors.WithLabelValues(resource).Inc()
+}
+
+// Operation counts an operation of hook by type and result.
+func (m *Metrics) Operation(hook, typ, result string) {
+	if m == nil {
+		return
+	}
+	m.operations.WithLabelValues(hook, typ, result).Inc()
+}
+
+// KubeEvent counts a Kubernetes Event about a failed run: sent or dropped.
+func (m *Metrics) KubeEvent(result string) {
+	if m == nil {
+		return
+	}
+	m.events.WithLabelValues(result).Inc()
+}
+
+// Tick counts one tick of the liveness loop.
+func (m *Metrics) Tick() {
+	if m == nil {
+		return
+	}
+	m.liveTicks.Inc()
+}
+
+// factory makes metrics registered in one registry.
+type factory struct{ r prometheus.Registerer }
+
+func (f factory) counter(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
+	f.r.MustRegister(c)
+	return c
+}
+
+func (f factory) counterNoLabels(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help})
+	f.r.MustRegister(c)
+	return c
+}
+
+func (f factory) gauge(name, help string, labels ...string) *prometheus.GaugeVec {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help}, labels)
+	f.r.MustRegister(g)
+	return g
+}
+
+func (f factory) histogram(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: name, Help: help, Buckets: buckets}, labels)
+	f.r.MustRegister(h)
+	return h
+}

@@ -1,0 +1,220 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hook-operator/hook-operator/internal/queue"
+	"github.com/hook-operator/hook-operator/internal/redact"
+)
+
+// HookState describes one hook for the debug routes: its bindings and how
+// its runs went.
+type HookState struct {
+	Name      string         `json:"name"`
+	Bindings  []BindingState `json:"bindings"`
+	Runs      int            `json:"runs"`
+	Failures  int            `json:"failures"`
+	LastRun   time.Time      `json:"lastRun,omitzero"`
+	LastError string         `json:"lastError,omitempty"`
+}
+
+// BindingState describes one binding of a hook.
+type BindingState struct {
+	Name string `json:"name"`
+	// Kind is "kubernetes", "schedule" or "onStartup".
+	Kind string `json:"kind"`
+	// Watches is what a kubernetes binding watches ("apps/v1, Resource=deployments").
+	Watches string `json:"watches,omitempty"`
+	// Objects is how many objects a kubernetes binding holds.
+	Objects int `json:"objects"`
+	// Synced says a kubernetes binding delivered its Synchronization.
+	Synced bool `json:"synced"`
+	// Waiting says why a kubernetes binding does not watch yet.
+	Waiting string `json:"waiting,omitempty"`
+	// Crontab is a schedule binding's crontab.
+	Crontab string `json:"crontab,omitempty"`
+}
+
+// SnapshotState is the current snapshot of one kubernetes binding: its
+// objects as the hook would see them (Secret data masked), each with its
+// namespace and name added.
+type SnapshotState struct {
+	Binding string `json:"binding"`
+	Objects []any  `json:"objects"`
+}
+
+// runStats counts the runs of each hook.
+type runStats struct {
+	mu    sync.Mutex
+	hooks map[string]*HookState
+}
+
+func (s *runStats) record(hook string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hooks == nil {
+		s.hooks = map[string]*HookState{}
+	}
+	st := s.hooks[hook]
+	if st == nil {
+		st = &HookState{}
+		s.hooks[hook] = st
+	}
+	st.Runs++
+	st.LastRun = time.Now()
+	st.LastError = ""
+	if err != nil {
+		st.Failures++
+		st.LastError = err.Error()
+	}
+}
+
+// Queues describes every queue.
+func (o *Operator) Queues() []queue.QueueState { return o.queues.State() }
+
+// Hooks describes every hook, sorted by name.
+func (o *Operator) Hooks() []HookState {
+	out := make([]HookState, 0, len(o.hooks))
+	for _, h := range o.hooks {
+		st := HookState{Name: h.Name, Bindings: []BindingState{}}
+		o.stats.mu.Lock()
+		if s := o.stats.hooks[h.Name]; s != nil {
+			st.Runs, st.Failures, st.LastRun, st.LastError = s.Runs, s.Failures, s.LastRun, s.LastError
+		}
+		o.stats.mu.Unlock()
+		if h.Config.OnStartup != nil {
+			st.Bindings = append(st.Bindings, BindingState{Name: "onStartup", Kind: "onStartup"})
+		}
+		for _, b := range o.watcher.Bindings() {
+			if b.Hook != h {
+				continue
+			}
+			bs := BindingState{Name: b.Name(), Kind: "kubernetes", Synced: b.Synced(), Waiting: b.Waiting()}
+			if bs.Waiting == "" {
+				bs.Watches = b.Resource().GVR.String()
+				bs.Objects = b.Count()
+			}
+			st.Bindings = append(st.Bindings, bs)
+		}
+		for _, s := range h.Config.Schedule {
+			st.Bindings = append(st.Bindings, BindingState{Name: s.Name, Kind: "schedule", Crontab: s.Crontab})
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Snapshots returns the snapshots of the kubernetes bindings of hook.
+func (o *Operator) Snapshots(hook string) ([]SnapshotState, error) {
+	found := false
+	for _, h := range o.hooks {
+		found = found || h.Name == hook
+	}
+	if !found {
+		return nil, fmt.Errorf("no hook %q (hook-operator debug hooks lists them)", hook)
+	}
+	out := []SnapshotState{}
+	for _, b := range o.watcher.Bindings() {
+		if b.Hook.Name != hook {
+			continue
+		}
+		objs := b.Snapshot()
+		data, err := json.Marshal(objs)
+		if err != nil {
+			return nil, err
+		}
+		var decoded []any
+		if err := json.Unmarshal(data, &decoded); err != nil {
+			return nil, err
+		}
+		// Name every object, also those kept as their filter result alone.
+		for i, d := range decoded {
+			if m, ok := d.(map[string]any); ok {
+				m["namespace"], m["name"] = objs[i].Namespace, objs[i].Name
+			}
+		}
+		k := b.Resource().GVK
+		out = append(out, SnapshotState{Binding: b.Name(), Objects: redactObjects(b.Name(), decoded, k.Group == "" && k.Kind == "Secret")})
+	}
+	return out, nil
+}
+
+// Ready reports whether the operator is ready: start-up is done, every
+// binding whose kind is served has delivered its Synchronization, the API
+// server answers, and no watch is broken. It names what is missing.
+//
+// The API server is asked directly because client-go's watches retry an
+// unreachable server quietly: they report no error while it is down.
+func (o *Operator) Ready(ctx context.Context) (bool, []string) {
+	var why []string
+	if o.apiReady != nil {
+		if err := o.apiReady(ctx); err != nil {
+			why = append(why, "the API server does not answer: "+err.Error())
+		}
+	}
+	if ok, waiting := o.watcher.Synced(); !ok {
+		for _, b := range waiting {
+			why = append(why, "binding "+b+" has not synchronized")
+		}
+	}
+	for _, w := range o.watcher.Broken(ctx) {
+		why = append(why, "watch broken: "+w)
+	}
+	if !o.started.Load() {
+		why = append(why, "starting: onStartup hooks and Synchronization runs are not done")
+	}
+	return len(why) == 0, why
+}
+
+// Alive reports an error when the operator's loops stopped ticking: the
+// liveness loop, which also takes the queues' lock, has not ticked for a
+// while.
+func (o *Operator) Alive() error {
+	last := time.Unix(0, o.lastTick.Load())
+	if d := time.Since(last); d > livenessTimeout {
+		return fmt.Errorf("the operator's loops have not ticked for %s", d.Round(time.Second))
+	}
+	return nil
+}
+
+// livenessTimeout is how long the liveness loop may go without ticking.
+const livenessTimeout = 30 * time.Second
+
+// tick runs the liveness loop until ctx ends.
+func (o *Operator) tick(ctx context.Context) {
+	o.lastTick.Store(time.Now().UnixNano())
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	n := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		_ = o.queues.State() // the queues' lock is free: their loops are not stuck
+		o.lastTick.Store(time.Now().UnixNano())
+		if n++; n%10 == 0 {
+			o.opts.Metrics.Tick()
+		}
+	}
+}
+
+// redactObjects masks Secret data in a binding's objects; secrets says the
+// binding watches Secrets, so its filter results are masked too.
+func redactObjects(bindingName string, objects []any, secrets bool) []any {
+	// As a Synchronization context, the objects get the masking contexts get.
+	c := map[string]any{"binding": bindingName, "objects": objects}
+	masked, _ := redact.Context(c, map[string]bool{bindingName: secrets}).(map[string]any)
+	out, _ := masked["objects"].([]any)
+	if out == nil {
+		out = []any{}
+	}
+	return out
+}

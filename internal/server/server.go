@@ -1,0 +1,179 @@
+// Package server is the operator's HTTP listeners. The TCP listener serves
+// Prometheus metrics on /metrics, liveness on /healthz and readiness on
+// /readyz. The debug routes under /debug/ that `hook-operator debug` reads
+// (queues, hooks, and snapshots, which hold object data) are served on a
+// unix socket only the operator's user can open, and on the TCP listener
+// only when asked. Go's pprof profiles under /debug/pprof/ go wherever the
+// debug routes go, when enabled.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/hook-operator/hook-operator/internal/operator"
+	"github.com/hook-operator/hook-operator/internal/queue"
+)
+
+// Debug routes, as `hook-operator debug` asks for them.
+const (
+	QueuesPath    = "/debug/queues"
+	HooksPath     = "/debug/hooks"
+	SnapshotsPath = "/debug/snapshots"
+)
+
+// Operator is what the listener reports on: *operator.Operator.
+type Operator interface {
+	Alive() error
+	Ready(ctx context.Context) (bool, []string)
+	Queues() []queue.QueueState
+	Hooks() []operator.HookState
+	Snapshots(hook string) ([]operator.SnapshotState, error)
+}
+
+// Options configure the listeners.
+type Options struct {
+	// Address is host:port to listen on (":9115"; port 0 picks one).
+	Address string
+	// DebugSocket is the unix socket of the debug routes; empty serves
+	// none there.
+	DebugSocket string
+	// DebugOverHTTP serves the debug routes on Address too.
+	DebugOverHTTP bool
+	// Metrics serves /metrics; nil serves none.
+	Metrics http.Handler
+	// Pprof serves Go's profiles with the debug routes.
+	Pprof bool
+}
+
+// Start listens and serves until ctx ends. It returns the TCP address it
+// listens on.
+func Start(ctx context.Context, op Operator, opts Options, log logrus.FieldLogger) (string, error) {
+	ln, err := net.Listen("tcp", opts.Address)
+	if err != nil {
+		return "", fmt.Errorf("--listen-address %s: %w", opts.Address, err)
+	}
+	serve(ctx, ln, handler(op, opts, true, opts.DebugOverHTTP), log)
+	if opts.DebugSocket != "" {
+		sock, err := listenUnix(opts.DebugSocket)
+		if err != nil {
+			_ = ln.Close()
+			return "", fmt.Errorf("--debug-socket %s: %w", opts.DebugSocket, err)
+		}
+		serve(ctx, sock, handler(op, opts, false, true), log)
+	}
+	return ln.Addr().String(), nil
+}
+
+// listenUnix listens on a socket only the operator's user may use,
+// replacing a stale socket left by an earlier process.
+func listenUnix(path string) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, errors.New("a file that is not a socket is in the way")
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, err
+		}
+	}
+	old := syscall.Umask(0o077)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, err
+	}
+	return ln, os.Chmod(path, 0o600)
+}
+
+func serve(ctx context.Context, ln net.Listener, h http.Handler, log logrus.FieldLogger) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.WithError(err).WithField("address", ln.Addr().String()).Error("an HTTP listener stopped")
+		}
+	}()
+}
+
+// Handler returns every route: what the TCP listener serves with
+// DebugOverHTTP.
+func Handler(op Operator, opts Options) http.Handler { return handler(op, opts, true, true) }
+
+// handler returns the health and metrics routes (public) and the debug
+// routes (debug).
+func handler(op Operator, opts Options, public, debug bool) http.Handler {
+	mux := http.NewServeMux()
+	if debug {
+		addDebug(mux, op, opts.Pprof)
+	}
+	if !public {
+		return mux
+	}
+	if opts.Metrics != nil {
+		mux.Handle("GET /metrics", opts.Metrics)
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := op.Alive(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ok, why := op.Ready(r.Context())
+		if !ok {
+			http.Error(w, "not ready:\n"+strings.Join(why, "\n"), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
+
+func addDebug(mux *http.ServeMux, op Operator, withPprof bool) {
+	mux.HandleFunc("GET "+QueuesPath, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, op.Queues()) })
+	mux.HandleFunc("GET "+HooksPath, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, op.Hooks()) })
+	mux.HandleFunc("GET "+SnapshotsPath, func(w http.ResponseWriter, r *http.Request) {
+		hook := r.URL.Query().Get("hook")
+		if hook == "" {
+			http.Error(w, "name the hook: ?hook=PATH", http.StatusBadRequest)
+			return
+		}
+		snaps, err := op.Snapshots(hook)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		writeJSON(w, snaps)
+	})
+	if withPprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
