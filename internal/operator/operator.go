@@ -61,6 +61,7 @@ type Operator struct {
 	// the operator writes to the cluster; nil with another Sink.
 	finalizers *finalizer.Manager
 	requeues   requeues
+	gate       *syncGate
 	events     *failureEvents
 	stats      runStats
 	// started is set once start-up is done (see Ready); lastTick is when
@@ -115,6 +116,7 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 			return rc.Get().AbsPath("/readyz").Do(ctx).Error()
 		}
 	}
+	o.gate = newSyncGate(o.watcher.Bindings())
 	o.queues = queue.NewSet(func(ctx context.Context, t *queue.Task) error {
 		err := o.exec.Execute(ctx, t)
 		o.stats.record(t.Hook.Name, err)
@@ -135,6 +137,7 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 func (o *Operator) Run(ctx context.Context) error {
 	o.warnUnserved()
 	go o.tick(ctx)
+	go o.gate.watchUnserved(ctx)
 	if o.events != nil {
 		defer o.events.stop()
 	}
@@ -297,17 +300,18 @@ func (o *Operator) Synchronization(b *watch.Binding, objects []binding.Object) {
 	cfg := b.Config()
 	if !cfg.ExecuteHookOnSynchronization {
 		o.markSynced(b)
+		o.gate.synchronized(b, func() {}) // its snapshot is complete: others may go on
 		return
 	}
 	c := binding.Context{Binding: cfg.Name, Type: binding.TypeSynchronization, Objects: objects}
-	o.push(b.Hook, &cfg.Common, c, func(error) { o.markSynced(b) })
+	o.gate.synchronized(b, func() { o.push(b.Hook, &cfg.Common, c, func(error) { o.markSynced(b) }) })
 }
 
 // Event implements watch.Sink.
 func (o *Operator) Event(b *watch.Binding, watchEvent string, obj binding.Object) {
 	cfg := b.Config()
 	c := binding.Context{Binding: cfg.Name, Type: binding.TypeEvent, WatchEvent: watchEvent, Object: &obj}
-	o.push(b.Hook, &cfg.Common, c, nil)
+	o.gate.event(b, func() { o.push(b.Hook, &cfg.Common, c, nil) })
 }
 
 // EnsureFinalizer implements watch.Sink.
