@@ -38,6 +38,10 @@ func runCase(ctx context.Context, dir string, hooks []*hook.Hook, f Flags, log l
 	if err != nil {
 		return result{err: err}
 	}
+	hooks, err = selectHooks(dir, hooks)
+	if err != nil {
+		return result{err: err}
+	}
 	topts := transcript.Options{ShowSecrets: f.ShowSecrets}
 	var runs []transcript.Run
 	_, err = replay.Run(ctx, replay.Options{
@@ -68,6 +72,48 @@ func runCase(ctx context.Context, dir string, hooks []*hook.Hook, f Flags, log l
 	}
 	diff, err := compare(expected, actual)
 	return result{runs: len(runs), diff: diff, err: err}
+}
+
+// caseSettings is a case's case.yaml.
+type caseSettings struct {
+	// Hooks lists the hooks the case runs (paths under the hooks folder);
+	// empty runs every hook.
+	Hooks []string `json:"hooks"`
+}
+
+// selectHooks returns the hooks the case's case.yaml names, or all.
+func selectHooks(dir string, hooks []*hook.Hook) ([]*hook.Hook, error) {
+	path := filepath.Join(dir, CaseFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return hooks, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var cs caseSettings
+	if err := yaml.UnmarshalStrict(data, &cs); err != nil {
+		return nil, fmt.Errorf("%s: %w (it holds hooks: [PATH, ...])", path, err)
+	}
+	if len(cs.Hooks) == 0 {
+		return hooks, nil
+	}
+	var out []*hook.Hook
+	for _, name := range cs.Hooks {
+		var found *hook.Hook
+		var names []string
+		for _, h := range hooks {
+			names = append(names, h.Name)
+			if h.Name == name {
+				found = h
+			}
+		}
+		if found == nil {
+			return nil, fmt.Errorf("%s: no hook %q under the hooks folder (there are: %s)", path, name, strings.Join(names, ", "))
+		}
+		out = append(out, found)
+	}
+	return out, nil
 }
 
 // readCase reads the case's objects and events; both are optional.

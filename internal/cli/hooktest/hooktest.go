@@ -34,6 +34,8 @@ const (
 	EventsFile = "events.yaml"
 	// ExpectedFile holds the expected runs, as `replay -o yaml` prints them.
 	ExpectedFile = "expected.yaml"
+	// CaseFile (optional) selects the hooks of the case.
+	CaseFile = "case.yaml"
 )
 
 // Flags holds the test command's settings.
@@ -55,10 +57,12 @@ func New(stdout io.Writer, log *logrus.Logger) *cobra.Command {
 		Use:   "test [DIR]",
 		Short: "Run hook test cases offline and compare the runs with the expected ones",
 		Long: `test finds every case folder under DIR (default "tests"): a folder holding
-objects.yaml (or an objects/ folder), events.yaml, or expected.yaml. For each
-case it replays the hooks under --hooks-dir against the case's objects and
-events, without a cluster, exactly as "hook-operator replay" does, and
-compares the runs with expected.yaml.
+objects.yaml (or an objects/ folder), events.yaml, expected.yaml or case.yaml.
+For each case it replays the hooks under --hooks-dir against the case's
+objects and events, without a cluster, exactly as "hook-operator replay" does,
+and compares the runs with expected.yaml. A case.yaml with "hooks: [PATH, ...]"
+limits the case to those hooks, so that one hooks folder can hold several
+operators, each with its own cases.
 
 expected.yaml holds the runs as "replay -o yaml" prints them. A field left out
 of an expected run is not compared: delete "contexts" to check only the
@@ -142,7 +146,7 @@ func Run(ctx context.Context, dir string, f Flags, out io.Writer, log *logrus.Lo
 		if filter != nil {
 			return fmt.Errorf("no case under %s matches --run %q", dir, f.Run)
 		}
-		return fmt.Errorf("no test cases under %s: a case is a folder with %s (or %s/), %s or %s", dir, ObjectsFile, ObjectsDir, EventsFile, ExpectedFile)
+		return fmt.Errorf("no test cases under %s: a case is a folder with %s (or %s/), %s, %s or %s", dir, ObjectsFile, ObjectsDir, EventsFile, ExpectedFile, CaseFile)
 	}
 	fmt.Fprintf(out, "%d passed, %d failed\n", passed, failed)
 	if failed > 0 {
@@ -171,7 +175,7 @@ func Find(dir string) ([]string, error) {
 		if d.Name() == ObjectsDir && path != dir {
 			return filepath.SkipDir // a case's objects, not a case
 		}
-		for _, n := range []string{ObjectsFile, ObjectsDir, EventsFile, ExpectedFile} {
+		for _, n := range []string{ObjectsFile, ObjectsDir, EventsFile, ExpectedFile, CaseFile} {
 			if _, err := os.Stat(filepath.Join(path, n)); err == nil {
 				cases = append(cases, path)
 				break
