@@ -18,7 +18,7 @@ build: ## build bin/hook-operator
 	go build -ldflags '$(LDFLAGS)' -o bin/hook-operator ./cmd/hook-operator
 
 hooks: ## build the Go hooks: hooks/<d>/<d> from the Go package in hooks/<d>
-	@for pkg in $$(go list ./hooks/... 2>/dev/null); do \
+	@for pkg in $$(go list -f '{{if .GoFiles}}{{.ImportPath}}{{end}}' ./hooks/... 2>/dev/null); do \
 		d=$${pkg#$(MODULE)/}; echo "go build -o $$d/$$(basename $$d) ./$$d"; \
 		go build -o "$$d/$$(basename $$d)" "./$$d"; \
 	done
@@ -46,6 +46,10 @@ cluster-down: ## stop and remove the local cluster (binaries stay cached)
 run: build hooks ## build, start the local cluster, run the operator with hooks/ (Ctrl-C stops)
 	@hack/run.sh
 
+.PHONY: bench
+bench: build cluster ## measure speed and memory on the local cluster (about 25 min); BENCH_FLAGS=--quick for a short run; results in bench/results/
+	go run ./bench $(BENCH_FLAGS)
+
 clean: ## remove build output (not the cluster or its cached binaries)
 	rm -rf bin/
-	@for pkg in $$(go list ./hooks/... 2>/dev/null); do d=$${pkg#$(MODULE)/}; rm -f "$$d/$$(basename $$d)"; done
+	@for pkg in $$(go list -f '{{if .GoFiles}}{{.ImportPath}}{{end}}' ./hooks/... 2>/dev/null); do d=$${pkg#$(MODULE)/}; rm -f "$$d/$$(basename $$d)"; done

@@ -42,6 +42,20 @@ type Config struct {
 	Kubernetes []KubernetesBinding `json:"kubernetes,omitempty"`
 	// Settings are hook-wide; nil leaves every default.
 	Settings *Settings `json:"settings,omitempty"`
+	// Writes (extension) declares what the hook's operations write, so that
+	// `hook-operator rbac` grants exactly that.
+	Writes []Write `json:"writes,omitempty"`
+}
+
+// Write declares one kind of write of the hook's operations (extension):
+// verbs on a kind (or one of its subresources), in some namespaces or all.
+// docs/hooks.md lists the verbs each operation needs.
+type Write struct {
+	APIVersion  string   `json:"apiVersion,omitempty"`
+	Kind        string   `json:"kind"`
+	Subresource string   `json:"subresource,omitempty"`
+	Verbs       []string `json:"verbs"`
+	Namespaces  []string `json:"namespaces,omitempty"`
 }
 
 // MarshalJSON writes the configuration with configVersion v1 first.

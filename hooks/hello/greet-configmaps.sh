@@ -20,6 +20,9 @@ kubernetes:
   labelSelector:
     matchLabels: {hook-operator.dev/hello: "true"}
   jqFilter: .data
+# What the operations write, for `hook-operator rbac` (extension).
+writes:
+- {kind: ConfigMap, verbs: [patch]}
 CONFIG
   exit 0
 fi

@@ -85,6 +85,15 @@ var config = sdk.Config{
 		KeepFullObjectsInMemory: sdk.Ptr(false),
 		Group:                   group,
 	}},
+	// What the operations below write, for `hook-operator rbac`: Apply is a
+	// server-side apply patch; Status reads and updates the status
+	// subresource; the owner reference's blockOwnerDeletion needs update on
+	// the parent's finalizers where the API server checks it.
+	Writes: []sdk.Write{
+		{APIVersion: "apps/v1", Kind: "Deployment", Verbs: []string{"create", "patch"}},
+		{APIVersion: apiVersion, Kind: kind, Subresource: "status", Verbs: []string{"get", "update"}},
+		{APIVersion: apiVersion, Kind: kind, Subresource: "finalizers", Verbs: []string{"update"}},
+	},
 }
 
 func main() { sdk.Run(config, reconcile) }

@@ -17,6 +17,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/cli/finalizers"
 	"github.com/hook-operator/hook-operator/internal/cli/hooks"
 	"github.com/hook-operator/hook-operator/internal/cli/hooktest"
+	rbaccmd "github.com/hook-operator/hook-operator/internal/cli/rbac"
 	"github.com/hook-operator/hook-operator/internal/cli/record"
 	"github.com/hook-operator/hook-operator/internal/cli/replay"
 	"github.com/hook-operator/hook-operator/internal/cli/start"
@@ -98,6 +99,7 @@ a flag given on the command line wins over the variable.`,
 	root.AddCommand(record.New(stdout, log))
 	root.AddCommand(replay.New(stdout, log))
 	root.AddCommand(debug.New(stdout))
+	root.AddCommand(rbaccmd.New(stdout, log))
 	root.AddCommand(hooktest.New(stdout, log))
 	return root
 }

@@ -91,6 +91,7 @@ func (c *checker) config(raw any) Config {
 	cfg.Mutating = c.webhookBindings(o, "kubernetesMutating", &refs)
 	cfg.Conversion = c.conversionBindings(o, &refs)
 	cfg.Settings = c.settings(o.object("settings"))
+	cfg.Writes = c.writes(o)
 	o.finish()
 
 	c.checkSnapshotRefs(cfg.Kubernetes, refs)

@@ -32,3 +32,37 @@ kubernetes:
 		}
 	}
 }
+
+func TestParseWrites(t *testing.T) {
+	cfg, err := ParseConfig("w.sh", []byte(`
+configVersion: v1
+onStartup: 1
+writes:
+- {apiVersion: apps/v1, kind: Deployment, verbs: [create, patch, delete]}
+- {kind: Memcached, subresource: status, verbs: [get, update], namespaces: [shop]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Writes) != 2 || cfg.Writes[1].Subresource != "status" || cfg.Writes[1].Namespaces[0] != "shop" || cfg.Writes[0].Verbs[2] != "delete" {
+		t.Errorf("writes: %+v", cfg.Writes)
+	}
+	_, err = ParseConfig("w.sh", []byte(`
+configVersion: v1
+onStartup: 1
+writes:
+- {kind: Deployment, verbs: ["*"]}
+- {kind: Deployment, verbs: [craete]}
+- {kind: Deployment}
+- {verbs: [get], subresource: "a/b", namspaces: [x]}
+`))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{`writes[0].verbs[0]: "*" grants everything`, `writes[1].verbs[0]: "craete" is not an API verb; did you mean create?`,
+		"writes[2].verbs: missing", "writes[3].kind: missing", `writes[3].subresource: "a/b"`, `writes[3].namspaces: unknown key; did you mean "namespaces"?`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}

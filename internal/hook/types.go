@@ -47,6 +47,9 @@ type Config struct {
 	Mutating   []WebhookBinding    `json:"kubernetesMutating,omitempty"`
 	Conversion []ConversionBinding `json:"kubernetesCustomResourceConversion,omitempty"`
 	Settings   Settings            `json:"settings"`
+	// Writes declares what the hook's operations write (extension), for
+	// `hook-operator rbac`.
+	Writes []Write `json:"writes,omitempty"`
 }
 
 // Settings are hook-wide settings.

@@ -1,0 +1,137 @@
+// Package rbac implements `hook-operator rbac`: print the least-privilege
+// RBAC of the operator for a hooks folder.
+package rbac
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	hookscmd "github.com/hook-operator/hook-operator/internal/cli/hooks"
+	"github.com/hook-operator/hook-operator/internal/fixture"
+	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/kube"
+	"github.com/hook-operator/hook-operator/internal/rbac"
+	"github.com/hook-operator/hook-operator/internal/replay"
+)
+
+// Flags hold the command's settings.
+type Flags struct {
+	HooksDir       string
+	ConfigTimeout  time.Duration
+	CRDs           string
+	Kubeconfig     string
+	Name           string
+	Namespace      string
+	ServiceAccount string
+}
+
+// New returns the rbac command.
+func New(stdout io.Writer, log *logrus.Logger) *cobra.Command {
+	var f Flags
+	cmd := &cobra.Command{
+		Use:   "rbac",
+		Short: "Print the least-privilege RBAC the operator needs for a hooks folder",
+		Long: `rbac prints, as YAML, the ClusterRole and Roles (with their bindings to the
+operator's ServiceAccount) that the hooks under --hooks-dir need, and nothing
+more:
+
+  - get, list and watch on what each kubernetes binding watches: in the
+    namespaces of its namespace.nameSelector (a Role each), else cluster-wide;
+    list and watch on Namespaces when a binding selects them by label;
+  - update on the objects of bindings with a finalizer;
+  - the writes each hook declares in its configuration under "writes"
+    (kind, optional subresource, verbs, optional namespaces; see
+    docs/hooks.md): the runtime cannot know in advance what operations a hook
+    will write;
+  - create and patch on Events, for the Events about failed runs.
+
+No rule uses "*". Kinds resolve offline, from Kubernetes' built-in kinds and
+the CustomResourceDefinitions in --crds; with --kubeconfig, from the
+cluster's discovery instead. A comment above the YAML says which binding or
+write needs each permission.`,
+		Example: `  hook-operator rbac --hooks-dir ./hooks --crds ./deploy/crds > rbac.yaml
+  hook-operator rbac --hooks-dir /hooks --kubeconfig ~/.kube/config --namespace ops --service-account my-operator`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return Run(cmd.Context(), f, stdout, log)
+		},
+	}
+	fs := cmd.Flags()
+	hookscmd.BindHooksDir(fs, &f.HooksDir)
+	hookscmd.BindConfigTimeout(fs, &f.ConfigTimeout)
+	fs.StringVar(&f.CRDs, "crds", "", "file or folder of CustomResourceDefinitions that define the hooks' custom kinds")
+	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "resolve kinds with this cluster's discovery instead of offline")
+	fs.StringVar(&f.Name, "name", "hook-operator", "name of the ClusterRole, Roles and bindings")
+	fs.StringVar(&f.Namespace, "namespace", "hook-operator", "namespace of the operator's ServiceAccount")
+	fs.StringVar(&f.ServiceAccount, "service-account", "hook-operator", "the operator's ServiceAccount")
+	return cmd
+}
+
+// Run loads the hooks and prints their RBAC.
+func Run(ctx context.Context, f Flags, out io.Writer, log *logrus.Logger) error {
+	hooks, err := hook.Load(ctx, f.HooksDir, hook.LoadOptions{ConfigTimeout: f.ConfigTimeout, Warn: func(m string) { log.Warn(m) }})
+	if err != nil {
+		return fmt.Errorf("hooks in %s are not valid:\n%w", f.HooksDir, err)
+	}
+	resolver, err := resolverFor(f)
+	if err != nil {
+		return err
+	}
+	grants, err := rbac.Grants(hooks, resolver)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "# The least-privilege RBAC of hook-operator for the hooks in %s,\n", f.HooksDir)
+	fmt.Fprintln(out, "# written by `hook-operator rbac`. What needs what:")
+	for _, g := range grants {
+		where := "cluster-wide"
+		if g.Namespace != "" {
+			where = "in " + g.Namespace
+		}
+		res, sub, _ := strings.Cut(g.Resource, "/")
+		if g.Group != "" {
+			res += "." + g.Group
+		}
+		if sub != "" {
+			res += "/" + sub
+		}
+		fmt.Fprintf(out, "#   %s: %s %s %s\n", g.Why, strings.Join(g.Verbs, ", "), res, where)
+	}
+	for _, obj := range rbac.Objects(grants, rbac.Options{Name: f.Name, Namespace: f.Namespace, ServiceAccount: f.ServiceAccount}) {
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "---\n%s", data)
+	}
+	return nil
+}
+
+func resolverFor(f Flags) (rbac.Resolver, error) {
+	if f.Kubeconfig != "" {
+		cfg, err := kube.RESTConfig(kube.Options{Kubeconfig: f.Kubeconfig})
+		if err != nil {
+			return nil, err
+		}
+		clients, err := kube.NewClients(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return clients.Resolver, nil
+	}
+	fx := &fixture.Fixture{}
+	if f.CRDs != "" {
+		var err error
+		if fx, err = fixture.ReadObjects(f.CRDs); err != nil {
+			return nil, fmt.Errorf("--crds: %w", err)
+		}
+	}
+	return replay.Resolver(fx)
+}

@@ -1,0 +1,199 @@
+// Package rbac derives the least-privilege RBAC of an operator from its
+// hooks: read access (get, list, watch) to what the kubernetes bindings
+// watch, the writes each hook declares under `writes`, and what the runtime
+// itself needs (finalizers, Events). Rules never use "*": every verb and
+// resource is named.
+package rbac
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/kube"
+)
+
+// Resolver resolves kinds: a live *kube.Resolver, or an offline one.
+type Resolver interface {
+	Resolve(apiVersion, kind string) (kube.Resource, error)
+}
+
+// Options name the generated objects.
+type Options struct {
+	// Name names the ClusterRole, the Roles and their bindings.
+	Name string
+	// ServiceAccount and Namespace are the subject of the bindings.
+	ServiceAccount, Namespace string
+}
+
+// Grant is one permission: verbs on a resource (or a subresource,
+// "deployments/scale"), cluster-wide (Namespace "") or in one namespace.
+type Grant struct {
+	Group, Resource, Namespace string
+	Verbs                      []string
+	// Why says which binding or declared write needs it.
+	Why string
+}
+
+// Grants returns what the hooks need, one grant per need, in the order of
+// the hooks and their bindings.
+func Grants(hooks []*hook.Hook, r Resolver) ([]Grant, error) {
+	var out []Grant
+	var errs []string
+	add := func(res kube.Resource, sub string, namespaces []string, verbs []string, why string) {
+		resource := res.GVR.Resource
+		if sub != "" {
+			resource += "/" + sub
+		}
+		if !res.Namespaced || len(namespaces) == 0 {
+			namespaces = []string{""}
+		}
+		for _, ns := range namespaces {
+			out = append(out, Grant{Group: res.GVR.Group, Resource: resource, Namespace: ns, Verbs: verbs, Why: why})
+		}
+	}
+	watchesNamespaces := false
+	for _, h := range hooks {
+		for _, b := range h.Config.Kubernetes {
+			res, err := r.Resolve(b.APIVersion, b.Kind)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("hook %s: binding %q: %v", h.Name, b.Name, err))
+				continue
+			}
+			var namespaces []string
+			if sel := b.Namespace; sel != nil {
+				if sel.LabelSelector != nil {
+					watchesNamespaces = true // any namespace may come to match
+				} else {
+					namespaces = sel.Names
+				}
+			}
+			why := fmt.Sprintf("%s: binding %s", h.Name, b.Name)
+			add(res, "", namespaces, []string{"get", "list", "watch"}, why)
+			if b.Finalizer != "" {
+				add(res, "", namespaces, []string{"update"}, why+" (finalizer)")
+			}
+		}
+		for i, w := range h.Config.Writes {
+			res, err := r.Resolve(w.APIVersion, w.Kind)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("hook %s: writes[%d]: %v", h.Name, i, err))
+				continue
+			}
+			add(res, w.Subresource, w.Namespaces, w.Verbs, fmt.Sprintf("%s: writes[%d]", h.Name, i))
+		}
+	}
+	if watchesNamespaces {
+		out = append(out, Grant{Resource: "namespaces", Verbs: []string{"get", "list", "watch"}, Why: "namespace.labelSelector"})
+	}
+	// Events about failed runs, in the namespaces of the objects.
+	out = append(out, Grant{Group: "", Resource: "events", Verbs: []string{"create", "patch"}, Why: "Events about failed runs"})
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s\n(install the CRDs, or pass their files with --crds)", strings.Join(errs, "\n"))
+	}
+	return out, nil
+}
+
+// Objects turns grants into a ClusterRole with its ClusterRoleBinding for
+// the cluster-wide grants and a Role with its RoleBinding per namespace.
+// Rules are merged and sorted, so the output is stable.
+func Objects(grants []Grant, opts Options) []any {
+	byNS := map[string][]Grant{}
+	for _, g := range grants {
+		byNS[g.Namespace] = append(byNS[g.Namespace], g)
+	}
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: opts.ServiceAccount, Namespace: opts.Namespace}}
+	var out []any
+	if gs := byNS[""]; len(gs) > 0 {
+		out = append(out,
+			&rbacv1.ClusterRole{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+				ObjectMeta: metav1.ObjectMeta{Name: opts.Name},
+				Rules:      rules(gs),
+			},
+			&rbacv1.ClusterRoleBinding{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+				ObjectMeta: metav1.ObjectMeta{Name: opts.Name},
+				RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: opts.Name},
+				Subjects:   subject,
+			})
+	}
+	var namespaces []string
+	for ns := range byNS {
+		if ns != "" {
+			namespaces = append(namespaces, ns)
+		}
+	}
+	sort.Strings(namespaces)
+	for _, ns := range namespaces {
+		out = append(out,
+			&rbacv1.Role{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+				ObjectMeta: metav1.ObjectMeta{Name: opts.Name, Namespace: ns},
+				Rules:      rules(byNS[ns]),
+			},
+			&rbacv1.RoleBinding{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+				ObjectMeta: metav1.ObjectMeta{Name: opts.Name, Namespace: ns},
+				RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: opts.Name},
+				Subjects:   subject,
+			})
+	}
+	return out
+}
+
+// rules merges grants: the verbs of each resource are joined, then
+// resources of one group with the same verbs share a rule.
+func rules(grants []Grant) []rbacv1.PolicyRule {
+	type key struct{ group, resource string }
+	verbs := map[key][]string{}
+	for _, g := range grants {
+		k := key{g.Group, g.Resource}
+		for _, v := range g.Verbs {
+			if !slices.Contains(verbs[k], v) {
+				verbs[k] = append(verbs[k], v)
+			}
+		}
+	}
+	type merged struct {
+		group     string
+		verbs     []string
+		resources []string
+	}
+	byVerbs := map[string]*merged{}
+	for k, vs := range verbs {
+		vs = sortVerbs(vs)
+		id := k.group + "\x00" + strings.Join(vs, ",")
+		m := byVerbs[id]
+		if m == nil {
+			m = &merged{group: k.group, verbs: vs}
+			byVerbs[id] = m
+		}
+		m.resources = append(m.resources, k.resource)
+	}
+	var out []rbacv1.PolicyRule
+	for _, m := range byVerbs {
+		sort.Strings(m.resources)
+		out = append(out, rbacv1.PolicyRule{APIGroups: []string{m.group}, Resources: m.resources, Verbs: m.verbs})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.APIGroups[0] != b.APIGroups[0] {
+			return a.APIGroups[0] < b.APIGroups[0]
+		}
+		return strings.Join(a.Resources, ",") < strings.Join(b.Resources, ",")
+	})
+	return out
+}
+
+// sortVerbs orders verbs as hook.Verbs lists them.
+func sortVerbs(vs []string) []string {
+	out := slices.Clone(vs)
+	sort.Slice(out, func(i, j int) bool { return slices.Index(hook.Verbs, out[i]) < slices.Index(hook.Verbs, out[j]) })
+	return out
+}

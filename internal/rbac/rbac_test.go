@@ -1,0 +1,84 @@
+package rbac_test
+
+import (
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/kube"
+	"github.com/hook-operator/hook-operator/internal/rbac"
+)
+
+func parse(t *testing.T, name, config string) *hook.Hook {
+	t.Helper()
+	cfg, err := hook.ParseConfig(name, []byte(config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &hook.Hook{Name: name, Config: cfg}
+}
+
+func TestGrantsAndObjects(t *testing.T) {
+	hooks := []*hook.Hook{
+		parse(t, "a.sh", `
+configVersion: v1
+kubernetes:
+- {name: pods, kind: Pod, namespace: {nameSelector: {matchNames: [shop, web]}}}
+- {name: deploys, kind: deploy, finalizer: example.com/x}
+writes:
+- {kind: Deployment, verbs: [patch, create]}
+- {kind: Deployment, subresource: scale, verbs: [update]}
+- {kind: ConfigMap, verbs: [create], namespaces: [shop]}
+`),
+		parse(t, "b.sh", `
+configVersion: v1
+kubernetes:
+- {name: cms, kind: ConfigMap, namespace: {labelSelector: {matchLabels: {team: x}}}}
+- {name: nodes, kind: Node, namespace: {nameSelector: {matchNames: [shop]}}}
+`),
+	}
+	grants, err := rbac.Grants(hooks, kube.NewStaticResolver(kube.BuiltinResources()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	for _, obj := range rbac.Objects(grants, rbac.Options{Name: "op", Namespace: "ops", ServiceAccount: "sa"}) {
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.WriteString("---\n" + string(data))
+	}
+	got := out.String()
+	for _, want := range []string{
+		// The cluster-wide rules, merged and sorted.
+		"kind: ClusterRole\nmetadata:\n  name: op\nrules:\n" +
+			"- apiGroups:\n  - \"\"\n  resources:\n  - configmaps\n  - namespaces\n  - nodes\n  verbs:\n  - get\n  - list\n  - watch\n" +
+			"- apiGroups:\n  - \"\"\n  resources:\n  - events\n  verbs:\n  - create\n  - patch\n" +
+			"- apiGroups:\n  - apps\n  resources:\n  - deployments\n  verbs:\n  - get\n  - list\n  - watch\n  - create\n  - update\n  - patch\n" +
+			"- apiGroups:\n  - apps\n  resources:\n  - deployments/scale\n  verbs:\n  - update\n",
+		// Pods only in the two namespaces; the ConfigMap write in shop.
+		"kind: Role\nmetadata:\n  name: op\n  namespace: shop\nrules:\n" +
+			"- apiGroups:\n  - \"\"\n  resources:\n  - configmaps\n  verbs:\n  - create\n" +
+			"- apiGroups:\n  - \"\"\n  resources:\n  - pods\n  verbs:\n  - get\n  - list\n  - watch\n",
+		"kind: Role\nmetadata:\n  name: op\n  namespace: web\n",
+		"subjects:\n- kind: ServiceAccount\n  name: sa\n  namespace: ops\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks:\n%s\n--- in:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "*") {
+		t.Errorf("a rule uses *:\n%s", got)
+	}
+}
+
+func TestUnknownKind(t *testing.T) {
+	hooks := []*hook.Hook{parse(t, "w.sh", "configVersion: v1\nkubernetes: [{kind: Widget}]\n")}
+	_, err := rbac.Grants(hooks, kube.NewStaticResolver(kube.BuiltinResources()))
+	if err == nil || !strings.Contains(err.Error(), "w.sh") || !strings.Contains(err.Error(), "--crds") {
+		t.Errorf("err %v", err)
+	}
+}
