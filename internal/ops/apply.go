@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -121,6 +122,9 @@ func (a *Applier) ApplyFor(ctx context.Context, hookName string, ops []Operation
 			err = a.apply(ctx, s, hookName)
 		}
 		if err != nil {
+			if apierrors.IsForbidden(err) {
+				err = fmt.Errorf("%w (the operator's ServiceAccount may not do this: declare the write under writes in the hook's configuration and regenerate its RBAC with hook-operator rbac)", err)
+			}
 			return &Error{Index: s.op.Index, Op: s.op.String(), Err: fmt.Errorf("%w%s", err, progress(i, len(steps)))}
 		}
 	}
