@@ -208,13 +208,19 @@ func (o *Operator) runStartup(ctx context.Context) error {
 func (o *Operator) waitForSynchronization(ctx context.Context) error {
 	for {
 		var pending []string
-		o.mu.Lock()
 		for _, b := range o.watcher.Bindings() {
-			if b.Config().WaitForSynchronization && b.Waiting() == "" && !o.syncsDone[b] {
+			// Waiting takes the binding's lock, under which the watch calls
+			// markSynced: never call it holding o.mu.
+			if !b.Config().WaitForSynchronization || b.Waiting() != "" {
+				continue
+			}
+			o.mu.Lock()
+			done := o.syncsDone[b]
+			o.mu.Unlock()
+			if !done {
 				pending = append(pending, b.Hook.Name+"/"+b.Name())
 			}
 		}
-		o.mu.Unlock()
 		if len(pending) == 0 {
 			return nil
 		}
