@@ -1,0 +1,57 @@
+# shellcheck shell=bash disable=SC2016 # jq programs in single quotes use jq $variables
+# hook.sh: helpers for hook-operator hooks written in bash.
+#
+# Source it at the top of a hook, after `set -euo pipefail`:
+#
+#   source "$(dirname "$0")/../lib/hook.sh"
+#
+#   hook::config "$@" <<'CONFIG'
+#   configVersion: v1
+#   kubernetes:
+#   - {name: tickets, apiVersion: flights.com/v1, kind: FlightTicket}
+#   CONFIG
+#
+#   hook::objects | while read -r item; do
+#     ...
+#   done
+#
+# The helpers need bash and jq, nothing else. They are split by topic:
+#
+#   log.sh         hook::log, hook::die           structured log lines
+#   contexts.sh    hook::contexts, hook::objects,  reading $BINDING_CONTEXT_PATH
+#                  hook::latest_objects, hook::snapshot, hook::snapshots,
+#                  hook::snapshot_object, hook::get, hook::read
+#   operations.sh  hook::apply, hook::status, ...  writing $KUBERNETES_PATCH_PATH
+#
+# Every function checks its arguments and returns non-zero with a log line
+# naming the problem, so under `set -e` a mistake fails the run (and the
+# runtime retries it) instead of writing a broken operation. The library
+# sets no shell options itself; the `hooks/` folder skips folders named lib,
+# so nothing here is taken for a hook.
+
+if ! command -v jq >/dev/null 2>&1; then
+  echo '{"level":"error","msg":"hook.sh: jq is required but not found in PATH"}' >&2
+  exit 1
+fi
+
+_hook_lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=log.sh
+source "$_hook_lib_dir/log.sh"
+# shellcheck source=contexts.sh
+source "$_hook_lib_dir/contexts.sh"
+# shellcheck source=operations.sh
+source "$_hook_lib_dir/operations.sh"
+unset _hook_lib_dir
+
+# hook::config "$@" <<'CONFIG' ... CONFIG
+#
+# Answers the runtime's `--config` call: when the hook's first argument is
+# --config, prints the configuration given on stdin (a heredoc) and exits 0.
+# Otherwise it returns at once without reading stdin, and the hook goes on
+# to handle its binding contexts.
+hook::config() {
+  if [[ "${1:-}" == "--config" ]]; then
+    cat
+    exit 0
+  fi
+}

@@ -1,0 +1,310 @@
+# shellcheck shell=bash disable=SC2016 # jq programs in single quotes use jq $variables
+# operations.sh: writing object operations. Sourced by hook.sh.
+#
+# Each function appends one operation, as a line of compact JSON, to
+# $KUBERNETES_PATCH_PATH. The runtime applies them in order after the hook
+# exits 0, and only then; a hook that fails applies nothing. docs/hooks.md
+# ("Object operations") describes each operation.
+#
+# KIND arguments are a kind (ConfigMap, cm, configmaps), optionally with
+# its apiVersion in front: apps/v1/StatefulSet, v1/ConfigMap,
+# db.example.com/v1/SampleDB. Without one, the kind's preferred version is
+# used. NAMESPACE is "" for cluster-scoped kinds.
+#
+# OBJECT and PARENT arguments are JSON. A PARENT is either a reference
+# {apiVersion, kind, namespace, name} or a whole object (the reference is
+# taken from it), so an object from a binding context can be passed as it
+# is.
+#
+# Each function starts jq once: jq takes tens of milliseconds to start, and
+# a hook writing many operations feels each call.
+
+# jq definitions shared by the functions below. JSON arguments arrive
+# through --slurpfile (as arrays of the values they hold), which has no
+# size limit and rejects invalid JSON.
+_hook_ops_jq='
+  def one($what; $v):
+    if ($v | length) != 1 or ($v[0] | type) != "object" then error("\($what) must be one JSON object")
+    else $v[0] end;
+  def target($kind; $ns; $name):
+    ($kind | split("/")) as $p
+    | if $p[-1] == "" or $name == "" then error("KIND and NAME must not be empty") else . end
+    | (if ($p | length) > 1 then {apiVersion: ($p[:-1] | join("/"))} else {} end)
+      + {kind: $p[-1]}
+      + (if $ns != "" then {namespace: $ns} else {} end)
+      + {name: $name};
+  def ref:
+    (if has("metadata") then {apiVersion, kind, namespace: .metadata.namespace, name: .metadata.name}
+     else {apiVersion, kind, namespace, name} end)
+    | with_entries(select(.value != null and .value != ""))
+    | if (.kind // "") == "" or (.name // "") == "" then error("PARENT needs a kind and a name") else . end;
+  def flag(cond; obj): if cond then obj else {} end;
+'
+
+# _hook::op FUNCTION JQ_ARGS... runs jq -nc with JQ_ARGS (the last one the
+# program, to which the shared definitions are prepended) and appends its
+# one line of output to $KUBERNETES_PATCH_PATH. On an error it logs
+# "FUNCTION: reason" and returns 1.
+_hook::op() {
+  local fn=$1
+  shift
+  if [[ -z "${KUBERNETES_PATCH_PATH:-}" ]]; then
+    hook::log error "$fn: KUBERNETES_PATCH_PATH is not set; run the hook through hook-operator"
+    return 1
+  fi
+  local args=("$@") out
+  args[-1]="$_hook_ops_jq ${args[-1]}"
+  if ! out=$(jq -nc "${args[@]}" 2>&1); then
+    hook::log error "$fn: $(_hook::jq_error "$out")"
+    return 1
+  fi
+  printf '%s\n' "$out" >>"$KUBERNETES_PATCH_PATH"
+}
+
+# _hook::jq_error OUTPUT turns jq's error OUTPUT into a message that names
+# the function's argument.
+_hook::jq_error() {
+  local out=${1//$'\n'/ } arg
+  if [[ "$out" =~ ^jq:\ Bad\ JSON\ in\ --slurpfile\ ([a-z]+)\ [^:]*:\ (.*)$ ]]; then
+    case "${BASH_REMATCH[1]}" in
+      o) arg=OBJECT ;; p) arg=PARENT ;; s) arg=STATUS ;; patch) arg=PATCH ;; op) arg=OPERATION ;; objs) arg=OBJECTS ;;
+      *) arg=${BASH_REMATCH[1]} ;;
+    esac
+    out="$arg is not valid JSON: ${BASH_REMATCH[2]}"
+  fi
+  printf '%s\n' "${out#jq: error (at *): }"
+}
+
+# _hook::usage NEED HAVE USAGE fails with a log line when a function got
+# fewer than NEED arguments.
+_hook::usage() {
+  if (($2 < $1)); then
+    hook::log error "usage: $3"
+    return 1
+  fi
+}
+
+# hook::emit OPERATION
+#
+# Appends OPERATION (one JSON object with an "operation" field) to
+# $KUBERNETES_PATCH_PATH, for operations the other functions do not cover
+# (JSONPatch, options they do not offer).
+hook::emit() {
+  _hook::usage 1 $# "hook::emit OPERATION_JSON" || return 1
+  _hook::op hook::emit --slurpfile op <(printf '%s' "$1") '
+    one("OPERATION"; $op)
+    | if (.operation | type) != "string" or .operation == "" then error("OPERATION has no \"operation\" field") else . end'
+}
+
+# hook::parent_ref PARENT
+#
+# Prints the reference {apiVersion, kind, namespace, name} of PARENT (a
+# reference already, or a whole object), leaving out empty fields.
+hook::parent_ref() {
+  _hook::usage 1 $# "hook::parent_ref PARENT_JSON" || return 1
+  local out
+  if ! out=$(jq -nc --slurpfile p <(printf '%s' "$1") "$_hook_ops_jq"' one("PARENT"; $p) | ref' 2>&1); then
+    hook::log error "hook::parent_ref: $(_hook::jq_error "$out")"
+    return 1
+  fi
+  printf '%s\n' "$out"
+}
+
+# hook::owner_references OWNER
+#
+# Prints the ownerReferences list that makes OWNER (a whole object, with
+# metadata.uid) the controller of an object, for the Create operations,
+# which take no parent. Apply and ApplySet set it themselves from PARENT.
+#
+#   job=$(jq -c --argjson refs "$(hook::owner_references "$db")" '.metadata.ownerReferences = $refs' <<<"$job")
+hook::owner_references() {
+  _hook::usage 1 $# "hook::owner_references OWNER_JSON" || return 1
+  local out
+  if ! out=$(jq -nc --slurpfile o <(printf '%s' "$1") "$_hook_ops_jq"'
+    one("OWNER"; $o)
+    | if (.apiVersion // "") == "" or (.kind // "") == "" or (.metadata.name // "") == "" or (.metadata.uid // "") == "" then
+        error("OWNER needs apiVersion, kind, metadata.name and metadata.uid")
+      else
+        [{apiVersion, kind, name: .metadata.name, uid: .metadata.uid, controller: true, blockOwnerDeletion: true}]
+      end' 2>&1); then
+    hook::log error "hook::owner_references: $(_hook::jq_error "$out")"
+    return 1
+  fi
+  printf '%s\n' "$out"
+}
+
+# hook::apply [--force] OBJECT [PARENT]
+#
+# Apply (extension): server-side apply of OBJECT under the hook's own field
+# manager. The fields OBJECT sets are the ones the hook manages; a field it
+# set before and leaves out now is removed. With PARENT, the object gets a
+# controller owner reference to it and is garbage-collected with it.
+# --force takes over fields other managers own.
+#
+#   hook::apply "$configmap" "$ticket"
+hook::apply() {
+  local force=false
+  if [[ "${1:-}" == "--force" ]]; then
+    force=true
+    shift
+  fi
+  _hook::usage 1 $# "hook::apply [--force] OBJECT_JSON [PARENT_JSON]" || return 1
+  _hook::op hook::apply --slurpfile o <(printf '%s' "$1") --slurpfile p <(printf '%s' "${2:-}") \
+    --argjson force "$force" '
+    {operation: "Apply", object: one("OBJECT"; $o)}
+    + flag($p | length > 0; {parent: (one("PARENT"; $p) | ref)})
+    + flag($force; {force: true})'
+}
+
+# hook::apply_set [--no-owner] NAME PARENT OBJECTS
+#
+# ApplySet (extension): OBJECTS (a JSON array) is the complete set of
+# children called NAME of PARENT. Each is applied as by hook::apply with
+# PARENT; children of the set that are no longer in OBJECTS are deleted.
+# --no-owner leaves out the owner references (the objects outlive PARENT).
+hook::apply_set() {
+  local owner=true
+  if [[ "${1:-}" == "--no-owner" ]]; then
+    owner=false
+    shift
+  fi
+  _hook::usage 3 $# "hook::apply_set [--no-owner] NAME PARENT_JSON OBJECTS_JSON_ARRAY" || return 1
+  _hook::op hook::apply_set --arg name "$1" --slurpfile p <(printf '%s' "$2") --slurpfile objs <(printf '%s' "$3") \
+    --argjson owner "$owner" '
+    if ($objs | length) != 1 or ($objs[0] | type) != "array" then error("OBJECTS must be a JSON array") else . end
+    | {operation: "ApplySet", name: $name, parent: (one("PARENT"; $p) | ref), objects: $objs[0]}
+    + flag($owner | not; {owner: false})'
+}
+
+# hook::status [--ignore-missing] KIND NAMESPACE NAME STATUS [observedGeneration]
+#
+# Status (extension): merges STATUS (a JSON object; null deletes a key) into
+# the object's .status through the status subresource. Nothing is written
+# when that changes nothing, and the runtime does not run the hook again for
+# its own status write. With "observedGeneration" (or "true") as the last
+# argument, status.observedGeneration is set to the metadata.generation the
+# runtime read. --ignore-missing: a missing object is fine.
+#
+#   hook::status flights.com/v1/FlightTicket "$ns" "$name" '{"phase":"Booked"}' observedGeneration
+hook::status() {
+  local ignore=false
+  if [[ "${1:-}" == "--ignore-missing" ]]; then
+    ignore=true
+    shift
+  fi
+  _hook::usage 4 $# "hook::status [--ignore-missing] KIND NAMESPACE NAME STATUS_JSON [observedGeneration]" || return 1
+  local observed=false
+  case "${5:-}" in
+    "" | false) ;;
+    observedGeneration | true) observed=true ;;
+    *)
+      hook::log error "hook::status: the 5th argument is \"observedGeneration\", \"true\" or \"false\", not \"$5\""
+      return 1
+      ;;
+  esac
+  _hook::op hook::status --arg kind "$1" --arg ns "$2" --arg name "$3" --slurpfile s <(printf '%s' "$4") \
+    --argjson observed "$observed" --argjson ignore "$ignore" '
+    {operation: "Status"} + target($kind; $ns; $name) + {status: one("STATUS"; $s)}
+    + flag($observed; {observedGeneration: true})
+    + flag($ignore; {ignoreMissingObject: true})'
+}
+
+# hook::create OBJECT
+# hook::create_if_not_exists OBJECT
+# hook::create_or_update OBJECT
+#
+# Create (fails if the object exists), CreateIfNotExists (an existing object
+# is left as it is: the way to generate something once, like a password) and
+# CreateOrUpdate (replaces the existing object, keeping its status).
+hook::create() { _hook::create hook::create Create "$@"; }
+hook::create_if_not_exists() { _hook::create hook::create_if_not_exists CreateIfNotExists "$@"; }
+hook::create_or_update() { _hook::create hook::create_or_update CreateOrUpdate "$@"; }
+
+_hook::create() {
+  _hook::usage 3 $# "$1 OBJECT_JSON" || return 1
+  _hook::op "$1" --arg op "$2" --slurpfile o <(printf '%s' "$3") '{operation: $op, object: one("OBJECT"; $o)}'
+}
+
+# hook::merge_patch [--ignore-missing] [--status] KIND NAMESPACE NAME PATCH
+#
+# MergePatch: applies the JSON merge patch PATCH (null deletes a key).
+# --status patches the status subresource; --ignore-missing makes a missing
+# object a success.
+hook::merge_patch() {
+  local ignore=false status=false
+  while [[ "${1:-}" == --* ]]; do
+    case "$1" in
+      --ignore-missing) ignore=true ;;
+      --status) status=true ;;
+      *)
+        hook::log error "hook::merge_patch: unknown option $1; use --ignore-missing or --status"
+        return 1
+        ;;
+    esac
+    shift
+  done
+  _hook::usage 4 $# "hook::merge_patch [--ignore-missing] [--status] KIND NAMESPACE NAME PATCH_JSON" || return 1
+  _hook::op hook::merge_patch --arg kind "$1" --arg ns "$2" --arg name "$3" --slurpfile patch <(printf '%s' "$4") \
+    --argjson ignore "$ignore" --argjson status "$status" '
+    {operation: "MergePatch"} + target($kind; $ns; $name)
+    + flag($status; {subresource: "status"})
+    + {mergePatch: one("PATCH"; $patch)}
+    + flag($ignore; {ignoreMissingObject: true})'
+}
+
+# hook::jq_patch [--ignore-missing] KIND NAMESPACE NAME FILTER
+#
+# JQPatch: the runtime runs the jq FILTER on the current object and writes
+# its output back (retrying on conflicts). FILTER returns the whole object:
+# '.spec.replicas = 3'.
+hook::jq_patch() {
+  local ignore=false
+  if [[ "${1:-}" == "--ignore-missing" ]]; then
+    ignore=true
+    shift
+  fi
+  _hook::usage 4 $# "hook::jq_patch [--ignore-missing] KIND NAMESPACE NAME FILTER" || return 1
+  _hook::op hook::jq_patch --arg kind "$1" --arg ns "$2" --arg name "$3" --arg filter "$4" --argjson ignore "$ignore" '
+    {operation: "JQPatch"} + target($kind; $ns; $name) + {jqFilter: $filter}
+    + flag($ignore; {ignoreMissingObject: true})'
+}
+
+# hook::delete [--background | --orphan] KIND NAMESPACE NAME
+#
+# Deletes the object; a missing object is a success. Without an option it is
+# Delete: dependents first (foreground), and the runtime waits until the
+# object is gone. --background (DeleteInBackground) returns at once and
+# leaves the dependents to the garbage collector; --orphan
+# (DeleteNonCascading) keeps the dependents.
+hook::delete() {
+  local op=Delete
+  case "${1:-}" in
+    --background) op=DeleteInBackground && shift ;;
+    --orphan) op=DeleteNonCascading && shift ;;
+    --*)
+      hook::log error "hook::delete: unknown option $1; use --background or --orphan"
+      return 1
+      ;;
+  esac
+  _hook::usage 3 $# "hook::delete [--background | --orphan] KIND NAMESPACE NAME" || return 1
+  _hook::op hook::delete --arg op "$op" --arg kind "$1" --arg ns "$2" --arg name "$3" \
+    '{operation: $op} + target($kind; $ns; $name)'
+}
+
+# hook::requeue NAMESPACE NAME AFTER [BINDING]
+#
+# Requeue (extension): asks for a run for the object NAMESPACE/NAME of the
+# hook's kubernetes binding BINDING (needed when the hook has more than one)
+# after AFTER (a duration: 30s, 5m). The run gets an Event context with
+# watchEvent "Requeue" and the object as it is then; for an object being
+# deleted, whose Finalize run asked for it, "Finalize" (the finalizer is
+# kept meanwhile).
+hook::requeue() {
+  _hook::usage 3 $# "hook::requeue NAMESPACE NAME AFTER [BINDING]" || return 1
+  _hook::op hook::requeue --arg ns "$1" --arg name "$2" --arg after "$3" --arg binding "${4:-}" '
+    if $name == "" or $after == "" then error("NAME and AFTER must not be empty") else . end
+    | {operation: "Requeue"}
+    + flag($ns != ""; {namespace: $ns})
+    + {name: $name, after: $after}
+    + flag($binding != ""; {binding: $binding})'
+}
