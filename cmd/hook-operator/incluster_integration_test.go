@@ -31,8 +31,9 @@ const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 // token and the cluster's CA at the in-cluster paths (bind-mounted in a
 // mount namespace of its own), KUBERNETES_SERVICE_HOST and _PORT set, and
 // only the RBAC that `hook-operator rbac` generates for the shipped hooks.
-// The hooks work; a write they did not declare is refused, and the run's
-// error says so and what to do.
+// The shipped hooks work (hello, Memcached, FlightTicket; SampleDB's are
+// checked the same way by hand, see its docs); a write they did not declare
+// is refused, and the run's error says so and what to do.
 func TestIntegrationInClusterWithGeneratedRBAC(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("this test bind-mounts the ServiceAccount files at the in-cluster path in a private mount namespace, which needs root; run the tests as root (as on the project's machines)")
@@ -41,8 +42,8 @@ func TestIntegrationInClusterWithGeneratedRBAC(t *testing.T) {
 	ns := c.Namespace(t)
 	ctx := context.Background()
 	bin := testoperator.Binary(t)
-	testoperator.InstallCRDs(t, c, "memcacheds.cache.example.com.yaml")
-	hooks := testoperator.Hooks(t, "hello", "memcached")
+	testoperator.InstallCRDs(t, c, "memcacheds.cache.example.com.yaml", "flighttickets.flights.com.yaml")
+	hooks := testoperator.Hooks(t, "hello", "memcached", "flights")
 	writeHook(t, hooks, "rogue.sh", `#!/usr/bin/env bash
 if [[ "${1:-}" == "--config" ]]; then
   echo '{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"labelSelector":{"matchLabels":{"rogue":"yes"}},"executeHookOnSynchronization":false}]}'
@@ -133,6 +134,21 @@ echo '{"operation":"Create","object":{"apiVersion":"v1","kind":"Secret","metadat
 		got, err := c.Dynamic.Resource(memcacheds).Namespace(ns).Get(ctx, "mc", metav1.GetOptions{})
 		nodes, _, _ := unstructured.NestedStringSlice(got.Object, "status", "nodes")
 		return err == nil && len(nodes) == 2
+	}, logs.String)
+
+	tickets := schema.GroupVersionResource{Group: "flights.com", Version: "v1", Resource: "flighttickets"}
+	ft := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "flights.com/v1", "kind": "FlightTicket",
+		"metadata": map[string]any{"name": "trip", "namespace": ns},
+		"spec":     map[string]any{"from": "Mumbai", "to": "London", "number": int64(2)},
+	}}
+	_, err = c.Dynamic.Resource(tickets).Namespace(ns).Create(ctx, ft, metav1.CreateOptions{})
+	must(t, err)
+	waitUntil(t, "the FlightTicket booked", func() bool {
+		got, err := c.Dynamic.Resource(tickets).Namespace(ns).Get(ctx, "trip", metav1.GetOptions{})
+		phase, _, _ := unstructured.NestedString(got.Object, "status", "phase")
+		_, cmErr := c.Client.CoreV1().ConfigMaps(ns).Get(ctx, "trip-booking", metav1.GetOptions{})
+		return err == nil && phase == "Booked" && cmErr == nil
 	}, logs.String)
 
 	// A write nobody declared is refused, and the error says what to do.
