@@ -26,7 +26,7 @@ fi
   echo "--- what the operators did (kubectl get in namespace default):" >&2
   kubectl get configmap hello -n default -o jsonpath='hello ConfigMap greeting: {.metadata.annotations.hook-operator\.dev/greeting}{"\n"}' >&2 || true
   for kind in flighttickets memcacheds sampledbs deployments statefulsets jobs; do
-    kubectl get "$kind" -n default 2>/dev/null >&2 || true
+    kubectl get "$kind" -n default >&2 2>/dev/null || true
   done
   echo "--- try:  KUBECONFIG=$kubeconfig kubectl get ft,memcached,sampledb -A -w" >&2
 ) &

@@ -1,0 +1,315 @@
+package main
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{
+		{[]float64{3}, 3},
+		{[]float64{3, 1, 2}, 2},
+		{[]float64{4, 1, 3, 2}, 2.5},
+	} {
+		if got := median(tc.in); got != tc.want {
+			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+	if !math.IsNaN(median(nil)) {
+		t.Error("median of nothing should be NaN")
+	}
+	in := []float64{3, 1, 2}
+	median(in)
+	if !slices.Equal(in, []float64{3, 1, 2}) {
+		t.Errorf("median sorted its argument: %v", in)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	xs := make([]float64, 100)
+	for i := range xs {
+		xs[i] = float64(100 - i) // 100 ... 1
+	}
+	for _, tc := range []struct{ p, want float64 }{{50, 50}, {99, 99}, {100, 100}, {1, 1}, {0.1, 1}} {
+		if got := percentile(xs, tc.p); got != tc.want {
+			t.Errorf("percentile(1..100, %v) = %v, want %v", tc.p, got, tc.want)
+		}
+	}
+	if got := percentile([]float64{7, 9}, 50); got != 7 {
+		t.Errorf("p50 of two values = %v, want the lower one (nearest rank)", got)
+	}
+	if !math.IsNaN(percentile(nil, 50)) {
+		t.Error("percentile of nothing should be NaN")
+	}
+}
+
+func TestLatencies(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	names := []string{"a", "b", "c"}
+	returned := []time.Time{t0, t0.Add(time.Millisecond), {}}
+	seen := map[string]time.Time{"a": t0.Add(12500 * time.Microsecond), "c": t0}
+	got := latencies(names, returned, seen)
+	if !slices.Equal(got, []float64{12.5}) {
+		t.Errorf("latencies = %v, want [12.5] (b never seen, c never returned)", got)
+	}
+}
+
+const status = `Name:	hook-operator
+VmPeak:	 1300000 kB
+VmHWM:	   57320 kB
+VmRSS:	   41000 kB
+RssAnon:	   16000 kB
+RssFile:	   25000 kB
+RssShmem:	       0 kB
+Threads:	12
+`
+
+func TestParseStatus(t *testing.T) {
+	m, err := parseStatus([]byte(status))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := memory{RSS: 41000 << 10, Peak: 57320 << 10, Anon: 16000 << 10, File: 25000 << 10}
+	if m != want {
+		t.Errorf("parseStatus = %+v, want %+v", m, want)
+	}
+	if _, err := parseStatus([]byte("Name:\tzombie\nState:\tZ (zombie)\n")); err == nil {
+		t.Error("a status without VmRSS should be an error")
+	}
+	if _, err := parseStatus([]byte("VmRSS:\t12 MB\nVmHWM:\t12 kB\n")); err == nil {
+		t.Error("a unit other than kB should be an error")
+	}
+}
+
+func TestParseCPU(t *testing.T) {
+	// The command name may hold spaces and parentheses; utime (14) is 250
+	// and stime (15) 50 ticks; cutime and cstime (the hooks) must not count.
+	stat := "4242 (hook (op) x) S 1 4242 4242 0 -1 4194560 9000 0 0 0 250 50 7000 3000 20 0 12 0 100 1000000 10000\n"
+	got, err := parseCPU([]byte(stat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 3 * time.Second; got != want {
+		t.Errorf("parseCPU = %v, want %v", got, want)
+	}
+	if _, err := parseCPU([]byte("4242 (short) S 1 2")); err == nil {
+		t.Error("a truncated stat should be an error")
+	}
+}
+
+func TestReadOwnProc(t *testing.T) {
+	m, err := readMemory(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.RSS <= 0 || m.Peak < m.RSS {
+		t.Errorf("own memory %+v: want 0 < RSS <= Peak", m)
+	}
+	if _, err := readCPU(os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestParseMark(t *testing.T) {
+	m, err := parseMark("sync 1700000000123456000 12001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Sync || m.Objects != 12001 || m.At.UnixNano() != 1700000000123456000 {
+		t.Errorf("sync mark = %+v", m)
+	}
+	m, err = parseMark("1700000000123456000 b-000042")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Sync || m.Name != "b-000042" || m.At.UnixNano() != 1700000000123456000 {
+		t.Errorf("event mark = %+v", m)
+	}
+	for _, bad := range []string{"", "sync 1 x", "x b-1", "1 2 3 4"} {
+		if _, err := parseMark(bad); err == nil {
+			t.Errorf("parseMark(%q) should fail", bad)
+		}
+	}
+}
+
+func TestHookOutputPoll(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out")
+	o := newHookOutput(path)
+	if err := o.poll(); err != nil {
+		t.Fatalf("a missing file is no output yet: %v", err)
+	}
+	appendFile(t, path, "sync 100 2\n200 a\n200 b\n30")
+	if err := o.poll(); err != nil {
+		t.Fatal(err)
+	}
+	if len(o.syncs) != 1 || len(o.seen) != 2 || o.runs != 1 {
+		t.Fatalf("after the first poll: syncs %v, seen %v, runs %d", o.syncs, o.seen, o.runs)
+	}
+	appendFile(t, path, "0 c\n300 a\n")
+	if err := o.poll(); err != nil {
+		t.Fatal(err)
+	}
+	if o.seen["c"].UnixNano() != 300 || o.seen["a"].UnixNano() != 200 || o.runs != 2 {
+		t.Errorf("after the second poll: seen %v, runs %d; want the split line joined and first sightings kept", o.seen, o.runs)
+	}
+}
+
+func appendFile(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	c, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.Scenarios, allScenarios) || !slices.Equal(c.Hooks, []string{"bash", "go"}) || c.Repeat != 3 ||
+		c.SyncObjects != 12000 || !slices.Equal(c.ScaleSizes, []int{1000, 10000, 100000}) {
+		t.Errorf("defaults: %+v", c)
+	}
+	c, err = parseFlags([]string{"--quick", "--repeat", "2", "--scenarios", "burst, idle", "--hook", "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Repeat != 2 || c.SyncObjects != 1000 || c.BurstObjects != 300 || !slices.Equal(c.ScaleSizes, []int{1000}) ||
+		!slices.Equal(c.Scenarios, []string{"idle", "burst"}) || !slices.Equal(c.Hooks, []string{"go"}) {
+		t.Errorf("--quick with explicit --repeat: %+v", c)
+	}
+	for _, bad := range [][]string{{"--scenarios", "idel"}, {"--hook", "python"}, {"--scale-sizes", "10,x"}, {"extra"}} {
+		if _, err := parseFlags(bad); err == nil {
+			t.Errorf("parseFlags(%q) should fail", bad)
+		}
+	}
+	sizes, err := parseSizes("100000, 1000,1000")
+	if err != nil || !slices.Equal(sizes, []int{1000, 100000}) {
+		t.Errorf("parseSizes = %v, %v; want sorted, without duplicates", sizes, err)
+	}
+}
+
+func testConfig() *Config {
+	c, _ := parseFlags([]string{"--repeat", "2"})
+	return c
+}
+
+func TestSummarize(t *testing.T) {
+	cfg := testConfig()
+	run := func(hook string, rep int, rss float64) Run {
+		r := newRun("idle", "", hook, rep, 0)
+		r.Metrics[mRSS] = rss
+		return r
+	}
+	failed := run("bash", 3, 999)
+	failed.Error = "boom"
+	profiled := run("bash", 0, 999)
+	profiled.Profiled = true
+	s := summarize(cfg, []Run{run("bash", 1, 20), run("bash", 2, 24), failed, profiled, run("go", 1, 40)})
+	if len(s) != 2 {
+		t.Fatalf("summaries: %+v", s)
+	}
+	if s[0].Hook != "bash" || s[0].Median != 22 || len(s[0].Values) != 2 || s[0].Pass == nil || !*s[0].Pass || *s[0].ShellOperator != 75 {
+		t.Errorf("bash: %+v (failed and profiled runs must be left out)", s[0])
+	}
+	if s[1].Pass == nil || *s[1].Pass {
+		t.Errorf("go: 40 MB against a 30 MB target must fail: %+v", s[1])
+	}
+}
+
+func TestSummarizeQuickHasNoVerdict(t *testing.T) {
+	cfg, _ := parseFlags([]string{"--quick"})
+	r := newRun("sync", "keepFull=false", "bash", 1, 1000)
+	r.Metrics[mSync] = 0.1
+	s := summarize(cfg, []Run{r})
+	if len(s) != 1 || s[0].Pass != nil || s[0].Target != nil {
+		t.Errorf("a --quick sync run is not comparable with the 12,000-object target: %+v", s)
+	}
+}
+
+func TestPerObject(t *testing.T) {
+	var runs []Run
+	for _, p := range []struct {
+		n          int
+		sync, peak float64
+	}{{1000, 0.2, 40}, {10000, 0.5, 58}, {100000, 3.5, 238}} {
+		r := newRun("scale", "keepFull=false", "bash", 1, p.n)
+		r.Metrics[mSync], r.Metrics[mPeakRSS], r.Metrics[mRSSLater] = p.sync, p.peak, p.peak
+		runs = append(runs, r)
+	}
+	got := perObject(summarize(testConfig(), runs))
+	if len(got) != 2 {
+		t.Fatalf("perObject = %+v, want two slopes", got)
+	}
+	last := got[1]
+	if last.From != 10000 || last.To != 100000 || math.Abs(last.SyncUS-33.33) > 0.01 || math.Abs(last.PeakRSSKB-2.048) > 0.001 {
+		t.Errorf("slope 10k→100k = %+v, want 33.33 µs and 2.048 KB per object", last)
+	}
+}
+
+func TestMarkdown(t *testing.T) {
+	cfg := testConfig()
+	cfg.Scenarios = []string{"idle", "burst", "scale"}
+	cfg.ScaleSizes = []int{1000}
+	var runs []Run
+	for _, hook := range cfg.Hooks {
+		r := newRun("idle", "", hook, 1, 0)
+		r.Metrics[mRSS] = 25
+		runs = append(runs, r)
+		b := newRun("burst", "", hook, 1, 3000)
+		b.Metrics[mCPUPerEvent], b.Metrics[mP99], b.Metrics[mDrain], b.Metrics[mRate] = 0.3, 100, 0.1, 550
+		runs = append(runs, b)
+	}
+	rep := &Report{Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Config: cfg, Runs: runs, Summaries: summarize(cfg, runs)}
+	md := rep.Markdown()
+	for _, want := range []string{
+		"# hook-operator benchmark, 2026-01-02 03:04 UTC",
+		"| scenario | metric | target | shell-operator v1.14.0 | bash hook | go hook | result |",
+		"| idle | RSS after start | ≤ 30.0 MB | 75.0 MB | 25.0 MB | 25.0 MB | pass |",
+		"| burst 3,000 | operator CPU per event | ≤ 0.250 ms | 0.540 ms | 0.300 ms | 0.300 ms | FAIL (bash), FAIL (go) |",
+		"| burst 3,000 | last create to last event seen | ≤ 0.30 s | — | 0.10 s | 0.10 s | pass |",
+		"| burst 3,000 | create rate (not a target) | | | 550 /s | 550 /s |  |",
+		"| 1,000 | false | — | — | — |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the report lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "sync") || strings.Contains(md, "trickle") {
+		t.Errorf("scenarios that did not run must not be in the table:\n%s", md)
+	}
+}
+
+func TestCount(t *testing.T) {
+	for n, want := range map[int]string{7: "7", 1000: "1,000", 12000: "12,000", 100000: "100,000", 1234567: "1,234,567"} {
+		if got := count(n); got != want {
+			t.Errorf("count(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestHookConfig(t *testing.T) {
+	keep := false
+	got := string(hookConfig("ns-1", &keep))
+	for _, want := range []string{`"configVersion":"v1"`, `"jqFilter":".data"`, `"keepFullObjectsInMemory":false`, `"matchNames":["ns-1"]`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("hookConfig lacks %s: %s", want, got)
+		}
+	}
+	if strings.Contains(string(hookConfig("ns-1", nil)), "keepFullObjectsInMemory") {
+		t.Error("without keepFull the default applies and the key is left out")
+	}
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"time"
+)
+
+// runBurst creates BurstObjects ConfigMaps with BurstWorkers goroutines as
+// fast as the API server takes them, and measures how long after the last
+// create the hook has seen every event, the create-to-hook latencies, and
+// the operator's own CPU time (hooks excluded) per event. Each run has a
+// fresh namespace.
+func runBurst(ctx context.Context, b *bench) error {
+	n := b.cfg.BurstObjects
+	for rep := b.firstRepeat(); rep <= b.cfg.Repeat; rep++ {
+		for _, kind := range b.cfg.Hooks {
+			ns, err := b.cluster.Namespace(ctx, "burst")
+			if err != nil {
+				return err
+			}
+			r := newRun("burst", "", kind, rep, n)
+			op, err := measureBurst(ctx, b, kind, ns, n, &r, b.profile("burst", "", kind, rep))
+			if ctx.Err() != nil {
+				return ctx.Err() // interrupted: the run is incomplete, not failed
+			}
+			b.record(r, op, err)
+		}
+	}
+	return nil
+}
+
+func measureBurst(ctx context.Context, b *bench, kind, ns string, n int, r *Run, prof *profiling) (*operator, error) {
+	op, err := b.start(kind, hookConfig(ns, nil), prof)
+	if err != nil {
+		return nil, err
+	}
+	defer op.Stop()
+	if _, err := op.WaitSync(ctx, time.Minute); err != nil {
+		return op, err
+	}
+	objects := names("b-", 0, n)
+	cpuBefore, err := op.CPU()
+	if err != nil {
+		return op, err
+	}
+	wait := prof.cpu(ctx, op, 2*time.Second+time.Duration(n)*2500*time.Microsecond)
+	defer wait()
+	begin := time.Now()
+	returned, err := b.cluster.Create(ctx, ns, objects, b.cfg.BurstWorkers)
+	if err != nil {
+		return op, err
+	}
+	var last time.Time
+	for _, t := range returned {
+		if t.After(last) {
+			last = t
+		}
+	}
+	missed, err := op.WaitSeen(ctx, time.Minute, objects)
+	r.LatenciesMS = latencies(objects, returned, op.out.seen)
+	setLatencyMetrics(r)
+	r.Metrics[mMissed] = float64(missed)
+	r.Metrics[mRuns] = float64(op.out.runs)
+	r.Metrics[mRate] = float64(n) / seconds(begin, last)
+	if err != nil {
+		return op, err
+	}
+	var lastSeen time.Time
+	for _, t := range op.out.seen {
+		if t.After(lastSeen) {
+			lastSeen = t
+		}
+	}
+	r.Metrics[mDrain] = seconds(last, lastSeen)
+	// Let the last run finish (the operator reaps the hook, reads its
+	// files, logs) before reading the CPU time.
+	if err := sleep(ctx, 500*time.Millisecond); err != nil {
+		return op, err
+	}
+	cpuAfter, err := op.CPU()
+	if err != nil {
+		return op, err
+	}
+	r.Metrics[mCPUPerEvent] = float64((cpuAfter - cpuBefore).Microseconds()) / 1000 / float64(n)
+	return op, nil
+}

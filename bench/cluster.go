@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// benchLabel marks the namespaces the harness creates, so that a run can
+// find what an interrupted run left behind.
+const benchLabel = "hook-operator.dev/bench"
+
+// cluster is the cluster the benchmark runs on, and the namespaces it made.
+type cluster struct {
+	kubeconfig string
+	client     kubernetes.Interface
+
+	mu         sync.Mutex
+	namespaces []string
+}
+
+// connect returns a client for kubeconfig, or for the local cluster (started
+// by hack/cluster/up.sh if needed) when kubeconfig is "".
+func connect(ctx context.Context, root, kubeconfig string) (*cluster, error) {
+	if kubeconfig == "" {
+		var stdout, stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "cluster", "up.sh"))
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("hack/cluster/up.sh: %w\n%s", err, stderr.String())
+		}
+		kubeconfig = strings.TrimSpace(stdout.String())
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	// The harness is the load: its own client must not be what limits the
+	// rate of creates.
+	cfg.QPS, cfg.Burst = 5000, 10000
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &cluster{kubeconfig: kubeconfig, client: client}, nil
+}
+
+// Namespace creates a fresh namespace for scenario, deleted by Cleanup, and
+// waits for its kube-root-ca.crt ConfigMap, so that the controller that
+// adds it does not add an event to a measurement.
+func (c *cluster) Namespace(ctx context.Context, scenario string) (string, error) {
+	ns, err := c.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		GenerateName: "bench-" + scenario + "-",
+		Labels:       map[string]string{benchLabel: scenario},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("create a namespace for %s: %w", scenario, err)
+	}
+	c.mu.Lock()
+	c.namespaces = append(c.namespaces, ns.Name)
+	c.mu.Unlock()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		_, err := c.client.CoreV1().ConfigMaps(ns.Name).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		if err == nil {
+			return ns.Name, nil
+		}
+		if !apierrors.IsNotFound(err) || time.Now().After(deadline) {
+			return "", fmt.Errorf("namespace %s: no kube-root-ca.crt ConfigMap (is kube-controller-manager running?): %w", ns.Name, err)
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return "", err
+		}
+	}
+}
+
+// Cleanup starts deleting the namespaces of this run. Deletion goes on in
+// the cluster after the harness ends; the next run waits for it.
+func (c *cluster) Cleanup() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, ns := range c.namespaces {
+		err := c.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			fmt.Fprintf(os.Stderr, "bench: delete namespace %s: %v\n", ns, err)
+		}
+	}
+	c.namespaces = nil
+}
+
+// WaitLeftovers deletes the namespaces earlier runs left, and waits until
+// they are gone: the namespace controller deleting thousands of objects
+// would distort every measurement.
+func (c *cluster) WaitLeftovers(ctx context.Context) error {
+	list := func() ([]corev1.Namespace, error) {
+		l, err := c.client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: benchLabel})
+		if err != nil {
+			return nil, err
+		}
+		return l.Items, nil
+	}
+	items, err := list()
+	if err != nil {
+		return err
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	for _, ns := range items {
+		if ns.DeletionTimestamp == nil {
+			_ = c.client.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{})
+		}
+	}
+	logf("waiting for %d namespace(s) of an earlier run to be deleted", len(items))
+	deadline := time.Now().Add(15 * time.Minute)
+	for len(items) > 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("namespaces labelled %s are still being deleted after 15 minutes", benchLabel)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+		if items, err = list(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// configMapName is the name of the i-th ConfigMap of a set.
+func configMapName(prefix string, i int) string { return fmt.Sprintf("%s%06d", prefix, i) }
+
+// names returns the names prefix000000 ... of n ConfigMaps from first.
+func names(prefix string, first, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = configMapName(prefix, first+i)
+	}
+	return out
+}
+
+// newConfigMap is the small object every scenario creates. Its data holds
+// its name, so that a binding without full objects can still name it.
+func newConfigMap(name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Data:       map[string]string{"name": name, "value": "small"},
+	}
+}
+
+// CreateOne creates one ConfigMap and returns when the create call returned.
+func (c *cluster) CreateOne(ctx context.Context, ns, name string) (time.Time, error) {
+	_, err := c.client.CoreV1().ConfigMaps(ns).Create(ctx, newConfigMap(name), metav1.CreateOptions{})
+	return time.Now(), err
+}
+
+// Create creates the named ConfigMaps in ns with workers goroutines, as
+// fast as the API server takes them, and returns when each create call
+// returned (in the order of names).
+func (c *cluster) Create(ctx context.Context, ns string, names []string, workers int) ([]time.Time, error) {
+	returned := make([]time.Time, len(names))
+	next := make(chan int)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				t, err := c.CreateOne(ctx, ns, names[i])
+				if err != nil {
+					errs <- fmt.Errorf("create configmap %s/%s: %w", ns, names[i], err)
+					return
+				}
+				returned[i] = t
+			}
+		})
+	}
+	var err error
+feed:
+	for i := range names {
+		select {
+		case next <- i:
+		case err = <-errs:
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err == nil && len(errs) > 0 {
+		err = <-errs
+	}
+	return returned, err
+}
+
+// Fill creates ConfigMaps prefix<from> ... prefix<to-1> in ns, printing
+// progress for large sets.
+func (c *cluster) Fill(ctx context.Context, ns, prefix string, from, to int) error {
+	const chunk = 10000
+	start := time.Now()
+	for i := from; i < to; i += chunk {
+		n := min(chunk, to-i)
+		if _, err := c.Create(ctx, ns, names(prefix, i, n), 16); err != nil {
+			return err
+		}
+		if to-from > chunk {
+			logf("  %s: %d of %d ConfigMaps (%.0f/s)", ns, i+n-from, to-from, float64(i+n-from)/time.Since(start).Seconds())
+		}
+	}
+	return nil
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The scenarios, in the order they run.
+var allScenarios = []string{"idle", "sync", "trickle", "burst", "scale"}
+
+// The hook kinds: the bash hook (bench/hooks/bash) and the Go hook
+// (bench/hooks/go).
+const (
+	bashHook = "bash"
+	goHook   = "go"
+)
+
+// Config is what one harness run measures.
+type Config struct {
+	Scenarios []string `json:"scenarios"`
+	// Hooks are the hook kinds every scenario but scale runs with; scale
+	// runs with the first only (it measures the runtime's cost per object).
+	Hooks  []string `json:"hooks"`
+	Repeat int      `json:"repeat"`
+	// SyncObjects is how many ConfigMaps the sync scenario watches.
+	SyncObjects int `json:"sync_objects"`
+	// BurstObjects is how many ConfigMaps the burst scenario creates.
+	BurstObjects int `json:"burst_objects"`
+	// BurstWorkers is how many goroutines create them.
+	BurstWorkers int `json:"burst_workers"`
+	// TrickleRate objects per second are created for TrickleFor.
+	TrickleRate int           `json:"trickle_rate"`
+	TrickleFor  time.Duration `json:"trickle_for_ns"`
+	// ScaleSizes are the object counts of the growth curve, ascending.
+	ScaleSizes []int `json:"scale_sizes"`
+	// Settle is how long after the Synchronization run memory is read again.
+	Settle time.Duration `json:"settle_ns"`
+	Quick  bool          `json:"quick"`
+	// Profile adds a profiled run 0 to every scenario variant (see
+	// profiling).
+	Profile bool `json:"profile"`
+
+	// HookTmpDir is the operator's --tmp-dir, where each hook run gets its
+	// files; "" is a folder under the system temp dir.
+	HookTmpDir string `json:"hook_tmp_dir,omitempty"`
+
+	Out        string `json:"-"`
+	Binary     string `json:"-"`
+	Kubeconfig string `json:"-"`
+}
+
+// parseFlags reads the command line into a Config.
+func parseFlags(args []string) (*Config, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "scenarios to run, comma-separated: "+strings.Join(allScenarios, ","))
+	hooks := fs.String("hook", "both", "hook to run the scenarios with: bash, go or both")
+	repeat := fs.Int("repeat", 3, "runs of each scenario; medians are reported")
+	sizes := fs.String("scale-sizes", "1000,10000,100000", "object counts of the scale scenario's growth curve")
+	syncObjects := fs.Int("sync-objects", 12000, "ConfigMaps the sync scenario watches")
+	burstObjects := fs.Int("burst-objects", 3000, "ConfigMaps the burst scenario creates")
+	quick := fs.Bool("quick", false, "small sizes for development: sync 1000, burst 300, scale 1000, trickle 3 s, settle 2 s, 1 run (explicit flags win)")
+	profile := fs.Bool("profile", false, "add one profiled run per scenario and hook (not in the medians): pprof CPU and heap profiles in <out>/profiles-<time>/")
+	hookTmpDir := fs.String("hook-tmp-dir", "", "the operator's --tmp-dir for the hooks' per-run files (default: under the system temp dir); e.g. /dev/shm to compare with a tmpfs")
+	out := fs.String("out", "bench/results", "folder for the results")
+	binary := fs.String("binary", "bin/hook-operator", "the operator binary (make build)")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster to use (default: the local cluster of hack/cluster/up.sh)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q; every setting is a flag", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	c := &Config{
+		Repeat:       *repeat,
+		SyncObjects:  *syncObjects,
+		BurstObjects: *burstObjects,
+		BurstWorkers: 8,
+		TrickleRate:  30,
+		TrickleFor:   10 * time.Second,
+		Settle:       5 * time.Second,
+		Quick:        *quick,
+		Profile:      *profile,
+		HookTmpDir:   *hookTmpDir,
+		Out:          *out,
+		Binary:       *binary,
+		Kubeconfig:   *kubeconfig,
+	}
+	var err error
+	if c.Scenarios, err = parseScenarios(*scenarios); err != nil {
+		return nil, err
+	}
+	if c.Hooks, err = parseHooks(*hooks); err != nil {
+		return nil, err
+	}
+	if c.ScaleSizes, err = parseSizes(*sizes); err != nil {
+		return nil, fmt.Errorf("--scale-sizes: %w", err)
+	}
+	if *quick {
+		if !set["sync-objects"] {
+			c.SyncObjects = 1000
+		}
+		if !set["burst-objects"] {
+			c.BurstObjects = 300
+		}
+		if !set["scale-sizes"] {
+			c.ScaleSizes = []int{1000}
+		}
+		if !set["repeat"] {
+			c.Repeat = 1
+		}
+		c.TrickleFor = 3 * time.Second
+		c.Settle = 2 * time.Second
+	}
+	if c.Repeat < 1 || c.SyncObjects < 1 || c.BurstObjects < 1 {
+		return nil, fmt.Errorf("--repeat, --sync-objects and --burst-objects must be at least 1")
+	}
+	return c, nil
+}
+
+// parseScenarios checks a comma-separated list of scenario names and
+// returns them in the order they run.
+func parseScenarios(s string) ([]string, error) {
+	want := map[string]bool{}
+	for _, name := range splitList(s) {
+		if !slices.Contains(allScenarios, name) {
+			return nil, fmt.Errorf("--scenarios: unknown scenario %q; the scenarios are %s", name, strings.Join(allScenarios, ","))
+		}
+		want[name] = true
+	}
+	if len(want) == 0 {
+		return nil, fmt.Errorf("--scenarios: name at least one of %s", strings.Join(allScenarios, ","))
+	}
+	var out []string
+	for _, name := range allScenarios {
+		if want[name] {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// parseHooks reads --hook.
+func parseHooks(s string) ([]string, error) {
+	switch s {
+	case "both":
+		return []string{bashHook, goHook}, nil
+	case bashHook, goHook:
+		return []string{s}, nil
+	}
+	return nil, fmt.Errorf("--hook: %q is not bash, go or both", s)
+}
+
+// parseSizes reads a comma-separated list of positive counts and returns
+// them ascending, without duplicates.
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range splitList(s) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive number", f)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no sizes given")
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"time"
+)
+
+// runIdle measures the operator's memory with one binding and nothing to
+// watch: started, Synchronization (of no objects) run, then settled.
+func runIdle(ctx context.Context, b *bench) error {
+	ns, err := b.cluster.Namespace(ctx, "idle")
+	if err != nil {
+		return err
+	}
+	for rep := b.firstRepeat(); rep <= b.cfg.Repeat; rep++ {
+		for _, kind := range b.cfg.Hooks {
+			r := newRun("idle", "", kind, rep, 0)
+			op, err := measureIdle(ctx, b, kind, ns, &r, b.profile("idle", "", kind, rep))
+			if ctx.Err() != nil {
+				return ctx.Err() // interrupted: the run is incomplete, not failed
+			}
+			b.record(r, op, err)
+		}
+	}
+	return nil
+}
+
+func measureIdle(ctx context.Context, b *bench, kind, ns string, r *Run, prof *profiling) (*operator, error) {
+	op, err := b.start(kind, hookConfig(ns, nil), prof)
+	if err != nil {
+		return nil, err
+	}
+	defer op.Stop()
+	s, err := op.WaitSync(ctx, time.Minute)
+	if err != nil {
+		return op, err
+	}
+	r.Metrics[mSync] = seconds(op.started, s.At)
+	if err := sleep(ctx, b.cfg.Settle); err != nil {
+		return op, err
+	}
+	m, err := op.Memory()
+	if err != nil {
+		return op, err
+	}
+	r.Metrics[mRSS], r.Metrics[mPeakRSS] = mb(m.RSS), mb(m.Peak)
+	r.Metrics[mRSSAnon], r.Metrics[mRSSFile] = mb(m.Anon), mb(m.File)
+	prof.heap(ctx, op)
+	return op, nil
+}

@@ -1,0 +1,273 @@
+// Command bench measures hook-operator on the local cluster: memory at
+// idle, the time to the first Synchronization run over many objects, the
+// latency from an object's creation to the hook run that sees it (a
+// trickle and a burst of creates), the operator's CPU per event, and the
+// growth of memory and start-up time with the number of watched objects.
+// It runs the built binary (bin/hook-operator) with a bash hook and a Go
+// hook (bench/hooks), and writes bench/results/<time>.json with every
+// sample and <time>.md with the medians against the targets. `make bench`
+// runs it; bench/README.md explains the scenarios and the report.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// bench is one harness run: its settings, the cluster, the prepared hooks
+// and the runs measured so far.
+type bench struct {
+	cfg     *Config
+	root    string
+	binary  string
+	tmp     string
+	cluster *cluster
+	// hooksDirs maps a hook kind to a hooks folder holding only that hook.
+	hooksDirs map[string]string
+	features  features
+	// profileDir holds the profiles of this harness run, "" when it
+	// profiles nothing.
+	profileDir string
+	runs       []Run
+}
+
+// scenarios maps each scenario to the function that runs it.
+var scenarios = map[string]func(context.Context, *bench) error{
+	"idle":    runIdle,
+	"sync":    runSync,
+	"trickle": runTrickle,
+	"burst":   runBurst,
+	"scale":   runScale,
+}
+
+func run(ctx context.Context, cfg *Config) error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	b := &bench{cfg: cfg, root: root, binary: inRoot(root, cfg.Binary)}
+	if _, err := os.Stat(b.binary); err != nil {
+		return fmt.Errorf("the operator binary: %w (run make build, or use make bench)", err)
+	}
+	if b.features, err = probeFeatures(b.binary); err != nil {
+		return err
+	}
+	started := time.Now()
+	stamp := started.UTC().Format("20060102T150405Z")
+	out := inRoot(root, cfg.Out)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	if cfg.Profile {
+		if !b.features.pprof {
+			return fmt.Errorf("--profile: %s has no --pprof and --debug-socket", b.binary)
+		}
+		b.profileDir = filepath.Join(out, "profiles-"+stamp)
+		if err := os.MkdirAll(b.profileDir, 0o755); err != nil {
+			return err
+		}
+	}
+	if b.tmp, err = os.MkdirTemp("", "hook-operator-bench-"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(b.tmp)
+	if b.cluster, err = connect(ctx, root, cfg.Kubeconfig); err != nil {
+		return err
+	}
+	if err := b.cluster.WaitLeftovers(ctx); err != nil {
+		return err
+	}
+	if b.hooksDirs, err = prepareHooks(root, b.tmp, cfg.Hooks); err != nil {
+		return err
+	}
+
+	report := &Report{Started: started, Config: cfg, Machine: describeMachine(root, b.binary)}
+	logf("benchmark: scenarios %v, hooks %v, %d run(s) each; cluster %s", cfg.Scenarios, cfg.Hooks, cfg.Repeat, b.cluster.kubeconfig)
+	var failed []string
+	for _, name := range cfg.Scenarios {
+		start := time.Now()
+		logf("== %s", name)
+		err := scenarios[name](ctx, b)
+		if ctx.Err() != nil {
+			report.Interrupted = true
+			break
+		}
+		if err != nil {
+			logf("%s: %v", name, err)
+			failed = append(failed, name)
+		}
+		logf("== %s took %s", name, time.Since(start).Round(time.Second))
+	}
+	b.cluster.Cleanup()
+
+	report.Finished = time.Now()
+	report.DurationS = report.Finished.Sub(report.Started).Seconds()
+	report.Machine.LoadAfter = loadAverage()
+	report.Runs = b.runs
+	report.Summaries = summarize(cfg, b.runs)
+	report.PerObject = perObject(report.Summaries)
+	md, err := writeReport(out, stamp, report)
+	if err != nil {
+		return err
+	}
+	fmt.Print(md)
+	switch {
+	case report.Interrupted:
+		return errors.New("interrupted; the report holds what was measured")
+	case len(failed) > 0:
+		return fmt.Errorf("scenarios %v failed; the report holds what was measured", failed)
+	}
+	return nil
+}
+
+// writeReport writes <timestamp>.json and .md to dir, copies them to
+// latest.json and latest.md, and returns the Markdown.
+func writeReport(dir, stamp string, r *Report) (string, error) {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	md := r.Markdown()
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{
+		{stamp + ".json", data}, {stamp + ".md", []byte(md)},
+		{"latest.json", data}, {"latest.md", []byte(md)},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
+			return "", err
+		}
+	}
+	logf("wrote %s", filepath.Join(dir, stamp+".{json,md}"))
+	return md, nil
+}
+
+// start starts the operator with the hook of kind, configured by config;
+// with prof, it serves pprof profiles.
+func (b *bench) start(kind string, config []byte, prof *profiling) (*operator, error) {
+	dir, err := os.MkdirTemp(b.tmp, "run-")
+	if err != nil {
+		return nil, err
+	}
+	return startOperator(launch{binary: b.binary, kubeconfig: b.cluster.kubeconfig, hooksDir: b.hooksDirs[kind],
+		dir: dir, config: config, tmpDir: b.cfg.HookTmpDir, features: b.features, pprof: prof != nil})
+}
+
+// record keeps a finished run: its error, if any, and the operator's
+// failed hook runs; metrics that could not be computed are left out.
+func (b *bench) record(r Run, op *operator, err error) {
+	if op != nil {
+		r.HookFailures = op.Failures()
+	}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	for k, v := range r.Metrics {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			delete(r.Metrics, k)
+		}
+	}
+	r.Profiled = r.Repeat == 0
+	b.runs = append(b.runs, r)
+	name := r.Scenario
+	if r.Variant != "" {
+		name += " " + r.Variant
+	}
+	if r.Profiled {
+		name += " (profiled: not in the medians)"
+	}
+	if err != nil {
+		logf("  %s, %s hook, run %d: FAILED: %v", name, r.Hook, r.Repeat, err)
+		return
+	}
+	line := fmt.Sprintf("  %s, %s hook, run %d:", name, r.Hook, r.Repeat)
+	for _, m := range []string{mSync, mRSS, mPeakRSS, mRSSLater, mRate, mDrain, mP50, mP99, mCPUPerEvent, mRuns, mMissed} {
+		if v, ok := r.Metrics[m]; ok {
+			line += fmt.Sprintf(" %s %s,", m, formatValue(m, v))
+		}
+	}
+	if r.HookFailures > 0 {
+		line += fmt.Sprintf(" %d failed hook runs,", r.HookFailures)
+	}
+	logf("%s", line[:len(line)-1])
+}
+
+// newRun starts the record of one run.
+func newRun(scenario, variant, hook string, repeat, objects int) Run {
+	return Run{Scenario: scenario, Variant: variant, Hook: hook, Repeat: repeat, Objects: objects,
+		Metrics: map[string]float64{}, Started: time.Now().UTC().Format(time.RFC3339)}
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// mb converts bytes to MiB.
+func mb(n int64) float64 { return float64(n) / (1 << 20) }
+
+// seconds is the time from a to b in seconds.
+func seconds(a, b time.Time) float64 { return b.Sub(a).Seconds() }
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// repoRoot returns the root of the hook-operator module, found by walking up
+// from the working directory.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "bench", "hooks", "bash", "hook.sh")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run the harness inside the hook-operator repository (make bench)")
+		}
+		dir = parent
+	}
+}
+
+// inRoot resolves a path given relative to the repository root.
+func inRoot(root, path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(root, path)
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// median returns the middle value of xs (the mean of the two middle values
+// when there is an even number), or NaN when xs is empty.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// percentile returns the p-th percentile (0 < p <= 100) of xs by the
+// nearest-rank method: the smallest value that at least p% of the values
+// do not exceed. It is NaN when xs is empty.
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	rank := int(math.Ceil(p / 100 * float64(len(s))))
+	return s[min(max(rank, 1), len(s))-1]
+}
+
+// latencies returns, for each name the hook saw, the time in ms from its
+// create call's return (returned[i] for names[i]) to the start of the hook
+// run that had its event. A value can be slightly negative: the watch event
+// may reach the hook before the create call's response reaches the harness.
+func latencies(names []string, returned []time.Time, seen map[string]time.Time) []float64 {
+	out := make([]float64, 0, len(names))
+	for i, n := range names {
+		if at, ok := seen[n]; ok && !returned[i].IsZero() {
+			out = append(out, float64(at.Sub(returned[i]).Microseconds())/1000)
+		}
+	}
+	return out
+}
+
+// setLatencyMetrics adds the percentiles of r's latencies to its metrics.
+func setLatencyMetrics(r *Run) {
+	if len(r.LatenciesMS) == 0 {
+		return
+	}
+	r.Metrics[mP50] = percentile(r.LatenciesMS, 50)
+	r.Metrics[mP90] = percentile(r.LatenciesMS, 90)
+	r.Metrics[mP99] = percentile(r.LatenciesMS, 99)
+	r.Metrics[mMax] = percentile(r.LatenciesMS, 100)
+}

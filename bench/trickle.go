@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"time"
+)
+
+// runTrickle creates TrickleRate ConfigMaps per second for TrickleFor, one
+// at a time at an even pace, and measures the latency from each create
+// call's return to the start of the hook run that had its event. Each run
+// has a fresh namespace.
+func runTrickle(ctx context.Context, b *bench) error {
+	n := int(float64(b.cfg.TrickleRate) * b.cfg.TrickleFor.Seconds())
+	for rep := b.firstRepeat(); rep <= b.cfg.Repeat; rep++ {
+		for _, kind := range b.cfg.Hooks {
+			ns, err := b.cluster.Namespace(ctx, "trickle")
+			if err != nil {
+				return err
+			}
+			r := newRun("trickle", "", kind, rep, n)
+			op, err := measureTrickle(ctx, b, kind, ns, n, &r, b.profile("trickle", "", kind, rep))
+			if ctx.Err() != nil {
+				return ctx.Err() // interrupted: the run is incomplete, not failed
+			}
+			b.record(r, op, err)
+		}
+	}
+	return nil
+}
+
+func measureTrickle(ctx context.Context, b *bench, kind, ns string, n int, r *Run, prof *profiling) (*operator, error) {
+	op, err := b.start(kind, hookConfig(ns, nil), prof)
+	if err != nil {
+		return nil, err
+	}
+	defer op.Stop()
+	if _, err := op.WaitSync(ctx, time.Minute); err != nil {
+		return op, err
+	}
+	objects := names("t-", 0, n)
+	returned := make([]time.Time, n)
+	period := time.Second / time.Duration(b.cfg.TrickleRate)
+	wait := prof.cpu(ctx, op, b.cfg.TrickleFor+time.Second)
+	defer wait()
+	begin := time.Now()
+	for i, name := range objects {
+		if err := sleep(ctx, time.Until(begin.Add(time.Duration(i)*period))); err != nil {
+			return op, err
+		}
+		if returned[i], err = b.cluster.CreateOne(ctx, ns, name); err != nil {
+			return op, err
+		}
+	}
+	missed, err := op.WaitSeen(ctx, 30*time.Second, objects)
+	r.LatenciesMS = latencies(objects, returned, op.out.seen)
+	setLatencyMetrics(r)
+	r.Metrics[mMissed] = float64(missed)
+	r.Metrics[mRuns] = float64(op.out.runs)
+	return op, err
+}
