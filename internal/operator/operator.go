@@ -7,6 +7,7 @@ package operator
 
 import (
 	"context"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -159,6 +160,10 @@ func (o *Operator) Run(ctx context.Context) error {
 	if err := o.startSchedules(ctx); err != nil {
 		return err
 	}
+	// The initial lists and Synchronization contexts leave much garbage
+	// behind; hand it back to the system now rather than keep it as heap
+	// the process never needs again (the benchmark's "RSS 5 s later").
+	debug.FreeOSMemory()
 	o.started.Store(true)
 	o.log.Info("all bindings started; running")
 	<-ctx.Done()
