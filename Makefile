@@ -43,6 +43,13 @@ cluster: ## start (or reuse) the local cluster; prints its kubeconfig
 cluster-down: ## stop and remove the local cluster (binaries stay cached)
 	@hack/cluster/down.sh
 
+.PHONY: helm deploy
+helm: ## build the pinned helm (hack/tools/helm) into the per-user cache (once); prints its path
+	@hack/tools/helm.sh
+
+deploy: ## regenerate deploy/rbac.yaml and the Helm chart's generated parts from the hooks and CRDs
+	@hack/gen-deploy.sh
+
 run: build hooks ## build, start the local cluster, run the operator with hooks/ (Ctrl-C stops)
 	@hack/run.sh
 

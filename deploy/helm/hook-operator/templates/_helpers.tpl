@@ -1,0 +1,59 @@
+{{/* The release's full name: the release name, with the chart's name unless it contains it. */}}
+{{- define "hook-operator.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "hook-operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "hook-operator.labels" -}}
+{{ include "hook-operator.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "hook-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- .Values.serviceAccount.name | default (include "hook-operator.fullname" .) -}}
+{{- else -}}
+{{- required "serviceAccount.name: name the existing ServiceAccount to run as, or set serviceAccount.create" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The port of listenAddress (host:port or :port). */}}
+{{- define "hook-operator.port" -}}
+{{- $port := regexFind "[0-9]+$" .Values.listenAddress -}}
+{{- if not $port -}}
+{{- fail (printf "listenAddress %q: give host:port or :port, such as \":9115\"" .Values.listenAddress) -}}
+{{- end -}}
+{{- $port -}}
+{{- end -}}
+
+{{/* The name of the ConfigMap of the user's hooks, or "" when there is none. */}}
+{{- define "hook-operator.hooksConfigMap" -}}
+{{- if and .Values.hooks.inline .Values.hooks.configMap -}}
+{{- fail "hooks: give either inline or configMap, not both" -}}
+{{- else if .Values.hooks.inline -}}
+{{- printf "%s-hooks" (include "hook-operator.fullname" .) -}}
+{{- else -}}
+{{- .Values.hooks.configMap -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Fails on a rule that grants "*": the chart grants named permissions only. */}}
+{{- define "hook-operator.checkRules" -}}
+{{- range $i, $rule := . -}}
+{{- range $key := list "apiGroups" "resources" "verbs" "resourceNames" "nonResourceURLs" -}}
+{{- if has "*" (get $rule $key | default list) -}}
+{{- fail (printf "rbac: rule %d grants \"*\" in %s; list what the hooks need (hook-operator rbac --hooks-dir DIR prints it)" $i $key) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

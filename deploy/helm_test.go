@@ -1,0 +1,213 @@
+package deploy_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+var (
+	helmOnce sync.Once
+	helmPath string
+	helmErr  string
+)
+
+// helm returns the pinned helm binary, built by hack/tools/helm.sh into the
+// per-user cache the first time (a few minutes), found there afterwards.
+func helm(t *testing.T) string {
+	t.Helper()
+	helmOnce.Do(func() {
+		script := filepath.Join(repoRoot(t), "hack", "tools", "helm.sh")
+		out, err := exec.Command(script).Output()
+		if err != nil {
+			msg := err.Error()
+			if ee, ok := err.(*exec.ExitError); ok {
+				msg += "\n" + string(ee.Stderr)
+			}
+			helmErr = script + ": " + msg
+			return
+		}
+		helmPath = strings.TrimSpace(string(out))
+	})
+	if helmErr != "" {
+		t.Fatal(helmErr)
+	}
+	return helmPath
+}
+
+// chart returns the chart's folder.
+func chart(t *testing.T) string {
+	return filepath.Join(repoRoot(t), "deploy", "helm", "hook-operator")
+}
+
+// helmTemplate renders the chart as release hook-operator in namespace ns
+// with the extra helm arguments.
+func helmTemplate(t *testing.T, ns string, args ...string) []byte {
+	t.Helper()
+	return run(t, repoRoot(t), nil, helm(t), append([]string{"template", "hook-operator", chart(t), "--namespace", ns}, args...)...)
+}
+
+// helmTemplateFails renders with args and returns helm's error output,
+// failing t if the rendering succeeds.
+func helmTemplateFails(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(helm(t), append([]string{"template", "hook-operator", chart(t)}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("helm template %s: rendered, want an error", strings.Join(args, " "))
+	}
+	return string(out)
+}
+
+// exampleHooksArgs sets the hooks of deploy/hooks as the chart's inline hooks.
+func exampleHooksArgs(t *testing.T) []string {
+	var args []string
+	for name := range exampleHooks(t) {
+		args = append(args, "--set-file", "hooks.inline."+strings.ReplaceAll(name, ".", `\.`)+"="+filepath.Join(repoRoot(t), "deploy", "hooks", name))
+	}
+	return args
+}
+
+func TestHelmLint(t *testing.T) {
+	run(t, repoRoot(t), nil, helm(t), "lint", "--strict", chart(t))
+	run(t, repoRoot(t), nil, helm(t), append([]string{"lint", "--strict", chart(t)}, exampleHooksArgs(t)...)...)
+}
+
+// The default values: the shipped hooks with the generated rules, the
+// CRDs, no hooks of one's own.
+func TestHelmTemplateDefaults(t *testing.T) {
+	objs := objects(t, helmTemplate(t, "ops"))
+	checkDeployment(t, objs, deployment{namespace: "ops"})
+
+	if got, want := names(only(objs, "CustomResourceDefinition")), crdNames(t); !slices.Equal(got, want) {
+		t.Errorf("CRDs %v, want those of deploy/crds %v", got, want)
+	}
+	for _, crd := range only(objs, "CustomResourceDefinition") {
+		if crd.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+			t.Errorf("CRD %s is not kept on uninstall: uninstalling would delete every object of its kind", crd.GetName())
+		}
+	}
+
+	// The ClusterRole holds the generated rules from values.yaml.
+	var values struct {
+		RBAC struct {
+			Rules []rbacv1.PolicyRule `json:"rules"`
+		} `json:"rbac"`
+	}
+	data, err := os.ReadFile(filepath.Join(chart(t), "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
+	if len(values.RBAC.Rules) == 0 {
+		t.Fatal("values.yaml has no rbac.rules: run make deploy")
+	}
+	var role rbacv1.ClusterRole
+	typed(t, one(t, objs, "ClusterRole"), &role)
+	if !equalRules(role.Rules, values.RBAC.Rules) {
+		t.Errorf("ClusterRole rules %v, want values.yaml's rbac.rules %v", role.Rules, values.RBAC.Rules)
+	}
+}
+
+// Inline hooks become a ConfigMap mounted with execute mode at
+// hooks.mountPath; hooks.configMap mounts an existing one.
+func TestHelmTemplateHooks(t *testing.T) {
+	objs := objects(t, helmTemplate(t, "ops", exampleHooksArgs(t)...))
+	checkDeployment(t, objs, deployment{namespace: "ops", hooksConfigMap: "hook-operator-hooks", hooksMount: "/hooks/custom", rendered: true})
+	d := one(t, objs, "Deployment")
+	sum, _, _ := unstructured.NestedString(d.Object, "spec", "template", "metadata", "annotations", "checksum/hooks")
+	if sum == "" {
+		t.Error("no checksum/hooks annotation: changing a hook would not restart the operator")
+	}
+
+	objs = objects(t, helmTemplate(t, "ops", "--set", "hooks.configMap=my-hooks", "--set", "hooks.mountPath=/hooks"))
+	checkDeployment(t, objs, deployment{namespace: "ops", hooksConfigMap: "my-hooks", hooksMount: "/hooks"})
+	if len(only(objs, "ConfigMap")) != 0 {
+		t.Error("a ConfigMap is rendered for hooks.configMap, which names an existing one")
+	}
+
+	out := helmTemplateFails(t, "--set", "hooks.configMap=x", "--set-string", `hooks.inline.a\.sh=#!/bin/sh`)
+	if !strings.Contains(out, "either inline or configMap") {
+		t.Errorf("both inline and configMap: %s", out)
+	}
+	out = helmTemplateFails(t, "--set-string", `hooks.inline.\.hidden=#!/bin/sh`)
+	if !strings.Contains(out, "plain file name") {
+		t.Errorf("a dot-file hook: %s", out)
+	}
+}
+
+// The other values reach the objects; "*" in a rule is refused.
+func TestHelmTemplateValues(t *testing.T) {
+	objs := objects(t, helmTemplate(t, "ops",
+		"--set", "image.repository=registry.example/ops/hook-operator,image.tag=v9.9.9",
+		"--set", "crds.install=false,service.enabled=false,replicas=0",
+		"--set", "logLevel=debug,listenAddress=:8080",
+		"--set", "extraEnv[0].name=HOOK_OPERATOR_HOOK_TIMEOUT,extraEnv[0].value=5m",
+		"--set", "rbac.extraRules[0].apiGroups[0]=,rbac.extraRules[0].resources[0]=secrets,rbac.extraRules[0].verbs[0]=get",
+		"--set", "rbac.namespaceRules.team-a[0].apiGroups[0]=,rbac.namespaceRules.team-a[0].resources[0]=pods,rbac.namespaceRules.team-a[0].verbs[0]=list",
+		"--set", "nodeSelector.pool=ops",
+	))
+	if n := len(only(objs, "CustomResourceDefinition")) + len(only(objs, "Service")); n != 0 {
+		t.Errorf("crds.install=false, service.enabled=false: %d CRDs and Services rendered", n)
+	}
+	d := one(t, objs, "Deployment")
+	s := func(path ...string) any {
+		v, _, _ := unstructured.NestedFieldNoCopy(d.Object, path...)
+		return v
+	}
+	containers := s("spec", "template", "spec", "containers").([]any)
+	c := containers[0].(map[string]any)
+	if c["image"] != "registry.example/ops/hook-operator:v9.9.9" {
+		t.Errorf("image %v", c["image"])
+	}
+	if r := s("spec", "replicas"); fmt.Sprint(r) != "0" {
+		t.Errorf("replicas %v, want 0", r)
+	}
+	env := map[string]string{}
+	for _, e := range c["env"].([]any) {
+		e := e.(map[string]any)
+		env[e["name"].(string)] = e["value"].(string)
+	}
+	if env["HOOK_OPERATOR_LOG_LEVEL"] != "debug" || env["HOOK_OPERATOR_LISTEN_ADDRESS"] != ":8080" || env["HOOK_OPERATOR_HOOK_TIMEOUT"] != "5m" {
+		t.Errorf("env %v", env)
+	}
+	if p := c["ports"].([]any)[0].(map[string]any)["containerPort"]; fmt.Sprint(p) != "8080" {
+		t.Errorf("containerPort %v, want 8080 (listenAddress)", p)
+	}
+	if ns := s("spec", "template", "spec", "nodeSelector"); ns.(map[string]any)["pool"] != "ops" {
+		t.Errorf("nodeSelector %v", ns)
+	}
+	var role rbacv1.ClusterRole
+	typed(t, one(t, objs, "ClusterRole"), &role)
+	if last := role.Rules[len(role.Rules)-1]; !slices.Equal(last.Resources, []string{"secrets"}) {
+		t.Errorf("rbac.extraRules not appended: last rule %v", last)
+	}
+	r := one(t, objs, "Role")
+	if r.GetNamespace() != "team-a" {
+		t.Errorf("Role in %q, want team-a", r.GetNamespace())
+	}
+	checkRBAC(t, objs, "hook-operator", "ops")
+
+	out := helmTemplateFails(t, "--set", "rbac.extraRules[0].apiGroups[0]=,rbac.extraRules[0].resources[0]=*,rbac.extraRules[0].verbs[0]=get")
+	if !strings.Contains(out, `grants "*"`) {
+		t.Errorf(`a rule with "*": %s`, out)
+	}
+}
+
+// equalRules compares rule lists, an empty list and a missing one alike.
+func equalRules(a, b []rbacv1.PolicyRule) bool {
+	ja, _ := yaml.Marshal(a)
+	jb, _ := yaml.Marshal(b)
+	return string(ja) == string(jb)
+}

@@ -1,0 +1,364 @@
+// Package deploy_test checks how hook-operator is packaged and deployed: the
+// Dockerfile (parsed, and its build stage run on this machine), the
+// kustomize manifests in this folder and the Helm chart in helm/ (rendered,
+// checked, and accepted by the local cluster's server-side dry-run).
+package deploy_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/hook-operator/hook-operator/internal/testcluster"
+)
+
+// The image's contract, which the manifests must match.
+const (
+	imageUID    = 65532
+	metricsPort = 9115
+)
+
+// repoRoot returns the repository's root folder.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	root, err := testcluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// run runs a command in dir and returns its stdout; it fails t with the
+// command's stderr when it fails.
+func run(t testing.TB, dir string, stdin []byte, name string, args ...string) []byte {
+	t.Helper()
+	stdout, _ := runIn(t, dir, stdin, name, args...)
+	return stdout
+}
+
+// runIn is run that also returns stderr.
+func runIn(t testing.TB, dir string, stdin []byte, name string, args ...string) (stdout, stderr []byte) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out.String(), errOut.String())
+	}
+	return out.Bytes(), errOut.Bytes()
+}
+
+// objects decodes a stream of YAML documents into objects.
+func objects(t testing.TB, data []byte) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := yaml.Unmarshal(doc, &m); err != nil {
+			t.Fatalf("%v in:\n%s", err, doc)
+		}
+		if len(m) > 0 {
+			out = append(out, &unstructured.Unstructured{Object: m})
+		}
+	}
+}
+
+// only returns the objects of kind.
+func only(objs []*unstructured.Unstructured, kind string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// one returns the single object of kind, failing t unless there is exactly one.
+func one(t testing.TB, objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
+	t.Helper()
+	found := only(objs, kind)
+	if len(found) != 1 {
+		t.Fatalf("want one %s, have %d", kind, len(found))
+	}
+	return found[0]
+}
+
+// typed converts o into the typed object into.
+func typed(t testing.TB, o *unstructured.Unstructured, into any) {
+	t.Helper()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, into); err != nil {
+		t.Fatalf("%s %s: %v", o.GetKind(), o.GetName(), err)
+	}
+}
+
+// deployment describes what a rendering is expected to hold besides the
+// properties every one must have.
+type deployment struct {
+	namespace string
+	// hooksConfigMap is the ConfigMap mounted at hooksMount, "" for none;
+	// rendered says whether the rendering also holds it.
+	hooksConfigMap string
+	hooksMount     string
+	rendered       bool
+}
+
+// checkDeployment checks the properties every rendering of hook-operator
+// must have: one non-root Deployment with the image's arguments, probes on
+// the metrics port, a read-only root with an emptyDir at /tmp, hooks
+// mounted with execute mode; a ServiceAccount bound to RBAC without "*";
+// a metrics Service.
+func checkDeployment(t *testing.T, objs []*unstructured.Unstructured, want deployment) {
+	t.Helper()
+	var d appsv1.Deployment
+	typed(t, one(t, objs, "Deployment"), &d)
+	if d.Namespace != want.namespace {
+		t.Errorf("Deployment namespace %q, want %q", d.Namespace, want.namespace)
+	}
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
+		t.Errorf("replicas %v, want 1 (no leader election)", d.Spec.Replicas)
+	}
+	if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		t.Errorf("strategy %q, want Recreate: two operators must never run at once", d.Spec.Strategy.Type)
+	}
+	pod := d.Spec.Template.Spec
+	if len(pod.Containers) != 1 {
+		t.Fatalf("%d containers, want 1", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+
+	// Non-root, read-only, nothing extra.
+	psc, sc := pod.SecurityContext, c.SecurityContext
+	if psc == nil || sc == nil {
+		t.Fatalf("Pod or container securityContext missing: %v, %v", psc, sc)
+	}
+	if psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
+		t.Error("runAsNonRoot is not true")
+	}
+	if psc.RunAsUser == nil || *psc.RunAsUser != imageUID {
+		t.Errorf("runAsUser %v, want the image's user %d", psc.RunAsUser, imageUID)
+	}
+	if psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("seccompProfile %v, want RuntimeDefault", psc.SeccompProfile)
+	}
+	if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+		t.Error("readOnlyRootFilesystem is not true")
+	}
+	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Error("allowPrivilegeEscalation is not false")
+	}
+	if sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0 {
+		t.Errorf("capabilities %v, want drop [ALL] and no add", sc.Capabilities)
+	}
+	if sc.Privileged != nil && *sc.Privileged {
+		t.Error("privileged")
+	}
+
+	// The image's default command line; the hooks folder is /hooks.
+	if len(c.Command) > 0 {
+		t.Errorf("command %v replaces the image's entrypoint (tini)", c.Command)
+	}
+	if !slices.Equal(c.Args[:min(5, len(c.Args))], []string{"start", "--hooks-dir", "/hooks", "--tmp-dir", "/tmp"}) {
+		t.Errorf("args %v, want the image's CMD (start --hooks-dir /hooks --tmp-dir /tmp) first", c.Args)
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+		t.Errorf("resources %v: want CPU and memory requests and a memory limit", c.Resources)
+	}
+
+	// Probes on the listener.
+	if len(c.Ports) != 1 || c.Ports[0].ContainerPort != metricsPort || c.Ports[0].Name != "metrics" {
+		t.Errorf("ports %v, want metrics %d", c.Ports, metricsPort)
+	}
+	probe := func(what string, p *corev1.Probe, path string) {
+		if p == nil || p.HTTPGet == nil {
+			t.Errorf("%s probe missing", what)
+			return
+		}
+		if p.HTTPGet.Path != path || p.HTTPGet.Port.String() != "metrics" {
+			t.Errorf("%s probe %s on %s, want %s on metrics", what, p.HTTPGet.Path, p.HTTPGet.Port.String(), path)
+		}
+	}
+	probe("liveness", c.LivenessProbe, "/healthz")
+	probe("readiness", c.ReadinessProbe, "/readyz")
+
+	// Volumes: /tmp writable, hooks executable.
+	volumes := map[string]corev1.Volume{}
+	for _, v := range pod.Volumes {
+		volumes[v.Name] = v
+	}
+	mounts := map[string]corev1.VolumeMount{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.MountPath] = m
+	}
+	if m, ok := mounts["/tmp"]; !ok || volumes[m.Name].EmptyDir == nil {
+		t.Errorf("/tmp is not an emptyDir (mounts %v)", c.VolumeMounts)
+	}
+	var hooksVolumes []string
+	for _, m := range c.VolumeMounts {
+		v := volumes[m.Name]
+		if v.ConfigMap == nil {
+			continue
+		}
+		hooksVolumes = append(hooksVolumes, v.ConfigMap.Name)
+		if m.MountPath != want.hooksMount {
+			t.Errorf("ConfigMap %s mounted at %s, want %s", v.ConfigMap.Name, m.MountPath, want.hooksMount)
+		}
+		if !m.ReadOnly {
+			t.Errorf("hooks mount %s is writable", m.MountPath)
+		}
+		if v.ConfigMap.DefaultMode == nil || *v.ConfigMap.DefaultMode != 0o555 {
+			t.Errorf("hooks ConfigMap defaultMode %v, want 0555 (365): hooks must be executable", v.ConfigMap.DefaultMode)
+		}
+	}
+	switch {
+	case want.hooksConfigMap == "" && len(hooksVolumes) > 0:
+		t.Errorf("hooks mounted from %v, want none", hooksVolumes)
+	case want.hooksConfigMap != "" && !slices.Equal(hooksVolumes, []string{want.hooksConfigMap}):
+		t.Errorf("hooks mounted from %v, want ConfigMap %s", hooksVolumes, want.hooksConfigMap)
+	}
+	if want.rendered {
+		var cm corev1.ConfigMap
+		for _, o := range only(objs, "ConfigMap") {
+			if o.GetName() == want.hooksConfigMap {
+				typed(t, o, &cm)
+			}
+		}
+		if len(cm.Data) == 0 {
+			t.Errorf("ConfigMap %s is not rendered or holds no hooks", want.hooksConfigMap)
+		}
+		for name, script := range cm.Data {
+			if !strings.HasPrefix(script, "#!") {
+				t.Errorf("hook %s in ConfigMap %s does not start with #!", name, want.hooksConfigMap)
+			}
+		}
+	}
+
+	checkRBAC(t, objs, pod.ServiceAccountName, d.Namespace)
+	checkService(t, objs, d)
+}
+
+// checkRBAC checks that the ServiceAccount exists, that every binding binds
+// it to a role in the rendering, and that no rule uses "*".
+func checkRBAC(t *testing.T, objs []*unstructured.Unstructured, serviceAccount, namespace string) {
+	t.Helper()
+	sa := one(t, objs, "ServiceAccount")
+	if sa.GetName() != serviceAccount || sa.GetNamespace() != namespace {
+		t.Errorf("ServiceAccount %s/%s, want the Deployment's %s/%s", sa.GetNamespace(), sa.GetName(), namespace, serviceAccount)
+	}
+	roles := map[string][]rbacv1.PolicyRule{}
+	for _, o := range append(only(objs, "ClusterRole"), only(objs, "Role")...) {
+		var r rbacv1.ClusterRole // a Role has the same fields
+		typed(t, o, &r)
+		roles[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = r.Rules
+		if len(r.Rules) == 0 {
+			t.Errorf("%s %s has no rules", o.GetKind(), o.GetName())
+		}
+		for i, rule := range r.Rules {
+			for _, list := range [][]string{rule.APIGroups, rule.Resources, rule.Verbs, rule.ResourceNames, rule.NonResourceURLs} {
+				if slices.Contains(list, "*") {
+					t.Errorf("%s %s rule %d grants *: %+v", o.GetKind(), o.GetName(), i, rule)
+				}
+			}
+		}
+	}
+	if n := len(only(objs, "ClusterRole")); n != 1 {
+		t.Errorf("%d ClusterRoles, want 1 (at least the Events about failed runs are cluster-wide)", n)
+	}
+	bindings := append(only(objs, "ClusterRoleBinding"), only(objs, "RoleBinding")...)
+	if len(bindings) != len(roles) {
+		t.Errorf("%d bindings for %d roles", len(bindings), len(roles))
+	}
+	for _, o := range bindings {
+		var b rbacv1.RoleBinding // a ClusterRoleBinding has the same fields
+		typed(t, o, &b)
+		ns := ""
+		if b.RoleRef.Kind == "Role" {
+			ns = o.GetNamespace()
+		}
+		if _, ok := roles[b.RoleRef.Kind+"/"+ns+"/"+b.RoleRef.Name]; !ok {
+			t.Errorf("%s %s refers to %s %s, which is not rendered", o.GetKind(), o.GetName(), b.RoleRef.Kind, b.RoleRef.Name)
+		}
+		want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: serviceAccount, Namespace: namespace}}
+		if !slices.Equal(b.Subjects, want) {
+			t.Errorf("%s %s binds %v, want the operator's ServiceAccount %s/%s", o.GetKind(), o.GetName(), b.Subjects, namespace, serviceAccount)
+		}
+	}
+}
+
+// checkService checks the metrics Service: the metrics port, the
+// Deployment's Pods, Prometheus' scrape annotations.
+func checkService(t *testing.T, objs []*unstructured.Unstructured, d appsv1.Deployment) {
+	t.Helper()
+	var s corev1.Service
+	typed(t, one(t, objs, "Service"), &s)
+	if len(s.Spec.Ports) != 1 || s.Spec.Ports[0].Port != metricsPort || s.Spec.Ports[0].TargetPort.String() != "metrics" {
+		t.Errorf("Service ports %v, want %d to metrics", s.Spec.Ports, metricsPort)
+	}
+	for k, v := range s.Spec.Selector {
+		if d.Spec.Template.Labels[k] != v {
+			t.Errorf("Service selects %s=%s, which the Pods do not have", k, v)
+		}
+	}
+	a := s.Annotations
+	if a["prometheus.io/scrape"] != "true" || a["prometheus.io/port"] != "9115" || a["prometheus.io/path"] != "/metrics" {
+		t.Errorf("Service annotations %v, want Prometheus' scrape, port and path", a)
+	}
+}
+
+// crdNames returns the names of the CRDs in deploy/crds.
+func crdNames(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(repoRoot(t), "deploy", "crds", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs in deploy/crds: %v", err)
+	}
+	var names []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objects(t, data) {
+			names = append(names, o.GetName())
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// names returns the sorted names of objs.
+func names(objs []*unstructured.Unstructured) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.GetName())
+	}
+	slices.Sort(out)
+	return out
+}
