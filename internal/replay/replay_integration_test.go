@@ -178,8 +178,17 @@ func TestIntegrationReplayContextsMatchLive(t *testing.T) {
 	if err := cms.Delete(ctx, "c", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	events = append(events, fixture.Event{Type: "Deleted", Object: configMap(ns, "c", nil, nil)})
 	waitFor(t, "the Deleted event of c", func() bool { return len(live.get()) >= 6 })
+	// As record does, the event carries the resourceVersion of the deletion
+	// that the live watch reported.
+	gone := configMap(ns, "c", nil, nil)
+	for _, c := range live.get() {
+		if obj, ok := c["object"].(map[string]any); ok && c["watchEvent"] == "Deleted" && c["binding"] == "named" {
+			md := obj["metadata"].(map[string]any)
+			gone.SetResourceVersion(md["resourceVersion"].(string))
+		}
+	}
+	events = append(events, fixture.Event{Type: "Deleted", Object: gone})
 	time.Sleep(500 * time.Millisecond) // nothing else may arrive
 	stop()
 	if err := <-done; err != nil {
