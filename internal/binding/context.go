@@ -27,9 +27,10 @@ const OnStartup = "onStartup"
 type Object struct {
 	// Namespace and Name identify the object; they order snapshots.
 	Namespace, Name string
-	// Full is the whole object, or nil when keepFullObjectsInMemory is false.
-	// It is shared with the watch cache and must not be modified.
-	Full map[string]any
+	// Raw is the JSON of the whole object (object keys sorted), or nil when
+	// keepFullObjectsInMemory is false. It is shared with the watch cache
+	// and must not be modified.
+	Raw json.RawMessage
 	// FilterResult is the JSON of the jqFilter's result, or nil when the
 	// binding has no jqFilter.
 	FilterResult json.RawMessage
@@ -40,25 +41,19 @@ type Object struct {
 func (o Object) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
-	if err := o.writeFields(&b, false); err != nil {
-		return nil, err
-	}
+	o.writeFields(&b, false)
 	b.WriteByte('}')
 	return b.Bytes(), nil
 }
 
 // writeFields writes the object's keys; comma says whether one must precede.
-func (o Object) writeFields(b *bytes.Buffer, comma bool) error {
-	if o.Full != nil {
+func (o Object) writeFields(b *bytes.Buffer, comma bool) {
+	if o.Raw != nil {
 		if comma {
 			b.WriteByte(',')
 		}
 		b.WriteString(`"object":`)
-		data, err := json.Marshal(o.Full)
-		if err != nil {
-			return err
-		}
-		b.Write(data)
+		b.Write(o.Raw)
 		comma = true
 	}
 	if o.FilterResult != nil {
@@ -68,7 +63,6 @@ func (o Object) writeFields(b *bytes.Buffer, comma bool) error {
 		b.WriteString(`"filterResult":`)
 		b.Write(o.FilterResult)
 	}
-	return nil
 }
 
 // Context is one binding context.
@@ -110,16 +104,12 @@ func (c Context) MarshalJSON() ([]byte, error) {
 	switch c.Type {
 	case TypeSynchronization:
 		b.WriteString(`,"objects":`)
-		if err := writeObjects(&b, c.Objects); err != nil {
-			return nil, err
-		}
+		writeObjects(&b, c.Objects)
 	case TypeEvent:
 		b.WriteString(`,"watchEvent":`)
 		writeString(&b, c.WatchEvent)
 		if c.Object != nil {
-			if err := c.Object.writeFields(&b, true); err != nil {
-				return nil, err
-			}
+			c.Object.writeFields(&b, true)
 		}
 	}
 	if c.Snapshots != nil {
@@ -135,9 +125,7 @@ func (c Context) MarshalJSON() ([]byte, error) {
 			}
 			writeString(&b, n)
 			b.WriteByte(':')
-			if err := writeObjects(&b, c.Snapshots[n]); err != nil {
-				return nil, err
-			}
+			writeObjects(&b, c.Snapshots[n])
 		}
 		b.WriteByte('}')
 	}
@@ -146,20 +134,17 @@ func (c Context) MarshalJSON() ([]byte, error) {
 }
 
 // writeObjects writes objs as a JSON array ([] when empty).
-func writeObjects(b *bytes.Buffer, objs []Object) error {
+func writeObjects(b *bytes.Buffer, objs []Object) {
 	b.WriteByte('[')
 	for i, o := range objs {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		b.WriteByte('{')
-		if err := o.writeFields(b, false); err != nil {
-			return err
-		}
+		o.writeFields(b, false)
 		b.WriteByte('}')
 	}
 	b.WriteByte(']')
-	return nil
 }
 
 func writeString(b *bytes.Buffer, s string) {

@@ -8,7 +8,7 @@ import (
 func obj(ns, name string, full bool, filter string) Object {
 	o := Object{Namespace: ns, Name: name}
 	if full {
-		o.Full = map[string]any{"metadata": map[string]any{"name": name, "namespace": ns}}
+		o.Raw = json.RawMessage(`{"metadata":{"name":"` + name + `","namespace":"` + ns + `"}}`)
 	}
 	if filter != "" {
 		o.FilterResult = json.RawMessage(filter)

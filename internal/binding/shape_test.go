@@ -24,7 +24,7 @@ func TestFillSnapshotsReadsEachBindingOnce(t *testing.T) {
 	contexts := []Context{
 		{Binding: "a", Type: TypeGroup, GroupName: "g", SnapshotsFrom: []string{"a", "b"}},
 		{Binding: "tick", Type: TypeSchedule, SnapshotsFrom: []string{"b"}},
-		{Binding: "c", Type: TypeEvent, WatchEvent: "Added", Object: &Object{Name: "x", Full: map[string]any{"k": 1}}},
+		{Binding: "c", Type: TypeEvent, WatchEvent: "Added", Object: &Object{Name: "x", Raw: json.RawMessage(`{"k":1}`)}},
 	}
 	calls := map[string]int{}
 	FillSnapshots(contexts, func(name string) []Object {

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -83,10 +84,14 @@ func (o *Operator) objectsOf(t *queue.Task) []*corev1.ObjectReference {
 		}
 		seen[key] = true
 		ref := &corev1.ObjectReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}
-		if c.Object.Full != nil {
-			if md, ok := c.Object.Full["metadata"].(map[string]any); ok {
-				uid, _ := md["uid"].(string)
-				ref.UID = types.UID(uid)
+		if c.Object.Raw != nil {
+			var obj struct {
+				Metadata struct {
+					UID types.UID `json:"uid"`
+				} `json:"metadata"`
+			}
+			if json.Unmarshal(c.Object.Raw, &obj) == nil {
+				ref.UID = obj.Metadata.UID
 			}
 		}
 		out = append(out, ref)

@@ -132,7 +132,7 @@ func (b *Binding) Waiting() string {
 func (b *Binding) object(src *source, e *entry) binding.Object {
 	o := binding.Object{Namespace: e.Namespace, Name: e.Name, FilterResult: e.results[src.slot]}
 	if b.cfg.KeepFullObjectsInMemory || b.cfg.Filter == nil {
-		o.Full = e.full
+		o.Raw = e.full
 	}
 	return o
 }

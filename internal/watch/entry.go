@@ -12,13 +12,16 @@ import (
 )
 
 // entry is what the watch cache keeps per object instead of the object:
-// its identity, the full object only when a binding needs it, and each
-// attached binding's jqFilter result. Entries are immutable once stored;
-// an update replaces the entry.
+// its identity, the full object's JSON only when a binding needs it, and
+// each attached binding's jqFilter result. Entries are immutable once
+// stored; an update replaces the entry.
 type entry struct {
 	metav1.ObjectMeta // only name, namespace, uid and resourceVersion are set
-	// full is the whole object, or nil when no binding keeps full objects.
-	full map[string]any
+	// full is the JSON of the whole object (object keys sorted, as contexts
+	// print it), or nil when no binding keeps full objects. JSON takes a
+	// fraction of the memory of the decoded object and goes into contexts
+	// as is.
+	full json.RawMessage
 	// results[i] is the filterResult JSON for the informer's i-th binding
 	// (nil when that binding has no jqFilter).
 	results []json.RawMessage
@@ -29,8 +32,8 @@ type entry struct {
 }
 
 // newEntry makes the entry of u for bindings (in slot order), running each
-// binding's jqFilter once. keepFull keeps the object itself; finalizers keeps
-// its finalizers. u's map is normalized and kept, not copied.
+// binding's jqFilter once. keepFull keeps the object's JSON; finalizers keeps
+// its finalizers. u's map is normalized in place and not kept.
 func newEntry(u *unstructured.Unstructured, bindings []*Binding, keepFull, finalizers bool) *entry {
 	m := u.Object
 	jq.Normalize(m)
@@ -53,7 +56,13 @@ func newEntry(u *unstructured.Unstructured, bindings []*Binding, keepFull, final
 		e.results[n] = res
 	}
 	if keepFull {
-		e.full = m
+		full, err := json.Marshal(m)
+		if err != nil {
+			for _, b := range bindings {
+				b.log.WithError(err).WithField("object", e.Namespace+"/"+e.Name).Error("object is not JSON; contexts carry no object")
+			}
+		}
+		e.full = full
 	}
 	return e
 }

@@ -1,11 +1,13 @@
 package watch
 
 import (
+	"bytes"
+	"encoding/json"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/hook-operator/hook-operator/internal/ops"
-	"sync"
 )
 
 // statusOwners remembers, in memory, which objects each hook writes itself
@@ -36,11 +38,30 @@ func (o *statusOwners) has(hookName, resource, namespace, name string) bool {
 	return o.keys[ownerKey(hookName, resource, namespace, name)]
 }
 
-// statusOnly reports whether two versions of an object differ at most in
-// status, the runtime's own inventory annotations, and the metadata the API
-// server changes on every write.
-func statusOnly(old, cur map[string]any) bool {
-	return reflect.DeepEqual(withoutStatus(old), withoutStatus(cur))
+// statusOnly reports whether two versions of an object, given as JSON,
+// differ at most in status, the runtime's own inventory annotations, and
+// the metadata the API server changes on every write. An object that does
+// not decode counts as changed.
+func statusOnly(old, cur json.RawMessage) bool {
+	o, err := decodeObject(old)
+	if err != nil {
+		return false
+	}
+	c, err := decodeObject(cur)
+	if err != nil {
+		return false
+	}
+	return reflect.DeepEqual(withoutStatus(o), withoutStatus(c))
+}
+
+// decodeObject decodes an object's JSON, numbers as written, so that any
+// two different numbers compare different.
+func decodeObject(data json.RawMessage) (map[string]any, error) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var m map[string]any
+	err := d.Decode(&m)
+	return m, err
 }
 
 func withoutStatus(obj map[string]any) map[string]any {

@@ -1,7 +1,6 @@
 package record
 
 import (
-	"encoding/json"
 	"sync"
 
 	"github.com/sirupsen/logrus"
@@ -138,21 +137,14 @@ func (r *recorder) fixture() *fixture.Fixture {
 }
 
 // copyOf returns the object of a binding as an unstructured object of its
-// own. The watch cache shares its maps, and holds numbers as jq wants them
-// (int), which unstructured objects cannot copy: a JSON round trip fixes
-// both.
+// own, decoded from the JSON the watch cache keeps.
 func (r *recorder) copyOf(o binding.Object) *unstructured.Unstructured {
-	if o.Full == nil {
+	if o.Raw == nil {
 		r.log.WithField("object", o.Namespace+"/"+o.Name).Warn("the watch delivered no object; not recorded")
 		return nil
 	}
-	data, err := json.Marshal(o.Full)
-	if err != nil {
-		r.log.WithError(err).WithField("object", o.Namespace+"/"+o.Name).Warn("object is not JSON; not recorded")
-		return nil
-	}
 	var m map[string]any
-	if err := utiljson.Unmarshal(data, &m); err != nil {
+	if err := utiljson.Unmarshal(o.Raw, &m); err != nil {
 		r.log.WithError(err).WithField("object", o.Namespace+"/"+o.Name).Warn("object is not JSON; not recorded")
 		return nil
 	}

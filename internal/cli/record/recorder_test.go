@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -17,12 +18,11 @@ import (
 )
 
 func cm(name, uid, rv string) binding.Object {
-	// Numbers as the watch cache holds them (int), which unstructured
-	// objects cannot hold.
-	return binding.Object{Namespace: "n", Name: name, Full: map[string]any{
+	raw, _ := json.Marshal(map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": name, "namespace": "n", "uid": uid, "resourceVersion": rv, "generation": 1},
-	}}
+	})
+	return binding.Object{Namespace: "n", Name: name, Raw: raw}
 }
 
 func TestRecorderRecordsEventsOnceAfterEverySynchronization(t *testing.T) {
