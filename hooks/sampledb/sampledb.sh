@@ -238,15 +238,9 @@ reconcile() {
 {
   hook::snapshots
   hook::objects
-} | jq -cn '
+} | jq -cn "$SAMPLEDB_AFFECTED"'
   input as $snap
-  | [inputs
-     | select(.binding != "databases" or .event != "Deleted")
-     | if .binding == "databases" then .object | [.metadata.namespace, .metadata.name]
-       else .filterResult | [.namespace, .db] end]
-  | (unique | .[]) as [$ns, $name]
-  | first($snap.databases[].object | select(.metadata.namespace == $ns and .metadata.name == $name)) as $db
-  | select($db.metadata.deletionTimestamp == null)
+  | affected($snap; [inputs]) as [$ns, $name, $db]
   | def mine: select(.namespace == $ns and .db == $name and .uid == $db.metadata.uid);
     {db: $db,
      statefulset: (first(($snap.statefulsets // [])[].filterResult | mine) // null),

@@ -63,3 +63,21 @@ sampledb_jq='
 # to know of a Job, and nothing that changes while it runs, so a Job causes
 # runs when it starts, succeeds or fails, not on every pod status update.
 SAMPLEDB_JOB_FILTER='{namespace: .metadata.namespace, name: .metadata.name, db: .metadata.labels["db.example.com/sampledb"], uid: .metadata.labels["db.example.com/uid"], component: .metadata.labels["app.kubernetes.io/component"], succeeded: ((.status.succeeded // 0) > 0), failed: any(.status.conditions[]?; .type == "Failed" and .status == "True"), completionTime: .status.completionTime}'
+
+# A jq definition for the hooks that reconcile whole SampleDBs:
+# affected($snap; $objects) yields [namespace, name, SampleDB] for each
+# SampleDB the run's objects are about (a SampleDB itself, or the one a
+# child's filterResult names in .namespace and .db), taken as it is now
+# from the databases snapshot. SampleDBs being deleted are left out: they
+# are snapshot.sh's and the garbage collector's.
+SAMPLEDB_AFFECTED='
+def affected($snap; $objects):
+  [$objects[]
+   | select(.binding != "databases" or .event != "Deleted")
+   | if .binding == "databases" then .object | [.metadata.namespace, .metadata.name]
+     else .filterResult | [.namespace, .db] end]
+  | (unique | .[]) as [$ns, $name]
+  | first($snap.databases[].object | select(.metadata.namespace == $ns and .metadata.name == $name)) as $db
+  | select($db.metadata.deletionTimestamp == null)
+  | [$ns, $name, $db];
+'
