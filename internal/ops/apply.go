@@ -121,6 +121,14 @@ func (a *Applier) ApplyFor(ctx context.Context, hookName string, ops []Operation
 		if err == nil {
 			err = a.apply(ctx, s, hookName)
 		}
+		if errors.Is(err, errParentGone) {
+			// The parent was deleted (often while the run was pending or
+			// retried with its old contexts): children applied now would be
+			// garbage-collected at once, and failing would hold the queue
+			// until a restart.
+			a.log(s).WithError(err).Warn("the parent is gone; operation skipped")
+			continue
+		}
 		if err != nil {
 			if apierrors.IsForbidden(err) {
 				err = fmt.Errorf("%w (the operator's ServiceAccount may not do this: declare the write under writes in the hook's configuration and regenerate its RBAC with hook-operator rbac)", err)

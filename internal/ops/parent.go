@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -101,12 +102,16 @@ func checkOwnership(parent, child target) error {
 	return nil
 }
 
-// getParent reads the parent. A missing parent is an error: its children
-// would be deleted by the garbage collector as soon as they were written.
+// errParentGone marks the error of a parent that does not exist (any
+// more): see Applier.apply.
+var errParentGone = errors.New("the parent does not exist")
+
+// getParent reads the parent. A missing parent is an error wrapping
+// errParentGone.
 func (a *Applier) getParent(ctx context.Context, parent target) (*unstructured.Unstructured, error) {
 	obj, err := a.clientFor(parent).Get(ctx, parent.name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("parent %s not found: %w", parent, err)
+		return nil, fmt.Errorf("parent %s not found: %w (%w)", parent, err, errParentGone)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("parent %s: %w", parent, err)

@@ -194,14 +194,20 @@ object: {apiVersion: v1, kind: ConfigMap, metadata: {name: child, namespace: %NS
 		t.Fatal("the garbage collector did not delete the child of the deleted parent within 60s")
 	}
 
-	// A missing parent is an error, and nothing is applied.
-	err = e.applyFor("h.sh", `{operation: Apply, parent: {kind: ConfigMap, namespace: %NS%, name: parent}, object: {kind: ConfigMap, metadata: {name: child, namespace: %NS%}}}`)
-	wantErr(t, err, fmt.Sprintf("parent v1/ConfigMap %s/parent not found", e.ns))
-	if !apierrors.IsNotFound(err) {
-		t.Errorf("not a NotFound error: %v", err)
+	// With its parent gone the operation is skipped, and nothing is
+	// applied: the child would be garbage-collected at once. The other
+	// operations of the file are applied.
+	err = e.applyFor("h.sh", `{operation: Apply, parent: {kind: ConfigMap, namespace: %NS%, name: parent}, object: {kind: ConfigMap, metadata: {name: child, namespace: %NS%}}}
+---
+{operation: Create, object: {kind: ConfigMap, metadata: {name: after-skip, namespace: %NS%}}}`)
+	if err != nil {
+		t.Errorf("an Apply whose parent is gone failed the file: %v", err)
 	}
 	if e.get(configMaps, "child") != nil {
 		t.Error("applied without its parent")
+	}
+	if e.get(configMaps, "after-skip") == nil {
+		t.Error("the operation after the skipped one was not applied")
 	}
 
 	// A second controller is refused.
