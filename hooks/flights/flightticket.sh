@@ -84,7 +84,7 @@ reconcile() {
     status=$(jq -nc --arg place "$from" \
       '{phase: "Failed", bookingRef: null, message: "from and to are the same place (\($place)); there is no flight to book"}')
     log_change "$ticket" "$status" "ticket cannot be booked" ticket="$ns/$name" reason="from equals to"
-    hook::status "$kind" "$ns" "$name" "$status" observedGeneration
+    hook::status --ignore-missing "$kind" "$ns" "$name" "$status" observedGeneration
     return
   fi
 
@@ -98,7 +98,7 @@ reconcile() {
     }')" "$ticket"
   status=$(jq -nc --arg ref "$ref" '{phase: "Booked", bookingRef: $ref, message: null}')
   log_change "$ticket" "$status" "ticket booked" ticket="$ns/$name" bookingRef="$ref" from="$from" to="$to" number="$number"
-  hook::status "$kind" "$ns" "$name" "$status" observedGeneration
+  hook::status --ignore-missing "$kind" "$ns" "$name" "$status" observedGeneration
 }
 
 # log_change TICKET STATUS MESSAGE [KEY=VALUE ...] logs MESSAGE when STATUS

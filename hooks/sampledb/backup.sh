@@ -88,7 +88,7 @@ reconcile() {
 
   if [[ "$newer" == true ]]; then
     hook::log info "backup finished" sampledb="$ns/$name" lastBackup="$newest"
-    hook::status "$SAMPLEDB_KIND" "$ns" "$name" "$(jq -nc --arg t "$newest" '{lastBackup: $t}')"
+    hook::status --ignore-missing "$SAMPLEDB_KIND" "$ns" "$name" "$(jq -nc --arg t "$newest" '{lastBackup: $t}')"
   fi
 }
 

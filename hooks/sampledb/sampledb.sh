@@ -229,7 +229,7 @@ reconcile() {
   if [[ "$changed" == true ]]; then
     hook::log info "SampleDB $phase" sampledb="$ns/$name" message="$message"
   fi
-  hook::status "$SAMPLEDB_KIND" "$ns" "$name" "$status" observedGeneration
+  hook::status --ignore-missing "$SAMPLEDB_KIND" "$ns" "$name" "$status" observedGeneration
 }
 
 # The SampleDBs this run is about, each with its StatefulSet and Jobs from

@@ -91,7 +91,7 @@ finalize() {
     return
   fi
   if [[ "$failed" == true ]]; then
-    hook::status "$SAMPLEDB_KIND" "$ns" "$name" "$(jq -nc --arg job "$job" \
+    hook::status --ignore-missing "$SAMPLEDB_KIND" "$ns" "$name" "$(jq -nc --arg job "$job" \
       '{phase: "Deleting", message: "snapshot Job \($job) failed; delete it to try again, or remove the finalizer db.example.com/snapshot to delete without a snapshot"}')"
     hook::requeue "$ns" "$name" 30s databases
     return
@@ -101,7 +101,7 @@ finalize() {
     hook::create_if_not_exists "$(jq -c --arg job "$job" "$sampledb_jq"'
       job($job; "snapshot"; (.status.version // .spec.version); ["sampledb-snapshot"])' <<<"$db")"
   fi
-  hook::status "$SAMPLEDB_KIND" "$ns" "$name" "$(jq -nc --arg job "$job" \
+  hook::status --ignore-missing "$SAMPLEDB_KIND" "$ns" "$name" "$(jq -nc --arg job "$job" \
     '{phase: "Deleting", message: "waiting for snapshot Job \($job)"}')"
   hook::requeue "$ns" "$name" 2s databases
 }
