@@ -11,22 +11,7 @@ import (
 // the operator's own CPU time (hooks excluded) per event. Each run has a
 // fresh namespace.
 func runBurst(ctx context.Context, b *bench) error {
-	n := b.cfg.BurstObjects
-	for rep := b.firstRepeat(); rep <= b.cfg.Repeat; rep++ {
-		for _, kind := range b.cfg.Hooks {
-			ns, err := b.cluster.Namespace(ctx, "burst")
-			if err != nil {
-				return err
-			}
-			r := newRun("burst", "", kind, rep, n)
-			op, err := measureBurst(ctx, b, kind, ns, n, &r, b.profile("burst", "", kind, rep))
-			if ctx.Err() != nil {
-				return ctx.Err() // interrupted: the run is incomplete, not failed
-			}
-			b.record(r, op, err)
-		}
-	}
-	return nil
+	return runFresh(ctx, b, "burst", b.cfg.BurstObjects, measureBurst)
 }
 
 func measureBurst(ctx context.Context, b *bench, kind, ns string, n int, r *Run, prof *profiling) (*operator, error) {

@@ -271,3 +271,27 @@ func inRoot(root, path string) string {
 	}
 	return filepath.Join(root, path)
 }
+
+// measureFunc measures one run of a scenario with n objects in namespace
+// ns, filling r; it returns the operator it started, for the record.
+type measureFunc func(ctx context.Context, b *bench, kind, ns string, n int, r *Run, prof *profiling) (*operator, error)
+
+// runFresh runs a scenario that creates its n objects while it measures:
+// every repeat of every hook gets a fresh namespace.
+func runFresh(ctx context.Context, b *bench, scenario string, n int, measure measureFunc) error {
+	for rep := b.firstRepeat(); rep <= b.cfg.Repeat; rep++ {
+		for _, kind := range b.cfg.Hooks {
+			ns, err := b.cluster.Namespace(ctx, scenario)
+			if err != nil {
+				return err
+			}
+			r := newRun(scenario, "", kind, rep, n)
+			op, err := measure(ctx, b, kind, ns, n, &r, b.profile(scenario, "", kind, rep))
+			if ctx.Err() != nil {
+				return ctx.Err() // interrupted: the run is incomplete, not failed
+			}
+			b.record(r, op, err)
+		}
+	}
+	return nil
+}

@@ -10,22 +10,7 @@ import (
 // call's return to the start of the hook run that had its event. Each run
 // has a fresh namespace.
 func runTrickle(ctx context.Context, b *bench) error {
-	n := int(float64(b.cfg.TrickleRate) * b.cfg.TrickleFor.Seconds())
-	for rep := b.firstRepeat(); rep <= b.cfg.Repeat; rep++ {
-		for _, kind := range b.cfg.Hooks {
-			ns, err := b.cluster.Namespace(ctx, "trickle")
-			if err != nil {
-				return err
-			}
-			r := newRun("trickle", "", kind, rep, n)
-			op, err := measureTrickle(ctx, b, kind, ns, n, &r, b.profile("trickle", "", kind, rep))
-			if ctx.Err() != nil {
-				return ctx.Err() // interrupted: the run is incomplete, not failed
-			}
-			b.record(r, op, err)
-		}
-	}
-	return nil
+	return runFresh(ctx, b, "trickle", int(float64(b.cfg.TrickleRate)*b.cfg.TrickleFor.Seconds()), measureTrickle)
 }
 
 func measureTrickle(ctx context.Context, b *bench, kind, ns string, n int, r *Run, prof *profiling) (*operator, error) {
