@@ -46,19 +46,15 @@ func (c *Client) cluster(ctx context.Context) *memcluster.Cluster {
 
 // Apply implements operator.Sink.
 func (c *Client) Apply(ctx context.Context, hookName string, operations []ops.Operation) error {
-	a := &ops.Applier{Dynamic: c.cluster(ctx), Resolver: c.Resolver, FieldManager: ops.DefaultFieldManager, DeleteTimeout: deleteTimeout}
-	return a.ApplyFor(ctx, hookName, operations)
+	return apply(ctx, c.cluster(ctx), c.Resolver, hookName, operations)
 }
 
 // EnsureFinalizer implements operator.Sink: it only logs.
-func (c *Client) EnsureFinalizer(t finalizer.Target) {
-	c.Log.WithField("object", t.String()).Info("dry-run: the finalizer would be added")
-}
+func (c *Client) EnsureFinalizer(t finalizer.Target) { logFinalizer(c.Log, t) }
 
 // RemoveFinalizer implements operator.Sink.
 func (c *Client) RemoveFinalizer(ctx context.Context, t finalizer.Target) error {
-	_, err := finalizer.New(c.cluster(ctx), c.Log).Remove(ctx, t)
-	return err
+	return removeFinalizer(ctx, c.cluster(ctx), c.Log, t)
 }
 
 // Changes returns, and forgets, what run id would have changed.
@@ -68,4 +64,21 @@ func (c *Client) Changes(id uint64) []transcript.Change {
 		return nil
 	}
 	return transcript.FromMemory(m.TakeChanges(), c.Options)
+}
+
+// The two sinks differ only in the client a run writes through: these
+// are the writes themselves.
+
+func apply(ctx context.Context, d dynamic.Interface, r ops.Resolver, hookName string, operations []ops.Operation) error {
+	a := &ops.Applier{Dynamic: d, Resolver: r, FieldManager: ops.DefaultFieldManager, DeleteTimeout: deleteTimeout}
+	return a.ApplyFor(ctx, hookName, operations)
+}
+
+func logFinalizer(log logrus.FieldLogger, t finalizer.Target) {
+	log.WithField("object", t.String()).Info("dry-run: the finalizer would be added")
+}
+
+func removeFinalizer(ctx context.Context, d dynamic.Interface, log logrus.FieldLogger, t finalizer.Target) error {
+	_, err := finalizer.New(d, log).Remove(ctx, t)
+	return err
 }

@@ -35,19 +35,15 @@ func (s *Server) client(ctx context.Context) dynamic.Interface {
 
 // Apply implements operator.Sink.
 func (s *Server) Apply(ctx context.Context, hookName string, operations []ops.Operation) error {
-	a := &ops.Applier{Dynamic: s.client(ctx), Resolver: s.Resolver, FieldManager: ops.DefaultFieldManager, DeleteTimeout: deleteTimeout}
-	return a.ApplyFor(ctx, hookName, operations)
+	return apply(ctx, s.client(ctx), s.Resolver, hookName, operations)
 }
 
 // EnsureFinalizer implements operator.Sink: it only logs.
-func (s *Server) EnsureFinalizer(t finalizer.Target) {
-	s.Log.WithField("object", t.String()).Info("dry-run: the finalizer would be added")
-}
+func (s *Server) EnsureFinalizer(t finalizer.Target) { logFinalizer(s.Log, t) }
 
 // RemoveFinalizer implements operator.Sink.
 func (s *Server) RemoveFinalizer(ctx context.Context, t finalizer.Target) error {
-	_, err := finalizer.New(s.client(ctx), s.Log).Remove(ctx, t)
-	return err
+	return removeFinalizer(ctx, s.client(ctx), s.Log, t)
 }
 
 // Changes returns, and forgets, what the API server answered to run id's

@@ -46,7 +46,7 @@ func newFailureEvents(clients *kube.Clients) *failureEvents {
 func (f *failureEvents) stop() { f.broadcaster.Shutdown() }
 
 // failed is the Executor's Failed callback.
-func (o *Operator) failed(t *queue.Task, err error, _ string) {
+func (o *Operator) failed(t *queue.Task, err error) {
 	if o.events == nil {
 		return
 	}

@@ -48,7 +48,7 @@ type Executor struct {
 	// hooks write. Without it, hooks' metrics files are still validated.
 	Metrics *metrics.Metrics
 	// Failed, when set, is told about every failed run (Kubernetes Events).
-	Failed func(t *queue.Task, err error, stderrTail string)
+	Failed func(t *queue.Task, err error)
 	Log    logrus.FieldLogger
 
 	runs atomic.Uint64
@@ -105,11 +105,7 @@ func (e *Executor) Execute(ctx context.Context, t *queue.Task) error {
 		e.Metrics.Run(t.Hook.Name, names, t.Queue, time.Since(start), user, system, rss, err, t.AllowFailure)
 	}
 	if err != nil && e.Failed != nil {
-		tail := ""
-		if rep.Result != nil {
-			tail = rep.Result.StderrTail
-		}
-		e.Failed(t, err, tail)
+		e.Failed(t, err) // a failed hook's error ends with its stderr tail
 	}
 	if e.Report != nil {
 		rep.Err = err
