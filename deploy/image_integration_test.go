@@ -1,7 +1,6 @@
 package deploy_test
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -81,7 +79,7 @@ func TestIntegrationEntrypoint(t *testing.T) {
 
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = "/", env
-	var logs syncBuffer
+	var logs testoperator.Buffer
 	cmd.Stderr, cmd.Stdout = &logs, io.Discard
 	t.Logf("running %s", strings.Join(argv, " "))
 	if err := cmd.Start(); err != nil {
@@ -177,22 +175,4 @@ func get(url string) (int, string) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

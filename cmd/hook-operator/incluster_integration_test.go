@@ -86,7 +86,7 @@ echo '{"operation":"Create","object":{"apiVersion":"v1","kind":"Secret","metadat
 	u, err := url.Parse(c.Config.Host)
 	must(t, err)
 
-	logs := &syncBuffer{}
+	logs := &testoperator.Buffer{}
 	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c",
 		`mount --bind "$1" `+serviceAccountDir+` && shift && exec "$@"`, "sh", saDir,
 		bin, "start", "--hooks-dir", hooks, "--log-format", "json", "--listen-address", "127.0.0.1:0",

@@ -22,12 +22,13 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hook-operator/hook-operator/internal/testcluster"
+	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
 // observed is a running `hook-operator start` with its HTTP listener.
 type observed struct {
 	cmd    *exec.Cmd
-	logs   *syncBuffer
+	logs   *testoperator.Buffer
 	addr   string
 	socket string
 	bin    string
@@ -37,7 +38,7 @@ type observed struct {
 // port and a debug socket of its own, and waits for the listener.
 func startObserved(t *testing.T, bin, kubeconfig, hooksDir string, extra ...string) *observed {
 	t.Helper()
-	o := &observed{logs: &syncBuffer{}, socket: filepath.Join(t.TempDir(), "debug.sock"), bin: bin}
+	o := &observed{logs: &testoperator.Buffer{}, socket: filepath.Join(t.TempDir(), "debug.sock"), bin: bin}
 	args := append([]string{"start", "--hooks-dir", hooksDir, "--kubeconfig", kubeconfig, "--log-format", "json",
 		"--listen-address", "127.0.0.1:0", "--debug-socket", o.socket,
 		"--retry-initial-delay", "500ms", "--retry-max-delay", "1s"}, extra...)

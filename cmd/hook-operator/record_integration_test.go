@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,26 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/hook-operator/hook-operator/internal/testcluster"
+	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
-
-// syncBuffer is a strings.Builder safe for a process's output and a
-// test's reads at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // readContexts reads a file of binding-context arrays, one per line, into
 // the contexts they hold, keyed by binding/type/watchEvent.
@@ -122,7 +103,7 @@ jq -c . "$BINDING_CONTEXT_PATH" >> "$CONTEXT_LOG"
 	}
 
 	liveLog, replayLog, fixture := filepath.Join(dir, "live.jsonl"), filepath.Join(dir, "replay.jsonl"), filepath.Join(dir, "rec.yaml")
-	var recErr, liveErr syncBuffer
+	var recErr, liveErr testoperator.Buffer
 	rec := exec.Command(bin, "record", "--hooks-dir", hooks, "--kubeconfig", c.Kubeconfig, "--out", fixture, "--duration", "6s")
 	rec.Stderr = &recErr
 	live := exec.Command(bin, "start", "--hooks-dir", hooks, "--kubeconfig", c.Kubeconfig)

@@ -21,6 +21,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/queue"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
+	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
 // env is one test's operator: its hooks folder, its log, and the cluster.
@@ -236,21 +237,6 @@ func must(t *testing.T, err error) {
 }
 
 // syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer struct{ testoperator.Buffer }
 
 func (s *syncBuffer) contains(sub string) bool { return strings.Contains(s.String(), sub) }

@@ -1,0 +1,26 @@
+package testoperator
+
+import (
+	"strings"
+	"sync"
+)
+
+// Buffer collects a process's output while a test reads it: an io.Writer
+// safe for concurrent writes and reads.
+type Buffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was written so far.
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
