@@ -67,7 +67,9 @@ type informer struct {
 	mu      sync.Mutex
 }
 
-func newInformer(client dynamic.Interface, key informerKey, b *Binding, log logrus.FieldLogger) *informer {
+// newInformer returns the informer of key, first for binding b. Its watches
+// go through streams when there is one, else through the dynamic client.
+func newInformer(client dynamic.Interface, streams *streams, key informerKey, b *Binding, log logrus.FieldLogger) *informer {
 	ri := client.Resource(b.res.GVR)
 	var nri dynamic.ResourceInterface = ri
 	if key.namespace != "" {
@@ -80,6 +82,9 @@ func newInformer(client dynamic.Interface, key informerKey, b *Binding, log logr
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.LabelSelector, opts.FieldSelector = key.labelSelector, key.fieldSelector
+			if streams != nil {
+				return streams.watch(ctx, b.res.GVR, key.namespace, opts)
+			}
 			return nri.Watch(ctx, opts)
 		},
 	}

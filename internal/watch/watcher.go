@@ -29,6 +29,9 @@ type Watcher struct {
 
 	owned   statusOwners
 	metrics *metrics.Metrics
+	// streams opens the informers' watches; nil sends them through the
+	// dynamic client (no REST config, as in tests with fake clients).
+	streams *streams
 
 	mu        sync.Mutex
 	bindings  []*Binding
@@ -49,6 +52,13 @@ func New(clients *kube.Clients, hooks []*hook.Hook, sink Sink, log logrus.FieldL
 		informers:    map[informerKey]*informer{},
 		kindRetryMin: time.Second,
 		kindRetryMax: 15 * time.Second,
+	}
+	if clients != nil {
+		s, err := newStreams(clients.Config)
+		if err != nil {
+			log.WithError(err).Warn("watching through the dynamic client instead")
+		}
+		w.streams = s
 	}
 	for _, h := range hooks {
 		for i := range h.Config.Kubernetes {
@@ -196,7 +206,7 @@ func (w *Watcher) informerFor(b *Binding, key informerKey) *informer {
 		inf.refs++
 		return inf
 	}
-	inf := newInformer(w.clients.Dynamic, key, b, w.log)
+	inf := newInformer(w.clients.Dynamic, w.streams, key, b, w.log)
 	inf.metrics = w.metrics
 	inf.refs = 1
 	w.informers[key] = inf // a started one with the same key keeps running for its bindings

@@ -1,0 +1,210 @@
+package watch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/hook-operator/hook-operator/internal/jq"
+)
+
+// streams opens watch requests itself and decodes their JSON stream in one
+// pass per event, straight into the unstructured objects the informers
+// transform into entries.
+//
+// client-go's own watch decoding reads each event about ten times: a framer
+// finds the event's end, a decoder reads the event envelope (after sniffing
+// its apiVersion and kind, and validating it), then the embedded object the
+// same way again. With every object of a binding arriving through the watch
+// (start-up lists stream as watch events too), that decoding was the largest
+// single cost of a Synchronization and of each event. Here a json.Decoder
+// scans each event once to find its end and decodes it once.
+type streams struct {
+	client *rest.RESTClient
+}
+
+// versionV1 is the version of the list options' query parameters.
+var versionV1 = schema.GroupVersion{Version: "v1"}
+
+// parameterCodec encodes metav1.ListOptions as query parameters, as the
+// dynamic client does.
+var parameterCodec = func() runtime.ParameterCodec {
+	s := runtime.NewScheme()
+	metav1.AddToGroupVersion(s, versionV1)
+	return runtime.NewParameterCodec(s)
+}()
+
+// newStreams returns the watch opener for cfg, or nil when there is no
+// config (then watches go through the dynamic client).
+func newStreams(cfg *rest.Config) (*streams, error) {
+	if cfg == nil {
+		return nil, nil
+	}
+	c, err := rest.UnversionedRESTClientFor(dynamic.ConfigFor(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("watch client: %w", err)
+	}
+	return &streams{client: c}, nil
+}
+
+// watch starts a watch of resource gvr (in namespace, or all when "") with
+// opts. Like client-go's, it is not rate-limited, and a connection that
+// ends before the server answers gives an empty watch, so that the
+// reflector simply watches again.
+func (s *streams) watch(ctx context.Context, gvr schema.GroupVersionResource, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.Watch = true
+	path := []string{"/apis", gvr.Group, gvr.Version}
+	if gvr.Group == "" {
+		path = []string{"/api", gvr.Version}
+	}
+	if namespace != "" {
+		path = append(path, "namespaces", namespace)
+	}
+	path = append(path, gvr.Resource)
+	u := s.client.Get().AbsPath(path...).SpecificallyVersionedParams(&opts, parameterCodec, versionV1).URL()
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := s.client.Client.Do(req)
+	if err != nil {
+		if utilnet.IsProbableEOF(err) || utilnet.IsTimeout(err) {
+			return watch.NewEmptyWatch(), nil
+		}
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, responseError(resp, u.Redacted())
+	}
+	return newStreamWatch(resp.Body), nil
+}
+
+// responseError turns a failed watch request's answer into the API error it
+// carries (a Status), so that the reflector can tell "too old resource
+// version" and the like from other failures.
+func responseError(resp *http.Response, url string) error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var status metav1.Status
+	if json.Unmarshal(body, &status) == nil && status.Kind == "Status" {
+		return &apierrors.StatusError{ErrStatus: status}
+	}
+	return apierrors.NewGenericServerResponse(resp.StatusCode, http.MethodGet, schema.GroupResource{}, "", strings.TrimSpace(string(body)), 0, false)
+}
+
+// streamWatch is a watch.Interface over one watch response body.
+type streamWatch struct {
+	body   io.ReadCloser
+	result chan watch.Event
+	done   chan struct{}
+	once   sync.Once
+}
+
+func newStreamWatch(body io.ReadCloser) *streamWatch {
+	w := &streamWatch{body: body, result: make(chan watch.Event), done: make(chan struct{})}
+	go w.receive()
+	return w
+}
+
+func (w *streamWatch) ResultChan() <-chan watch.Event { return w.result }
+
+// Stop ends the watch: closing the body ends a pending read, and receive
+// sends nothing more once done is closed.
+func (w *streamWatch) Stop() {
+	w.once.Do(func() {
+		close(w.done)
+		_ = w.body.Close()
+	})
+}
+
+func (w *streamWatch) stopped() bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// event is one line of a watch stream.
+type event struct {
+	Type   watch.EventType `json:"type"`
+	Object map[string]any  `json:"object"`
+}
+
+func (w *streamWatch) receive() {
+	defer close(w.result)
+	defer w.Stop()
+	dec := json.NewDecoder(w.body)
+	dec.UseNumber() // integers stay exact; jq.Normalize makes them ints
+	for {
+		var e event
+		err := dec.Decode(&e)
+		if w.stopped() {
+			return
+		}
+		var out watch.Event
+		switch {
+		case err == nil:
+			out, err = toEvent(e)
+			if err != nil {
+				out = errorEvent(err)
+			}
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), utilnet.IsProbableEOF(err), utilnet.IsTimeout(err):
+			return // the server or Stop ended the watch; the reflector watches again
+		default:
+			out = errorEvent(fmt.Errorf("unable to decode an event from the watch stream: %w", err))
+		}
+		select {
+		case <-w.done:
+			return
+		case w.result <- out:
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// toEvent makes the watch.Event of one decoded line: an ERROR carries a
+// Status, every other type an object.
+func toEvent(e event) (watch.Event, error) {
+	switch e.Type {
+	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
+		if e.Object == nil {
+			return watch.Event{}, fmt.Errorf("watch event %s without an object", e.Type)
+		}
+		return watch.Event{Type: e.Type, Object: &unstructured.Unstructured{Object: e.Object}}, nil
+	case watch.Error:
+		jq.Normalize(e.Object) // json.Number is not a number to the converter
+		status := &metav1.Status{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(e.Object, status); err != nil {
+			return watch.Event{}, fmt.Errorf("watch ERROR event whose object is not a Status: %w", err)
+		}
+		return watch.Event{Type: watch.Error, Object: status}, nil
+	}
+	return watch.Event{}, fmt.Errorf("watch event of unknown type %q", e.Type)
+}
+
+// errorEvent reports err to the reflector as client-go's stream watcher
+// does: an ERROR event with an internal-error Status.
+func errorEvent(err error) watch.Event {
+	return watch.Event{Type: watch.Error, Object: &apierrors.NewInternalError(err).ErrStatus}
+}

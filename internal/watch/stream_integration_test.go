@@ -1,0 +1,101 @@
+package watch
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/hook-operator/hook-operator/internal/testcluster"
+)
+
+var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+// TestIntegrationStreamWatch runs the watch requests informers make against
+// the API server: the streamed start-up list (sendInitialEvents) with its
+// closing bookmark, then a live change, and the errors the reflector must
+// be able to tell apart.
+func TestIntegrationStreamWatch(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	ctx := context.Background()
+	s, err := newStreams(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"one", "two"} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pick": name}}, Data: map[string]string{"n": name}}
+		if _, err := c.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	sendInitial := true
+	w, err := s.watch(ctx, configMaps, ns, metav1.ListOptions{
+		LabelSelector:        "pick=two",
+		SendInitialEvents:    &sendInitial,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		AllowWatchBookmarks:  true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	next := func() watch.Event {
+		t.Helper()
+		e, ok := <-w.ResultChan()
+		if !ok {
+			t.Fatal("the watch ended early")
+		}
+		return e
+	}
+	e := next()
+	if u, ok := e.Object.(*unstructured.Unstructured); e.Type != watch.Added || !ok || u.GetName() != "two" {
+		t.Fatalf("first event %s %v, want ADDED two (the label selector leaves out one)", e.Type, e.Object)
+	}
+	for {
+		e = next()
+		if e.Type == watch.Bookmark {
+			break
+		}
+		t.Fatalf("event %s before the initial-events bookmark", e.Type)
+	}
+	if e.Object.(*unstructured.Unstructured).GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
+		t.Errorf("bookmark without %s: %v", metav1.InitialEventsAnnotationKey, e.Object)
+	}
+
+	cm, err := c.Client.CoreV1().ConfigMaps(ns).Get(ctx, "two", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["n"] = "2"
+	if _, err := c.Client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		e = next()
+		if e.Type == watch.Bookmark {
+			continue
+		}
+		u, _ := e.Object.(*unstructured.Unstructured)
+		if e.Type != watch.Modified || u == nil || u.Object["data"].(map[string]any)["n"] != "2" {
+			t.Fatalf("event %s %v, want MODIFIED two with n=2", e.Type, e.Object)
+		}
+		break
+	}
+
+	// Errors come back as the API's Status errors.
+	_, err = s.watch(ctx, configMaps, ns, metav1.ListOptions{LabelSelector: "pick in in"})
+	if !apierrors.IsBadRequest(err) {
+		t.Errorf("bad label selector: %v, want a BadRequest Status error", err)
+	}
+	_, err = s.watch(ctx, schema.GroupVersionResource{Group: "example.invalid", Version: "v1", Resource: "things"}, "", metav1.ListOptions{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("unserved resource: %v, want NotFound", err)
+	}
+}

@@ -1,0 +1,131 @@
+package watch
+
+import (
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// events reads every event of w until its channel closes.
+func events(t *testing.T, w watch.Interface) []watch.Event {
+	t.Helper()
+	var out []watch.Event
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case e, ok := <-w.ResultChan():
+			if !ok {
+				return out
+			}
+			out = append(out, e)
+		case <-timeout:
+			t.Fatalf("the watch did not end; events so far: %v", out)
+		}
+	}
+}
+
+func TestStreamWatchDecodesEachType(t *testing.T) {
+	body := `{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","resourceVersion":"7","generation":9007199254740993},"data":{"k":"v"}}}
+{"type":"MODIFIED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","resourceVersion":"8"},"spec":{"ratio":0.5}}}
+{"type":"DELETED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","resourceVersion":"9"}}}
+{"type":"BOOKMARK","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"resourceVersion":"10","annotations":{"k8s.io/initial-events-end":"true"}}}}
+{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old resource version: 1 (10)","reason":"Expired","code":410}}
+`
+	got := events(t, newStreamWatch(io.NopCloser(strings.NewReader(body))))
+	if len(got) != 5 {
+		t.Fatalf("got %d events, want 5: %v", len(got), got)
+	}
+	wantTypes := []watch.EventType{watch.Added, watch.Modified, watch.Deleted, watch.Bookmark, watch.Error}
+	for i, e := range got {
+		if e.Type != wantTypes[i] {
+			t.Errorf("event %d: type %s, want %s", i, e.Type, wantTypes[i])
+		}
+	}
+	added := got[0].Object.(*unstructured.Unstructured)
+	if added.GetName() != "a" || added.GetNamespace() != "ns" || added.GetResourceVersion() != "7" {
+		t.Errorf("ADDED object identity: %s/%s rv %s", added.GetNamespace(), added.GetName(), added.GetResourceVersion())
+	}
+	// Integers beyond float64's precision survive decoding exactly.
+	e := newEntry(added, nil, true, false)
+	var back map[string]any
+	dec := json.NewDecoder(strings.NewReader(string(e.full)))
+	dec.UseNumber()
+	if err := dec.Decode(&back); err != nil {
+		t.Fatal(err)
+	}
+	if g := back["metadata"].(map[string]any)["generation"].(json.Number).String(); g != "9007199254740993" {
+		t.Errorf("generation after decoding and encoding = %s, want 9007199254740993", g)
+	}
+	if a := got[3].Object.(*unstructured.Unstructured).GetAnnotations()["k8s.io/initial-events-end"]; a != "true" {
+		t.Errorf("BOOKMARK lost its annotation: %q", a)
+	}
+	status, ok := got[4].Object.(*metav1.Status)
+	if !ok {
+		t.Fatalf("ERROR event object is %T, want *metav1.Status", got[4].Object)
+	}
+	if err := apierrors.FromObject(status); !apierrors.IsResourceExpired(err) || status.Code != 410 {
+		t.Errorf("ERROR event: %v (code %d); want an expired resource version, 410", err, status.Code)
+	}
+}
+
+func TestStreamWatchReportsUndecodableStreams(t *testing.T) {
+	for name, body := range map[string]string{
+		"bad JSON":     `{"type":"ADDED","object":{"metadata":{"name":"a"}}}` + "\n" + `{"type": nope}`,
+		"unknown type": `{"type":"RENAMED","object":{"metadata":{"name":"a"}}}`,
+		"no object":    `{"type":"ADDED"}`,
+		"bad Status":   `{"type":"ERROR","object":{"kind":"Status","code":"four hundred"}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := events(t, newStreamWatch(io.NopCloser(strings.NewReader(body))))
+			last := got[len(got)-1]
+			status, ok := last.Object.(*metav1.Status)
+			if last.Type != watch.Error || !ok {
+				t.Fatalf("last event %s %T, want an ERROR with a Status", last.Type, last.Object)
+			}
+			if status.Reason != metav1.StatusReasonInternalError || status.Message == "" {
+				t.Errorf("Status %+v: want an internal error naming the problem", status)
+			}
+			t.Logf("reported: %s", status.Message)
+		})
+	}
+}
+
+func TestStreamWatchEndsQuietly(t *testing.T) {
+	// A stream cut mid-event is a watch that ended, not an error: the
+	// reflector watches again from the last resourceVersion.
+	body := `{"type":"ADDED","object":{"metadata":{"name":"a"}}}` + "\n" + `{"type":"ADDED","obj`
+	got := events(t, newStreamWatch(io.NopCloser(strings.NewReader(body))))
+	if len(got) != 1 || got[0].Type != watch.Added {
+		t.Fatalf("got %v, want the one whole event and then the end", got)
+	}
+}
+
+// blockingBody is a response body that blocks until it is closed.
+type blockingBody struct{ closed chan struct{} }
+
+func (b *blockingBody) Read([]byte) (int, error) { <-b.closed; return 0, io.ErrClosedPipe }
+func (b *blockingBody) Close() error {
+	select {
+	case <-b.closed:
+	default:
+		close(b.closed)
+	}
+	return nil
+}
+
+func TestStreamWatchStop(t *testing.T) {
+	body := &blockingBody{closed: make(chan struct{})}
+	w := newStreamWatch(body)
+	w.Stop()
+	w.Stop() // twice is fine
+	if got := events(t, w); len(got) != 0 {
+		t.Errorf("events after Stop: %v", got)
+	}
+}
