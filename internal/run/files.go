@@ -1,12 +1,12 @@
 package run
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Names of the environment variables that carry the file paths (contract
@@ -21,6 +21,12 @@ const (
 )
 
 // runDir is the private temp dir of one run and the files in it.
+//
+// The files are made and read with plain system calls rather than os.File:
+// every os.File open also tries to register the file with the runtime's
+// poller (four fcntl calls and a failing epoll_ctl for a regular file), and
+// a run is on the path of every event. An output file the hook left empty
+// is not opened at all.
 type runDir struct {
 	path                                             string
 	contexts, patch, metrics, validating, conversion string
@@ -44,14 +50,47 @@ func newRunDir(parent string, contexts []byte) (*runDir, error) {
 	if len(contexts) == 0 {
 		contexts = []byte("[]")
 	}
-	files := map[string][]byte{d.contexts: contexts, d.patch: nil, d.metrics: nil, d.validating: nil, d.conversion: nil}
-	for name, content := range files {
-		if err := os.WriteFile(name, content, 0o600); err != nil {
+	for _, f := range []struct {
+		name    string
+		content []byte
+	}{{d.contexts, contexts}, {d.patch, nil}, {d.metrics, nil}, {d.validating, nil}, {d.conversion, nil}} {
+		if err := createFile(f.name, f.content); err != nil {
 			_ = d.remove()
 			return nil, fmt.Errorf("preparing the run's files: %w", err)
 		}
 	}
 	return d, nil
+}
+
+// createFile creates name, which must not exist, 0600, holding content.
+func createFile(name string, content []byte) error {
+	fd, err := ignoringEINTR(func() (int, error) {
+		return syscall.Open(name, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o600)
+	})
+	if err != nil {
+		return &fs.PathError{Op: "create", Path: name, Err: err}
+	}
+	for len(content) > 0 {
+		n, err := ignoringEINTR(func() (int, error) { return syscall.Write(fd, content) })
+		if err != nil {
+			_ = syscall.Close(fd)
+			return &fs.PathError{Op: "write", Path: name, Err: err}
+		}
+		content = content[n:]
+	}
+	if err := syscall.Close(fd); err != nil {
+		return &fs.PathError{Op: "close", Path: name, Err: err}
+	}
+	return nil
+}
+
+func ignoringEINTR(call func() (int, error)) (int, error) {
+	for {
+		n, err := call()
+		if err != syscall.EINTR {
+			return n, err
+		}
+	}
 }
 
 // env returns base without any variables of the contract's names, plus those
@@ -79,7 +118,8 @@ func (d *runDir) env(base []string) []string {
 }
 
 // readOutputs fills res from the output files. A file the hook removed
-// counts as empty.
+// counts as empty; so does anything that is not a regular file (a FIFO
+// left in place of an output would otherwise block the read).
 func (d *runDir) readOutputs(res *Result) error {
 	for _, out := range []struct {
 		path string
@@ -90,8 +130,18 @@ func (d *runDir) readOutputs(res *Result) error {
 		{d.validating, &res.ValidatingResponse},
 		{d.conversion, &res.ConversionResponse},
 	} {
+		var st syscall.Stat_t
+		if err := syscall.Stat(out.path, &st); err != nil {
+			if err == syscall.ENOENT {
+				continue
+			}
+			return fmt.Errorf("reading output file: %w", &fs.PathError{Op: "stat", Path: out.path, Err: err})
+		}
+		if st.Mode&syscall.S_IFMT != syscall.S_IFREG || st.Size == 0 {
+			continue
+		}
 		b, err := os.ReadFile(out.path)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err != nil {
 			return fmt.Errorf("reading output file: %w", err)
 		}
 		*out.dst = b
@@ -99,6 +149,16 @@ func (d *runDir) readOutputs(res *Result) error {
 	return nil
 }
 
+// remove removes the dir: the run's own files one by one, then the dir,
+// and whatever else the hook left in it only when there is anything.
 func (d *runDir) remove() error {
-	return os.RemoveAll(d.path)
+	for _, name := range []string{d.contexts, d.patch, d.metrics, d.validating, d.conversion} {
+		if err := syscall.Unlink(name); err != nil && err != syscall.ENOENT {
+			return os.RemoveAll(d.path) // e.g. the hook made a dir of that name
+		}
+	}
+	if err := syscall.Rmdir(d.path); err != nil && err != syscall.ENOENT {
+		return os.RemoveAll(d.path)
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
 
@@ -85,6 +86,11 @@ type Runner struct {
 	MaxLineBytes int
 	// Log receives the hook's output lines; nil means the standard logger.
 	Log logrus.FieldLogger
+
+	// devNull is every hook's stdin, opened once.
+	devNull     *os.File
+	devNullErr  error
+	devNullOnce sync.Once
 }
 
 // Run runs req.Hook once and waits for it and its output to finish. A
@@ -113,14 +119,22 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 
 	stdout := newLineWriter(log.WithField("output", "stdout"), r.maxLineBytes(), 0)
 	stderr := newLineWriter(log.WithField("output", "stderr"), r.maxLineBytes(), stderrTailLines)
+	out, err := newOutputs(stdout, stderr)
+	if err != nil {
+		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
+	}
+	defer out.close()
+	stdin, err := r.stdin()
+	if err != nil {
+		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
+	}
 	cmd := exec.Command(h.Path)
 	cmd.Dir = h.Dir
 	cmd.Env = dir.env(r.baseEnv())
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
+	cmd.Stdin = stdin
+	cmd.Stdout, cmd.Stderr = out.stdoutW, out.stderrW
 	// Its own process group lets a timeout kill the hook's children too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = r.outputGrace()
 
 	timeout := r.timeout(req)
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
@@ -129,8 +143,10 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	if err := cmd.Start(); err != nil {
 		return Result{}, fmt.Errorf("hook %s: start: %w", h.Name, err)
 	}
+	out.started()
 	log.WithField("pid", cmd.Process.Pid).Debug("hook started")
 	signalled, waitErr := r.wait(runCtx, cmd)
+	outputCut := !out.wait(r.outputGrace())
 
 	var res Result
 	res.Duration = time.Since(start)
@@ -140,13 +156,14 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	setUsage(&res, cmd.ProcessState)
 	log.WithFields(logrus.Fields{"duration": res.Duration, "exit": cmd.ProcessState.String()}).Debug("hook finished")
 
+	if outputCut && !signalled && waitErr == nil {
+		log.Warn("hook exited 0 but a process it started still holds stdout or stderr; its output is no longer logged")
+	}
 	switch {
 	case signalled && ctx.Err() != nil:
 		return res, fmt.Errorf("hook %s: cancelled: %w", h.Name, ctx.Err())
 	case signalled:
 		return res, fmt.Errorf("hook %s: timed out after %s: %w", h.Name, timeout, context.DeadlineExceeded)
-	case errors.Is(waitErr, exec.ErrWaitDelay):
-		log.Warn("hook exited 0 but a process it started still holds stdout or stderr; its output is no longer logged")
 	case waitErr != nil:
 		return res, exitError(h.Name, cmd.ProcessState, waitErr, res.StderrTail)
 	}
@@ -187,6 +204,18 @@ func (r *Runner) maxLineBytes() int {
 		return r.MaxLineBytes
 	}
 	return DefaultMaxLineBytes
+}
+
+// stdin returns /dev/null, opened on first use and kept: os/exec would open
+// it anew for every run.
+func (r *Runner) stdin() (*os.File, error) {
+	r.devNullOnce.Do(func() {
+		r.devNull, r.devNullErr = os.Open(os.DevNull)
+	})
+	if r.devNullErr != nil {
+		return nil, fmt.Errorf("opening the hooks' stdin: %w", r.devNullErr)
+	}
+	return r.devNull, nil
 }
 
 func (r *Runner) baseEnv() []string {
