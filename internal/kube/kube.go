@@ -6,10 +6,8 @@ package kube
 import (
 	"fmt"
 
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
+	metainternalscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -29,12 +27,16 @@ type Options struct {
 	Burst int
 }
 
-// Clients are the API clients shared by every part of the runtime.
+// Clients are the API clients shared by every part of the runtime. There is
+// no typed clientset: it would link every built-in API group into the binary
+// (see docs/decisions.md); objects are read and written as unstructured.
 type Clients struct {
-	Config   *rest.Config
-	Typed    kubernetes.Interface
-	Dynamic  dynamic.Interface
-	Metadata metadata.Interface
+	Config *rest.Config
+	// Unversioned requests the API server's paths outside the API groups:
+	// discovery (/api, /apis) and health (/readyz).
+	Unversioned rest.Interface
+	Dynamic     dynamic.Interface
+	Metadata    metadata.Interface
 	// Resolver maps the kinds hooks name to API resources.
 	Resolver *Resolver
 }
@@ -67,7 +69,7 @@ func RESTConfig(opts Options) (*rest.Config, error) {
 func NewClients(cfg *rest.Config) (*Clients, error) {
 	c := &Clients{Config: cfg}
 	var err error
-	if c.Typed, err = kubernetes.NewForConfig(cfg); err != nil {
+	if c.Unversioned, err = unversionedClient(cfg); err != nil {
 		return nil, err
 	}
 	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
@@ -76,10 +78,19 @@ func NewClients(cfg *rest.Config) (*Clients, error) {
 	if c.Metadata, err = metadata.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	c.Resolver = NewResolver(memory.NewMemCacheClient(dc))
+	c.Resolver = newResolver(func() (*kinds, error) { return discoverKinds(c.Unversioned) })
 	return c, nil
+}
+
+// unversionedClient returns a JSON client for paths outside the API groups.
+// Its codecs know only the meta types, enough to turn error responses into
+// Status errors.
+func unversionedClient(cfg *rest.Config) (*rest.RESTClient, error) {
+	c := rest.CopyConfig(cfg)
+	c.APIPath = ""
+	c.GroupVersion = nil
+	c.ContentType = "application/json"
+	c.AcceptContentTypes = "application/json"
+	c.NegotiatedSerializer = metainternalscheme.Codecs.WithoutConversion()
+	return rest.UnversionedRESTClientFor(c)
 }

@@ -7,10 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/restmapper"
 )
 
 // Resource is an API resource a kind resolved to.
@@ -30,33 +27,32 @@ func (r Resource) String() string { return r.GVR.String() }
 // the kind (yet: its CRD may not be installed).
 var ErrUnknownKind = errors.New("unknown kind")
 
-// Resolver resolves kinds through cached discovery. A kind it does not know
-// makes it refresh the cache (at most once per minRefresh) before giving up,
-// so that kinds of CRDs installed while running become known.
+// Resolver resolves kinds through discovery, which it reads on first use and
+// keeps. A kind it does not know makes it read discovery again (at most once
+// per minRefresh) before giving up, so that kinds of CRDs installed while
+// running become known.
 type Resolver struct {
-	cached discovery.CachedDiscoveryInterface
-	mapper *restmapper.DeferredDiscoveryRESTMapper
-	expand meta.RESTMapper
+	// load reads discovery: the API server's for a live resolver, fixed
+	// lists for a static one.
+	load func() (*kinds, error)
 
 	mu          sync.Mutex
+	kinds       *kinds // nil until loaded, and after a refresh
 	lastRefresh time.Time
 	minRefresh  time.Duration
 }
 
-// NewResolver returns a resolver over a cached discovery client.
-func NewResolver(cached discovery.CachedDiscoveryInterface) *Resolver {
-	m := restmapper.NewDeferredDiscoveryRESTMapper(cached)
-	return &Resolver{
-		cached:     cached,
-		mapper:     m,
-		expand:     restmapper.NewShortcutExpander(m, cached, func(string) {}),
-		minRefresh: time.Second,
-	}
+func newResolver(load func() (*kinds, error)) *Resolver {
+	return &Resolver{load: load, minRefresh: time.Second}
 }
 
-// Resolve maps a kind as hooks write it (case-insensitive kind, plural or
-// short name: "Pod", "pods", "po") and an optional apiVersion ("apps/v1",
-// "v1", or empty for the preferred version) to its resource.
+// Resolve maps a kind as hooks write it (case-insensitive kind, plural,
+// singular or short name: "Pod", "pods", "pod", "po") and an optional
+// apiVersion ("apps/v1", "v1", or empty for the preferred version) to its
+// resource. An apiVersion restricts the match to its group and version
+// ("v1" is the core group). Kinds, plurals and singulars win over short
+// names; among several matches the core group wins, then the group listed
+// first by discovery.
 func (r *Resolver) Resolve(apiVersion, kind string) (Resource, error) {
 	res, err := r.resolve(apiVersion, kind)
 	if err == nil || !errors.Is(err, ErrUnknownKind) {
@@ -68,13 +64,13 @@ func (r *Resolver) Resolve(apiVersion, kind string) (Resource, error) {
 	return res, err
 }
 
-// Refresh drops the cached discovery data, so the next Resolve sees kinds
-// added since.
+// Refresh drops the discovery data read so far, so the next Resolve sees
+// kinds added since.
 func (r *Resolver) Refresh() {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.lastRefresh = time.Now()
-	r.mu.Unlock()
-	r.mapper.Reset()
+	r.kinds = nil
 }
 
 func (r *Resolver) refresh() bool {
@@ -84,8 +80,23 @@ func (r *Resolver) refresh() bool {
 		return false
 	}
 	r.lastRefresh = time.Now()
-	r.mapper.Reset()
+	r.kinds = nil
 	return true
+}
+
+// current returns the kinds, reading discovery if need be. Concurrent
+// callers wait for one read rather than each start their own.
+func (r *Resolver) current() (*kinds, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.kinds == nil {
+		k, err := r.load()
+		if err != nil {
+			return nil, err
+		}
+		r.kinds = k
+	}
+	return r.kinds, nil
 }
 
 func (r *Resolver) resolve(apiVersion, kind string) (Resource, error) {
@@ -103,25 +114,13 @@ func (r *Resolver) resolve(apiVersion, kind string) (Resource, error) {
 			return Resource{}, fmt.Errorf("apiVersion %q: %w", apiVersion, err)
 		}
 	}
-	partial := schema.GroupVersionResource{Group: gv.Group, Version: gv.Version, Resource: strings.ToLower(kind)}
-	gvr, err := r.expand.ResourceFor(partial)
-	if err != nil {
-		if meta.IsNoMatchError(err) {
-			return Resource{}, fmt.Errorf("%s: %w (no such kind, plural or short name is served)", name, ErrUnknownKind)
-		}
-		return Resource{}, fmt.Errorf("%s: %w", name, err)
-	}
-	gvk, err := r.expand.KindFor(gvr)
+	k, err := r.current()
 	if err != nil {
 		return Resource{}, fmt.Errorf("%s: %w", name, err)
 	}
-	mapping, err := r.expand.RESTMapping(gvk.GroupKind(), gvk.Version)
+	res, err := k.lookup(gv, apiVersion == "", kind)
 	if err != nil {
 		return Resource{}, fmt.Errorf("%s: %w", name, err)
 	}
-	return Resource{
-		GVR:        gvr,
-		GVK:        gvk,
-		Namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace,
-	}, nil
+	return res, nil
 }

@@ -5,13 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
 
-	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/queue"
 )
 
@@ -24,26 +19,6 @@ const maxEventObjects = 5
 // maxEventMessage bounds an Event's message (the API server's limit for
 // events.k8s.io is 1 kB).
 const maxEventMessage = 1000
-
-// failureEvents records a Warning Event on each object a failed run was
-// about. client-go's correlator rate-limits them per object (a burst of 25,
-// then one per 5 minutes) and folds repeats into one Event with a count,
-// so a failing loop cannot flood the API server.
-type failureEvents struct {
-	recorder    record.EventRecorder
-	broadcaster record.EventBroadcaster
-}
-
-func newFailureEvents(clients *kube.Clients) *failureEvents {
-	b := record.NewBroadcaster()
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clients.Typed.CoreV1().Events("")})
-	return &failureEvents{
-		broadcaster: b,
-		recorder:    b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "hook-operator"}),
-	}
-}
-
-func (f *failureEvents) stop() { f.broadcaster.Shutdown() }
 
 // failed is the Executor's Failed callback.
 func (o *Operator) failed(t *queue.Task, err error) {
@@ -59,15 +34,15 @@ func (o *Operator) failed(t *queue.Task, err error) {
 		msg = msg[:maxEventMessage-3] + "..."
 	}
 	for _, ref := range refs {
-		o.events.recorder.Event(ref, corev1.EventTypeWarning, EventReason, msg)
+		o.events.record(ref, EventReason, msg)
 		o.opts.Metrics.KubeEvent(EventReason)
 	}
 }
 
 // objectsOf returns references to the objects of t's Event contexts (at
 // most maxEventObjects, each once).
-func (o *Operator) objectsOf(t *queue.Task) []*corev1.ObjectReference {
-	var out []*corev1.ObjectReference
+func (o *Operator) objectsOf(t *queue.Task) []objectRef {
+	var out []objectRef
 	seen := map[string]bool{}
 	for _, c := range t.Contexts {
 		if c.Object == nil || len(out) == maxEventObjects {
@@ -83,7 +58,7 @@ func (o *Operator) objectsOf(t *queue.Task) []*corev1.ObjectReference {
 			continue
 		}
 		seen[key] = true
-		ref := &corev1.ObjectReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}
+		ref := objectRef{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}
 		if c.Object.Raw != nil {
 			var obj struct {
 				Metadata struct {

@@ -63,8 +63,10 @@ type Operator struct {
 	finalizers *finalizer.Manager
 	requeues   requeues
 	gate       *syncGate
-	events     *failureEvents
-	stats      runStats
+	// events records the Events about failed runs; nil unless
+	// Options.Events.
+	events *eventRecorder
+	stats  runStats
 	// started is set once start-up is done (see Ready); lastTick is when
 	// the liveness loop last ticked (see Alive).
 	started  atomic.Bool
@@ -107,10 +109,9 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 		Log:      log,
 	}
 	if opts.Events {
-		o.events = newFailureEvents(clients)
+		o.events = newEventRecorder(clients.Dynamic, log)
 	}
-	if clients.Typed != nil {
-		rc := clients.Typed.Discovery().RESTClient()
+	if rc := clients.Unversioned; rc != nil {
 		o.apiReady = func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()

@@ -6,8 +6,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -22,9 +23,20 @@ type namespaces struct {
 	labels map[string]labels.Set // namespace -> labels
 }
 
+// newNamespaces builds the informer over the metadata client directly:
+// client-go's metadatainformer package would link its informer factory and
+// with it every built-in API group (see docs/decisions.md).
 func newNamespaces(w *Watcher) *namespaces {
-	gvr := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-	inf := metadatainformer.NewFilteredMetadataInformer(w.clients.Metadata, gvr, "", 0, cache.Indexers{}, nil).Informer()
+	client := w.clients.Metadata.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return client.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return client.Watch(ctx, opts)
+		},
+	}
+	inf := cache.NewSharedIndexInformerWithOptions(lw, &metav1.PartialObjectMetadata{}, cache.SharedIndexInformerOptions{})
 	return &namespaces{w: w, inf: inf, labels: map[string]labels.Set{}}
 }
 

@@ -1,0 +1,222 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/hook-operator/hook-operator/internal/testoperator"
+)
+
+var (
+	cmRef = objectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "cm", UID: "uid-1"}
+	nsRef = objectRef{APIVersion: "v1", Kind: "Namespace", Name: "team-a", UID: "uid-2"}
+)
+
+// recorderEnv is a recorder writing to a fake API server.
+type recorderEnv struct {
+	client *dynamicfake.FakeDynamicClient
+	rec    *eventRecorder
+	logs   *testoperator.Buffer
+}
+
+func newRecorderEnv(t *testing.T) *recorderEnv {
+	t.Helper()
+	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	logs := &testoperator.Buffer{}
+	log := logrus.New()
+	log.SetOutput(logs)
+	log.SetLevel(logrus.DebugLevel)
+	rec := newEventRecorder(client, log)
+	rec.retryDelay = time.Millisecond
+	t.Cleanup(rec.stop)
+	return &recorderEnv{client: client, rec: rec, logs: logs}
+}
+
+// actions returns the requests to the fake API server so far, but the
+// test's own reads.
+func (e *recorderEnv) actions() []k8stesting.Action {
+	var out []k8stesting.Action
+	for _, a := range e.client.Actions() {
+		if a.GetVerb() != "get" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// writes returns the verb and namespace of each of actions.
+func (e *recorderEnv) writes() []string {
+	var out []string
+	for _, a := range e.actions() {
+		out = append(out, a.GetVerb()+" "+a.GetNamespace())
+	}
+	return out
+}
+
+func (e *recorderEnv) waitForWrites(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(e.actions()) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writes after 10s, want %d: %v\n%s", len(e.actions()), n, e.writes(), e.logs.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (e *recorderEnv) event(t *testing.T, namespace, name string) *unstructured.Unstructured {
+	t.Helper()
+	ev, err := e.client.Resource(eventsGVR).Namespace(namespace).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func createdName(t *testing.T, a k8stesting.Action) string {
+	t.Helper()
+	c, ok := a.(k8stesting.CreateAction)
+	if !ok {
+		t.Fatalf("%s %s is not a create", a.GetVerb(), a.GetResource())
+	}
+	return c.GetObject().(*unstructured.Unstructured).GetName()
+}
+
+func TestEventRecorderCreatesThenPatches(t *testing.T) {
+	e := newRecorderEnv(t)
+	e.rec.record(cmRef, EventReason, "boom")
+	e.rec.record(cmRef, EventReason, "boom")
+	e.rec.record(nsRef, EventReason, "boom")
+	e.rec.stop() // writes what is queued
+	if got, want := strings.Join(e.writes(), ", "), "create ns, patch ns, create default"; got != want {
+		t.Fatalf("writes: %s; want %s", got, want)
+	}
+
+	name := createdName(t, e.actions()[0])
+	if !strings.HasPrefix(name, "cm.") {
+		t.Errorf("Event name %q; want the object's name and a time, as client-go names them", name)
+	}
+	ev := e.event(t, "ns", name)
+	for _, f := range []struct {
+		path []string
+		want any
+	}{
+		{[]string{"type"}, "Warning"},
+		{[]string{"reason"}, EventReason},
+		{[]string{"message"}, "boom"},
+		{[]string{"source", "component"}, "hook-operator"},
+		{[]string{"reportingComponent"}, "hook-operator"},
+		{[]string{"involvedObject", "apiVersion"}, "v1"},
+		{[]string{"involvedObject", "kind"}, "ConfigMap"},
+		{[]string{"involvedObject", "namespace"}, "ns"},
+		{[]string{"involvedObject", "name"}, "cm"},
+		{[]string{"involvedObject", "uid"}, "uid-1"},
+		{[]string{"count"}, int64(2)},
+	} {
+		got, _, _ := unstructured.NestedFieldNoCopy(ev.Object, f.path...)
+		if fmt.Sprint(got) != fmt.Sprint(f.want) {
+			t.Errorf("%s = %v, want %v", strings.Join(f.path, "."), got, f.want)
+		}
+	}
+	first, _, _ := unstructured.NestedString(ev.Object, "firstTimestamp")
+	last, _, _ := unstructured.NestedString(ev.Object, "lastTimestamp")
+	if _, err := time.Parse(time.RFC3339, first); err != nil || last < first {
+		t.Errorf("firstTimestamp %q, lastTimestamp %q", first, last)
+	}
+
+	// The cluster-scoped object's Event is in "default", about it.
+	nsEvent := e.event(t, "default", createdName(t, e.actions()[2]))
+	if kind, _, _ := unstructured.NestedString(nsEvent.Object, "involvedObject", "kind"); kind != "Namespace" {
+		t.Errorf("Event in default is about a %s", kind)
+	}
+	if _, found, _ := unstructured.NestedString(nsEvent.Object, "involvedObject", "namespace"); found {
+		t.Error("a cluster-scoped object's reference has a namespace")
+	}
+
+	// Records after stop are dropped without blocking or panicking.
+	e.rec.record(cmRef, EventReason, "after stop")
+	if n := len(e.actions()); n != 3 {
+		t.Errorf("%d writes after stop; want 3", n)
+	}
+}
+
+func TestEventRecorderRecreatesExpiredEvent(t *testing.T) {
+	e := newRecorderEnv(t)
+	e.rec.record(cmRef, EventReason, "boom")
+	e.waitForWrites(t, 1)
+	name := createdName(t, e.actions()[0])
+	if err := e.client.Resource(eventsGVR).Namespace("ns").Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.rec.record(cmRef, EventReason, "boom")
+	e.rec.stop()
+	if got, want := strings.Join(e.writes(), ", "), "create ns, delete ns, patch ns, create ns"; got != want {
+		t.Fatalf("writes: %s; want %s", got, want)
+	}
+	again := e.event(t, "ns", createdName(t, e.actions()[3]))
+	if count, _, _ := unstructured.NestedInt64(again.Object, "count"); count != 2 {
+		t.Errorf("the Event created again has count %d; want 2, the count so far", count)
+	}
+}
+
+func TestEventRecorderWriteFailures(t *testing.T) {
+	e := newRecorderEnv(t)
+	var creates atomic.Int32
+	e.client.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		switch creates.Add(1) {
+		case 1: // the API server cannot be reached: tried again
+			return true, nil, errors.New("dial tcp: connection refused")
+		case 3: // the API server rejects it: dropped
+			return true, nil, apierrors.NewForbidden(eventsGVR.GroupResource(), "", errors.New("no RBAC"))
+		}
+		return false, nil, nil
+	})
+	e.rec.record(cmRef, EventReason, "first")
+	e.waitForWrites(t, 2)
+	e.rec.record(cmRef, EventReason, "second")
+	e.rec.stop()
+	if got := creates.Load(); got != 3 {
+		t.Errorf("%d creates; want 3: one retried, one rejected and not retried", got)
+	}
+	if logs := e.logs.String(); !strings.Contains(logs, "cannot write the Event") || !strings.Contains(logs, "no RBAC") {
+		t.Errorf("the rejection is not logged:\n%s", logs)
+	}
+}
+
+func TestEventRecorderNeverBlocks(t *testing.T) {
+	e := newRecorderEnv(t)
+	release := make(chan struct{})
+	e.client.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		<-release // a slow API server
+		return false, nil, nil
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range maxQueuedEvents + 10 {
+			e.rec.record(cmRef, EventReason, fmt.Sprint(i))
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("record blocked while the API server was slow")
+	}
+	close(release)
+	if !strings.Contains(e.logs.String(), "Event dropped") {
+		t.Error("dropping Events from a full queue is not logged")
+	}
+}
