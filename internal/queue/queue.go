@@ -42,11 +42,19 @@ type Task struct {
 // Stop is over.
 type Handler func(ctx context.Context, t *Task) error
 
-// Options tune retries.
+// Options tune retries and batching.
 type Options struct {
 	// RetryInitial is the first pause after a failure; it doubles per
 	// failure up to RetryMax. Each pause varies by up to ±20%.
 	RetryInitial, RetryMax time.Duration
+	// BatchWindow is the shortest time between the end of a queue's run and
+	// the start of its next one. While events stream in, a fast hook would
+	// otherwise run for every one or two of them, and each run costs a
+	// process start and its files; waiting this long lets the events that
+	// arrive meanwhile join the run. A queue that was idle for BatchWindow
+	// starts its next run at once, so a lone event is not delayed. Retries
+	// do not wait for it. Zero turns batching off.
+	BatchWindow time.Duration
 }
 
 // Set is every queue of the operator.
@@ -77,6 +85,8 @@ type fifo struct {
 	wake    chan struct{}
 	// retryAt is when the head task (held back after a failure) runs again.
 	retryAt time.Time
+	// ended is when the last run ended (see Options.BatchWindow).
+	ended time.Time
 }
 
 // NewSet returns an empty queue set that runs tasks with handler.
@@ -184,12 +194,15 @@ func (s *Set) work(q *fifo) {
 		head := q.tasks[0]
 		s.mu.Unlock()
 
-		// Wait for the hook's rate limit while later events keep piling up
-		// behind the head, to be merged into this run.
+		// Wait for the hook's rate limit and the batch window while later
+		// events keep piling up behind the head, to be merged into this run.
 		if l := s.limiter(head.Hook); l != nil {
 			if err := l.Wait(s.stopCtx); err != nil {
 				return
 			}
+		}
+		if head.attempts == 0 && !s.batch(q) {
+			return
 		}
 
 		s.mu.Lock()
@@ -210,6 +223,7 @@ func (s *Set) work(q *fifo) {
 
 		s.mu.Lock()
 		q.running = nil
+		q.ended = time.Now()
 		switch {
 		case err == nil:
 			q.retryAt = time.Time{}
@@ -231,6 +245,27 @@ func (s *Set) work(q *fifo) {
 			s.log.WithFields(logrus.Fields{"hook": t.Hook.Name, "queue": q.name, "attempt": t.attempts, "retryIn": delay.Round(time.Millisecond).String()}).
 				WithError(err).Error("hook failed; retrying")
 		}
+	}
+}
+
+// batch waits until BatchWindow has passed since q's last run ended. It
+// returns false when the set stops meanwhile. Only q's worker reads and
+// writes q.ended.
+func (s *Set) batch(q *fifo) bool {
+	if s.opts.BatchWindow <= 0 || q.ended.IsZero() {
+		return true
+	}
+	wait := time.Until(q.ended.Add(s.opts.BatchWindow))
+	if wait <= 0 {
+		return true
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-s.stopCtx.Done():
+		return false
 	}
 }
 

@@ -241,3 +241,87 @@ func equal(a, b [][]string) bool {
 	}
 	return true
 }
+
+// With a batch window, events that arrive right after a run wait for the
+// window and then run together; a queue idle for longer than the window
+// runs at once; retries do not wait for it.
+func TestBatchWindow(t *testing.T) {
+	const window = 150 * time.Millisecond
+	r := &recorder{fail: map[string]int{}}
+	var mu sync.Mutex
+	var starts []time.Time
+	handle := func(ctx context.Context, tk *Task) error {
+		mu.Lock()
+		starts = append(starts, time.Now())
+		mu.Unlock()
+		return r.handle(ctx, tk)
+	}
+	l, _ := logtest.NewNullLogger()
+	s := NewSet(handle, Options{RetryInitial: 10 * time.Millisecond, RetryMax: 10 * time.Millisecond, BatchWindow: window}, logrus.NewEntry(l))
+	defer s.Stop(time.Second)
+	a := &hook.Hook{Name: "a"}
+	done := make(chan error, 10)
+	fin := func(err error) { done <- err }
+
+	// A first event runs at once.
+	pushed := time.Now()
+	if err := s.Push(task(a, "1", fin)); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, done)
+	if d := starts[0].Sub(pushed); d > window/2 {
+		t.Errorf("the first run started %s after its push; an idle queue must not wait", d)
+	}
+	// Three more, pushed one by one right after that run: one run, after
+	// the window.
+	for _, b := range []string{"2", "3", "4"} {
+		if err := s.Push(task(a, b, fin)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for range 3 {
+		waitDone(t, done)
+	}
+	runs := r.snapshot()
+	if len(runs) != 2 || len(runs[1]) != 4 {
+		t.Fatalf("runs %v, want [a 1] then [a 2 3 4]", runs)
+	}
+	mu.Lock()
+	gap := starts[1].Sub(starts[0])
+	mu.Unlock()
+	if gap < window {
+		t.Errorf("the second run started %s after the first; want at least the window, %s", gap, window)
+	}
+
+	// After an idle window, the next event runs at once again.
+	time.Sleep(window + 50*time.Millisecond)
+	pushed = time.Now()
+	if err := s.Push(task(a, "5", fin)); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, done)
+	mu.Lock()
+	if d := starts[2].Sub(pushed); d > window/2 {
+		t.Errorf("after an idle window the run started %s after its push; want at once", d)
+	}
+	mu.Unlock()
+
+	// A retry follows its backoff (10ms), not the window.
+	time.Sleep(window + 50*time.Millisecond)
+	r.mu.Lock()
+	r.fail["a"] = 1
+	r.mu.Unlock()
+	if err := s.Push(task(a, "6", fin)); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, done)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(starts) != 5 {
+		t.Fatalf("%d runs, want 5 (the failed one and its retry at the end)", len(starts))
+	}
+	if d := starts[4].Sub(starts[3]); d >= window {
+		t.Errorf("the retry started %s after the failure; it must follow the backoff, not the %s window", d, window)
+	}
+}

@@ -42,6 +42,7 @@ type Flags struct {
 	ConfigTimeout time.Duration
 	RetryInitial  time.Duration
 	RetryMax      time.Duration
+	BatchWindow   time.Duration
 	ShutdownGrace time.Duration
 	// ListenAddress is the metrics and health listener; "" disables it.
 	ListenAddress string
@@ -112,6 +113,8 @@ removed. Secret data is masked unless --show-secrets.`,
 	envflag.Bind(fs, "retry-initial-delay", "HOOK_OPERATOR_RETRY_INITIAL_DELAY")
 	fs.DurationVar(&f.RetryMax, "retry-max-delay", time.Minute, "longest pause between retries of a failed run")
 	envflag.Bind(fs, "retry-max-delay", "HOOK_OPERATOR_RETRY_MAX_DELAY")
+	fs.DurationVar(&f.BatchWindow, "batch-window", 10*time.Millisecond, "shortest time between a queue's runs: events arriving meanwhile join the next run (0: run as soon as the previous run ends)")
+	envflag.Bind(fs, "batch-window", "HOOK_OPERATOR_BATCH_WINDOW")
 	fs.DurationVar(&f.ShutdownGrace, "shutdown-grace-period", 30*time.Second, "how long running hooks may finish after SIGTERM/SIGINT")
 	envflag.Bind(fs, "shutdown-grace-period", "HOOK_OPERATOR_SHUTDOWN_GRACE_PERIOD")
 	fs.StringVar(&f.ListenAddress, "listen-address", ":9115", "serve /metrics, /healthz and /readyz on this host:port (empty: no listener)")
@@ -134,6 +137,9 @@ removed. Secret data is masked unless --show-secrets.`,
 func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) error {
 	if f.HookTimeout <= 0 {
 		return errors.New("--hook-timeout must be positive")
+	}
+	if f.BatchWindow < 0 || f.BatchWindow > time.Minute {
+		return fmt.Errorf("--batch-window=%s: use a duration from 0 (off) to 1m; a few milliseconds is usual", f.BatchWindow)
 	}
 	var w *transcript.Writer
 	if f.DryRun != "" {
@@ -177,7 +183,7 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	opts := operator.Options{
 		TmpDir:        f.TmpDir,
 		HookTimeout:   f.HookTimeout,
-		Retry:         queue.Options{RetryInitial: f.RetryInitial, RetryMax: f.RetryMax},
+		Retry:         queue.Options{RetryInitial: f.RetryInitial, RetryMax: f.RetryMax, BatchWindow: f.BatchWindow},
 		ShutdownGrace: f.ShutdownGrace,
 		Env:           env,
 		Metrics:       m,
