@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -86,16 +85,7 @@ var (
 func (e *env) goHook(name, config string) {
 	e.t.Helper()
 	goHookOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "gohook-")
-		if err != nil {
-			goHookErr = err
-			return
-		}
-		goHookPath = filepath.Join(dir, "gohook")
-		out, err := exec.Command("go", "build", "-o", goHookPath, "./testdata/gohook").CombinedOutput()
-		if err != nil {
-			goHookErr = fmt.Errorf("go build testdata/gohook: %v\n%s", err, out)
-		}
+		goHookPath, goHookErr = testoperator.Build("./internal/operator/testdata/gohook", "operator-gohook")
 	})
 	if goHookErr != nil {
 		e.t.Fatal(goHookErr)

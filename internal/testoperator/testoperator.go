@@ -7,6 +7,8 @@ package testoperator
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,28 +38,51 @@ var (
 // Binary builds hook-operator once per test binary and returns its path.
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		root, err := testcluster.RepoRoot()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "hook-operator-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binary = filepath.Join(dir, "hook-operator")
-		cmd := exec.Command("go", "build", "-o", binary, "./cmd/hook-operator")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/hook-operator: %v\n%s", err, out)
-		}
-	})
+	buildOnce.Do(func() { binary, buildErr = Build("./cmd/hook-operator", "hook-operator") })
 	if buildErr != nil {
 		t.Fatalf("testoperator: %v", buildErr)
 	}
 	return binary
+}
+
+// Build builds the Go package pkg (a path relative to the repository root)
+// into the user's cache as name and returns its path. There is one such
+// folder per repository checkout, and each build replaces the last: a temp
+// dir per test binary would leave a copy behind after every package's
+// tests. Packages' tests run in parallel and may build the same program:
+// each writes its own file and renames it into place, so nobody runs a
+// half-written file.
+func Build(pkg, name string) (string, error) {
+	root, err := testcluster.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache dir for the test binaries: %w", err)
+	}
+	sum := sha256.Sum256([]byte(root))
+	dir := filepath.Join(cache, "hook-operator", "testbin", hex.EncodeToString(sum[:8]))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, name+"-*.tmp")
+	if err != nil {
+		return "", err
+	}
+	_ = tmp.Close()
+	cmd := exec.Command("go", "build", "-o", tmp.Name(), pkg)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		_ = os.Remove(tmp.Name())
+		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		_ = os.Remove(tmp.Name())
+		return "", err
+	}
+	return path, nil
 }
 
 // Hooks copies the named folders of the repository's hooks/ (all of them
