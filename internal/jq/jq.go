@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/itchyny/gojq"
+
+	"github.com/hook-operator/hook-operator/internal/jsonenc"
 )
 
 // Filter is a compiled jq program, safe for concurrent use.
@@ -90,7 +92,7 @@ func (f *Filter) ResultJSON(input any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(v)
+	b, err := jsonenc.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("jq program %q: result is not JSON: %w", f.src, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hook-operator/hook-operator/internal/jq"
+	"github.com/hook-operator/hook-operator/internal/jsonenc"
 )
 
 // entry is what the watch cache keeps per object instead of the object:
@@ -56,7 +57,7 @@ func newEntry(u *unstructured.Unstructured, bindings []*Binding, keepFull, final
 		e.results[n] = res
 	}
 	if keepFull {
-		full, err := json.Marshal(m)
+		full, err := jsonenc.Marshal(m)
 		if err != nil {
 			for _, b := range bindings {
 				b.log.WithError(err).WithField("object", e.Namespace+"/"+e.Name).Error("object is not JSON; contexts carry no object")
