@@ -8,18 +8,38 @@
 package jsonenc
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 )
 
-// Marshal returns the JSON of v, as json.Marshal would.
+// Marshal returns the JSON of v, as json.Marshal would, in a slice of
+// exactly its length: callers keep the results of many objects, and a
+// grown buffer's spare room would stay allocated with each.
 func Marshal(v any) ([]byte, error) {
-	return Append(make([]byte, 0, 512), v)
+	buf := scratch.Get().(*[]byte)
+	b, err := Append((*buf)[:0], v)
+	var out []byte
+	if err == nil {
+		out = bytes.Clone(b)
+	}
+	if cap(b) <= maxScratch {
+		*buf = b
+		scratch.Put(buf)
+	}
+	return out, err
 }
+
+// scratch holds encoding buffers between calls; ones grown beyond
+// maxScratch (a huge object) are left to the garbage collector.
+var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+const maxScratch = 1 << 20
 
 // Append appends the JSON of v to dst.
 func Append(dst []byte, v any) ([]byte, error) {

@@ -39,6 +39,17 @@ func TestMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+func TestMarshalReturnsExactSize(t *testing.T) {
+	b, err := Marshal(map[string]any{"name": "cm-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The allocator rounds up to its size class (16 bytes here), no more.
+	if cap(b) > len(b)+16 {
+		t.Errorf("len %d, cap %d: the spare room would stay allocated with every kept result", len(b), cap(b))
+	}
+}
+
 func TestUnsupportedFloats(t *testing.T) {
 	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
 		if _, err := Marshal(map[string]any{"x": f}); err == nil {
