@@ -77,7 +77,7 @@ func New() *Metrics {
 		watchErrors:      f.counter("watch_errors_total", "Watches that failed and were restarted, by resource.", "resource"),
 
 		operations: f.counter("operations_total", "Object operations of hooks by type and result (applied, failed, not_applied: after a failed one).", "hook", "type", "result"),
-		events:     f.counter("kube_events_total", "Kubernetes Events about failed runs, by whether they were sent or dropped by the rate limit.", "result"),
+		events:     f.counter("kube_events_total", "Kubernetes Events about failed runs, by what became of them: sent, limited (folded into the next one sent) or dropped.", "result"),
 
 		liveTicks: f.counterNoLabels("live_ticks_total", "Increments every 10 seconds while the operator's loops are alive."),
 	}
@@ -171,7 +171,8 @@ func (m *Metrics) Operation(hook, typ, result string) {
 	m.operations.WithLabelValues(hook, typ, result).Inc()
 }
 
-// KubeEvent counts a Kubernetes Event about a failed run: sent or dropped.
+// KubeEvent counts a Kubernetes Event about a failed run by what became
+// of it: sent, limited or dropped.
 func (m *Metrics) KubeEvent(result string) {
 	if m == nil {
 		return

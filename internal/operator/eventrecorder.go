@@ -74,6 +74,9 @@ type eventRecorder struct {
 	log        logrus.FieldLogger
 	correlator *eventCorrelator // only run's goroutine uses it
 	retryDelay time.Duration
+	// count, when not nil, is told what became of each Event: sent,
+	// limited (folded into the next one sent) or dropped.
+	count func(result string)
 
 	queue    chan queuedEvent
 	stopping chan struct{}
@@ -92,9 +95,11 @@ type queuedEvent struct {
 	at              time.Time
 }
 
-// newEventRecorder starts a recorder; stop ends it.
-func newEventRecorder(client dynamic.Interface, log logrus.FieldLogger) *eventRecorder {
+// newEventRecorder starts a recorder; stop ends it. count (may be nil) is
+// told what became of each Event.
+func newEventRecorder(client dynamic.Interface, log logrus.FieldLogger, count func(result string)) *eventRecorder {
 	r := &eventRecorder{
+		count:      count,
 		client:     client.Resource(eventsGVR),
 		log:        log,
 		correlator: newEventCorrelator(),
@@ -114,6 +119,7 @@ func (r *eventRecorder) record(ref objectRef, reason, message string) {
 	select {
 	case <-r.stopping:
 		r.log.WithField("object", ref.String()).Debug("Event not recorded: stopping")
+		r.counted(eventDropped)
 		return
 	default:
 	}
@@ -121,6 +127,20 @@ func (r *eventRecorder) record(ref objectRef, reason, message string) {
 	case r.queue <- ev:
 	default:
 		r.log.WithField("object", ref.String()).Debugf("Event dropped: %d are waiting to be written", maxQueuedEvents)
+		r.counted(eventDropped)
+	}
+}
+
+// What became of an Event (the result label of kube_events_total).
+const (
+	eventSent    = "sent"
+	eventLimited = "limited"
+	eventDropped = "dropped"
+)
+
+func (r *eventRecorder) counted(result string) {
+	if r.count != nil {
+		r.count(result)
 	}
 }
 
@@ -158,17 +178,20 @@ func (r *eventRecorder) run() {
 func (r *eventRecorder) handle(ev queuedEvent) {
 	s, write := r.correlator.observe(ev)
 	if !write {
+		r.counted(eventLimited)
 		return // counted in s; the next one written carries the count
 	}
 	for try := 1; ; try++ {
 		err := r.write(ev, s)
 		if err == nil {
+			r.counted(eventSent)
 			return
 		}
 		log := r.log.WithError(err).WithFields(logrus.Fields{"object": ev.ref.String(), "reason": ev.reason})
 		var status apierrors.APIStatus
 		if errors.As(err, &status) || try == maxEventTries || r.ctx.Err() != nil {
 			log.Warn("cannot write the Event; it is dropped")
+			r.counted(eventDropped)
 			return
 		}
 		delay := r.retryDelay
@@ -180,6 +203,7 @@ func (r *eventRecorder) handle(ev queuedEvent) {
 		select {
 		case <-r.stopping:
 			log.Warn("cannot write the Event, and stopping; it is dropped")
+			r.counted(eventDropped)
 			return
 		case <-time.After(delay):
 		}

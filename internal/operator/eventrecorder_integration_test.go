@@ -20,7 +20,7 @@ func TestIntegrationEventRecorder(t *testing.T) {
 	logs := &testoperator.Buffer{}
 	log := logrus.New()
 	log.SetOutput(logs)
-	rec := newEventRecorder(c.Dynamic, log)
+	rec := newEventRecorder(c.Dynamic, log, nil)
 	ref := objectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "failing", UID: "3f6c1a9e-0000-4000-8000-000000000001"}
 	for range 3 {
 		rec.record(ref, EventReason, "hook h: exit code 1")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,6 +31,16 @@ type recorderEnv struct {
 	client *dynamicfake.FakeDynamicClient
 	rec    *eventRecorder
 	logs   *testoperator.Buffer
+
+	mu      sync.Mutex
+	results map[string]int // what the recorder counted: sent, limited, dropped
+}
+
+// counted returns the recorder's counts as "sent=n limited=n dropped=n".
+func (e *recorderEnv) counted() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return fmt.Sprintf("sent=%d limited=%d dropped=%d", e.results[eventSent], e.results[eventLimited], e.results[eventDropped])
 }
 
 func newRecorderEnv(t *testing.T) *recorderEnv {
@@ -39,10 +50,15 @@ func newRecorderEnv(t *testing.T) *recorderEnv {
 	log := logrus.New()
 	log.SetOutput(logs)
 	log.SetLevel(logrus.DebugLevel)
-	rec := newEventRecorder(client, log)
-	rec.retryDelay = time.Millisecond
-	t.Cleanup(rec.stop)
-	return &recorderEnv{client: client, rec: rec, logs: logs}
+	e := &recorderEnv{client: client, logs: logs, results: map[string]int{}}
+	e.rec = newEventRecorder(client, log, func(result string) {
+		e.mu.Lock()
+		e.results[result]++
+		e.mu.Unlock()
+	})
+	e.rec.retryDelay = time.Millisecond
+	t.Cleanup(e.rec.stop)
+	return e
 }
 
 // actions returns the requests to the fake API server so far, but the
@@ -151,6 +167,24 @@ func TestEventRecorderCreatesThenPatches(t *testing.T) {
 	if n := len(e.actions()); n != 3 {
 		t.Errorf("%d writes after stop; want 3", n)
 	}
+	if got, want := e.counted(), "sent=3 limited=0 dropped=1"; got != want {
+		t.Errorf("counted %s; want %s", got, want)
+	}
+}
+
+func TestEventRecorderLimitsPerObject(t *testing.T) {
+	e := newRecorderEnv(t)
+	for i := range eventBurst + 2 {
+		e.rec.record(cmRef, EventReason, fmt.Sprint("failure ", i))
+	}
+	e.rec.record(nsRef, EventReason, "another object has its own limit")
+	e.rec.stop()
+	if n := len(e.actions()); n != eventBurst+1 {
+		t.Errorf("%d writes; want %d: the object's burst, and one for the other object", n, eventBurst+1)
+	}
+	if got, want := e.counted(), fmt.Sprintf("sent=%d limited=2 dropped=0", eventBurst+1); got != want {
+		t.Errorf("counted %s; want %s", got, want)
+	}
 }
 
 func TestEventRecorderRecreatesExpiredEvent(t *testing.T) {
@@ -193,6 +227,9 @@ func TestEventRecorderWriteFailures(t *testing.T) {
 	}
 	if logs := e.logs.String(); !strings.Contains(logs, "cannot write the Event") || !strings.Contains(logs, "no RBAC") {
 		t.Errorf("the rejection is not logged:\n%s", logs)
+	}
+	if got, want := e.counted(), "sent=1 limited=0 dropped=1"; got != want {
+		t.Errorf("counted %s; want %s", got, want)
 	}
 }
 

@@ -35,7 +35,6 @@ func (o *Operator) failed(t *queue.Task, err error) {
 	}
 	for _, ref := range refs {
 		o.events.record(ref, EventReason, msg)
-		o.opts.Metrics.KubeEvent(EventReason)
 	}
 }
 

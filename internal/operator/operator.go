@@ -109,7 +109,7 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 		Log:      log,
 	}
 	if opts.Events {
-		o.events = newEventRecorder(clients.Dynamic, log)
+		o.events = newEventRecorder(clients.Dynamic, log, opts.Metrics.KubeEvent)
 	}
 	if rc := clients.Unversioned; rc != nil {
 		o.apiReady = func(ctx context.Context) error {
