@@ -41,12 +41,19 @@ func (k informerKey) String() string {
 	return s
 }
 
-// informer is one shared informer and the bindings attached to it. The
-// binding list is fixed before the informer starts, because every stored
-// entry holds one filter result per attached binding.
+// informer is one informer and the bindings attached to it. The binding
+// list is fixed before the informer starts, because every stored entry
+// holds one filter result per attached binding.
+//
+// It is client-go's plain informer (a reflector, a FIFO and a store), not a
+// SharedIndexInformer: the bindings sharing it are already handled by
+// dispatch, and a shared informer's per-handler goroutines would pass every
+// event through two more goroutines, each handoff a thread wake-up.
 type informer struct {
 	key      informerKey
-	inf      cache.SharedIndexInformer
+	lw       *cache.ListWatch
+	store    cache.Store
+	ctrl     cache.Controller
 	bindings []*Binding
 	keepFull bool
 	// finalizers is set when a binding manages a finalizer: entries then
@@ -55,7 +62,6 @@ type informer struct {
 	log        logrus.FieldLogger
 	metrics    *metrics.Metrics
 
-	reg cache.ResourceEventHandlerRegistration
 	// broken is set when the watch fails, and cleared by the next event or
 	// by a successful probe (see Watcher.Broken).
 	broken  atomic.Bool
@@ -75,22 +81,43 @@ func newInformer(client dynamic.Interface, streams *streams, key informerKey, b 
 	if key.namespace != "" {
 		nri = ri.Namespace(key.namespace)
 	}
-	lw := &cache.ListWatch{
+	i := &informer{key: key, log: log.WithField("watch", key.String()), done: make(chan struct{}), client: nri}
+	i.lw = &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.LabelSelector, opts.FieldSelector = key.labelSelector, key.fieldSelector
-			return nri.List(ctx, opts)
+			list, err := nri.List(ctx, opts)
+			if err != nil {
+				i.failed(ctx, err)
+			}
+			return list, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.LabelSelector, opts.FieldSelector = key.labelSelector, key.fieldSelector
+			var w watch.Interface
+			var err error
 			if streams != nil {
-				return streams.watch(ctx, b.res.GVR, key.namespace, opts)
+				w, err = streams.watch(ctx, b.res.GVR, key.namespace, opts, func(err error) { i.failed(ctx, err) })
+			} else {
+				w, err = nri.Watch(ctx, opts)
 			}
-			return nri.Watch(ctx, opts)
+			if err != nil {
+				i.failed(ctx, err)
+			}
+			return w, err
 		},
 	}
-	i := &informer{key: key, log: log.WithField("watch", key.String()), done: make(chan struct{}), client: nri}
-	i.inf = cache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{})
 	return i
+}
+
+// failed reports a failed list or watch: the reflector tries again by
+// itself. Failures because the informer is stopping are not reported.
+func (i *informer) failed(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	i.log.WithError(err).Warn("watch failed; retrying")
+	i.metrics.WatchError(i.key.resource)
+	i.broken.Store(true)
 }
 
 // attach adds b to the informer's bindings and returns its slot.
@@ -113,28 +140,21 @@ func (i *informer) start(ctx context.Context) error {
 	if i.started {
 		return nil
 	}
-	if err := i.inf.SetTransform(i.transform); err != nil {
-		return err
-	}
-	_ = i.inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-		i.log.WithError(err).Warn("watch failed; retrying")
-		i.metrics.WatchError(i.key.resource)
-		i.broken.Store(true)
+	i.store, i.ctrl = cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: i.lw,
+		ObjectType:    &unstructured.Unstructured{},
+		Transform:     i.transform,
+		Handler: cache.ResourceEventHandlerDetailedFuncs{
+			AddFunc:    func(obj any, initial bool) { i.dispatch(hook.Added, nil, obj, initial) },
+			UpdateFunc: func(old, obj any) { i.dispatch(hook.Modified, old, obj, false) },
+			DeleteFunc: func(obj any) { i.dispatch(hook.Deleted, nil, obj, false) },
+		},
 	})
-	reg, err := i.inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc:    func(obj any, initial bool) { i.dispatch(hook.Added, nil, obj, initial) },
-		UpdateFunc: func(old, obj any) { i.dispatch(hook.Modified, old, obj, false) },
-		DeleteFunc: func(obj any) { i.dispatch(hook.Deleted, nil, obj, false) },
-	})
-	if err != nil {
-		return err
-	}
-	i.reg = reg
 	ctx, i.cancel = context.WithCancel(ctx)
 	i.started = true
 	go func() {
 		defer close(i.done)
-		i.inf.RunWithContext(ctx)
+		i.ctrl.RunWithContext(ctx)
 	}()
 	return nil
 }
@@ -184,7 +204,7 @@ func (i *informer) get(namespace, name string) *entry {
 	if namespace != "" {
 		key = namespace + "/" + name
 	}
-	item, ok, err := i.inf.GetStore().GetByKey(key)
+	item, ok, err := i.store.GetByKey(key)
 	if err != nil || !ok {
 		return nil
 	}
@@ -194,7 +214,7 @@ func (i *informer) get(namespace, name string) *entry {
 
 // list returns the entries in the informer's cache.
 func (i *informer) list() []*entry {
-	items := i.inf.GetStore().List()
+	items := i.store.List()
 	out := make([]*entry, 0, len(items))
 	for _, it := range items {
 		if e, ok := it.(*entry); ok {
@@ -205,3 +225,7 @@ func (i *informer) list() []*entry {
 }
 
 func (i *informer) String() string { return fmt.Sprintf("informer(%s)", i.key) }
+
+// hasSynced reports whether the informer has handed every object of its
+// first list to its bindings.
+func (i *informer) hasSynced() bool { return i.ctrl.HasSynced() }

@@ -65,8 +65,9 @@ func newStreams(cfg *rest.Config) (*streams, error) {
 // watch starts a watch of resource gvr (in namespace, or all when "") with
 // opts. Like client-go's, it is not rate-limited, and a connection that
 // ends before the server answers gives an empty watch, so that the
-// reflector simply watches again.
-func (s *streams) watch(ctx context.Context, gvr schema.GroupVersionResource, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+// reflector simply watches again. failed (may be nil) is told about the
+// errors the stream reports as ERROR events.
+func (s *streams) watch(ctx context.Context, gvr schema.GroupVersionResource, namespace string, opts metav1.ListOptions, failed func(error)) (watch.Interface, error) {
 	opts.Watch = true
 	path := []string{"/apis", gvr.Group, gvr.Version}
 	if gvr.Group == "" {
@@ -94,7 +95,10 @@ func (s *streams) watch(ctx context.Context, gvr schema.GroupVersionResource, na
 		defer resp.Body.Close()
 		return nil, responseError(resp, u.Redacted())
 	}
-	return newStreamWatch(resp.Body), nil
+	w := newStreamWatch(resp.Body)
+	w.failed = failed
+	w.start()
+	return w, nil
 }
 
 // responseError turns a failed watch request's answer into the API error it
@@ -115,13 +119,17 @@ type streamWatch struct {
 	result chan watch.Event
 	done   chan struct{}
 	once   sync.Once
+	// failed, when set before start, is told the error of each ERROR
+	// event.
+	failed func(error)
 }
 
+// newStreamWatch returns the watch of body; start begins reading it.
 func newStreamWatch(body io.ReadCloser) *streamWatch {
-	w := &streamWatch{body: body, result: make(chan watch.Event), done: make(chan struct{})}
-	go w.receive()
-	return w
+	return &streamWatch{body: body, result: make(chan watch.Event), done: make(chan struct{})}
 }
+
+func (w *streamWatch) start() { go w.receive() }
 
 func (w *streamWatch) ResultChan() <-chan watch.Event { return w.result }
 
@@ -171,6 +179,9 @@ func (w *streamWatch) receive() {
 			return // the server or Stop ended the watch; the reflector watches again
 		default:
 			out = errorEvent(fmt.Errorf("unable to decode an event from the watch stream: %w", err))
+		}
+		if out.Type == watch.Error && w.failed != nil {
+			w.failed(apierrors.FromObject(out.Object))
 		}
 		select {
 		case <-w.done:

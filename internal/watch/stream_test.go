@@ -31,6 +31,14 @@ func events(t *testing.T, w watch.Interface) []watch.Event {
 	}
 }
 
+// startStream returns a started watch over body.
+func startStream(body string, failed func(error)) *streamWatch {
+	w := newStreamWatch(io.NopCloser(strings.NewReader(body)))
+	w.failed = failed
+	w.start()
+	return w
+}
+
 func TestStreamWatchDecodesEachType(t *testing.T) {
 	body := `{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","resourceVersion":"7","generation":9007199254740993},"data":{"k":"v"}}}
 {"type":"MODIFIED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","resourceVersion":"8"},"spec":{"ratio":0.5}}}
@@ -38,7 +46,11 @@ func TestStreamWatchDecodesEachType(t *testing.T) {
 {"type":"BOOKMARK","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"resourceVersion":"10","annotations":{"k8s.io/initial-events-end":"true"}}}}
 {"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old resource version: 1 (10)","reason":"Expired","code":410}}
 `
-	got := events(t, newStreamWatch(io.NopCloser(strings.NewReader(body))))
+	var failures []error
+	got := events(t, startStream(body, func(err error) { failures = append(failures, err) }))
+	if len(failures) != 1 || !apierrors.IsResourceExpired(failures[0]) {
+		t.Errorf("failures reported: %v; want the ERROR event's expired resource version", failures)
+	}
 	if len(got) != 5 {
 		t.Fatalf("got %d events, want 5: %v", len(got), got)
 	}
@@ -83,7 +95,7 @@ func TestStreamWatchReportsUndecodableStreams(t *testing.T) {
 		"bad Status":   `{"type":"ERROR","object":{"kind":"Status","code":"four hundred"}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			got := events(t, newStreamWatch(io.NopCloser(strings.NewReader(body))))
+			got := events(t, startStream(body, nil))
 			last := got[len(got)-1]
 			status, ok := last.Object.(*metav1.Status)
 			if last.Type != watch.Error || !ok {
@@ -101,7 +113,7 @@ func TestStreamWatchEndsQuietly(t *testing.T) {
 	// A stream cut mid-event is a watch that ended, not an error: the
 	// reflector watches again from the last resourceVersion.
 	body := `{"type":"ADDED","object":{"metadata":{"name":"a"}}}` + "\n" + `{"type":"ADDED","obj`
-	got := events(t, newStreamWatch(io.NopCloser(strings.NewReader(body))))
+	got := events(t, startStream(body, nil))
 	if len(got) != 1 || got[0].Type != watch.Added {
 		t.Fatalf("got %v, want the one whole event and then the end", got)
 	}
@@ -123,6 +135,7 @@ func (b *blockingBody) Close() error {
 func TestStreamWatchStop(t *testing.T) {
 	body := &blockingBody{closed: make(chan struct{})}
 	w := newStreamWatch(body)
+	w.start()
 	w.Stop()
 	w.Stop() // twice is fine
 	if got := events(t, w); len(got) != 0 {

@@ -236,7 +236,7 @@ func (w *Watcher) run(ctx context.Context, b *Binding) error {
 		if err := inf.start(ctx); err != nil {
 			return fmt.Errorf("hook %s: binding %q: %w", b.Hook.Name, b.cfg.Name, err)
 		}
-		syncs = append(syncs, inf.reg.HasSynced)
+		syncs = append(syncs, inf.hasSynced)
 	}
 	go func() {
 		if !cache.WaitForCacheSync(ctx.Done(), syncs...) {
