@@ -47,13 +47,13 @@ type Options struct {
 	// RetryInitial is the first pause after a failure; it doubles per
 	// failure up to RetryMax. Each pause varies by up to ±20%.
 	RetryInitial, RetryMax time.Duration
-	// BatchWindow is the shortest time between the end of a queue's run and
-	// the start of its next one. While events stream in, a fast hook would
-	// otherwise run for every one or two of them, and each run costs a
-	// process start and its files; waiting this long lets the events that
-	// arrive meanwhile join the run. A queue that was idle for BatchWindow
-	// starts its next run at once, so a lone event is not delayed. Retries
-	// do not wait for it. Zero turns batching off.
+	// BatchWindow bounds how often a queue runs while events stream in.
+	// After a run ends, the next one waits until BatchWindow has passed, or
+	// until no new task has arrived for half of it, whichever comes first:
+	// events arriving back to back join one run, instead of a fast hook
+	// running for every one or two of them (each run costs a process start
+	// and its files), while a lone event waits half a window at most. A queue that was idle for BatchWindow starts its next run at
+	// once. Retries do not wait for it. Zero turns batching off.
 	BatchWindow time.Duration
 }
 
@@ -85,8 +85,9 @@ type fifo struct {
 	wake    chan struct{}
 	// retryAt is when the head task (held back after a failure) runs again.
 	retryAt time.Time
-	// ended is when the last run ended (see Options.BatchWindow).
-	ended time.Time
+	// ended is when the last run ended, pushed when the last task was
+	// pushed (see Options.BatchWindow).
+	ended, pushed time.Time
 }
 
 // NewSet returns an empty queue set that runs tasks with handler.
@@ -137,6 +138,7 @@ func (s *Set) Push(t *Task) error {
 		t.Done = nil
 	}
 	t.enqueued = time.Now()
+	q.pushed = t.enqueued
 	q.tasks = append(q.tasks, t)
 	s.Metrics.QueueLength(q.name, len(q.tasks))
 	q.signal()
@@ -248,24 +250,37 @@ func (s *Set) work(q *fifo) {
 	}
 }
 
-// batch waits until BatchWindow has passed since q's last run ended. It
-// returns false when the set stops meanwhile. Only q's worker reads and
-// writes q.ended.
+// batch waits, after a recent run of q, until BatchWindow has passed since
+// it ended or no task has been pushed for half of BatchWindow. It
+// returns false when the set stops meanwhile.
 func (s *Set) batch(q *fifo) bool {
-	if s.opts.BatchWindow <= 0 || q.ended.IsZero() {
+	window := s.opts.BatchWindow
+	if window <= 0 {
 		return true
 	}
-	wait := time.Until(q.ended.Add(s.opts.BatchWindow))
-	if wait <= 0 {
-		return true
-	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-s.stopCtx.Done():
-		return false
+	quiet := window / 2
+	for {
+		s.mu.Lock()
+		ended, pushed := q.ended, q.pushed
+		s.mu.Unlock()
+		if ended.IsZero() {
+			return true
+		}
+		now := time.Now()
+		until := ended.Add(window)
+		if !now.Before(until) || !now.Before(pushed.Add(quiet)) {
+			return true
+		}
+		if quietAt := pushed.Add(quiet); quietAt.Before(until) {
+			until = quietAt
+		}
+		timer := time.NewTimer(until.Sub(now))
+		select {
+		case <-timer.C:
+		case <-s.stopCtx.Done():
+			timer.Stop()
+			return false
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -242,11 +243,12 @@ func equal(a, b [][]string) bool {
 	return true
 }
 
-// With a batch window, events that arrive right after a run wait for the
-// window and then run together; a queue idle for longer than the window
-// runs at once; retries do not wait for it.
+// With a batch window, a stream of events right after a run waits for the
+// window and runs together; a lone event waits only until half a window
+// passes without another; a queue idle for longer than the window runs at
+// once; retries do not wait for it.
 func TestBatchWindow(t *testing.T) {
-	const window = 150 * time.Millisecond
+	const window = 400 * time.Millisecond // wide, so that a loaded machine's delays do not blur the cases
 	r := &recorder{fail: map[string]int{}}
 	var mu sync.Mutex
 	var starts []time.Time
@@ -256,72 +258,83 @@ func TestBatchWindow(t *testing.T) {
 		mu.Unlock()
 		return r.handle(ctx, tk)
 	}
+	started := func(i int) time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return starts[i]
+	}
 	l, _ := logtest.NewNullLogger()
 	s := NewSet(handle, Options{RetryInitial: 10 * time.Millisecond, RetryMax: 10 * time.Millisecond, BatchWindow: window}, logrus.NewEntry(l))
 	defer s.Stop(time.Second)
 	a := &hook.Hook{Name: "a"}
-	done := make(chan error, 10)
+	done := make(chan error, 100)
 	fin := func(err error) { done <- err }
-
-	// A first event runs at once.
-	pushed := time.Now()
-	if err := s.Push(task(a, "1", fin)); err != nil {
-		t.Fatal(err)
-	}
-	waitDone(t, done)
-	if d := starts[0].Sub(pushed); d > window/2 {
-		t.Errorf("the first run started %s after its push; an idle queue must not wait", d)
-	}
-	// Three more, pushed one by one right after that run: one run, after
-	// the window.
-	for _, b := range []string{"2", "3", "4"} {
+	push := func(b string) time.Time {
+		t.Helper()
+		at := time.Now()
 		if err := s.Push(task(a, b, fin)); err != nil {
 			t.Fatal(err)
 		}
+		return at
+	}
+
+	// A first event runs at once.
+	pushed := push("first")
+	waitDone(t, done)
+	if d := started(0).Sub(pushed); d > window/4 {
+		t.Errorf("the first run started %s after its push; an idle queue must not wait", d)
+	}
+
+	// A stream, an event every 10ms for 500ms, right after that run: the
+	// next run waits for the whole window, taking what arrived by then.
+	for i := range 50 {
+		push(fmt.Sprint("s", i))
 		time.Sleep(10 * time.Millisecond)
 	}
-	for range 3 {
+	for range 50 {
 		waitDone(t, done)
 	}
-	runs := r.snapshot()
-	if len(runs) != 2 || len(runs[1]) != 4 {
-		t.Fatalf("runs %v, want [a 1] then [a 2 3 4]", runs)
+	if gap := started(1).Sub(started(0)); gap < window {
+		t.Errorf("during a stream the second run started %s after the first; want at least the window, %s", gap, window)
 	}
-	mu.Lock()
-	gap := starts[1].Sub(starts[0])
-	mu.Unlock()
-	if gap < window {
-		t.Errorf("the second run started %s after the first; want at least the window, %s", gap, window)
+	runs := r.snapshot()
+	if n := len(runs[1]) - 1; n < 20 {
+		t.Errorf("the second run took %d events of the stream; want those of the whole window (about 40)", n)
+	}
+
+	// A lone event right after a run waits half a window, not a whole one.
+	time.Sleep(window + 50*time.Millisecond)
+	push("lone-a")
+	waitDone(t, done)
+	n := len(r.snapshot())
+	time.Sleep(10 * time.Millisecond)
+	pushed = push("lone-b")
+	waitDone(t, done)
+	if d := started(n).Sub(pushed); d < window/2-20*time.Millisecond || d >= window {
+		t.Errorf("a lone event after a run started %s after its push; want about half a window, %s", d, window/2)
 	}
 
 	// After an idle window, the next event runs at once again.
 	time.Sleep(window + 50*time.Millisecond)
-	pushed = time.Now()
-	if err := s.Push(task(a, "5", fin)); err != nil {
-		t.Fatal(err)
-	}
+	n = len(r.snapshot())
+	pushed = push("idle")
 	waitDone(t, done)
-	mu.Lock()
-	if d := starts[2].Sub(pushed); d > window/2 {
+	if d := started(n).Sub(pushed); d > window/4 {
 		t.Errorf("after an idle window the run started %s after its push; want at once", d)
 	}
-	mu.Unlock()
 
 	// A retry follows its backoff (10ms), not the window.
 	time.Sleep(window + 50*time.Millisecond)
 	r.mu.Lock()
 	r.fail["a"] = 1
 	r.mu.Unlock()
-	if err := s.Push(task(a, "6", fin)); err != nil {
-		t.Fatal(err)
-	}
+	n = len(r.snapshot())
+	push("retried")
 	waitDone(t, done)
-	mu.Lock()
-	defer mu.Unlock()
-	if len(starts) != 5 {
-		t.Fatalf("%d runs, want 5 (the failed one and its retry at the end)", len(starts))
+	if got := len(r.snapshot()); got != n+2 {
+		t.Fatalf("%d runs, want %d: the failed one and its retry", got, n+2)
 	}
-	if d := starts[4].Sub(starts[3]); d >= window {
-		t.Errorf("the retry started %s after the failure; it must follow the backoff, not the %s window", d, window)
+	if d := started(n + 1).Sub(started(n)); d >= window/2 {
+		t.Errorf("the retry started %s after the failure; it must follow the backoff, not the window", d)
 	}
 }

@@ -113,7 +113,7 @@ removed. Secret data is masked unless --show-secrets.`,
 	envflag.Bind(fs, "retry-initial-delay", "HOOK_OPERATOR_RETRY_INITIAL_DELAY")
 	fs.DurationVar(&f.RetryMax, "retry-max-delay", time.Minute, "longest pause between retries of a failed run")
 	envflag.Bind(fs, "retry-max-delay", "HOOK_OPERATOR_RETRY_MAX_DELAY")
-	fs.DurationVar(&f.BatchWindow, "batch-window", 10*time.Millisecond, "shortest time between a queue's runs: events arriving meanwhile join the next run (0: run as soon as the previous run ends)")
+	fs.DurationVar(&f.BatchWindow, "batch-window", 20*time.Millisecond, "while events stream in, a queue runs at most once per window: after a run it waits for the window, or until no event came for half of it (0: no waiting)")
 	envflag.Bind(fs, "batch-window", "HOOK_OPERATOR_BATCH_WINDOW")
 	fs.DurationVar(&f.ShutdownGrace, "shutdown-grace-period", 30*time.Second, "how long running hooks may finish after SIGTERM/SIGINT")
 	envflag.Bind(fs, "shutdown-grace-period", "HOOK_OPERATOR_SHUTDOWN_GRACE_PERIOD")
