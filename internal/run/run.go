@@ -86,12 +86,14 @@ type Runner struct {
 	MaxLineBytes int
 	// Log receives the hook's output lines; nil means the standard logger.
 	Log logrus.FieldLogger
+}
 
-	// devNull is every hook's stdin, opened once.
+// devNull is every hook's stdin, opened once per process.
+var (
 	devNull     *os.File
 	devNullErr  error
 	devNullOnce sync.Once
-}
+)
 
 // Run runs req.Hook once and waits for it and its output to finish. A
 // non-nil error means the run failed: the hook could not start, exited
@@ -124,7 +126,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
 	}
 	defer out.close()
-	stdin, err := r.stdin()
+	stdin, err := hookStdin()
 	if err != nil {
 		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
 	}
@@ -206,16 +208,16 @@ func (r *Runner) maxLineBytes() int {
 	return DefaultMaxLineBytes
 }
 
-// stdin returns /dev/null, opened on first use and kept: os/exec would open
-// it anew for every run.
-func (r *Runner) stdin() (*os.File, error) {
-	r.devNullOnce.Do(func() {
-		r.devNull, r.devNullErr = os.Open(os.DevNull)
+// hookStdin returns /dev/null, opened on first use and kept for every Runner:
+// os/exec would open it anew for every run.
+func hookStdin() (*os.File, error) {
+	devNullOnce.Do(func() {
+		devNull, devNullErr = os.Open(os.DevNull)
 	})
-	if r.devNullErr != nil {
-		return nil, fmt.Errorf("opening the hooks' stdin: %w", r.devNullErr)
+	if devNullErr != nil {
+		return nil, fmt.Errorf("opening the hooks' stdin: %w", devNullErr)
 	}
-	return r.devNull, nil
+	return devNull, nil
 }
 
 func (r *Runner) baseEnv() []string {
