@@ -60,9 +60,10 @@ func Example_hook() {
 					return err
 				}
 				ctx.Log.Info("greeting", "configmap", o.Object.GetName(), "name", name)
+				// The ConfigMap may be gone by the time the patch is applied.
 				ctx.Emit(sdk.MergePatch(o.Object.Ref(), map[string]any{
 					"metadata": map[string]any{"annotations": map[string]any{"greeting": "hello, " + name}},
-				}))
+				}).WithIgnoreMissingObject())
 			}
 		}
 		return nil

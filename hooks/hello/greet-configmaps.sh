@@ -37,8 +37,12 @@ jq -r '.[]
 while IFS=$'\t' read -r event namespace name greet; do
   echo "ConfigMap ${namespace}/${name}: ${event}"
   [[ "$event" == "Deleted" ]] && continue
+  # The ConfigMap may be gone by the time the patch is applied (a later
+  # context of this very run may be its Deleted): that is no failure, and
+  # must not make the run retry forever.
   jq -n -c --arg ns "$namespace" --arg name "$name" --arg greeting "hello, ${greet}" '{
     operation: "MergePatch", kind: "ConfigMap", namespace: $ns, name: $name,
-    mergePatch: {metadata: {annotations: {"hook-operator.dev/greeting": $greeting}}}
+    mergePatch: {metadata: {annotations: {"hook-operator.dev/greeting": $greeting}}},
+    ignoreMissingObject: true
   }' >> "$KUBERNETES_PATCH_PATH"
 done
