@@ -54,7 +54,7 @@ run: build hooks ## build, start the local cluster, run the operator with hooks/
 	@hack/run.sh
 
 .PHONY: bench
-bench: build cluster ## measure speed and memory on the local cluster (about 25 min); BENCH_FLAGS=--quick for a short run; results in bench/results/
+bench: build cluster ## measure speed and memory on the local cluster (about 7 min); BENCH_FLAGS=--quick for a short run; results in bench/results/
 	go run ./bench $(BENCH_FLAGS)
 
 clean: ## remove build output (not the cluster or its cached binaries)
