@@ -34,7 +34,7 @@ type Clients struct {
 	Config *rest.Config
 	// Unversioned requests the API server's paths outside the API groups:
 	// discovery (/api, /apis) and health (/readyz).
-	Unversioned rest.Interface
+	Unversioned *rest.RESTClient
 	Dynamic     dynamic.Interface
 	Metadata    metadata.Interface
 	// Resolver maps the kinds hooks name to API resources.

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"github.com/hook-operator/hook-operator/internal/jq"
@@ -49,17 +48,14 @@ var parameterCodec = func() runtime.ParameterCodec {
 	return runtime.NewParameterCodec(s)
 }()
 
-// newStreams returns the watch opener for cfg, or nil when there is no
-// config (then watches go through the dynamic client).
-func newStreams(cfg *rest.Config) (*streams, error) {
-	if cfg == nil {
-		return nil, nil
+// newStreams returns the watch opener over c (kube.Clients.Unversioned),
+// or nil when there is no client (then watches go through the dynamic
+// client).
+func newStreams(c *rest.RESTClient) *streams {
+	if c == nil {
+		return nil
 	}
-	c, err := rest.UnversionedRESTClientFor(dynamic.ConfigFor(cfg))
-	if err != nil {
-		return nil, fmt.Errorf("watch client: %w", err)
-	}
-	return &streams{client: c}, nil
+	return &streams{client: c}
 }
 
 // watch starts a watch of resource gvr (in namespace, or all when "") with

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
@@ -24,10 +25,11 @@ func TestIntegrationStreamWatch(t *testing.T) {
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	ctx := context.Background()
-	s, err := newStreams(c.Config)
+	clients, err := kube.NewClients(c.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := newStreams(clients.Unversioned)
 	for _, name := range []string{"one", "two"} {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pick": name}}, Data: map[string]string{"n": name}}
 		if _, err := c.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {

@@ -54,11 +54,7 @@ func New(clients *kube.Clients, hooks []*hook.Hook, sink Sink, log logrus.FieldL
 		kindRetryMax: 15 * time.Second,
 	}
 	if clients != nil {
-		s, err := newStreams(clients.Config)
-		if err != nil {
-			log.WithError(err).Warn("watching through the dynamic client instead")
-		}
-		w.streams = s
+		w.streams = newStreams(clients.Unversioned)
 	}
 	for _, h := range hooks {
 		for i := range h.Config.Kubernetes {
