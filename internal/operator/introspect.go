@@ -10,6 +10,7 @@ import (
 
 	"github.com/hook-operator/hook-operator/internal/queue"
 	"github.com/hook-operator/hook-operator/internal/redact"
+	"github.com/hook-operator/hook-operator/internal/watch"
 )
 
 // HookState describes one hook for the debug routes: its bindings and how
@@ -34,6 +35,10 @@ type BindingState struct {
 	Objects int `json:"objects"`
 	// Synced says a kubernetes binding delivered its Synchronization.
 	Synced bool `json:"synced"`
+	// Phase is where a kubernetes binding is on its way to delivering
+	// events (watch.Phase: resolving, unserved, listing, held, delivering,
+	// synced).
+	Phase string `json:"phase,omitempty"`
 	// Waiting says why a kubernetes binding does not watch yet.
 	Waiting string `json:"waiting,omitempty"`
 	// Crontab is a schedule binding's crontab.
@@ -94,7 +99,8 @@ func (o *Operator) Hooks() []HookState {
 			if b.Hook != h {
 				continue
 			}
-			bs := BindingState{Name: b.Name(), Kind: "kubernetes", Synced: b.Synced(), Waiting: b.Waiting()}
+			p := b.Phase()
+			bs := BindingState{Name: b.Name(), Kind: "kubernetes", Synced: p == watch.Synced, Phase: p.String(), Waiting: b.Waiting()}
 			if bs.Waiting == "" {
 				bs.Watches = b.Resource().GVR.String()
 				bs.Objects = b.Count()

@@ -62,7 +62,6 @@ type Operator struct {
 	// the operator writes to the cluster; nil with another Sink.
 	finalizers *finalizer.Manager
 	requeues   requeues
-	gate       *syncGate
 	// events records the Events about failed runs; nil unless
 	// Options.Events.
 	events *eventRecorder
@@ -73,20 +72,17 @@ type Operator struct {
 	lastTick atomic.Int64
 	// apiReady asks the API server's /readyz.
 	apiReady func(ctx context.Context) error
-
-	mu         sync.Mutex
-	syncsDone  map[*watch.Binding]bool
-	syncChange chan struct{}
+	// startupSyncs counts the Synchronization runs that start-up waits for
+	// (bindings with waitForSynchronization) and have not finished.
+	startupSyncs runCount
 }
 
 // New returns an operator for hooks on the cluster of clients.
 func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.FieldLogger) *Operator {
 	o := &Operator{
-		hooks:      hooks,
-		opts:       opts,
-		log:        log,
-		syncsDone:  map[*watch.Binding]bool{},
-		syncChange: make(chan struct{}, 1),
+		hooks: hooks,
+		opts:  opts,
+		log:   log,
 	}
 	sink := opts.Sink
 	if sink == nil {
@@ -118,7 +114,6 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 			return rc.Get().AbsPath("/readyz").Do(ctx).Error()
 		}
 	}
-	o.gate = newSyncGate(o.watcher.Bindings())
 	o.queues = queue.NewSet(func(ctx context.Context, t *queue.Task) error {
 		err := o.exec.Execute(ctx, t)
 		o.stats.record(t.Hook.Name, err)
@@ -139,7 +134,6 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 func (o *Operator) Run(ctx context.Context) error {
 	o.warnUnserved()
 	go o.tick(ctx)
-	go o.gate.watchUnserved(ctx)
 	if o.events != nil {
 		defer o.events.stop()
 	}
@@ -211,42 +205,31 @@ func (o *Operator) runStartup(ctx context.Context) error {
 // waitForSynchronization whose kind is served has completed its
 // Synchronization run. Bindings waiting for their kind (CRD not installed)
 // do not hold start-up.
+//
+// A binding is Synced once the Sink has returned from its Synchronization,
+// which queued the run and counted it in startupSyncs: so when every
+// binding is Synced and the count is zero, every run is done.
 func (o *Operator) waitForSynchronization(ctx context.Context) error {
 	for {
+		changed, finished := o.watcher.Changed(), o.startupSyncs.changes()
 		var pending []string
 		for _, b := range o.watcher.Bindings() {
-			// Waiting takes the binding's lock, under which the watch calls
-			// markSynced: never call it holding o.mu.
-			if !b.Config().WaitForSynchronization || b.Waiting() != "" {
-				continue
-			}
-			o.mu.Lock()
-			done := o.syncsDone[b]
-			o.mu.Unlock()
-			if !done {
+			if p := b.Phase(); b.Config().WaitForSynchronization && p != watch.Unserved && p != watch.Synced {
 				pending = append(pending, b.Hook.Name+"/"+b.Name())
 			}
 		}
-		if len(pending) == 0 {
+		if len(pending) == 0 && o.startupSyncs.zero() {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-o.syncChange:
+		case <-changed:
+		case <-finished:
 		case <-time.After(10 * time.Second):
-			o.log.WithField("bindings", strings.Join(pending, ",")).Info("waiting for Synchronization")
+			o.log.WithField("bindings", strings.Join(pending, ",")).WithField("runs", o.startupSyncs.value()).
+				Info("waiting for Synchronization")
 		}
-	}
-}
-
-func (o *Operator) markSynced(b *watch.Binding) {
-	o.mu.Lock()
-	o.syncsDone[b] = true
-	o.mu.Unlock()
-	select {
-	case o.syncChange <- struct{}{}:
-	default:
 	}
 }
 
@@ -311,19 +294,22 @@ func groupMembers(h *hook.Hook, group string) []string {
 func (o *Operator) Synchronization(b *watch.Binding, objects []binding.Object) {
 	cfg := b.Config()
 	if !cfg.ExecuteHookOnSynchronization {
-		o.markSynced(b)
-		o.gate.synchronized(b, func() {}) // its snapshot is complete: others may go on
 		return
 	}
 	c := binding.Context{Binding: cfg.Name, Type: binding.TypeSynchronization, Objects: objects}
-	o.gate.synchronized(b, func() { o.push(b.Hook, &cfg.Common, c, func(error) { o.markSynced(b) }) })
+	var done func(error)
+	if cfg.WaitForSynchronization && !o.started.Load() {
+		o.startupSyncs.add(1)
+		done = func(error) { o.startupSyncs.add(-1) }
+	}
+	o.push(b.Hook, &cfg.Common, c, done)
 }
 
 // Event implements watch.Sink.
 func (o *Operator) Event(b *watch.Binding, watchEvent string, obj binding.Object) {
 	cfg := b.Config()
 	c := binding.Context{Binding: cfg.Name, Type: binding.TypeEvent, WatchEvent: watchEvent, Object: &obj}
-	o.gate.event(b, func() { o.push(b.Hook, &cfg.Common, c, nil) })
+	o.push(b.Hook, &cfg.Common, c, nil)
 }
 
 // EnsureFinalizer implements watch.Sink.
@@ -335,6 +321,9 @@ func (o *Operator) push(h *hook.Hook, common *hook.Common, c binding.Context, do
 	t := NewTask(h, common, c)
 	t.Done = done
 	if err := o.queues.Push(t); err != nil {
+		if done != nil {
+			done(err) // never runs: nothing to wait for
+		}
 		o.log.WithFields(logrus.Fields{"hook": h.Name, "binding": common.Name}).WithError(err).Debug("not queued")
 	}
 }
@@ -356,4 +345,39 @@ func (o *Operator) startSchedules(ctx context.Context) error {
 		return nil
 	}
 	return schedule.Run(ctx, entries)
+}
+
+// runCount is a count of runs that tells when it changes.
+type runCount struct {
+	mu      sync.Mutex
+	n       int
+	changed chan struct{}
+}
+
+func (c *runCount) add(d int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n += d
+	if c.changed != nil {
+		close(c.changed)
+		c.changed = nil
+	}
+}
+
+// changes returns a channel closed at the next change of the count.
+func (c *runCount) changes() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.changed == nil {
+		c.changed = make(chan struct{})
+	}
+	return c.changed
+}
+
+func (c *runCount) zero() bool { return c.value() == 0 }
+
+func (c *runCount) value() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
 }

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"bytes"
+	"strings"
 	"sync"
 
 	"github.com/sirupsen/logrus"
@@ -12,8 +13,11 @@ import (
 	"github.com/hook-operator/hook-operator/internal/metrics"
 )
 
-// Sink receives what bindings observe. Calls for one binding come one at a
-// time and in order: its Synchronization first, then its events. A Sink
+// Sink receives what bindings observe. Calls come one at a time, in the
+// order the bindings observed the changes: for each binding its
+// Synchronization first (after those of the bindings whose snapshots its
+// contexts carry, see Held), then its events. No lock of the watch is held
+// during a call, so a Sink may read bindings (Snapshot, Get, Phase). A Sink
 // must not block for long: it is called from the watch's delivery path.
 type Sink interface {
 	Synchronization(b *Binding, objects []binding.Object)
@@ -33,20 +37,21 @@ type Binding struct {
 	cfg  *hook.KubernetesBinding
 	res  kube.Resource
 	log  logrus.FieldLogger
-	sink Sink
-	// owned tells which objects' status the hook writes itself.
-	owned *statusOwners
+	// out owns the binding's Phase and takes what it has to tell the Sink.
+	out *outbox
 	// names filters objects client-side when nameSelector lists more than one
 	// name (one name is a server-side field selector).
 	names map[string]bool
 	// metrics counts events received and suppressed; may be nil.
 	metrics *metrics.Metrics
 
-	mu       sync.Mutex
-	sources  map[string]*source // by namespace ("" = all namespaces)
-	synced   bool
-	waiting  string // why the binding is not watching yet (unknown kind), or ""
-	resolved bool
+	mu      sync.Mutex
+	sources map[string]*source // by namespace ("" = all namespaces)
+	waiting string             // why the kind is not served, or ""
+	// owned are the objects the binding holds whose status (or ApplySet
+	// inventory) the hook writes itself, by entryKey; an object leaves when
+	// it leaves the binding.
+	owned map[string]struct{}
 }
 
 // feed is where a binding's entries come from: an informer on a live
@@ -70,8 +75,8 @@ type source struct {
 }
 
 // Resource returns what the binding watches. It is set once, when the kind
-// resolves and before the binding starts, and never changes after; so it is
-// read without the lock, which Sink calls made under it may need.
+// resolves and before the binding leaves phase Resolving or Unserved, and
+// never changes after; so it is read without the lock.
 func (b *Binding) Resource() kube.Resource { return b.res }
 
 // Get returns one object of the binding as it would appear in a context,
@@ -109,18 +114,14 @@ func (b *Binding) Config() *hook.KubernetesBinding { return b.cfg }
 // Name returns the binding's name.
 func (b *Binding) Name() string { return b.cfg.Name }
 
-// Synced reports whether the binding has delivered its Synchronization.
-func (b *Binding) Synced() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.synced
-}
+// Phase returns where the binding is on its way to delivering events.
+func (b *Binding) Phase() Phase { return b.out.phaseOf(b) }
 
-func (b *Binding) isResolved() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.resolved
-}
+// Synced reports whether the Sink has the binding's Synchronization.
+func (b *Binding) Synced() bool { return b.Phase() == Synced }
+
+// served reports whether the binding's kind has resolved: b.res is set.
+func (b *Binding) served() bool { return b.Phase() >= Listing }
 
 // Waiting returns why the binding is not watching yet, or "".
 func (b *Binding) Waiting() string {
@@ -178,30 +179,30 @@ func (b *Binding) snapshotLocked() []binding.Object {
 }
 
 // synchronize delivers the binding's Synchronization from the current cache
-// contents. Holding b.mu while reading the cache and delivering orders it
-// against notify: a change the cache already holds either came in before
-// (and was dropped, being part of this snapshot) or is delivered after.
+// contents. Holding b.mu while reading the cache and handing the
+// Synchronization to the outbox orders it against notify: a change the
+// cache already holds either came in before (and was dropped, being part of
+// this snapshot) or is delivered after.
 func (b *Binding) synchronize() {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	objs := b.snapshotLocked()
 	for _, src := range b.sources {
 		src.live = true
 	}
-	b.synced = true
-	b.sink.Synchronization(b, objs)
-	if b.cfg.Finalizer == "" {
-		return
-	}
-	// Objects deleted while nobody was watching are finalized now; the rest
-	// get the finalizer if they lack it.
-	for _, src := range b.sources {
-		for _, e := range src.inf.list() {
-			if b.matches(e) {
-				b.finalizerState(src, nil, e)
+	b.out.synchronization(b, objs)
+	if b.cfg.Finalizer != "" {
+		// Objects deleted while nobody was watching are finalized now; the
+		// rest get the finalizer if they lack it.
+		for _, src := range b.sources {
+			for _, e := range src.inf.list() {
+				if b.matches(e) {
+					b.finalizerState(src, nil, e)
+				}
 			}
 		}
 	}
+	b.mu.Unlock()
+	b.out.flush()
 }
 
 // finalizerState handles the finalizer option for one object: an object
@@ -213,30 +214,38 @@ func (b *Binding) finalizerState(src *source, old, e *entry) bool {
 	switch {
 	case e.deleting && e.hasFinalizer(f):
 		if old == nil || !old.deleting || !old.hasFinalizer(f) {
-			b.sink.Event(b, Finalize, b.object(src, e))
+			b.out.event(b, Finalize, b.object(src, e))
 		}
 		return true
 	case e.deleting:
 		return false
 	case !e.hasFinalizer(f):
-		b.sink.EnsureFinalizer(b, e.Namespace, e.Name)
+		b.out.ensureFinalizer(b, e.Namespace, e.Name)
 	}
 	return false
 }
 
 // notify handles one watch notification from f, the binding's source for
-// namespace ns.
-func (b *Binding) notify(f feed, ns string, slot int, event string, old, e *entry, initial bool) {
+// namespace ns, and hands what it makes of it to the Sink.
+func (b *Binding) notify(f feed, ns string, slot int, event string, old, e *entry) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.notifyLocked(f, ns, slot, event, old, e)
+	b.mu.Unlock()
+	b.out.flush()
+}
+
+func (b *Binding) notifyLocked(f feed, ns string, slot int, event string, old, e *entry) {
 	src := b.sources[ns]
 	if src == nil || src.inf != f || src.slot != slot {
 		return // a source the binding has let go of
 	}
+	if event == hook.Deleted {
+		delete(b.owned, entryKey(e.Namespace, e.Name))
+	}
 	if !src.live {
 		return // covered by the coming Synchronization
 	}
-	_ = initial // initial objects of a live source are new to the binding: Added
+	// Initial objects of a live source are new to the binding: Added.
 	if !b.matches(e) {
 		return
 	}
@@ -257,7 +266,39 @@ func (b *Binding) notify(f feed, ns string, slot int, event string, old, e *entr
 			return
 		}
 	}
-	b.sink.Event(b, event, b.object(src, e))
+	b.out.event(b, event, b.object(src, e))
+}
+
+// statusWritten records that the hook writes the status of an object the
+// binding holds, so that the status-only modification it causes does not
+// run the hook again. Objects the binding does not hold are not recorded:
+// their modifications never reach it.
+func (b *Binding) statusWritten(namespace, name string) {
+	if b.cfg.ExecuteHookOnOwnStatusChange || b.cfg.Filter != nil {
+		return // ownStatusChange never asks
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, src := range b.sources {
+		if e := src.inf.get(namespace, name); e != nil && b.matches(e) {
+			if b.owned == nil {
+				b.owned = map[string]struct{}{}
+			}
+			b.owned[entryKey(namespace, name)] = struct{}{}
+			return
+		}
+	}
+}
+
+// forgetNamespaceLocked forgets the owned objects of namespace ns, whose objects
+// left the binding without events.
+func (b *Binding) forgetNamespaceLocked(ns string) {
+	prefix := entryKey(ns, "")
+	for k := range b.owned {
+		if strings.HasPrefix(k, prefix) {
+			delete(b.owned, k)
+		}
+	}
 }
 
 // ownStatusChange reports whether a modification only changed the status
@@ -268,7 +309,7 @@ func (b *Binding) ownStatusChange(old, e *entry) bool {
 	if b.cfg.ExecuteHookOnOwnStatusChange || b.cfg.Filter != nil || old.full == nil || e.full == nil {
 		return false
 	}
-	if !b.owned.has(b.Hook.Name, b.res.GVR.String(), e.Namespace, e.Name) {
+	if _, ok := b.owned[entryKey(e.Namespace, e.Name)]; !ok {
 		return false
 	}
 	return statusOnly(old.full, e.full)
@@ -284,12 +325,11 @@ func (b *Binding) unchanged(slot int, old, e *entry) bool {
 	return old.ResourceVersion == e.ResourceVersion
 }
 
-func newBinding(h *hook.Hook, cfg *hook.KubernetesBinding, sink Sink, owned *statusOwners, log logrus.FieldLogger) *Binding {
+func newBinding(h *hook.Hook, cfg *hook.KubernetesBinding, out *outbox, log logrus.FieldLogger) *Binding {
 	b := &Binding{
 		Hook:    h,
 		cfg:     cfg,
-		sink:    sink,
-		owned:   owned,
+		out:     out,
 		sources: map[string]*source{},
 		log:     log.WithFields(logrus.Fields{"hook": h.Name, "binding": cfg.Name}),
 	}

@@ -37,7 +37,7 @@ func decodeUnstructured(tb testing.TB, data []byte) *unstructured.Unstructured {
 func benchBinding() *Binding {
 	h := &hook.Hook{Name: "bench.sh"}
 	cfg := &hook.KubernetesBinding{Common: hook.Common{Name: "configmaps"}, KeepFullObjectsInMemory: true}
-	return newBinding(h, cfg, nil, &statusOwners{}, logrus.New())
+	return newBinding(h, cfg, newOutbox(nil), logrus.New())
 }
 
 // BenchmarkNewEntryAndEncode measures what the watch cache costs per object

@@ -145,9 +145,9 @@ func (i *informer) start(ctx context.Context) error {
 		ObjectType:    &unstructured.Unstructured{},
 		Transform:     i.transform,
 		Handler: cache.ResourceEventHandlerDetailedFuncs{
-			AddFunc:    func(obj any, initial bool) { i.dispatch(hook.Added, nil, obj, initial) },
-			UpdateFunc: func(old, obj any) { i.dispatch(hook.Modified, old, obj, false) },
-			DeleteFunc: func(obj any) { i.dispatch(hook.Deleted, nil, obj, false) },
+			AddFunc:    func(obj any, _ bool) { i.dispatch(hook.Added, nil, obj) },
+			UpdateFunc: func(old, obj any) { i.dispatch(hook.Modified, old, obj) },
+			DeleteFunc: func(obj any) { i.dispatch(hook.Deleted, nil, obj) },
 		},
 	})
 	ctx, i.cancel = context.WithCancel(ctx)
@@ -179,7 +179,7 @@ func (i *informer) transform(obj any) (any, error) {
 }
 
 // dispatch hands one notification to every attached binding.
-func (i *informer) dispatch(event string, oldObj, obj any, initial bool) {
+func (i *informer) dispatch(event string, oldObj, obj any) {
 	i.broken.Store(false)
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
@@ -194,7 +194,7 @@ func (i *informer) dispatch(event string, oldObj, obj any, initial bool) {
 		old, _ = oldObj.(*entry)
 	}
 	for slot, b := range i.bindings {
-		b.notify(i, i.key.namespace, slot, event, old, e, initial)
+		b.notify(i, i.key.namespace, slot, event, old, e)
 	}
 }
 

@@ -40,7 +40,7 @@ type Resolver interface {
 // selectors compare the object's value at the field's path as a string.
 type Memory struct {
 	bindings []*Binding
-	owned    statusOwners
+	out      *outbox
 	objects  Objects
 	feeds    map[*Binding]*memFeed
 }
@@ -50,20 +50,24 @@ type Memory struct {
 // unknown receives nothing, as a live binding waits for its CRD; a warning
 // says how to declare the kind.
 func NewMemory(hooks []*hook.Hook, resolver Resolver, objects Objects, sink Sink, log logrus.FieldLogger) (*Memory, error) {
-	m := &Memory{objects: objects, feeds: map[*Binding]*memFeed{}}
+	m := &Memory{objects: objects, out: newOutbox(sink), feeds: map[*Binding]*memFeed{}}
+	var all []*Binding
+	phases := map[*Binding]Phase{}
 	for _, h := range hooks {
 		for i := range h.Config.Kubernetes {
 			cfg := &h.Config.Kubernetes[i]
-			b := newBinding(h, cfg, sink, &m.owned, log)
+			b := newBinding(h, cfg, m.out, log)
+			all = append(all, b)
 			res, err := resolver.Resolve(cfg.APIVersion, cfg.Kind)
 			if errors.Is(err, kube.ErrUnknownKind) {
 				b.log.WithError(err).Warn("the binding's kind is unknown, so it receives nothing: add the kind's CustomResourceDefinition to the objects, or declare it under resources")
+				phases[b] = Unserved
 				continue
 			}
 			if err != nil {
 				return nil, fmt.Errorf("hook %s: binding %q: %w", h.Name, cfg.Name, err)
 			}
-			b.res, b.resolved = res, true
+			b.res = res
 			f, err := newMemFeed(b)
 			if err != nil {
 				return nil, fmt.Errorf("hook %s: binding %q: %w", h.Name, cfg.Name, err)
@@ -71,7 +75,12 @@ func NewMemory(hooks []*hook.Hook, resolver Resolver, objects Objects, sink Sink
 			b.sources[""] = &source{inf: f}
 			m.feeds[b] = f
 			m.bindings = append(m.bindings, b)
+			phases[b] = Listing
 		}
+	}
+	m.out.register(all)
+	for _, b := range all {
+		m.out.setPhase(b, phases[b])
 	}
 	return m, nil
 }
@@ -92,7 +101,7 @@ func (m *Memory) Binding(hookName, name string) *Binding {
 // StatusWritten records that a hook wrote the status of an object, as
 // Watcher.StatusWritten does.
 func (m *Memory) StatusWritten(hookName, resource, namespace, name string) {
-	m.owned.add(hookName, resource, namespace, name)
+	statusWritten(m.bindings, hookName, resource, namespace, name)
 }
 
 // Synchronize loads every binding's objects and delivers its
@@ -138,18 +147,18 @@ func (m *Memory) deliver(b *Binding, f *memFeed, obj *unstructured.Unstructured,
 	case in && old != nil:
 		e := f.entry(obj)
 		f.entries[key] = e
-		b.notify(f, "", 0, hook.Modified, old, e, false)
+		b.notify(f, "", 0, hook.Modified, old, e)
 	case in:
 		e := f.entry(obj)
 		f.entries[key] = e
-		b.notify(f, "", 0, hook.Added, nil, e, false)
+		b.notify(f, "", 0, hook.Added, nil, e)
 	case old != nil:
 		delete(f.entries, key)
 		e := f.entry(obj)
 		if event != hook.Deleted {
 			e = old // it left the selectors: the watch reports it as last seen
 		}
-		b.notify(f, "", 0, hook.Deleted, nil, e, false)
+		b.notify(f, "", 0, hook.Deleted, nil, e)
 	}
 }
 
@@ -171,6 +180,9 @@ func (m *Memory) namespaceChanged(ns string) {
 				m.deliver(b, f, u, true, hook.Added)
 			case !in && held:
 				delete(f.entries, key)
+				b.mu.Lock()
+				delete(b.owned, key)
+				b.mu.Unlock()
 			}
 		}
 	}

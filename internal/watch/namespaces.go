@@ -91,7 +91,7 @@ func (n *namespaces) remove(obj any) {
 func (n *namespaces) reconcile(ns string, set labels.Set, exists bool) {
 	for _, b := range n.w.bindings {
 		sel := b.cfg.Namespace
-		if sel == nil || sel.LabelSelector == nil || !b.isResolved() || !b.res.Namespaced {
+		if sel == nil || sel.LabelSelector == nil || !b.served() || !b.res.Namespaced {
 			continue
 		}
 		listed := false

@@ -5,38 +5,9 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
-	"sync"
 
 	"github.com/hook-operator/hook-operator/internal/ops"
 )
-
-// statusOwners remembers, in memory, which objects each hook writes itself
-// (status with the Status operation, inventory annotations as an ApplySet
-// parent): after a restart a hook may run once more for its own write
-// before it is known again.
-type statusOwners struct {
-	mu   sync.Mutex
-	keys map[string]bool
-}
-
-func ownerKey(hookName, resource, namespace, name string) string {
-	return hookName + "\x00" + resource + "\x00" + namespace + "\x00" + name
-}
-
-func (o *statusOwners) add(hookName, resource, namespace, name string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.keys == nil {
-		o.keys = map[string]bool{}
-	}
-	o.keys[ownerKey(hookName, resource, namespace, name)] = true
-}
-
-func (o *statusOwners) has(hookName, resource, namespace, name string) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.keys[ownerKey(hookName, resource, namespace, name)]
-}
 
 // statusOnly reports whether two versions of an object, given as JSON,
 // differ at most in status, the runtime's own inventory annotations, and

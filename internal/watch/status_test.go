@@ -49,11 +49,6 @@ func TestStatusOnly(t *testing.T) {
 	if !statusOnlyMaps(t, a, e) {
 		t.Error("an inventory annotation written by the runtime counts as its own write")
 	}
-	var o statusOwners
-	o.add("h", "r", "ns", "a")
-	if !o.has("h", "r", "ns", "a") || o.has("other", "r", "ns", "a") {
-		t.Error("status owners are per hook and object")
-	}
 }
 
 func TestStatusOnlyComparesNumbersExactly(t *testing.T) {

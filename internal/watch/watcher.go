@@ -27,7 +27,7 @@ type Watcher struct {
 	sink    Sink
 	log     logrus.FieldLogger
 
-	owned   statusOwners
+	out     *outbox
 	metrics *metrics.Metrics
 	// streams opens the informers' watches; nil sends them through the
 	// dynamic client (no REST config, as in tests with fake clients).
@@ -48,6 +48,7 @@ func New(clients *kube.Clients, hooks []*hook.Hook, sink Sink, log logrus.FieldL
 	w := &Watcher{
 		clients:      clients,
 		sink:         sink,
+		out:          newOutbox(sink),
 		log:          log,
 		informers:    map[informerKey]*informer{},
 		kindRetryMin: time.Second,
@@ -58,9 +59,10 @@ func New(clients *kube.Clients, hooks []*hook.Hook, sink Sink, log logrus.FieldL
 	}
 	for _, h := range hooks {
 		for i := range h.Config.Kubernetes {
-			w.bindings = append(w.bindings, newBinding(h, &h.Config.Kubernetes[i], sink, &w.owned, log))
+			w.bindings = append(w.bindings, newBinding(h, &h.Config.Kubernetes[i], w.out, log))
 		}
 	}
+	w.out.register(w.bindings)
 	return w
 }
 
@@ -116,7 +118,7 @@ func (w *Watcher) Start(ctx context.Context) error {
 	// informer's binding set is fixed once it runs.
 	var ready []*Binding
 	for _, b := range w.bindings {
-		if b.isResolved() {
+		if b.served() {
 			w.attachInitial(b)
 			ready = append(ready, b)
 		}
@@ -141,16 +143,24 @@ func (w *Watcher) needsNamespaces() bool {
 	return false
 }
 
+// resolve looks up b's kind: b moves to Listing when it is served, to
+// Unserved when it is not.
 func (w *Watcher) resolve(b *Binding) error {
 	res, err := w.clients.Resolver.Resolve(b.cfg.APIVersion, b.cfg.Kind)
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if err != nil {
 		b.waiting = err.Error()
-		return err
+	} else {
+		b.res, b.waiting = res, ""
 	}
-	b.res, b.resolved, b.waiting = res, true, ""
-	return nil
+	b.mu.Unlock()
+	switch {
+	case err == nil:
+		w.out.setPhase(b, Listing)
+	case errors.Is(err, kube.ErrUnknownKind):
+		w.out.setPhase(b, Unserved)
+	}
+	return err
 }
 
 // namespacesOf returns the namespaces b watches now: "" for all.
@@ -281,9 +291,18 @@ func (w *Watcher) waitForKind(ctx context.Context, b *Binding) {
 }
 
 // StatusWritten records that a hook wrote the status of an object, so that
-// its bindings ignore the resulting status-only modification.
+// its bindings ignore the resulting status-only modification. Bindings
+// forget the object when it leaves them.
 func (w *Watcher) StatusWritten(hookName, resource, namespace, name string) {
-	w.owned.add(hookName, resource, namespace, name)
+	statusWritten(w.bindings, hookName, resource, namespace, name)
+}
+
+func statusWritten(bindings []*Binding, hookName, resource, namespace, name string) {
+	for _, b := range bindings {
+		if b.Hook.Name == hookName && b.served() && b.res.GVR.String() == resource {
+			b.statusWritten(namespace, name)
+		}
+	}
 }
 
 // Synced reports whether every binding whose kind is served has delivered
@@ -291,12 +310,16 @@ func (w *Watcher) StatusWritten(hookName, resource, namespace, name string) {
 func (w *Watcher) Synced() (bool, []string) {
 	var waiting []string
 	for _, b := range w.bindings {
-		if !b.Synced() {
+		if p := b.Phase(); p != Synced && p != Unserved {
 			waiting = append(waiting, b.Hook.Name+"/"+b.cfg.Name)
 		}
 	}
 	return len(waiting) == 0, waiting
 }
+
+// Changed returns a channel that is closed at the next change of any
+// binding's Phase: read the phases, then wait on it, to see every change.
+func (w *Watcher) Changed() <-chan struct{} { return w.out.changes() }
 
 // subscribe adds namespace ns to b while running (a namespace that started
 // matching its namespace.labelSelector).
@@ -306,14 +329,15 @@ func (w *Watcher) subscribe(b *Binding, ns string) {
 	w.mu.Unlock()
 	b.mu.Lock()
 	_, have := b.sources[ns]
-	resolved := b.resolved
 	b.mu.Unlock()
-	if have || !resolved {
+	if have || !b.served() {
 		return
 	}
 	inf := w.informerFor(b, w.keyFor(b, ns))
 	b.mu.Lock()
-	src := &source{inf: inf, slot: inf.attach(b), live: b.synced}
+	// Once the binding has synchronized, the namespace's objects are new
+	// to it: they arrive as Added events.
+	src := &source{inf: inf, slot: inf.attach(b), live: b.out.phaseOf(b) >= Held}
 	b.sources[ns] = src
 	b.mu.Unlock()
 	b.log.WithField("namespace", ns).Info("namespace matches now; watching it")
@@ -328,6 +352,7 @@ func (w *Watcher) unsubscribe(b *Binding, ns string) {
 	b.mu.Lock()
 	src, have := b.sources[ns]
 	delete(b.sources, ns)
+	b.forgetNamespaceLocked(ns)
 	b.mu.Unlock()
 	if !have {
 		return

@@ -22,6 +22,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/queue"
 	"github.com/hook-operator/hook-operator/internal/server"
+	"github.com/hook-operator/hook-operator/internal/watch"
 )
 
 // Flags hold where the operator is and how to print.
@@ -183,8 +184,10 @@ func hooksTable(w *tabwriter.Writer, hs []operator.HookState) {
 				state = "waiting: " + b.Waiting
 			case b.Synced:
 				state = "synchronized"
+			case b.Phase == watch.Held.String():
+				state = "held: waiting for its group's or included snapshots"
 			default:
-				state = "synchronizing"
+				state = "synchronizing (" + b.Phase + ")"
 			}
 			runs, failures, last, lastErr := "", "", "", ""
 			if i == 0 {
