@@ -1,0 +1,203 @@
+package watch
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hook-operator/hook-operator/internal/binding"
+	"github.com/hook-operator/hook-operator/internal/hook"
+)
+
+const groupBindings = `
+configVersion: v1
+kubernetes:
+- name: first
+  apiVersion: v1
+  kind: ConfigMap
+  group: g
+- name: second
+  apiVersion: v1
+  kind: Secret
+  group: g
+- name: alone
+  apiVersion: v1
+  kind: Service
+`
+
+// outboxEnv is an outbox over the bindings of one hook configuration,
+// driven directly: the tests choose when each binding lists.
+func outboxEnv(t *testing.T, config string) (*outbox, *recordingSink, map[string]*Binding) {
+	t.Helper()
+	cfg, err := hook.ParseConfig("h1", []byte(config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hook.Hook{Name: "h1", Config: cfg}
+	sink := &recordingSink{}
+	out := newOutbox(sink)
+	byName := map[string]*Binding{}
+	var all []*Binding
+	for i := range cfg.Kubernetes {
+		b := newBinding(h, &h.Config.Kubernetes[i], out, discardLog())
+		byName[b.Name()] = b
+		all = append(all, b)
+	}
+	out.register(all)
+	return out, sink, byName
+}
+
+func synchronizeEmpty(o *outbox, b *Binding) {
+	o.synchronization(b, nil)
+	o.flush()
+}
+
+func addEvent(o *outbox, b *Binding, name string) {
+	o.event(b, hook.Added, binding.Object{Namespace: "ns", Name: name})
+	o.flush()
+}
+
+// A group member's Synchronization, and its events after it, wait until
+// the other members have listed; a binding outside the group does not.
+func TestOutboxHoldsGroupUntilMembersList(t *testing.T) {
+	o, sink, b := outboxEnv(t, groupBindings)
+	for _, n := range []string{"first", "second", "alone"} {
+		o.setPhase(b[n], Listing)
+	}
+	synchronizeEmpty(o, b["first"])
+	addEvent(o, b["first"], "early")
+	synchronizeEmpty(o, b["alone"])
+	if got := sink.take(); fmt.Sprint(got) != "[h1/alone: Synchronization []]" {
+		t.Errorf("before the second member listed the sink was told %q", got)
+	}
+	if p := b["first"].Phase(); p != Held {
+		t.Errorf("first member's phase: %s, want held", p)
+	}
+	synchronizeEmpty(o, b["second"])
+	want := []string{"h1/first: Synchronization []", "h1/first: Added ns/early", "h1/second: Synchronization []"}
+	if got := sink.take(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("after the second member listed the sink was told\n%q\nwant\n%q", got, want)
+	}
+	for _, n := range []string{"first", "second", "alone"} {
+		if p := b[n].Phase(); p != Synced {
+			t.Errorf("%s: phase %s, want synced", n, p)
+		}
+	}
+}
+
+// A dependency whose kind is not served releases what waits for it at
+// once: nobody polls for it.
+func TestOutboxUnservedDependencyReleases(t *testing.T) {
+	o, sink, b := outboxEnv(t, `
+configVersion: v1
+kubernetes:
+- name: main
+  apiVersion: v1
+  kind: ConfigMap
+  includeSnapshotsFrom: [extra]
+- name: extra
+  apiVersion: example.com/v1
+  kind: NotInstalled
+`)
+	o.setPhase(b["main"], Listing)
+	synchronizeEmpty(o, b["main"])
+	if got := sink.take(); len(got) != 0 {
+		t.Fatalf("delivered before the dependency was known: %q", got)
+	}
+	changed := o.changes()
+	o.setPhase(b["extra"], Unserved)
+	select {
+	case <-changed:
+	default:
+		t.Error("the phase change was not published")
+	}
+	o.flush()
+	if got := sink.take(); fmt.Sprint(got) != "[h1/main: Synchronization []]" {
+		t.Errorf("after the dependency turned out unserved the sink was told %q", got)
+	}
+}
+
+// A periodic Synchronization of a synced binding follows its events in
+// order, and EnsureFinalizer requests do not wait behind a held binding.
+func TestOutboxResyncAndFinalizerRequests(t *testing.T) {
+	o, sink, b := outboxEnv(t, groupBindings)
+	o.setPhase(b["first"], Listing)
+	o.setPhase(b["second"], Listing)
+	synchronizeEmpty(o, b["first"])
+	o.ensureFinalizer(b["first"], "ns", "x")
+	o.flush()
+	if got := sink.take(); fmt.Sprint(got) != "[h1/first: EnsureFinalizer ns/x]" {
+		t.Errorf("a held binding's finalizer request: %q", got)
+	}
+	synchronizeEmpty(o, b["second"])
+	sink.take()
+	addEvent(o, b["first"], "a")
+	synchronizeEmpty(o, b["first"])
+	addEvent(o, b["first"], "b")
+	want := "[h1/first: Added ns/a h1/first: Synchronization [] h1/first: Added ns/b]"
+	if got := sink.take(); fmt.Sprint(got) != want {
+		t.Errorf("got %q, want %s", got, want)
+	}
+}
+
+// Bindings notified from many goroutines at once: each binding's
+// deliveries reach the Sink in the order they were made, no two Sink calls
+// overlap, and none is lost.
+func TestOutboxConcurrentProducersKeepOrder(t *testing.T) {
+	const producers, events = 8, 500
+	var config strings.Builder
+	config.WriteString("configVersion: v1\nkubernetes:\n")
+	for p := range producers {
+		fmt.Fprintf(&config, "- name: b%d\n  apiVersion: v1\n  kind: ConfigMap\n", p)
+	}
+	o, sink, b := outboxEnv(t, config.String())
+	for _, x := range b {
+		o.setPhase(x, Listing)
+		synchronizeEmpty(o, x)
+	}
+	sink.take()
+	var wg sync.WaitGroup
+	for p := range producers {
+		x := b[fmt.Sprintf("b%d", p)]
+		wg.Go(func() {
+			for i := range events {
+				x.mu.Lock() // as notify adds under the binding's lock
+				o.event(x, hook.Added, binding.Object{Namespace: "ns", Name: strconv.Itoa(i)})
+				x.mu.Unlock()
+				o.flush()
+			}
+		})
+	}
+	wg.Wait()
+	o.flush()
+	if sink.overlap {
+		t.Error("Sink calls overlapped")
+	}
+	next := map[string]int{}
+	for _, line := range sink.take() {
+		name, rest, _ := strings.Cut(line, ": Added ns/")
+		i, err := strconv.Atoi(rest)
+		if err != nil {
+			t.Fatalf("unexpected line %q", line)
+		}
+		if i != next[name] {
+			t.Fatalf("%s: got event %d, want %d", name, i, next[name])
+		}
+		next[name]++
+	}
+	for p := range producers {
+		if n := next[fmt.Sprintf("h1/b%d", p)]; n != events {
+			t.Errorf("b%d: %d events delivered, want %d", p, n, events)
+		}
+	}
+}
+
+// Memory synchronizes bindings one by one, so a group's first member waits
+// for the last; their Synchronizations still come in binding order.
+func TestMemoryGroupOrder(t *testing.T) {
+	e := newFixtureEnv(t, groupBindings)
+	e.mem.Synchronize()
+	e.expect("h1/first: Synchronization []", "h1/second: Synchronization []", "h1/alone: Synchronization []")
+}
