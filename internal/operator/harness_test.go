@@ -33,6 +33,8 @@ type env struct {
 	logs     *syncBuffer
 	cancel   context.CancelFunc
 	finished chan error
+	// op is the running operator, once started.
+	op *operator.Operator
 }
 
 func newEnv(t *testing.T) *env {
@@ -130,6 +132,7 @@ func (e *env) start() {
 	}, log)
 	e.cancel = cancel
 	e.finished = make(chan error, 1)
+	e.op = op
 	go func() { e.finished <- op.Run(ctx) }()
 	e.t.Cleanup(func() {
 		e.stop()

@@ -531,3 +531,45 @@ kubernetesValidating:
 		t.Errorf("start-up did not say that the admission binding is not served")
 	}
 }
+
+// Start-up waits for the Synchronization run of a binding with
+// waitForSynchronization before schedules start and before the operator is
+// ready. A group member whose kind is not served holds neither its group's
+// Synchronization nor readiness.
+func TestIntegrationStartupWaitsForSynchronizationRuns(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	gate := filepath.Join(t.TempDir(), "gate")
+	e.bashHook("sync.sh", fmt.Sprintf(`
+configVersion: v1
+kubernetes:
+- name: cms
+  kind: ConfigMap
+  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
+  group: g
+- name: missing
+  apiVersion: %s/v1
+  kind: Missing
+  group: g
+`, testcluster.Unique()), fmt.Sprintf("while [[ ! -e %q ]]; do sleep 0.1; done", gate))
+	e.bashHook("tick.sh", "configVersion: v1\nschedule:\n- name: tick\n  crontab: \"* * * * * *\"\n", "")
+	e.start()
+	e.eventually(20*time.Second, "the group's Synchronization despite its unserved member", func() bool {
+		return slices.Contains(describe(e.contexts("sync.sh")), "cms:Group")
+	})
+	time.Sleep(2 * time.Second) // the schedule fires every second once started
+	if n := len(e.runs("tick.sh")); n != 0 {
+		t.Errorf("the schedule ran %d times before the Synchronization run finished", n)
+	}
+	if ok, why := e.op.Ready(context.Background()); ok || !strings.Contains(strings.Join(why, "; "), "starting") {
+		t.Errorf("ready while the Synchronization runs: %v %q", ok, why)
+	}
+	must(t, os.WriteFile(gate, nil, 0o644))
+	e.eventually(20*time.Second, "a Schedule run after the Synchronization run", func() bool {
+		return len(e.runs("tick.sh")) >= 1
+	})
+	e.eventually(10*time.Second, "readiness with an unserved binding", func() bool {
+		ok, _ := e.op.Ready(context.Background())
+		return ok
+	})
+}

@@ -1,7 +1,9 @@
 // Package watch is the runtime's sensor: it watches the objects that hooks'
-// kubernetes bindings ask for with shared client-go informers, applies
-// their selectors and jq filters, keeps per object only what the bindings
-// need, and reports each binding's Synchronization and events to a Sink.
+// kubernetes bindings ask for with client-go informers, applies their
+// selectors and jq filters, keeps per object only what the bindings need,
+// and reports each binding's Synchronization and events to a Sink, in
+// order and with no lock held (see outbox). It is the one owner of each
+// binding's Phase; Watcher.Changed tells when a phase changes.
 package watch
 
 import (
