@@ -155,12 +155,13 @@ func (o *outbox) changes() <-chan struct{} {
 	return o.changed
 }
 
-// setPhase moves b to p, releases what that unblocks, and tells whoever
-// waits for a change.
+// setPhase moves b to p, tells whoever waits for a change, and delivers
+// what that releases.
 func (o *outbox) setPhase(b *Binding, p Phase) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	o.setPhaseLocked(b, p)
+	o.mu.Unlock()
+	o.flush()
 }
 
 func (o *outbox) setPhaseLocked(b *Binding, p Phase) {

@@ -113,7 +113,6 @@ kubernetes:
 	default:
 		t.Error("the phase change was not published")
 	}
-	o.flush()
 	if got := sink.take(); fmt.Sprint(got) != "[h1/main: Synchronization []]" {
 		t.Errorf("after the dependency turned out unserved the sink was told %q", got)
 	}
