@@ -63,9 +63,9 @@ func (p *process) stop() error {
 	return nil
 }
 
-// awaitExit returns once os/exec has reaped the hook, or the kill grace has
-// passed. It polls, since only Wait learns of the exit and Wait is blocked
-// until stop returns; this happens only for runs that are cut short.
+// awaitExit returns once os/exec's Wait, which runs beside Cancel, has
+// reaped the hook, or the kill grace has passed. It polls, since only Wait
+// learns of the exit; this happens only for runs that are cut short.
 func (p *process) awaitExit() {
 	deadline := time.Now().Add(p.killGrace)
 	for time.Now().Before(deadline) {
