@@ -1,12 +1,12 @@
 package run
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 )
 
 // Names of the environment variables that carry the file paths (contract
@@ -22,11 +22,9 @@ const (
 
 // runDir is the private temp dir of one run and the files in it.
 //
-// The files are made and read with plain system calls rather than os.File:
-// every os.File open also tries to register the file with the runtime's
-// poller (four fcntl calls and a failing epoll_ctl for a regular file), and
-// a run is on the path of every event. An output file the hook left empty
-// is not opened at all.
+// A run is on the path of every event, so an output file the hook left
+// empty is only stat'ed, not opened, and the dir is removed file by file
+// rather than listed.
 type runDir struct {
 	path                                             string
 	contexts, patch, metrics, validating, conversion string
@@ -64,33 +62,17 @@ func newRunDir(parent string, contexts []byte) (*runDir, error) {
 
 // createFile creates name, which must not exist, 0600, holding content.
 func createFile(name string, content []byte) error {
-	fd, err := ignoringEINTR(func() (int, error) {
-		return syscall.Open(name, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o600)
-	})
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return &fs.PathError{Op: "create", Path: name, Err: err}
+		return err
 	}
-	for len(content) > 0 {
-		n, err := ignoringEINTR(func() (int, error) { return syscall.Write(fd, content) })
-		if err != nil {
-			_ = syscall.Close(fd)
-			return &fs.PathError{Op: "write", Path: name, Err: err}
-		}
-		content = content[n:]
-	}
-	if err := syscall.Close(fd); err != nil {
-		return &fs.PathError{Op: "close", Path: name, Err: err}
-	}
-	return nil
-}
-
-func ignoringEINTR(call func() (int, error)) (int, error) {
-	for {
-		n, err := call()
-		if err != syscall.EINTR {
-			return n, err
+	if len(content) > 0 {
+		if _, err := f.Write(content); err != nil {
+			_ = f.Close()
+			return err
 		}
 	}
+	return f.Close()
 }
 
 // env returns base without any variables of the contract's names, plus those
@@ -130,14 +112,14 @@ func (d *runDir) readOutputs(res *Result) error {
 		{d.validating, &res.ValidatingResponse},
 		{d.conversion, &res.ConversionResponse},
 	} {
-		var st syscall.Stat_t
-		if err := syscall.Stat(out.path, &st); err != nil {
-			if err == syscall.ENOENT {
-				continue
-			}
-			return fmt.Errorf("reading output file: %w", &fs.PathError{Op: "stat", Path: out.path, Err: err})
+		st, err := os.Stat(out.path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
 		}
-		if st.Mode&syscall.S_IFMT != syscall.S_IFREG || st.Size == 0 {
+		if err != nil {
+			return fmt.Errorf("reading output file: %w", err)
+		}
+		if !st.Mode().IsRegular() || st.Size() == 0 {
 			continue
 		}
 		b, err := os.ReadFile(out.path)
@@ -153,11 +135,11 @@ func (d *runDir) readOutputs(res *Result) error {
 // and whatever else the hook left in it only when there is anything.
 func (d *runDir) remove() error {
 	for _, name := range []string{d.contexts, d.patch, d.metrics, d.validating, d.conversion} {
-		if err := syscall.Unlink(name); err != nil && err != syscall.ENOENT {
+		if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return os.RemoveAll(d.path) // e.g. the hook made a dir of that name
 		}
 	}
-	if err := syscall.Rmdir(d.path); err != nil && err != syscall.ENOENT {
+	if err := os.Remove(d.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return os.RemoveAll(d.path)
 	}
 	return nil

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sirupsen/logrus"
 )
 
 func TestRunTimeoutKillsHookAndChildren(t *testing.T) {
@@ -89,6 +92,66 @@ wait
 	assertEmptyDir(t, r.TmpDir)
 }
 
+func TestRunCancelKillsWhatIgnoresSIGTERM(t *testing.T) {
+	r, _ := testRunner(t)
+	r.KillGrace = 300 * time.Millisecond
+	h := bashHook(t, `
+trap '' TERM
+sleep 300 &
+echo $! > child.pid
+while true; do wait || true; done
+`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cancelled := make(chan time.Time, 1)
+	go func() {
+		for !fileExists(filepath.Join(h.Dir, "child.pid")) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancelled <- time.Now()
+		cancel()
+	}()
+	_, err := r.Run(ctx, Request{Hook: h})
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "cancelled") {
+		t.Fatalf("error = %v, want cancelled", err)
+	}
+	// Only SIGKILL, after the grace, can have ended the hook.
+	if took := time.Since(<-cancelled); took < r.KillGrace {
+		t.Errorf("Run returned %v after the cancel, before the kill grace of %v", took, r.KillGrace)
+	}
+	assertGone(t, readPid(t, h, "child.pid"))
+	assertEmptyDir(t, r.TmpDir)
+}
+
+func TestRunTimeoutDoesNotWaitForEscapedChildHoldingStdout(t *testing.T) {
+	setsid, err := exec.LookPath("setsid")
+	if err != nil {
+		t.Fatalf("setsid (util-linux) starts a child outside the hook's process group: %v", err)
+	}
+	r, _ := testRunner(t)
+	r.OutputGrace = 200 * time.Millisecond
+	// The child's own session keeps it out of the group that the timeout
+	// kills, and it holds the hook's stdout.
+	h := bashHook(t, setsid+` sleep 30 &
+echo $! > child.pid
+sleep 300
+`)
+	start := time.Now()
+	_, err = r.Run(context.Background(), Request{Hook: h, Timeout: 300 * time.Millisecond})
+	took := time.Since(start)
+	pid := readPid(t, h, "child.pid")
+	defer func() { _ = syscall.Kill(pid, syscall.SIGKILL) }()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error = %v, want a timeout", err)
+	}
+	if took > 10*time.Second {
+		t.Errorf("Run took %v: it waited for the escaped child", took)
+	}
+	if gone(pid) {
+		t.Error("the escaped child ended early: the test proves nothing")
+	}
+}
+
 func TestRunDoesNotWaitForChildHoldingStdout(t *testing.T) {
 	r, logs := testRunner(t)
 	r.OutputGrace = 200 * time.Millisecond
@@ -122,4 +185,16 @@ echo '{"ok":true}' > "$KUBERNETES_PATCH_PATH"
 	if !sawLine {
 		t.Error("output written before the hook exited was not logged")
 	}
+	var warned bool
+	for _, e := range logs.AllEntries() {
+		warned = warned || e.Level == logrus.WarnLevel && strings.Contains(e.Message, "still holds stdout or stderr")
+	}
+	if !warned {
+		t.Error("no warning that the output was cut")
+	}
+}
+
+func fileExists(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
+	"sync"
 
 	"github.com/sirupsen/logrus"
 )
@@ -18,6 +20,10 @@ const (
 
 // labels are the fields a hook's JSON line cannot override.
 var labels = map[string]bool{"hook": true, "binding": true, "queue": true, "output": true}
+
+// copyBuffers hold the buffers that copy a hook's output into its
+// lineWriter, between runs.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
 
 // lineWriter logs each line written to it. A line longer than max is logged
 // cut, marked truncated, and the rest of it dropped, so a hook that never
@@ -63,6 +69,15 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// ReadFrom copies r into w with a pooled buffer; os/exec's copy would
+// allocate 32 KiB for each stream of each run.
+func (w *lineWriter) ReadFrom(r io.Reader) (int64, error) {
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	// The structs hide w's own ReadFrom and r's WriteTo from io.CopyBuffer.
+	return io.CopyBuffer(struct{ io.Writer }{w}, struct{ io.Reader }{r}, *buf)
 }
 
 // flush logs a last line that had no newline.

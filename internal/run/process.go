@@ -4,41 +4,76 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/hook-operator/hook-operator/internal/hook"
 )
 
-// wait waits for cmd and its output copying. When ctx ends first, the hook's
-// process group gets SIGTERM, then SIGKILL after the kill grace; signalled
-// reports that this happened.
-func (r *Runner) wait(ctx context.Context, cmd *exec.Cmd) (signalled bool, err error) {
-	pgid := cmd.Process.Pid
-	exited := make(chan struct{})
-	watched := make(chan bool)
-	go func() {
-		select {
-		case <-exited:
-			watched <- false
+// exitPoll is how often a cancelled run checks whether the hook has exited
+// during the kill grace.
+const exitPoll = 10 * time.Millisecond
+
+// process is one hook process. It runs in its own process group, so that a
+// timeout or cancellation ends whatever the hook started too: the group gets
+// SIGTERM, then SIGKILL after the kill grace.
+type process struct {
+	cmd       *exec.Cmd
+	killGrace time.Duration
+	signalled atomic.Bool
+}
+
+// newProcess prepares h to run until ctx ends, with env, /dev/null as stdin
+// and its output going to stdout and stderr. Once the hook has exited,
+// output that processes it left behind hold open is read for at most the
+// output grace.
+func (r *Runner) newProcess(ctx context.Context, h *hook.Hook, env []string, stdout, stderr io.Writer) (*process, error) {
+	stdin, err := hookStdin()
+	if err != nil {
+		return nil, err
+	}
+	p := &process{cmd: exec.CommandContext(ctx, h.Path), killGrace: r.killGrace()}
+	p.cmd.Dir, p.cmd.Env = h.Dir, env
+	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = stdin, stdout, stderr
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p.cmd.Cancel = p.stop
+	p.cmd.WaitDelay = r.outputGrace()
+	return p, nil
+}
+
+// stop ends the process group. os/exec calls it when the context ends
+// before the hook has exited, and starts the output grace when it returns.
+func (p *process) stop() error {
+	pgid := p.cmd.Process.Pid
+	if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return os.ErrProcessDone
+		}
+		return fmt.Errorf("sending SIGTERM to the hook's process group: %w", err)
+	}
+	p.signalled.Store(true)
+	p.awaitExit()
+	// Also after the hook itself exited: children that ignored SIGTERM
+	// must not outlive a cancelled run.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	return nil
+}
+
+// awaitExit returns once os/exec's Wait, which runs beside Cancel, has
+// reaped the hook, or the kill grace has passed. It polls, since only Wait
+// learns of the exit; this happens only for runs that are cut short.
+func (p *process) awaitExit() {
+	deadline := time.Now().Add(p.killGrace)
+	for time.Now().Before(deadline) {
+		if errors.Is(p.cmd.Process.Signal(syscall.Signal(0)), os.ErrProcessDone) {
 			return
-		case <-ctx.Done():
 		}
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		grace := time.NewTimer(r.killGrace())
-		defer grace.Stop()
-		select {
-		case <-exited:
-		case <-grace.C:
-		}
-		// Also after the hook itself exited: children that ignored SIGTERM
-		// must not outlive a cancelled run.
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		watched <- true
-	}()
-	err = cmd.Wait()
-	close(exited)
-	return <-watched, err
+		time.Sleep(exitPoll)
+	}
 }
 
 // exitError describes a failed run by its exit code or signal.
@@ -65,7 +100,6 @@ func setUsage(res *Result, ps *os.ProcessState) {
 	res.UserCPU = ps.UserTime()
 	res.SystemCPU = ps.SystemTime()
 	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		// Linux reports ru_maxrss in KiB.
-		res.MaxRSS = int64(ru.Maxrss) * 1024
+		res.MaxRSS = int64(ru.Maxrss) * maxRSSUnit
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -121,34 +120,22 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 
 	stdout := newLineWriter(log.WithField("output", "stdout"), r.maxLineBytes(), 0)
 	stderr := newLineWriter(log.WithField("output", "stderr"), r.maxLineBytes(), stderrTailLines)
-	out, err := newOutputs(stdout, stderr)
-	if err != nil {
-		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
-	}
-	defer out.close()
-	stdin, err := hookStdin()
-	if err != nil {
-		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
-	}
-	cmd := exec.Command(h.Path)
-	cmd.Dir = h.Dir
-	cmd.Env = dir.env(r.baseEnv())
-	cmd.Stdin = stdin
-	cmd.Stdout, cmd.Stderr = out.stdoutW, out.stderrW
-	// Its own process group lets a timeout kill the hook's children too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-
 	timeout := r.timeout(req)
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	p, err := r.newProcess(runCtx, h, dir.env(r.baseEnv()), stdout, stderr)
+	if err != nil {
+		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
+	}
+	cmd := p.cmd
+
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return Result{}, fmt.Errorf("hook %s: start: %w", h.Name, err)
 	}
-	out.started()
 	log.WithField("pid", cmd.Process.Pid).Debug("hook started")
-	signalled, waitErr := r.wait(runCtx, cmd)
-	outputCut := !out.wait(r.outputGrace())
+	waitErr := cmd.Wait()
+	signalled := p.signalled.Load()
 
 	var res Result
 	res.Duration = time.Since(start)
@@ -158,14 +145,13 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	setUsage(&res, cmd.ProcessState)
 	log.WithFields(logrus.Fields{"duration": res.Duration, "exit": cmd.ProcessState.String()}).Debug("hook finished")
 
-	if outputCut && !signalled && waitErr == nil {
-		log.Warn("hook exited 0 but a process it started still holds stdout or stderr; its output is no longer logged")
-	}
 	switch {
 	case signalled && ctx.Err() != nil:
 		return res, fmt.Errorf("hook %s: cancelled: %w", h.Name, ctx.Err())
 	case signalled:
 		return res, fmt.Errorf("hook %s: timed out after %s: %w", h.Name, timeout, context.DeadlineExceeded)
+	case errors.Is(waitErr, exec.ErrWaitDelay):
+		log.Warn("hook exited 0 but a process it started still holds stdout or stderr; its output is no longer logged")
 	case waitErr != nil:
 		return res, exitError(h.Name, cmd.ProcessState, waitErr, res.StderrTail)
 	}
