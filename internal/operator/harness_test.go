@@ -126,7 +126,7 @@ func (e *env) start() {
 	op := operator.New(hooks, clients, operator.Options{
 		TmpDir:        e.t.TempDir(),
 		HookTimeout:   time.Minute,
-		Retry:         queue.Options{RetryInitial: 100 * time.Millisecond, RetryMax: 400 * time.Millisecond},
+		Queue:         queue.Options{RetryInitial: 100 * time.Millisecond, RetryMax: 400 * time.Millisecond},
 		ShutdownGrace: 5 * time.Second,
 		Env:           os.Environ(),
 	}, log)

@@ -34,8 +34,9 @@ type Options struct {
 	TmpDir string
 	// HookTimeout ends runs of hooks that set no timeout of their own.
 	HookTimeout time.Duration
-	// Retry paces the retries of failed runs.
-	Retry queue.Options
+	// Queue configures the queues: the backoff of failed runs' retries and
+	// the batch window between a queue's runs.
+	Queue queue.Options
 	// ShutdownGrace is how long running hooks may finish after a stop signal.
 	ShutdownGrace time.Duration
 	// Env is the environment hooks inherit (os.Environ() in production).
@@ -118,7 +119,7 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 		err := o.exec.Execute(ctx, t)
 		o.stats.record(t.Hook.Name, err)
 		return err
-	}, opts.Retry, log)
+	}, opts.Queue, log)
 	if opts.Metrics != nil {
 		o.queues.Metrics = opts.Metrics
 		o.watcher.SetMetrics(opts.Metrics)

@@ -183,7 +183,7 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	opts := operator.Options{
 		TmpDir:        f.TmpDir,
 		HookTimeout:   f.HookTimeout,
-		Retry:         queue.Options{RetryInitial: f.RetryInitial, RetryMax: f.RetryMax, BatchWindow: f.BatchWindow},
+		Queue:         queue.Options{RetryInitial: f.RetryInitial, RetryMax: f.RetryMax, BatchWindow: f.BatchWindow},
 		ShutdownGrace: f.ShutdownGrace,
 		Env:           env,
 		Metrics:       m,
