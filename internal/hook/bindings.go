@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -147,7 +148,7 @@ func (c *checker) events(o *object) []string {
 		path := index(o.at(key), i)
 		switch {
 		case !c.oneOf(path, e, "an event type", allEvents...):
-		case contains(out, e):
+		case slices.Contains(out, e):
 			c.errorf(path, "%q is listed twice; list each event type once", e)
 		default:
 			out = append(out, e)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"sigs.k8s.io/yaml"
 )
@@ -107,13 +108,13 @@ func (c *checker) config(raw any) Config {
 func (c *checker) checkSnapshotRefs(kube []KubernetesBinding, refs []snapshotRef) {
 	var names []string
 	for _, b := range kube {
-		if !contains(names, b.Name) {
+		if !slices.Contains(names, b.Name) {
 			names = append(names, b.Name)
 		}
 	}
 	for _, r := range refs {
 		for i, n := range r.names {
-			if contains(names, n) {
+			if slices.Contains(names, n) {
 				continue
 			}
 			if len(names) == 0 {

@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -159,7 +160,7 @@ func (c *checker) fieldSelector(o *object, hasNameSelector bool) string {
 		}
 		switch {
 		case !okField || !okOp || !okValue:
-		case contains(fieldEquals, op):
+		case slices.Contains(fieldEquals, op):
 			terms = append(terms, fields.OneTermEqualSelector(field, value))
 		default:
 			terms = append(terms, fields.OneTermNotEqualSelector(field, value))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/hook-operator/hook-operator/internal/spelling"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -249,7 +250,7 @@ func (o *object) objects(key string) []*object {
 func (o *object) finish() {
 	var unknown []string
 	for k := range o.m {
-		if !contains(o.known, k) {
+		if !slices.Contains(o.known, k) {
 			unknown = append(unknown, k)
 		}
 	}
@@ -261,15 +262,6 @@ func (o *object) finish() {
 		}
 		o.c.errorf(o.at(k), "unknown key; remove it (known keys here: %s)", strings.Join(sorted(o.known), ", "))
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }
 
 func sorted(list []string) []string {
@@ -339,7 +331,7 @@ func member(path, key string) string {
 // oneOf records an error at path unless s is one of allowed, suggesting the
 // allowed value s most likely misspells.
 func (c *checker) oneOf(path, s, what string, allowed ...string) bool {
-	if contains(allowed, s) {
+	if slices.Contains(allowed, s) {
 		return true
 	}
 	hint := ""

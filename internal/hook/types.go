@@ -4,6 +4,7 @@
 package hook
 
 import (
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -141,11 +142,4 @@ type ConversionBinding struct {
 }
 
 // OnEvent reports whether events of type t run the hook.
-func (b *KubernetesBinding) OnEvent(t string) bool {
-	for _, e := range b.ExecuteHookOnEvent {
-		if e == t {
-			return true
-		}
-	}
-	return false
-}
+func (b *KubernetesBinding) OnEvent(t string) bool { return slices.Contains(b.ExecuteHookOnEvent, t) }

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"encoding/json"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -69,14 +70,7 @@ func newEntry(u *unstructured.Unstructured, bindings []*Binding, keepFull, final
 }
 
 // hasFinalizer reports whether the object holds finalizer f.
-func (e *entry) hasFinalizer(f string) bool {
-	for _, x := range e.finalizers {
-		if x == f {
-			return true
-		}
-	}
-	return false
-}
+func (e *entry) hasFinalizer(f string) bool { return slices.Contains(e.finalizers, f) }
 
 // GetObjectKind implements runtime.Object; entries carry no type information.
 func (e *entry) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }

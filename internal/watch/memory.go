@@ -3,6 +3,7 @@ package watch
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -194,7 +195,7 @@ func (m *Memory) selects(f *memFeed, u *unstructured.Unstructured) bool {
 	if !m.inNamespace(b, u.GetNamespace()) {
 		return false
 	}
-	if len(b.cfg.NameSelector) > 0 && !contains(b.cfg.NameSelector, u.GetName()) {
+	if len(b.cfg.NameSelector) > 0 && !slices.Contains(b.cfg.NameSelector, u.GetName()) {
 		return false
 	}
 	if f.labels != nil && !f.labels.Matches(labels.Set(u.GetLabels())) {
@@ -211,7 +212,7 @@ func (m *Memory) inNamespace(b *Binding, ns string) bool {
 	if sel == nil || !b.res.Namespaced {
 		return true
 	}
-	if contains(sel.Names, ns) {
+	if slices.Contains(sel.Names, ns) {
 		return true
 	}
 	if sel.LabelSelector == nil {
@@ -292,13 +293,4 @@ func fieldSet(sel fields.Selector, obj map[string]any) fields.Set {
 		set[r.Field] = fmt.Sprint(v)
 	}
 	return set
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

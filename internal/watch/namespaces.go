@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,11 +95,7 @@ func (n *namespaces) reconcile(ns string, set labels.Set, exists bool) {
 		if sel == nil || sel.LabelSelector == nil || !b.served() || !b.res.Namespaced {
 			continue
 		}
-		listed := false
-		for _, name := range sel.Names {
-			listed = listed || name == ns
-		}
-		if listed {
+		if slices.Contains(sel.Names, ns) {
 			continue
 		}
 		s, err := metav1.LabelSelectorAsSelector(sel.LabelSelector)
