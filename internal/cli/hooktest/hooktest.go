@@ -4,6 +4,7 @@
 package hooktest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -40,10 +41,12 @@ const (
 
 // Flags holds the test command's settings.
 type Flags struct {
-	HooksDir      string
-	Update        bool
-	Run           string
-	ShowSecrets   bool
+	HooksDir    string
+	Update      bool
+	Run         string
+	ShowSecrets bool
+	// Verbose prints every case's hook output, not only failing cases'.
+	Verbose       bool
 	MaxRuns       int
 	TmpDir        string
 	HookTimeout   time.Duration
@@ -70,7 +73,10 @@ operations and changes, for example. --update writes every case's
 expected.yaml from what the hooks do now; review the diff before committing.
 
 Each case prints PASS or FAIL, and a failing case prints a diff of expected
-against actual runs. test exits 1 if any case failed.`,
+against actual runs, followed by what its hooks logged (their stdout and
+stderr lines, and the runtime's messages about the case). As with "go test",
+a passing case's hook output is not shown; -v shows it for every case. test
+exits 1 if any case failed.`,
 		Example: `  hook-operator test --hooks-dir ./hooks ./tests
   hook-operator test --hooks-dir ./hooks ./tests --run flight --update`,
 		Args: cobra.MaximumNArgs(1),
@@ -90,6 +96,7 @@ against actual runs. test exits 1 if any case failed.`,
 	fs.BoolVar(&f.Update, "update", false, "write each case's expected.yaml from the actual runs")
 	fs.StringVar(&f.Run, "run", "", "only cases whose path under DIR matches this regular expression")
 	fs.BoolVar(&f.ShowSecrets, "show-secrets", false, "compare and write Secret data as it is instead of masked")
+	fs.BoolVarP(&f.Verbose, "verbose", "v", false, "show every case's hook output, also of cases that pass")
 	replaycmd.BindRunFlags(fs, &f.MaxRuns, &f.TmpDir, &f.HookTimeout)
 	return cmd
 }
@@ -125,8 +132,10 @@ func Run(ctx context.Context, dir string, f Flags, out io.Writer, log *logrus.Lo
 			continue
 		}
 		start := time.Now()
-		res := runCase(ctx, c, hooks, f, log)
+		caseLog, output := caseLogger(log)
+		res := runCase(ctx, c, hooks, f, caseLog)
 		took := time.Since(start).Round(time.Millisecond)
+		caseFailed := res.err != nil || (!res.updated && res.diff != "")
 		switch {
 		case res.err != nil:
 			failed++
@@ -140,6 +149,9 @@ func Run(ctx context.Context, dir string, f Flags, out io.Writer, log *logrus.Lo
 		default:
 			passed++
 			fmt.Fprintf(out, "PASS %s (%d runs, %s)\n", name, res.runs, took)
+		}
+		if (caseFailed || f.Verbose) && output.Len() > 0 {
+			fmt.Fprintf(out, "    hook output:\n%s", indent(output.String(), "    | "))
 		}
 	}
 	if passed+failed == 0 {
@@ -185,6 +197,17 @@ func Find(dir string) ([]string, error) {
 	})
 	sort.Strings(cases)
 	return cases, err
+}
+
+// caseLogger returns a logger like log that writes to a buffer, so that a
+// case's hook output is shown only when the case fails (or with -v).
+func caseLogger(log *logrus.Logger) (*logrus.Logger, *bytes.Buffer) {
+	var buf bytes.Buffer
+	l := logrus.New()
+	l.SetOutput(&buf)
+	l.SetFormatter(log.Formatter)
+	l.SetLevel(log.GetLevel())
+	return l, &buf
 }
 
 // indent prefixes every line of s.

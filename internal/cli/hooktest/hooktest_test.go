@@ -68,13 +68,47 @@ func write(t *testing.T, path, content string, mode os.FileMode) {
 
 func run(t *testing.T, hooksDir, casesDir string, update bool) (string, error) {
 	t.Helper()
-	var out bytes.Buffer
+	out, _, err := runFlags(t, casesDir, hooktest.Flags{HooksDir: hooksDir, Update: update})
+	return out, err
+}
+
+// runFlags runs the cases with f (plus fixed limits) and returns what test
+// printed and what it logged outside the cases.
+func runFlags(t *testing.T, casesDir string, f hooktest.Flags) (out, logged string, err error) {
+	t.Helper()
+	var stdout, logs bytes.Buffer
 	log := logrus.New()
-	log.SetOutput(&bytes.Buffer{})
-	err := hooktest.Run(context.Background(), casesDir, hooktest.Flags{
-		HooksDir: hooksDir, Update: update, MaxRuns: 100, HookTimeout: time.Minute, ConfigTimeout: hook.DefaultConfigTimeout,
-	}, &out, log)
-	return out.String(), err
+	log.SetOutput(&logs)
+	f.MaxRuns, f.HookTimeout, f.ConfigTimeout = 100, time.Minute, hook.DefaultConfigTimeout
+	err = hooktest.Run(context.Background(), casesDir, f, &stdout, log)
+	return stdout.String(), logs.String(), err
+}
+
+// A case's hook output is shown when the case fails, or with -v; a passing
+// case's is not, and none of it goes to the log.
+func TestHookOutputOnlyForFailingCasesOrVerbose(t *testing.T) {
+	hooksDir, casesDir := setup(t)
+	const line = "counting the keys now"
+	write(t, filepath.Join(hooksDir, "count.sh"), strings.Replace(countHook, "jq -c", "echo '"+line+"' >&2\njq -c", 1), 0o755)
+	if _, err := run(t, hooksDir, casesDir, true); err != nil {
+		t.Fatal(err)
+	}
+	out, logged, err := runFlags(t, casesDir, hooktest.Flags{HooksDir: hooksDir})
+	if err != nil || strings.Contains(out+logged, line) {
+		t.Errorf("a passing case showed its hook output (err %v):\n%s\nlog:\n%s", err, out, logged)
+	}
+	out, _, err = runFlags(t, casesDir, hooktest.Flags{HooksDir: hooksDir, Verbose: true})
+	if err != nil || !strings.Contains(out, "PASS count") || !strings.Contains(out, "    hook output:\n") || !strings.Contains(out, line) {
+		t.Errorf("-v did not show a passing case's hook output (err %v):\n%s", err, out)
+	}
+	write(t, filepath.Join(hooksDir, "count.sh"), strings.Replace(countHook, "jq -c", "echo '"+line+"' >&2\necho broken >&2; exit 3\njq -c", 1), 0o755)
+	out, logged, err = runFlags(t, casesDir, hooktest.Flags{HooksDir: hooksDir})
+	if !errors.Is(err, hooktest.ErrFailed) || !strings.Contains(out, "FAIL count") || !strings.Contains(out, "| ") || !strings.Contains(out, line) {
+		t.Errorf("a failing case did not show its hook output (err %v):\n%s", err, out)
+	}
+	if strings.Contains(logged, line) {
+		t.Errorf("the hook output went to the log too:\n%s", logged)
+	}
 }
 
 func TestUpdateThenPass(t *testing.T) {
