@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -31,14 +32,20 @@ names starting with "." and folders named "lib" are skipped), runs each as
 prints them.
 
 The table has one row per binding and shows, under DETAILS, only what differs
-from the defaults; -o yaml or -o json print every field with the defaults
-filled in.
+from the defaults (the finalizer option included). Each row stays on one
+line: whitespace in a value, such as a multi-line jqFilter, becomes single
+spaces, and items longer than 60 characters are cut with "…". -o wide shows
+them whole; -o yaml or -o json print every field as configured, with the
+defaults filled in.
 
 Skipped files are reported on stderr as warnings. When any hook cannot be run
 or has an invalid configuration, nothing is printed on stdout: every problem
 of every hook goes to stderr, and the exit code is 1.`,
 		Example: `  # The hooks of a local checkout, as a table
   hook-operator hooks list --hooks-dir ./hooks
+
+  # Long jqFilters in full, one row per binding
+  hook-operator hooks list --hooks-dir ./hooks -o wide
 
   # Every field, defaults included
   hook-operator hooks list --hooks-dir ./hooks -o yaml
@@ -47,8 +54,8 @@ of every hook goes to stderr, and the exit code is 1.`,
   HOOK_OPERATOR_HOOKS_DIR=./hooks hook-operator hooks list >/dev/null`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "table" && output != "json" && output != "yaml" {
-				return fmt.Errorf("--output %q: use table, json or yaml", output)
+			if !slices.Contains([]string{"table", "wide", "json", "yaml"}, output) {
+				return fmt.Errorf("--output %q: use table, wide, json or yaml", output)
 			}
 			if timeout <= 0 {
 				return fmt.Errorf("--config-timeout %s: use a positive duration such as 30s", timeout)
@@ -78,7 +85,7 @@ of every hook goes to stderr, and the exit code is 1.`,
 	fs := cmd.Flags()
 	BindHooksDir(fs, &dir)
 	BindConfigTimeout(fs, &timeout)
-	fs.StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
+	fs.StringVarP(&output, "output", "o", "table", "output format: table, wide (table with values in full), json or yaml")
 	return cmd
 }
 
@@ -98,7 +105,9 @@ func write(out io.Writer, hooks []*hook.Hook, format string) error {
 		}
 		_, err = out.Write(b)
 		return err
+	case "wide":
+		return writeTable(out, hooks, true)
 	default:
-		return writeTable(out, hooks)
+		return writeTable(out, hooks, false)
 	}
 }

@@ -97,6 +97,48 @@ func TestListTable(t *testing.T) {
 	}
 }
 
+// A long, multi-line jqFilter keeps the table's rows on one line: cut in
+// the table, whole (on one line) with -o wide, as written in JSON. The
+// finalizer option shows.
+func TestListLongValues(t *testing.T) {
+	dir := t.TempDir()
+	filter := "{\n  name: .metadata.name,\n  labels: .metadata.labels,\n  replicas: .spec.replicas,\n  image: .spec.template.spec.containers[0].image\n}"
+	script(t, dir, "deploys.sh", "cat <<'YAML'\nconfigVersion: v1\nkubernetes:\n- name: deploys\n  apiVersion: apps/v1\n  kind: Deployment\n  finalizer: example.com/cleanup\n  jqFilter: |\n"+
+		"    "+strings.ReplaceAll(filter, "\n", "\n    ")+"\nYAML\n")
+	oneLine := "{ name: .metadata.name, labels: .metadata.labels, replicas: .spec.replicas, image: .spec.template.spec.containers[0].image }"
+	for _, tc := range []struct {
+		format, want string
+	}{
+		{"table", "jqFilter={ name: .metadata.name, labels: .metadata.labels, …; finalizer=example.com/cleanup"},
+		{"wide", "jqFilter=" + oneLine + "; finalizer=example.com/cleanup"},
+	} {
+		code, out, stderr := run(nil, "hooks", "list", "--hooks-dir", dir, "-o", tc.format)
+		if code != 0 {
+			t.Fatalf("-o %s: exit %d: %s", tc.format, code, stderr)
+		}
+		lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+		if len(lines) != 2 {
+			t.Fatalf("-o %s: %d lines, want a header and one row:\n%s", tc.format, len(lines), out)
+		}
+		if got := cells(lines[1]); got[len(got)-1] != tc.want {
+			t.Errorf("-o %s: DETAILS\n got %q\nwant %q", tc.format, got[len(got)-1], tc.want)
+		}
+	}
+	code, out, _ := run(nil, "hooks", "list", "--hooks-dir", dir, "-o", "json")
+	var hooks []struct {
+		Config struct {
+			Kubernetes []map[string]any `json:"kubernetes"`
+		} `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(out), &hooks); code != 0 || err != nil || len(hooks) != 1 {
+		t.Fatalf("-o json: exit %d, %v:\n%s", code, err, out)
+	}
+	b := hooks[0].Config.Kubernetes[0]
+	if b["jqFilter"] != filter+"\n" || b["finalizer"] != "example.com/cleanup" {
+		t.Errorf("-o json: jqFilter %q, finalizer %v; want them as written", b["jqFilter"], b["finalizer"])
+	}
+}
+
 // cells splits a table line into its cells: columns are padded with at
 // least two spaces, and cells hold single spaces only.
 func cells(line string) []string {
@@ -214,7 +256,7 @@ func TestListUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-o", "xml"}, `--output "xml": use table, json or yaml`},
+		{[]string{"-o", "xml"}, `--output "xml": use table, wide, json or yaml`},
 		{[]string{"--config-timeout", "0s"}, "--config-timeout 0s: use a positive duration"},
 		{[]string{"--hooks-dir", filepath.Join(dir, "missing")}, "does not exist; set --hooks-dir (or HOOK_OPERATOR_HOOKS_DIR)"},
 	} {

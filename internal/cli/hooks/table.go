@@ -12,24 +12,37 @@ import (
 	"github.com/hook-operator/hook-operator/internal/hook"
 )
 
+// maxDetail is how many characters of one DETAILS item the table shows;
+// -o wide shows them whole.
+const maxDetail = 60
+
 // writeTable prints one row per binding. DETAILS lists, as key=value pairs
 // named like the configuration keys, only what differs from the defaults.
-func writeTable(out io.Writer, hooks []*hook.Hook) error {
+// Every row stays on one line: whitespace in values (a multi-line
+// jqFilter) becomes single spaces, and unless wide, long items are cut.
+func writeTable(out io.Writer, hooks []*hook.Hook, wide bool) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOOK\tBINDING TYPE\tNAME\tKIND/CRONTAB\tQUEUE\tDETAILS")
 	for _, h := range hooks {
-		for _, r := range rows(h) {
+		for _, r := range rows(h, wide) {
 			fmt.Fprintln(tw, strings.Join(r, "\t"))
 		}
 	}
 	return tw.Flush()
 }
 
-func rows(h *hook.Hook) [][]string {
+func rows(h *hook.Hook, wide bool) [][]string {
 	c := &h.Config
 	var out [][]string
 	row := func(typ, name, what, queue string, details ...string) {
-		out = append(out, []string{h.Name, typ, dash(name), dash(what), dash(queue), dash(strings.Join(details, "; "))})
+		for i, d := range details {
+			details[i] = oneLine(d, wide)
+		}
+		cells := []string{h.Name, typ, dash(name), dash(what), dash(queue), dash(strings.Join(details, "; "))}
+		for i := range cells[:5] {
+			cells[i] = oneLine(cells[i], true)
+		}
+		out = append(out, cells)
 	}
 	if c.OnStartup != nil {
 		row("onStartup", "onStartup", "", hook.DefaultQueue, fmt.Sprintf("order=%d", *c.OnStartup))
@@ -106,6 +119,9 @@ func kubernetes(b *hook.KubernetesBinding) []string {
 	if b.ResynchronizationPeriod > 0 {
 		add("resynchronizationPeriod=%s", b.ResynchronizationPeriod)
 	}
+	if b.Finalizer != "" {
+		add("finalizer=%s", b.Finalizer)
+	}
 	return append(d, common(b.Common)...)
 }
 
@@ -134,6 +150,16 @@ func settings(s hook.Settings) []string {
 		d = append(d, fmt.Sprintf("timeout=%s", s.Timeout))
 	}
 	return d
+}
+
+// oneLine turns every run of whitespace in s into one space and, unless
+// whole, cuts it to maxDetail characters, ending with "…".
+func oneLine(s string, whole bool) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); !whole && len(r) > maxDetail {
+		s = string(r[:maxDetail-1]) + "…"
+	}
+	return s
 }
 
 func dash(s string) string {
