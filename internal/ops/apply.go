@@ -45,11 +45,6 @@ type Applier struct {
 	DeleteTimeout time.Duration
 	// Log receives a record per operation applied; nothing is logged when nil.
 	Log logrus.FieldLogger
-	// OnStatusWrite, when set, is called after each write of a Status
-	// operation with the resourceVersion the write gave the object, so that
-	// the runtime can tell the watch event of its own write from others.
-	// A Status that changes nothing writes nothing and does not call it.
-	OnStatusWrite func(res kube.Resource, namespace, name, resourceVersion string)
 }
 
 // conflictBackoff paces the retries of a read-modify-write that lost a race

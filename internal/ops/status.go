@@ -55,7 +55,7 @@ func (a *Applier) status(ctx context.Context, s step) error {
 		cur.Object["status"] = next
 		// The resourceVersion read makes a concurrent change a conflict,
 		// and the merge is done again on what that change wrote.
-		written, err := c.UpdateStatus(ctx, cur, metav1.UpdateOptions{FieldManager: a.fieldManager()})
+		_, err = c.UpdateStatus(ctx, cur, metav1.UpdateOptions{FieldManager: a.fieldManager()})
 		if apierrors.IsNotFound(err) {
 			return a.statusMissing(ctx, s, err)
 		}
@@ -63,9 +63,6 @@ func (a *Applier) status(ctx context.Context, s step) error {
 			return err
 		}
 		a.log(s).Debug("status written")
-		if a.OnStatusWrite != nil {
-			a.OnStatusWrite(s.res, s.op.Namespace, s.op.Name, written.GetResourceVersion())
-		}
 		return nil
 	})
 }

@@ -11,35 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
-
-// statusWrites records the calls of Applier.OnStatusWrite.
-type statusWrites struct {
-	mu    sync.Mutex
-	calls []string
-}
-
-func (w *statusWrites) record(res kube.Resource, namespace, name, resourceVersion string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.calls = append(w.calls, fmt.Sprintf("%s %s/%s %s", res.GVR.Resource, namespace, name, resourceVersion))
-}
-
-func (w *statusWrites) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.calls
-	w.calls = nil
-	return out
-}
 
 func TestIntegrationStatus(t *testing.T) {
 	e := newEnv(t)
 	gvr := e.crd(testcluster.CRD{Kind: "Widget", Status: true})
-	writes := &statusWrites{}
-	e.a.OnStatusWrite = writes.record
 	e.create(gvr, map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": "Widget", "metadata": map[string]any{"name": "w"}, "spec": map[string]any{"size": int64(1)}})
 	file := func(status string) string {
 		return "{operation: Status, kind: Widget, namespace: %NS%, name: w, observedGeneration: true, status: " + status + "}"
@@ -55,18 +32,11 @@ func TestIntegrationStatus(t *testing.T) {
 	if got.GetResourceVersion() == before.GetResourceVersion() {
 		t.Error("resourceVersion did not change")
 	}
-	want := fmt.Sprintf("widgets %s/w %s", e.ns, got.GetResourceVersion())
-	if calls := writes.take(); len(calls) != 1 || calls[0] != want {
-		t.Errorf("OnStatusWrite calls %q, want [%s]", calls, want)
-	}
 
 	// The same status again writes nothing.
 	e.mustApplyFor("h.sh", file(`{phase: Ready, db: {host: a}}`))
 	if again := e.mustGet(gvr, "w"); again.GetResourceVersion() != got.GetResourceVersion() {
 		t.Errorf("an unchanged status was written: resourceVersion %s, then %s", got.GetResourceVersion(), again.GetResourceVersion())
-	}
-	if calls := writes.take(); len(calls) != 0 {
-		t.Errorf("OnStatusWrite called for an unchanged status: %q", calls)
 	}
 
 	// A new generation is observed.
@@ -78,9 +48,6 @@ func TestIntegrationStatus(t *testing.T) {
 	got = e.mustGet(gvr, "w")
 	if g := nested(got, "status", "observedGeneration"); g != got.GetGeneration() || g != int64(2) {
 		t.Errorf("observedGeneration %v, generation %d", g, got.GetGeneration())
-	}
-	if calls := writes.take(); len(calls) != 1 {
-		t.Errorf("OnStatusWrite calls %q, want 1", calls)
 	}
 
 	// null removes a key, nested too; other keys stay.
@@ -132,8 +99,6 @@ func TestIntegrationStatusErrors(t *testing.T) {
 	withStatus := e.crd(testcluster.CRD{Kind: "Widget", Status: true})
 	e.create(plain, map[string]any{"apiVersion": plain.GroupVersion().String(), "kind": "Gadget", "metadata": map[string]any{"name": "g"}})
 	e.configMap("c", nil)
-	writes := &statusWrites{}
-	e.a.OnStatusWrite = writes.record
 
 	for _, tt := range []struct {
 		file string
@@ -157,7 +122,4 @@ func TestIntegrationStatusErrors(t *testing.T) {
 		t.Errorf("not a NotFound error: %v", err)
 	}
 	e.mustApply(`{operation: Status, kind: Widget, namespace: %NS%, name: missing, status: {phase: Ready}, ignoreMissingObject: true}`)
-	if calls := writes.take(); len(calls) != 0 {
-		t.Errorf("OnStatusWrite called without a write: %q", calls)
-	}
 }
