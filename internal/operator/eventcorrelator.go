@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/utils/lru"
 )
 
@@ -12,7 +13,7 @@ import (
 // observes (their times included), so tests need no clock.
 type eventCorrelator struct {
 	series *lru.Cache // object, reason and message -> *eventSeries
-	limits *lru.Cache // objectKey -> *tokenBucket
+	limits *lru.Cache // objectKey -> *objectLimit
 }
 
 // eventSeries is an Event and its repeats.
@@ -41,37 +42,35 @@ func (c *eventCorrelator) observe(ev queuedEvent) (*eventSeries, bool) {
 	}
 	s.count++
 	s.last = ev.at
-	var b *tokenBucket
+	var l *objectLimit
 	if v, ok := c.limits.Get(object); ok {
-		b = v.(*tokenBucket)
+		l = v.(*objectLimit)
 	} else {
-		b = &tokenBucket{}
-		c.limits.Add(object, b)
+		l = &objectLimit{limiter: rate.NewLimiter(rate.Every(eventRefill), eventBurst)}
+		c.limits.Add(object, l)
 	}
-	return s, b.take(ev.at, eventBurst, eventRefill)
+	return s, l.allow(ev.at)
 }
 
 func objectKey(r objectRef) string {
 	return strings.Join([]string{r.APIVersion, r.Kind, r.Namespace, r.Name, string(r.UID)}, "\x00")
 }
 
-// tokenBucket allows burst takes at once, then one per refill.
-type tokenBucket struct {
-	tokens float64
-	last   time.Time
+// objectLimit limits one object's Events: eventBurst at once, then one per
+// eventRefill.
+type objectLimit struct {
+	limiter *rate.Limiter
+	// last is the latest occurrence time seen. Occurrences may arrive
+	// slightly out of order; they are taken as happening at last, since a
+	// rate.Limiter given an earlier time would move its clock back and
+	// later refill too much.
+	last time.Time
 }
 
-func (b *tokenBucket) take(now time.Time, burst int, refill time.Duration) bool {
-	switch {
-	case b.last.IsZero():
-		b.tokens, b.last = float64(burst), now
-	case now.After(b.last): // occurrences may arrive slightly out of order
-		b.tokens = min(float64(burst), b.tokens+float64(now.Sub(b.last))/float64(refill))
-		b.last = now
+func (l *objectLimit) allow(at time.Time) bool {
+	if at.Before(l.last) {
+		at = l.last
 	}
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
+	l.last = at
+	return l.limiter.AllowN(at, 1)
 }
