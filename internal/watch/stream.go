@@ -7,8 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +23,7 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
+	clientmetrics "k8s.io/client-go/tools/metrics"
 
 	"github.com/hook-operator/hook-operator/internal/jq"
 )
@@ -35,6 +41,8 @@ import (
 // scans each event once to find its end and decodes it once.
 type streams struct {
 	client *rest.RESTClient
+	// log receives the warnings the API server sends with a watch's answer.
+	log logrus.FieldLogger
 }
 
 // versionV1 is the version of the list options' query parameters.
@@ -51,11 +59,11 @@ var parameterCodec = func() runtime.ParameterCodec {
 // newStreams returns the watch opener over c (kube.Clients.Unversioned),
 // or nil when there is no client (then watches go through the dynamic
 // client).
-func newStreams(c *rest.RESTClient) *streams {
+func newStreams(c *rest.RESTClient, log logrus.FieldLogger) *streams {
 	if c == nil {
 		return nil
 	}
-	return &streams{client: c}
+	return &streams{client: c, log: log}
 }
 
 // watch starts a watch of resource gvr (in namespace, or all when "") with
@@ -80,7 +88,9 @@ func (s *streams) watch(ctx context.Context, gvr schema.GroupVersionResource, na
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
+	start := time.Now()
 	resp, err := s.client.Client.Do(req)
+	s.observe(ctx, u, resp, err, start)
 	if err != nil {
 		if utilnet.IsProbableEOF(err) || utilnet.IsTimeout(err) {
 			return watch.NewEmptyWatch(), nil
@@ -95,6 +105,26 @@ func (s *streams) watch(ctx context.Context, gvr schema.GroupVersionResource, na
 	w.failed = failed
 	w.start()
 	return w, nil
+}
+
+// observe reports a watch request as client-go reports the requests it
+// makes (kube_requests_total, kube_request_duration_seconds: the time to
+// the answer's headers), and logs the warnings the answer carries, as
+// client-go's warning handler would.
+func (s *streams) observe(ctx context.Context, u *url.URL, resp *http.Response, err error, start time.Time) {
+	code := "<error>"
+	if err == nil {
+		code = strconv.Itoa(resp.StatusCode)
+	}
+	clientmetrics.RequestLatency.Observe(ctx, http.MethodGet, *u, time.Since(start))
+	clientmetrics.RequestResult.Increment(ctx, code, http.MethodGet, u.Host)
+	if resp == nil || s.log == nil {
+		return
+	}
+	warnings, _ := utilnet.ParseWarningHeaders(resp.Header.Values("Warning"))
+	for _, w := range warnings {
+		s.log.WithField("watch", u.Path).Warnf("the API server warns: %s", w.Text)
+	}
 }
 
 // responseError turns a failed watch request's answer into the API error it

@@ -29,7 +29,7 @@ func TestIntegrationStreamWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newStreams(clients.Unversioned)
+	s := newStreams(clients.Unversioned, discardLog())
 	for _, name := range []string{"one", "two"} {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pick": name}}, Data: map[string]string{"n": name}}
 		if _, err := c.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {

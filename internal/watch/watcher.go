@@ -57,7 +57,7 @@ func New(clients *kube.Clients, hooks []*hook.Hook, sink Sink, log logrus.FieldL
 		kindRetryMax: 15 * time.Second,
 	}
 	if clients != nil {
-		w.streams = newStreams(clients.Unversioned)
+		w.streams = newStreams(clients.Unversioned, log)
 	}
 	for _, h := range hooks {
 		for i := range h.Config.Kubernetes {
