@@ -59,7 +59,7 @@ writes:
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{`writes[0].verbs[0]: "*" grants everything`, `writes[1].verbs[0]: "craete" is not an API verb; did you mean create?`,
+	for _, want := range []string{`writes[0].verbs[0]: "*" grants everything`, `writes[1].verbs[0]: "craete" is not an API verb; did you mean "create"?`,
 		"writes[2].verbs: missing", "writes[3].kind: missing", `writes[3].subresource: "a/b"`, `writes[3].namspaces: unknown key; did you mean "namespaces"?`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)

@@ -3,13 +3,14 @@ package hook
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/hook-operator/hook-operator/internal/spelling"
 	"math"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hook-operator/hook-operator/internal/spelling"
 )
 
 // checker collects every problem in one hook's configuration while the
@@ -256,8 +257,8 @@ func (o *object) finish() {
 	}
 	sort.Strings(unknown)
 	for _, k := range unknown {
-		if s := suggest(k, o.known); s != "" {
-			o.c.errorf(o.at(k), "unknown key; did you mean %q?", s)
+		if s := spelling.DidYouMean(k, o.known); s != "" {
+			o.c.errorf(o.at(k), "unknown key; %s", s)
 			continue
 		}
 		o.c.errorf(o.at(k), "unknown key; remove it (known keys here: %s)", strings.Join(sorted(o.known), ", "))
@@ -297,21 +298,6 @@ func describe(v any) string {
 	}
 }
 
-// suggest returns the candidate that key most likely misspells, or "".
-func suggest(key string, candidates []string) string {
-	best, bestDist := "", 0
-	for _, c := range candidates {
-		if strings.EqualFold(c, key) {
-			return c
-		}
-		d := spelling.Distance(strings.ToLower(key), strings.ToLower(c))
-		if d <= max(1, len(c)/3) && (best == "" || d < bestDist) {
-			best, bestDist = c, d
-		}
-	}
-	return best
-}
-
 // member is the path of a user-chosen key (a label name) in the object at
 // path: path.key when key is a plain word, path["key"] otherwise.
 func member(path, key string) string {
@@ -335,8 +321,8 @@ func (c *checker) oneOf(path, s, what string, allowed ...string) bool {
 		return true
 	}
 	hint := ""
-	if sug := suggest(s, allowed); sug != "" {
-		hint = fmt.Sprintf(" (did you mean %q?)", sug)
+	if q := spelling.DidYouMean(s, allowed); q != "" {
+		hint = " (" + q + ")"
 	}
 	c.errorf(path, "%q is not %s%s; use %s", s, what, hint, orList(allowed))
 	return false

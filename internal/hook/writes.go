@@ -3,6 +3,8 @@ package hook
 import (
 	"slices"
 	"strings"
+
+	"github.com/hook-operator/hook-operator/internal/spelling"
 )
 
 // Write declares one kind of write a hook's operations make (extension).
@@ -52,8 +54,8 @@ func (c *checker) writes(top *object) []Write {
 			}
 			if !slices.Contains(Verbs, v) {
 				hint := ""
-				if s := suggest(strings.ToLower(v), Verbs); s != "" {
-					hint = "; did you mean " + s + "?"
+				if q := spelling.DidYouMean(v, Verbs); q != "" {
+					hint = "; " + q
 				}
 				c.errorf(index(o.at("verbs"), i), "%q is not an API verb%s (use %s)", v, hint, strings.Join(Verbs, ", "))
 			}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/hook-operator/hook-operator/internal/spelling"
 )
 
 // fieldNames are the fields an operation may have: shell-operator's, then
@@ -152,7 +154,7 @@ func (p *parser) parseType(raw json.RawMessage) bool {
 		p.op.Type = typ
 		return true
 	}
-	if q := didYouMean(suggest(typ, Types)); q != "" {
+	if q := spelling.DidYouMean(typ, Types); q != "" {
 		p.fail("operation", "unknown operation %q: %s", typ, q)
 	} else {
 		p.fail("operation", "unknown operation %q: use one of %s", typ, strings.Join(Types, ", "))
@@ -164,8 +166,8 @@ func (p *parser) unknownField(k string) {
 	switch {
 	case k == "ignoreHookError":
 		p.fail(k, "not supported: operations are applied only when the hook exits 0; remove the field")
-	case didYouMean(suggest(k, fieldNames)) != "":
-		p.fail(k, "unknown field: %s", didYouMean(suggest(k, fieldNames)))
+	case spelling.DidYouMean(k, fieldNames) != "":
+		p.fail(k, "unknown field: %s", spelling.DidYouMean(k, fieldNames))
 	default:
 		p.fail(k, "unknown field: an operation has only the fields %s", strings.Join(fieldNames, ", "))
 	}

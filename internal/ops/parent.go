@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hook-operator/hook-operator/internal/kube"
+	"github.com/hook-operator/hook-operator/internal/spelling"
 )
 
 // parentFields are the fields of "parent".
@@ -44,7 +45,7 @@ func (p *parser) parseParent(raw json.RawMessage) {
 			continue
 		}
 		if !slices.Contains(parentFields, k) {
-			if q := didYouMean(suggest(k, parentFields)); q != "" {
+			if q := spelling.DidYouMean(k, parentFields); q != "" {
 				p.fail(field, "unknown field: %s", q)
 			} else {
 				p.fail(field, "unknown field: parent has only the fields %s", strings.Join(parentFields, ", "))

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/hook-operator/hook-operator/internal/spelling"
 )
 
 // opErrors returns the *Error values err joins, failing t on anything else.
@@ -357,7 +359,7 @@ func TestSuggest(t *testing.T) {
 		{"", ""},
 	}
 	for _, tt := range tests {
-		if got := didYouMean(suggest(tt.in, Types)); got != tt.want {
+		if got := spelling.DidYouMean(tt.in, Types); got != tt.want {
 			t.Errorf("suggest(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}

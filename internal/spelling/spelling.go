@@ -1,6 +1,76 @@
 // Package spelling finds what a misspelled name was meant to be, so that
-// errors about configuration keys and operation names can suggest a fix.
+// errors about configuration keys, operation names, fixture keys and the
+// like can suggest a fix. Every "did you mean" of hook-operator comes from
+// Suggest and DidYouMean, so they all follow one policy.
+//
+// The policy, case ignored throughout:
+//   - a name of 4 or more characters that is part of candidates suggests
+//     all of them ("Patch": MergePatch, JSONPatch or JQPatch; "selector":
+//     labelSelector, fieldSelector or nameSelector), since the user knew
+//     part of the name;
+//   - otherwise the candidate nearest by edit distance, if the distance is
+//     at most max(2, len(candidate)/3): a swap of two letters costs 2 and
+//     is the most common typo, while a third of a long name's letters
+//     wrong still reads as the same word. Candidates of 3 or fewer
+//     characters allow 1, so that short names do not suggest each other.
 package spelling
+
+import "strings"
+
+// Suggest returns the candidates s was likely meant to be, in their order,
+// or nil when none is close (see the package doc for the policy).
+func Suggest(s string, candidates []string) []string {
+	lower := strings.ToLower(s)
+	if lower == "" {
+		return nil
+	}
+	var out []string
+	if len(lower) >= 4 {
+		for _, c := range candidates {
+			if strings.Contains(strings.ToLower(c), lower) {
+				out = append(out, c)
+			}
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	best, bestDist := "", -1
+	for _, c := range candidates {
+		d := Distance(lower, strings.ToLower(c))
+		if d <= threshold(c) && (bestDist < 0 || d < bestDist) {
+			best, bestDist = c, d
+		}
+	}
+	if bestDist < 0 {
+		return nil
+	}
+	return []string{best}
+}
+
+func threshold(candidate string) int {
+	if len(candidate) <= 3 {
+		return 1
+	}
+	return max(2, len(candidate)/3)
+}
+
+// DidYouMean phrases Suggest's answer as a question: `did you mean "a"?`
+// or `did you mean "a", "b" or "c"?`; "" when nothing is close.
+func DidYouMean(s string, candidates []string) string {
+	suggestions := Suggest(s, candidates)
+	if len(suggestions) == 0 {
+		return ""
+	}
+	quoted := make([]string, len(suggestions))
+	for i, c := range suggestions {
+		quoted[i] = `"` + c + `"`
+	}
+	if len(quoted) == 1 {
+		return "did you mean " + quoted[0] + "?"
+	}
+	return "did you mean " + strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1] + "?"
+}
 
 // Distance is the Levenshtein edit distance between a and b, in bytes.
 func Distance(a, b string) int {
