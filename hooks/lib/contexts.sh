@@ -64,6 +64,8 @@ _hook_objects_jq='
 # for bindings with keepFullObjectsInMemory: false, "filterResult" is null
 # for bindings without a jqFilter.
 hook::objects() {
+  _hook::options hook::objects "" "" "$@" || return 1
+  set -- ${_hook_args[@]+"${_hook_args[@]}"}
   local path
   path=$(_hook::context_path) || return 1
   jq -c "$_hook_objects_jq"' items($ARGS.positional)' "$path" --args "$@"
@@ -76,6 +78,8 @@ hook::objects() {
 # hook reconciles. Objects are printed in the order they first appear.
 # Items without an object (keepFullObjectsInMemory: false) are all kept.
 hook::latest_objects() {
+  _hook::options hook::latest_objects "" "" "$@" || return 1
+  set -- ${_hook_args[@]+"${_hook_args[@]}"}
   local path
   path=$(_hook::context_path) || return 1
   jq -c "$_hook_objects_jq"'
@@ -98,6 +102,8 @@ hook::latest_objects() {
 # the moment the run started. Fails when no context carries BINDING's
 # snapshot: the configuration does not include it.
 hook::snapshot() {
+  _hook::options hook::snapshot "" "" "$@" || return 1
+  set -- ${_hook_args[@]+"${_hook_args[@]}"}
   if (($# != 1)); then
     hook::log error "hook::snapshot: usage: hook::snapshot BINDING"
     return 1
@@ -118,6 +124,8 @@ hook::snapshot() {
 # context that carries it; {} when no context carries snapshots. One call
 # for a hook that joins several snapshots in one jq program.
 hook::snapshots() {
+  _hook::options hook::snapshots "" "" "$@" || return 1
+  set -- ${_hook_args[@]+"${_hook_args[@]}"}
   local path
   path=$(_hook::context_path) || return 1
   jq -c 'reduce (.[] | .snapshots // empty) as $s ({}; . + $s)' "$path"
@@ -129,6 +137,8 @@ hook::snapshots() {
 # cluster-scoped kind) from BINDING's snapshot, as one JSON line, or nothing
 # when the snapshot does not hold it. Fails like hook::snapshot.
 hook::snapshot_object() {
+  _hook::options hook::snapshot_object "" "" "$@" || return 1
+  set -- ${_hook_args[@]+"${_hook_args[@]}"}
   if (($# != 3)); then
     hook::log error "hook::snapshot_object: usage: hook::snapshot_object BINDING NAMESPACE NAME"
     return 1

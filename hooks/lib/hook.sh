@@ -29,6 +29,14 @@
 # sets no shell options itself; the `hooks/` folder skips folders named lib,
 # so nothing here is taken for a hook.
 
+# bash 4.3 or later: associative arrays (4.0), declare -g (4.2) and
+# assignment to a negative array index (4.3). macOS ships bash 3.2; a newer
+# bash comes from Homebrew or MacPorts.
+if ((BASH_VERSINFO[0] < 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] < 3))); then
+  printf '{"level":"error","msg":"hook.sh: the helpers need bash 4.3 or later, this is bash %s; install a newer bash and start the hook with it (#!/usr/bin/env bash finds the first in PATH)"}\n' "$BASH_VERSION" >&2
+  exit 1
+fi
+
 if ! command -v jq >/dev/null 2>&1; then
   echo '{"level":"error","msg":"hook.sh: jq is required but not found in PATH"}' >&2
   exit 1

@@ -6,6 +6,7 @@ package lib_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -317,6 +318,72 @@ func TestOperationErrors(t *testing.T) {
 				t.Errorf("no error log line on stderr: %q", r.stderr)
 			}
 		})
+	}
+}
+
+// Options may stand anywhere among a helper's arguments; "--" ends them.
+// The operations are the same as with the options first.
+func TestOptionsInAnyOrder(t *testing.T) {
+	script := `
+hook::merge_patch --status v1/ConfigMap ns c --ignore-missing '{"status": {"x": 1}}'
+hook::merge_patch v1/ConfigMap ns c '{"status": {"x": 1}}' --ignore-missing --status
+hook::delete ConfigMap ns c --orphan
+hook::status FlightTicket ns t1 '{"phase": "Booked"}' --observed-generation 3 --ignore-missing
+hook::status --observed-generation=4 FlightTicket ns t1 '{"phase": "Booked"}'
+hook::apply_set bookings --no-owner '{"apiVersion": "v1", "kind": "ConfigMap", "name": "p"}' '[]'
+hook::jq_patch ConfigMap ns c -- '.data.n = "1"'
+`
+	r := mustRun(t, contexts, script)
+	parsed, err := ops.Parse([]byte(r.patch))
+	if err != nil {
+		t.Fatalf("ops.Parse: %v\nfile:\n%s", err, r.patch)
+	}
+	if len(parsed) != 7 {
+		t.Fatalf("%d operations, want 7:\n%s", len(parsed), r.patch)
+	}
+	for i := range 2 {
+		if mp := parsed[i]; mp.Type != ops.MergePatch || mp.Subresource != "status" || !mp.IgnoreMissingObject || mp.Name != "c" {
+			t.Errorf("MergePatch %d: %+v", i, mp)
+		}
+	}
+	if d := parsed[2]; d.Type != ops.DeleteNonCascading || d.Name != "c" {
+		t.Errorf("Delete --orphan last: %+v", d)
+	}
+	st := parsed[3]
+	if st.Type != ops.Status || !st.IgnoreMissingObject || st.ObservedGeneration || fmt.Sprint(st.Status["observedGeneration"]) != "3" || st.Status["phase"] != "Booked" {
+		t.Errorf("Status --observed-generation 3 --ignore-missing: %+v", st)
+	}
+	if g := parsed[4].Status["observedGeneration"]; fmt.Sprint(g) != "4" {
+		t.Errorf("--observed-generation=4: observedGeneration %v", g)
+	}
+	if set := parsed[5]; set.SetName != "bookings" || set.Owner {
+		t.Errorf("ApplySet --no-owner in the middle: %+v", set)
+	}
+	if jp := parsed[6]; jp.Type != ops.JQPatch || jp.JQFilter.String() != `.data.n = "1"` {
+		t.Errorf("JQPatch after --: %+v", jp)
+	}
+}
+
+// An unknown option, or one without its value, fails the helper with a
+// message naming it, instead of being taken for a KIND.
+func TestUnknownOptionsRefused(t *testing.T) {
+	for script, want := range map[string]string{
+		`hook::merge_patch --ignore-mising ConfigMap ns c '{}'`:          "hook::merge_patch: unknown option --ignore-mising; use --ignore-missing or --status",
+		`hook::create --force '{"apiVersion":"v1","kind":"ConfigMap"}'`:  "hook::create: unknown option --force; it takes no options",
+		`hook::status FlightTicket ns t1 '{}' --observed-generation`:     "hook::status: --observed-generation needs a value",
+		`hook::status --observed-generation two FlightTicket ns t1 '{}'`: `--observed-generation takes the generation as a whole number, not \"two\"`,
+		`hook::delete --background --orphan ConfigMap ns c`:              "--background and --orphan exclude each other",
+		`hook::objects --all`:                      "hook::objects: unknown option --all; it takes no options",
+		`hook::requeue ns t1 2s --binding tickets`: "hook::requeue: unknown option --binding; it takes no options",
+		`hook::apply --forse '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}'`: "hook::apply: unknown option --forse; use --force",
+	} {
+		r := runScript(t, contexts, script+"\necho reached")
+		if r.err == nil || strings.Contains(r.stdout, "reached") || r.patch != "" {
+			t.Errorf("%s: the script went on (err %v, stdout %q) or wrote %q", script, r.err, r.stdout, r.patch)
+		}
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("%s: stderr %q lacks %q", script, r.stderr, want)
+		}
 	}
 }
 

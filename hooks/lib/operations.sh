@@ -84,12 +84,62 @@ _hook::usage() {
   fi
 }
 
+# _hook::options FN "FLAG..." "OPTION..." ARGS... sorts ARGS into options
+# and positional arguments, wherever the options stand: FLAGs (--force) take
+# no value, OPTIONs (--observed-generation N, or =N) take one, and "--" ends
+# the options. The options land in the associative array _hook_opt (a flag
+# as "true"), the rest, in order, in the array _hook_args. An unknown
+# option, or an OPTION without its value, is an error naming FN, since it
+# would otherwise be taken for a KIND or a NAME.
+_hook::options() {
+  local fn=$1 flags=" $2 " valued=" $3 " a name
+  shift 3
+  _hook_opt=()
+  _hook_args=()
+  while (($#)); do
+    a=$1
+    shift
+    case "$a" in
+      --) _hook_args+=("$@") && break ;;
+      --*)
+        name=${a%%=*}
+        if [[ "$flags" == *" $name "* && "$a" != *=* ]]; then
+          _hook_opt[$name]=true
+        elif [[ "$valued" == *" $name "* && "$a" == *=* ]]; then
+          _hook_opt[$name]=${a#*=}
+        elif [[ "$valued" == *" $name "* ]] && (($#)); then
+          _hook_opt[$name]=$1
+          shift
+        elif [[ "$valued" == *" $name "* ]]; then
+          hook::log error "$fn: $name needs a value"
+          return 1
+        else
+          local known
+          # shellcheck disable=SC2086 # unquoted on purpose: one space between names
+          known=$(echo $flags $valued)
+          if [[ -n "$known" ]]; then
+            hook::log error "$fn: unknown option $a; use ${known// / or }"
+          else
+            hook::log error "$fn: unknown option $a; it takes no options"
+          fi
+          return 1
+        fi
+        ;;
+      *) _hook_args+=("$a") ;;
+    esac
+  done
+}
+declare -gA _hook_opt=()
+declare -ga _hook_args=()
+
 # hook::emit OPERATION
 #
 # Appends OPERATION (one JSON object with an "operation" field) to
 # $KUBERNETES_PATCH_PATH, for operations the other functions do not cover
 # (JSONPatch, options they do not offer).
 hook::emit() {
+  _hook::options hook::emit "" "" "$@" || return 1
+  set -- ${_hook_args[@]+"${_hook_args[@]}"}
   _hook::usage 1 $# "hook::emit OPERATION_JSON" || return 1
   _hook::op hook::emit --slurpfile op <(printf '%s' "$1") '
     one("OPERATION"; $op)
@@ -101,6 +151,8 @@ hook::emit() {
 # Prints the reference {apiVersion, kind, namespace, name} of PARENT (a
 # reference already, or a whole object), leaving out empty fields.
 hook::parent_ref() {
+  _hook::options hook::parent_ref "" "" "$@" || return 1
+  set -- ${_hook_args[@]+"${_hook_args[@]}"}
   _hook::usage 1 $# "hook::parent_ref PARENT_JSON" || return 1
   local out
   if ! out=$(jq -nc --slurpfile p <(printf '%s' "$1") "$_hook_ops_jq"' one("PARENT"; $p) | ref' 2>&1); then
@@ -118,6 +170,8 @@ hook::parent_ref() {
 #
 #   job=$(jq -c --argjson refs "$(hook::owner_references "$db")" '.metadata.ownerReferences = $refs' <<<"$job")
 hook::owner_references() {
+  _hook::options hook::owner_references "" "" "$@" || return 1
+  set -- ${_hook_args[@]+"${_hook_args[@]}"}
   _hook::usage 1 $# "hook::owner_references OWNER_JSON" || return 1
   local out
   if ! out=$(jq -nc --slurpfile o <(printf '%s' "$1") "$_hook_ops_jq"'
@@ -143,11 +197,9 @@ hook::owner_references() {
 #
 #   hook::apply "$configmap" "$ticket"
 hook::apply() {
-  local force=false
-  if [[ "${1:-}" == "--force" ]]; then
-    force=true
-    shift
-  fi
+  _hook::options hook::apply "--force" "" "$@" || return 1
+  set -- ${_hook_args[@]+"${_hook_args[@]}"}
+  local force=${_hook_opt[--force]:-false}
   _hook::usage 1 $# "hook::apply [--force] OBJECT_JSON [PARENT_JSON]" || return 1
   _hook::op hook::apply --slurpfile o <(printf '%s' "$1") --slurpfile p <(printf '%s' "${2:-}") \
     --argjson force "$force" '
@@ -163,11 +215,10 @@ hook::apply() {
 # PARENT; children of the set that are no longer in OBJECTS are deleted.
 # --no-owner leaves out the owner references (the objects outlive PARENT).
 hook::apply_set() {
+  _hook::options hook::apply_set "--no-owner" "" "$@" || return 1
+  set -- ${_hook_args[@]+"${_hook_args[@]}"}
   local owner=true
-  if [[ "${1:-}" == "--no-owner" ]]; then
-    owner=false
-    shift
-  fi
+  [[ -z "${_hook_opt[--no-owner]:-}" ]] || owner=false
   _hook::usage 3 $# "hook::apply_set [--no-owner] NAME PARENT_JSON OBJECTS_JSON_ARRAY" || return 1
   _hook::op hook::apply_set --arg name "$1" --slurpfile p <(printf '%s' "$2") --slurpfile objs <(printf '%s' "$3") \
     --argjson owner "$owner" '
@@ -176,23 +227,28 @@ hook::apply_set() {
     + flag($owner | not; {owner: false})'
 }
 
-# hook::status [--ignore-missing] KIND NAMESPACE NAME STATUS [observedGeneration]
+# hook::status [--ignore-missing] [--observed-generation N] KIND NAMESPACE NAME STATUS [observedGeneration]
 #
 # Status (extension): merges STATUS (a JSON object; null deletes a key) into
 # the object's .status through the status subresource. Nothing is written
 # when that changes nothing, and the runtime does not run the hook again for
 # its own status write. With "observedGeneration" (or "true") as the last
 # argument, status.observedGeneration is set to the metadata.generation the
-# runtime read. --ignore-missing: a missing object is fine.
+# runtime read; --observed-generation N sets it to N instead (the generation
+# the hook acted on, when it read it from another object or an earlier run).
+# --ignore-missing: a missing object is fine. Options may stand anywhere
+# among the arguments, as with every helper here.
 #
 #   hook::status flights.com/v1/FlightTicket "$ns" "$name" '{"phase":"Booked"}' observedGeneration
 hook::status() {
-  local ignore=false
-  if [[ "${1:-}" == "--ignore-missing" ]]; then
-    ignore=true
-    shift
+  _hook::options hook::status "--ignore-missing" "--observed-generation" "$@" || return 1
+  set -- ${_hook_args[@]+"${_hook_args[@]}"}
+  local ignore=${_hook_opt[--ignore-missing]:-false} generation=${_hook_opt[--observed-generation]:-}
+  _hook::usage 4 $# "hook::status [--ignore-missing] [--observed-generation N] KIND NAMESPACE NAME STATUS_JSON [observedGeneration]" || return 1
+  if [[ -n "$generation" && ! "$generation" =~ ^[0-9]+$ ]]; then
+    hook::log error "hook::status: --observed-generation takes the generation as a whole number, not \"$generation\""
+    return 1
   fi
-  _hook::usage 4 $# "hook::status [--ignore-missing] KIND NAMESPACE NAME STATUS_JSON [observedGeneration]" || return 1
   local observed=false
   case "${5:-}" in
     "" | false) ;;
@@ -203,8 +259,9 @@ hook::status() {
       ;;
   esac
   _hook::op hook::status --arg kind "$1" --arg ns "$2" --arg name "$3" --slurpfile s <(printf '%s' "$4") \
-    --argjson observed "$observed" --argjson ignore "$ignore" '
-    {operation: "Status"} + target($kind; $ns; $name) + {status: one("STATUS"; $s)}
+    --argjson observed "$observed" --argjson ignore "$ignore" --arg generation "$generation" '
+    {operation: "Status"} + target($kind; $ns; $name)
+    + {status: (one("STATUS"; $s) + flag($generation != ""; {observedGeneration: ($generation | tonumber)}))}
     + flag($observed; {observedGeneration: true})
     + flag($ignore; {ignoreMissingObject: true})'
 }
@@ -221,6 +278,10 @@ hook::create_if_not_exists() { _hook::create hook::create_if_not_exists CreateIf
 hook::create_or_update() { _hook::create hook::create_or_update CreateOrUpdate "$@"; }
 
 _hook::create() {
+  local fn=$1 op=$2
+  shift 2
+  _hook::options "$fn" "" "" "$@" || return 1
+  set -- "$fn" "$op" ${_hook_args[@]+"${_hook_args[@]}"}
   _hook::usage 3 $# "$1 OBJECT_JSON" || return 1
   _hook::op "$1" --arg op "$2" --slurpfile o <(printf '%s' "$3") '{operation: $op, object: one("OBJECT"; $o)}'
 }
@@ -231,18 +292,9 @@ _hook::create() {
 # --status patches the status subresource; --ignore-missing makes a missing
 # object a success.
 hook::merge_patch() {
-  local ignore=false status=false
-  while [[ "${1:-}" == --* ]]; do
-    case "$1" in
-      --ignore-missing) ignore=true ;;
-      --status) status=true ;;
-      *)
-        hook::log error "hook::merge_patch: unknown option $1; use --ignore-missing or --status"
-        return 1
-        ;;
-    esac
-    shift
-  done
+  _hook::options hook::merge_patch "--ignore-missing --status" "" "$@" || return 1
+  set -- ${_hook_args[@]+"${_hook_args[@]}"}
+  local ignore=${_hook_opt[--ignore-missing]:-false} status=${_hook_opt[--status]:-false}
   _hook::usage 4 $# "hook::merge_patch [--ignore-missing] [--status] KIND NAMESPACE NAME PATCH_JSON" || return 1
   _hook::op hook::merge_patch --arg kind "$1" --arg ns "$2" --arg name "$3" --slurpfile patch <(printf '%s' "$4") \
     --argjson ignore "$ignore" --argjson status "$status" '
@@ -258,11 +310,9 @@ hook::merge_patch() {
 # its output back (retrying on conflicts). FILTER returns the whole object:
 # '.spec.replicas = 3'.
 hook::jq_patch() {
-  local ignore=false
-  if [[ "${1:-}" == "--ignore-missing" ]]; then
-    ignore=true
-    shift
-  fi
+  _hook::options hook::jq_patch "--ignore-missing" "" "$@" || return 1
+  set -- ${_hook_args[@]+"${_hook_args[@]}"}
+  local ignore=${_hook_opt[--ignore-missing]:-false}
   _hook::usage 4 $# "hook::jq_patch [--ignore-missing] KIND NAMESPACE NAME FILTER" || return 1
   _hook::op hook::jq_patch --arg kind "$1" --arg ns "$2" --arg name "$3" --arg filter "$4" --argjson ignore "$ignore" '
     {operation: "JQPatch"} + target($kind; $ns; $name) + {jqFilter: $filter}
@@ -277,15 +327,15 @@ hook::jq_patch() {
 # leaves the dependents to the garbage collector; --orphan
 # (DeleteNonCascading) keeps the dependents.
 hook::delete() {
+  _hook::options hook::delete "--background --orphan" "" "$@" || return 1
+  set -- ${_hook_args[@]+"${_hook_args[@]}"}
   local op=Delete
-  case "${1:-}" in
-    --background) op=DeleteInBackground && shift ;;
-    --orphan) op=DeleteNonCascading && shift ;;
-    --*)
-      hook::log error "hook::delete: unknown option $1; use --background or --orphan"
-      return 1
-      ;;
-  esac
+  if [[ -n "${_hook_opt[--background]:-}" && -n "${_hook_opt[--orphan]:-}" ]]; then
+    hook::log error "hook::delete: --background and --orphan exclude each other; give one"
+    return 1
+  fi
+  [[ -z "${_hook_opt[--background]:-}" ]] || op=DeleteInBackground
+  [[ -z "${_hook_opt[--orphan]:-}" ]] || op=DeleteNonCascading
   _hook::usage 3 $# "hook::delete [--background | --orphan] KIND NAMESPACE NAME" || return 1
   _hook::op hook::delete --arg op "$op" --arg kind "$1" --arg ns "$2" --arg name "$3" \
     '{operation: $op} + target($kind; $ns; $name)'
@@ -300,6 +350,8 @@ hook::delete() {
 # deleted, whose Finalize run asked for it, "Finalize" (the finalizer is
 # kept meanwhile).
 hook::requeue() {
+  _hook::options hook::requeue "" "" "$@" || return 1
+  set -- ${_hook_args[@]+"${_hook_args[@]}"}
   _hook::usage 3 $# "hook::requeue NAMESPACE NAME AFTER [BINDING]" || return 1
   _hook::op hook::requeue --arg ns "$1" --arg name "$2" --arg after "$3" --arg binding "${4:-}" '
     if $name == "" or $after == "" then error("NAME and AFTER must not be empty") else . end
