@@ -10,9 +10,10 @@
 # The jqFilter keeps only .data, so the hook's own annotation does not run
 # the hook again: only changes of the data do.
 set -euo pipefail
+# The helpers of hooks/lib: docs/bashlib.md.
+source "$(dirname "$0")/../lib/hook.sh"
 
-if [[ "${1:-}" == "--config" ]]; then
-  cat <<'CONFIG'
+hook::config "$@" <<'CONFIG'
 configVersion: v1
 kubernetes:
 - name: hello-configmaps
@@ -24,25 +25,17 @@ kubernetes:
 writes:
 - {kind: ConfigMap, verbs: [patch]}
 CONFIG
-  exit 0
-fi
 
-# One line per object to greet: namespace, name, and the name to greet.
-jq -r '.[]
-  | if .type == "Synchronization" then .objects[] | {object, filterResult, event: "Synchronization"}
-    elif .type == "Event" then {object, filterResult, event: .watchEvent}
-    else empty end
-  | [.event, .object.metadata.namespace, .object.metadata.name, (.filterResult.name // "stranger")]
-  | @tsv' "$BINDING_CONTEXT_PATH" |
-while IFS=$'\t' read -r event namespace name greet; do
-  echo "ConfigMap ${namespace}/${name}: ${event}"
+# One item per object of the run: its event, the object, and its data (the
+# jqFilter's result).
+hook::objects | while read -r item; do
+  hook::read "$item" '[.event, .object.metadata.namespace, .object.metadata.name, (.filterResult.name // "stranger")]' \
+    event namespace name greet
+  hook::log info "ConfigMap ${namespace}/${name}: ${event}"
   [[ "$event" == "Deleted" ]] && continue
   # The ConfigMap may be gone by the time the patch is applied (a later
   # context of this very run may be its Deleted): that is no failure, and
   # must not make the run retry forever.
-  jq -n -c --arg ns "$namespace" --arg name "$name" --arg greeting "hello, ${greet}" '{
-    operation: "MergePatch", kind: "ConfigMap", namespace: $ns, name: $name,
-    mergePatch: {metadata: {annotations: {"hook-operator.dev/greeting": $greeting}}},
-    ignoreMissingObject: true
-  }' >> "$KUBERNETES_PATCH_PATH"
+  hook::merge_patch --ignore-missing ConfigMap "$namespace" "$name" \
+    "$(jq -nc --arg greeting "hello, ${greet}" '{metadata: {annotations: {"hook-operator.dev/greeting": $greeting}}}')"
 done

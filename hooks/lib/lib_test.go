@@ -406,3 +406,37 @@ func TestLog(t *testing.T) {
 		t.Errorf("hook::die: err %v, stdout %q, stderr %q", r.err, r.stdout, r.stderr)
 	}
 }
+
+// The hello example, written with the helpers, greets each ConfigMap of a
+// run that is not deleted, with ignoreMissingObject (it may be deleted later
+// in the run), and answers --config without its contexts.
+func TestHelloHook(t *testing.T) {
+	hello, err := filepath.Abs("../hello/greet-configmaps.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	contexts := `[{"binding":"hello-configmaps","type":"Synchronization","objects":[
+  {"object":{"metadata":{"namespace":"a","name":"x"}},"filterResult":{"name":"world"}},
+  {"object":{"metadata":{"namespace":"a","name":"y"}},"filterResult":null}]},
+ {"binding":"hello-configmaps","type":"Event","watchEvent":"Deleted","object":{"metadata":{"namespace":"a","name":"y"}},"filterResult":null}]`
+	r := mustRun(t, contexts, `bash "$1"`, hello)
+	parsed, err := ops.Parse([]byte(r.patch))
+	if err != nil {
+		t.Fatalf("ops.Parse: %v\nfile:\n%s", err, r.patch)
+	}
+	var got []string
+	for _, op := range parsed {
+		got = append(got, fmt.Sprintf("%s %s/%s %s ignoreMissing=%v", op.Type, op.Namespace, op.Name, op.MergePatch, op.IgnoreMissingObject))
+	}
+	want := []string{
+		`MergePatch a/x {"metadata":{"annotations":{"hook-operator.dev/greeting":"hello, world"}}} ignoreMissing=true`,
+		`MergePatch a/y {"metadata":{"annotations":{"hook-operator.dev/greeting":"hello, stranger"}}} ignoreMissing=true`,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("operations\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	config := mustRun(t, contexts, `bash "$1" --config`, hello)
+	if !strings.Contains(config.stdout, "name: hello-configmaps") || config.patch != "" {
+		t.Errorf("--config printed %q and wrote %q", config.stdout, config.patch)
+	}
+}
