@@ -18,7 +18,7 @@ func TestRunTimeoutKillsHookAndChildren(t *testing.T) {
 	r, _ := testRunner(t)
 	h := bashHook(t, `
 sleep 300 &
-echo $! > child.pid
+echo $! > child.pid.tmp && mv child.pid.tmp child.pid  # whole when seen
 wait
 `)
 	start := time.Now()
@@ -51,7 +51,7 @@ func TestRunKillsWhatIgnoresSIGTERM(t *testing.T) {
 	h := bashHook(t, `
 trap '' TERM
 sleep 300 &
-echo $! > child.pid
+echo $! > child.pid.tmp && mv child.pid.tmp child.pid  # whole when seen
 while true; do wait || true; done
 `)
 	start := time.Now()
@@ -70,7 +70,7 @@ func TestRunCancelKillsHook(t *testing.T) {
 	r, _ := testRunner(t)
 	h := bashHook(t, `
 sleep 300 &
-echo $! > child.pid
+echo $! > child.pid.tmp && mv child.pid.tmp child.pid  # whole when seen
 wait
 `)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -98,7 +98,7 @@ func TestRunCancelKillsWhatIgnoresSIGTERM(t *testing.T) {
 	h := bashHook(t, `
 trap '' TERM
 sleep 300 &
-echo $! > child.pid
+echo $! > child.pid.tmp && mv child.pid.tmp child.pid  # whole when seen
 while true; do wait || true; done
 `)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -133,7 +133,7 @@ func TestRunTimeoutDoesNotWaitForEscapedChildHoldingStdout(t *testing.T) {
 	// The child's own session keeps it out of the group that the timeout
 	// kills, and it holds the hook's stdout.
 	h := bashHook(t, setsid+` sleep 30 &
-echo $! > child.pid
+echo $! > child.pid.tmp && mv child.pid.tmp child.pid  # whole when seen
 sleep 300
 `)
 	start := time.Now()
@@ -158,7 +158,7 @@ func TestRunDoesNotWaitForChildHoldingStdout(t *testing.T) {
 	h := bashHook(t, `
 echo before exit
 sleep 30 &
-echo $! > child.pid
+echo $! > child.pid.tmp && mv child.pid.tmp child.pid  # whole when seen
 echo '{"ok":true}' > "$KUBERNETES_PATCH_PATH"
 `)
 	start := time.Now()
