@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # Stops and removes the local cluster started by up.sh. The built binaries
-# stay cached.
+# stay cached. HOOK_OPERATOR_CLUSTER=NAME removes the cluster NAME instead
+# (see up.sh).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${HOOK_OPERATOR_CACHE:-$HOME/.cache/hook-operator}
+name=hook-operator
 state="$cache/cluster"
+if [[ -n "${HOOK_OPERATOR_CLUSTER:-}" && "$HOOK_OPERATOR_CLUSTER" != hook-operator ]]; then
+  name=$HOOK_OPERATOR_CLUSTER
+  state="$cache/cluster-$name"
+fi
 export KWOK_WORKDIR="$state/kwok"
 [[ -d "$state" ]] || exit 0
 exec 9>"$state/.lock"
 flock 9
 kwokctl="$("$here/build.sh" --dir)/kwokctl"
-if [[ -d "$KWOK_WORKDIR/clusters/hook-operator" && -x "$kwokctl" ]]; then
-  "$kwokctl" delete cluster --name hook-operator --kubeconfig "$state/kubeconfig" >&2 9>&-
+if [[ -d "$KWOK_WORKDIR/clusters/$name" && -x "$kwokctl" ]]; then
+  "$kwokctl" delete cluster --name "$name" --kubeconfig "$state/kubeconfig" >&2 9>&-
 fi
 rm -rf "$KWOK_WORKDIR" "$state/kubeconfig"
 echo "cluster removed" >&2

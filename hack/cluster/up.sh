@@ -6,12 +6,21 @@
 #
 #   state:      ${HOOK_OPERATOR_CACHE:-~/.cache/hook-operator}/cluster/
 #   kubeconfig: <state>/kubeconfig
+#
+# HOOK_OPERATOR_CLUSTER=NAME starts (or reuses) another cluster, NAME, with
+# its state in <cache>/cluster-NAME/: tests that stop the control plane use
+# one of their own, so that they disturb no other test.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${HOOK_OPERATOR_CACHE:-$HOME/.cache/hook-operator}
 name=hook-operator
 state="$cache/cluster"
+if [[ -n "${HOOK_OPERATOR_CLUSTER:-}" && "$HOOK_OPERATOR_CLUSTER" != hook-operator ]]; then
+  [[ "$HOOK_OPERATOR_CLUSTER" =~ ^[a-z0-9][a-z0-9-]{0,40}$ ]] || { echo "up.sh: HOOK_OPERATOR_CLUSTER must be a lowercase name, not ${HOOK_OPERATOR_CLUSTER@Q}" >&2; exit 2; }
+  name=$HOOK_OPERATOR_CLUSTER
+  state="$cache/cluster-$name"
+fi
 kubeconfig="$state/kubeconfig"
 node=fake-node-0
 export KWOK_WORKDIR="$state/kwok"

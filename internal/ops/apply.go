@@ -45,6 +45,10 @@ type Applier struct {
 	DeleteTimeout time.Duration
 	// Log receives a record per operation applied; nothing is logged when nil.
 	Log logrus.FieldLogger
+	// Cached, when set, tells whether the runtime's watch cache holds an
+	// object: CreateOrUpdate then updates it without trying to create it
+	// first, one request less.
+	Cached func(res kube.Resource, namespace, name string) bool
 }
 
 // conflictBackoff paces the retries of a read-modify-write that lost a race
@@ -108,12 +112,40 @@ func (a *Applier) ApplyFor(ctx context.Context, hookName string, ops []Operation
 		return err
 	}
 	steps = slices.DeleteFunc(steps, func(s step) bool { return s.op.Type == Requeue })
+	// Foreground deletions started and not yet waited for: consecutive
+	// Delete operations are waited for together, before the next other
+	// operation and at the end.
+	var deleting []step
+	last := -1 // the position of the last of them
+	settle := func() error {
+		if len(deleting) == 0 {
+			return nil
+		}
+		err := a.waitGone(ctx, deleting)
+		deleting = deleting[:0]
+		var g *goneError
+		if errors.As(err, &g) {
+			return &Error{Index: g.s.op.Index, Op: g.s.op.String(), Err: fmt.Errorf("%w%s", err, progress(last, len(steps)))}
+		}
+		return err
+	}
 	for i, s := range steps {
 		if err := ctx.Err(); err != nil {
 			return &Error{Index: s.op.Index, Op: s.op.String(), Err: fmt.Errorf("not applied: %w%s", err, progress(i, len(steps)))}
 		}
+		if s.op.Type != Delete {
+			if err := settle(); err != nil {
+				return err
+			}
+		}
 		err := a.awaitServed(ctx, s)
-		if err == nil {
+		if err == nil && s.op.Type == Delete {
+			var started bool
+			if started, err = a.delete(ctx, s, metav1.DeletePropagationForeground); started {
+				deleting = append(deleting, s)
+				last = i
+			}
+		} else if err == nil {
 			err = a.apply(ctx, s, hookName)
 		}
 		if errors.Is(err, errParentGone) {
@@ -131,7 +163,7 @@ func (a *Applier) ApplyFor(ctx context.Context, hookName string, ops []Operation
 			return &Error{Index: s.op.Index, Op: s.op.String(), Err: fmt.Errorf("%w%s", err, progress(i, len(steps)))}
 		}
 	}
-	return nil
+	return settle()
 }
 
 // progress tells, after the error of the i-th of n operations, which ones
@@ -369,11 +401,16 @@ func (a *Applier) apply(ctx context.Context, s step, hookName string) error {
 	case CreateOrUpdate:
 		return a.createOrUpdate(ctx, s)
 	case Delete:
-		return a.delete(ctx, s, metav1.DeletePropagationForeground)
+		if started, err := a.delete(ctx, s, metav1.DeletePropagationForeground); !started || err != nil {
+			return err
+		}
+		return a.waitGone(ctx, []step{s})
 	case DeleteInBackground:
-		return a.delete(ctx, s, metav1.DeletePropagationBackground)
+		_, err := a.delete(ctx, s, metav1.DeletePropagationBackground)
+		return err
 	case DeleteNonCascading:
-		return a.delete(ctx, s, metav1.DeletePropagationOrphan)
+		_, err := a.delete(ctx, s, metav1.DeletePropagationOrphan)
+		return err
 	case MergePatch, JSONPatch:
 		return a.patch(ctx, s)
 	case JQPatch:

@@ -33,16 +33,20 @@ func (a *Applier) createOrUpdate(ctx context.Context, s step) error {
 	// The object can be deleted between a failed create and the update;
 	// then creating is right again. Three rounds make a persistent race an
 	// error rather than a loop.
+	exists := a.Cached != nil && a.Cached(s.res, s.op.Namespace, s.op.Name)
 	for range 3 {
-		_, err := c.Create(ctx, s.obj, metav1.CreateOptions{FieldManager: a.fieldManager()})
-		if err == nil {
-			a.log(s).Debug("created")
-			return nil
+		if !exists {
+			_, err := c.Create(ctx, s.obj, metav1.CreateOptions{FieldManager: a.fieldManager()})
+			if err == nil {
+				a.log(s).Debug("created")
+				return nil
+			}
+			if !apierrors.IsAlreadyExists(err) {
+				return err
+			}
 		}
-		if !apierrors.IsAlreadyExists(err) {
-			return err
-		}
-		err = retry.RetryOnConflict(conflictBackoff, func() error {
+		exists = false // the cache may be behind: on NotFound, create
+		err := retry.RetryOnConflict(conflictBackoff, func() error {
 			live, err := c.Get(ctx, s.op.Name, metav1.GetOptions{})
 			if err != nil {
 				return err

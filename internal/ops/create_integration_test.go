@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
@@ -178,6 +179,23 @@ func TestIntegrationCreateOrUpdateConcurrently(t *testing.T) {
 	for i, err := range errs {
 		if err != nil {
 			t.Errorf("writer %d: %v", i, err)
+		}
+	}
+}
+
+// With a watch cache that says the object exists, CreateOrUpdate updates
+// it without trying to create it; a cache that is behind (the object is
+// gone, or not there yet) does not keep it from being created.
+func TestIntegrationCreateOrUpdateTrustsTheCacheOnlyAsAGuess(t *testing.T) {
+	e := newEnv(t)
+	e.configMap("there", map[string]any{"v": "old"})
+	e.a.Cached = func(kube.Resource, string, string) bool { return true }
+	e.mustApply(`{operation: CreateOrUpdate, object: {apiVersion: v1, kind: ConfigMap, metadata: {name: there, namespace: %NS%}, data: {v: "new"}}}
+---
+{operation: CreateOrUpdate, object: {apiVersion: v1, kind: ConfigMap, metadata: {name: missing, namespace: %NS%}, data: {v: "new"}}}`)
+	for _, name := range []string{"there", "missing"} {
+		if got := e.mustGet(configMaps, name); nested(got, "data", "v") != "new" {
+			t.Errorf("%s after CreateOrUpdate: %v", name, got.Object)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,6 +77,32 @@ func TestIntegrationDeleteForeground(t *testing.T) {
 		e.mustApply(deleteFile(Delete) + "---\noperation: Create\nobject: {apiVersion: v1, kind: ConfigMap, metadata: {name: owner, namespace: %NS%}, data: {new: \"yes\"}}\n")
 		if got := e.mustGet(configMaps, "owner"); nested(got, "data", "new") != "yes" || got.GetDeletionTimestamp() != nil {
 			t.Errorf("owner after Delete and Create: %v", got.Object)
+		}
+	})
+
+	t.Run("waits for consecutive deletions together, before the next operation", func(t *testing.T) {
+		e := newEnv(t)
+		e.family(false)
+		var file strings.Builder
+		for i := range 20 {
+			e.configMap(fmt.Sprintf("c-%d", i), nil)
+			fmt.Fprintf(&file, "operation: Delete\nkind: ConfigMap\nnamespace: %%NS%%\nname: c-%d\n---\n", i)
+		}
+		// The owner's deletion waits for its dependent's: the Create after
+		// the Deletes must wait for it too.
+		file.WriteString(deleteFile(Delete) + "---\n")
+		file.WriteString("operation: Create\nobject: {apiVersion: v1, kind: ConfigMap, metadata: {name: owner, namespace: %NS%}, data: {new: \"yes\"}}\n")
+		e.mustApply(file.String())
+		for i := range 20 {
+			if e.get(configMaps, fmt.Sprintf("c-%d", i)) != nil {
+				t.Errorf("c-%d exists after its Delete", i)
+			}
+		}
+		if got := e.mustGet(configMaps, "owner"); nested(got, "data", "new") != "yes" || got.GetDeletionTimestamp() != nil {
+			t.Errorf("owner after Delete and Create: %v", got.Object)
+		}
+		if e.get(configMaps, "dependent") != nil {
+			t.Error("the dependent outlived its owner's foreground deletion")
 		}
 	})
 

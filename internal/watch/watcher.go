@@ -400,3 +400,27 @@ func (w *Watcher) Broken(ctx context.Context) []string {
 	sort.Strings(out)
 	return out
 }
+
+// Cached reports whether an informer's cache holds the object of resource
+// (a GVR string) in namespace ("" for cluster-scoped) named name: it was
+// there at the last event the watch delivered. Writers use it to guess
+// whether an object exists before asking the API server.
+func (w *Watcher) Cached(resource, namespace, name string) bool {
+	w.mu.Lock()
+	var infs []*informer
+	for key, inf := range w.informers {
+		if key.resource == resource && (key.namespace == "" || key.namespace == namespace) {
+			infs = append(infs, inf)
+		}
+	}
+	w.mu.Unlock()
+	for _, inf := range infs {
+		inf.mu.Lock()
+		started := inf.started
+		inf.mu.Unlock()
+		if started && inf.get(namespace, name) != nil {
+			return true
+		}
+	}
+	return false
+}

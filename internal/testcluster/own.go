@@ -1,0 +1,140 @@
+package testcluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Own is a cluster of a test's own (see Owned): its control plane can be
+// stopped and started without disturbing the tests on the shared cluster.
+type Own struct {
+	*Cluster
+	// Name is the cluster's kwokctl name.
+	Name    string
+	kwokctl string
+	workdir string
+}
+
+var (
+	ownMu   sync.Mutex
+	ownByID = map[string]*Own{}
+)
+
+// Owned returns the cluster named name (a lowercase name other than the
+// shared cluster's), starting it with hack/cluster/up.sh or reusing it when
+// it is healthy. Tests that stop its control plane must not share it with
+// each other at the same time; the caller serializes them.
+func Owned(t testing.TB, name string) *Own {
+	t.Helper()
+	ownMu.Lock()
+	defer ownMu.Unlock()
+	if o := ownByID[name]; o != nil {
+		return o
+	}
+	o, err := startOwn(name)
+	if err != nil {
+		t.Fatalf("testcluster: cluster %s is not available: %v", name, err)
+	}
+	ownByID[name] = o
+	return o
+}
+
+func startOwn(name string) (*Own, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	run := func(script string, args ...string) (string, error) {
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(filepath.Join(root, "hack", "cluster", script), args...)
+		cmd.Env = append(os.Environ(), "HOOK_OPERATOR_CLUSTER="+name)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			return "", fmt.Errorf("%s: %w\n%s", script, err, tail(stderr.String(), 40))
+		}
+		return strings.TrimSpace(stdout.String()), nil
+	}
+	kubeconfig, err := run("up.sh")
+	if err != nil {
+		return nil, err
+	}
+	bin, err := run("build.sh", "--dir")
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	c := &Cluster{Kubeconfig: kubeconfig, Config: cfg}
+	if c.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	// up.sh keeps the cluster's state next to its kubeconfig.
+	return &Own{Cluster: c, Name: name, kwokctl: filepath.Join(bin, "kwokctl"), workdir: filepath.Join(filepath.Dir(kubeconfig), "kwok")}, nil
+}
+
+// Stop stops every process of the control plane (etcd included).
+func (o *Own) Stop(t testing.TB) {
+	t.Helper()
+	o.kwok(t, "stop")
+}
+
+// Start starts the control plane again after Stop, and returns without
+// waiting for it to answer (see Ready).
+func (o *Own) Start(t testing.TB) {
+	t.Helper()
+	o.kwok(t, "start")
+}
+
+func (o *Own) kwok(t testing.TB, verb string) {
+	t.Helper()
+	cmd := exec.Command(o.kwokctl, verb, "cluster", "--name", o.Name)
+	cmd.Env = append(os.Environ(), "KWOK_WORKDIR="+o.workdir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kwokctl %s cluster %s: %v\n%s", verb, o.Name, err, tail(string(out), 20))
+	}
+}
+
+// Ready reports whether kube-apiserver's /readyz answers 200 now.
+func (o *Own) Ready() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := o.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	return err == nil
+}
+
+// WaitReady polls /readyz every 50 ms until it answers 200, and returns
+// the time it first did.
+func (o *Own) WaitReady(t testing.TB, timeout time.Duration) time.Time {
+	t.Helper()
+	var at time.Time
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		if o.Ready() {
+			at = time.Now()
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("testcluster: %s: /readyz did not answer 200 within %v", o.Name, timeout)
+	}
+	return at
+}
