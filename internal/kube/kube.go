@@ -22,9 +22,13 @@ type Options struct {
 	Kubeconfig string
 	// Context selects a context of the kubeconfig; empty means its current one.
 	Context string
-	// QPS and Burst limit the client's request rate (client-go's token bucket).
-	QPS   float32
-	Burst int
+	// QPS and Burst limit the client's request rate (client-go's token
+	// bucket); zero QPS keeps client-go's default (5). Unlimited lifts the
+	// client-side limit: the API server's Priority and Fairness paces the
+	// client, answering 429 with Retry-After, which client-go waits out.
+	QPS       float32
+	Burst     int
+	Unlimited bool
 }
 
 // Clients are the API clients shared by every part of the runtime. There is
@@ -57,6 +61,9 @@ func RESTConfig(opts Options) (*rest.Config, error) {
 	}
 	if opts.QPS > 0 {
 		cfg.QPS = opts.QPS
+	}
+	if opts.Unlimited {
+		cfg.QPS = -1 // no token bucket (rest.RESTClientFor makes one for QPS > 0 only)
 	}
 	if opts.Burst > 0 {
 		cfg.Burst = opts.Burst

@@ -102,9 +102,9 @@ removed. Secret data is masked unless --show-secrets.`,
 	fs.StringVar(&f.TmpDir, "tmp-dir", "", "folder for the per-run private temp dirs (default: the system temp dir)")
 	envflag.Bind(fs, "tmp-dir", "HOOK_OPERATOR_TMP_DIR")
 	kubeflags.Bind(fs, &f.Kubeconfig, &f.KubeContext)
-	fs.Float32Var(&f.QPS, "kube-client-qps", 50, "sustained requests per second to the API server")
+	fs.Float32Var(&f.QPS, "kube-client-qps", 0, "limit the requests per second to the API server on the client side (0: no client-side limit; the API server's Priority and Fairness paces the operator)")
 	envflag.Bind(fs, "kube-client-qps", "HOOK_OPERATOR_KUBE_CLIENT_QPS")
-	fs.IntVar(&f.Burst, "kube-client-burst", 100, "request burst above --kube-client-qps")
+	fs.IntVar(&f.Burst, "kube-client-burst", 100, "request burst above --kube-client-qps, when it is set")
 	envflag.Bind(fs, "kube-client-burst", "HOOK_OPERATOR_KUBE_CLIENT_BURST")
 	fs.DurationVar(&f.HookTimeout, "hook-timeout", 10*time.Minute, "end a hook run after this long (a hook's settings.timeout wins)")
 	envflag.Bind(fs, "hook-timeout", "HOOK_OPERATOR_HOOK_TIMEOUT")
@@ -171,7 +171,7 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	}
 	m := metrics.New()
 	m.ObserveKubeClient()
-	cfg, err := kube.RESTConfig(kube.Options{Kubeconfig: f.Kubeconfig, Context: f.KubeContext, QPS: f.QPS, Burst: f.Burst})
+	cfg, err := kube.RESTConfig(kube.Options{Kubeconfig: f.Kubeconfig, Context: f.KubeContext, QPS: f.QPS, Burst: f.Burst, Unlimited: f.QPS <= 0})
 	if err != nil {
 		return err
 	}
