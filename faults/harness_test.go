@@ -30,6 +30,11 @@ import (
 // every ConfigMap NAME labelled role=source in the namespace, and deletes
 // mirrors whose source is gone. It is level-triggered: each run compares
 // the two snapshots and writes only the differences.
+//
+// Mirrors have no dependents, so it deletes them in the background: a
+// (foreground) Delete waits for the garbage collector, which after a
+// control-plane restart works only once kube-controller-manager holds its
+// leader lease again (about 15 s later), whatever the operator does.
 const mirrorHook = `#!/usr/bin/env bash
 set -euo pipefail
 if [[ "${1:-}" == "--config" ]]; then
@@ -59,7 +64,7 @@ jq -c --arg ns NAMESPACE '
       | {operation: "CreateOrUpdate", object: {apiVersion: "v1", kind: "ConfigMap",
           metadata: {name: .key, namespace: $ns, labels: {role: "mirror"}}, data: .value}}),
     ($have | keys[] | select($want[.] == null)
-      | {operation: "Delete", apiVersion: "v1", kind: "ConfigMap", namespace: $ns, name: .})
+      | {operation: "DeleteInBackground", apiVersion: "v1", kind: "ConfigMap", namespace: $ns, name: .})
 ' "$BINDING_CONTEXT_PATH" > "$KUBERNETES_PATCH_PATH"
 `
 

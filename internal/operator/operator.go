@@ -73,6 +73,9 @@ type Operator struct {
 	lastTick atomic.Int64
 	// apiReady asks the API server's /readyz.
 	apiReady func(ctx context.Context) error
+	// health follows outages of the API server; nil when the operator
+	// does not write to a cluster.
+	health *kube.Health
 	// startupSyncs counts the Synchronization runs that start-up waits for
 	// (bindings with waitForSynchronization) and have not finished.
 	startupSyncs runCount
@@ -118,16 +121,36 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 			return rc.Get().AbsPath("/readyz").Do(ctx).Error()
 		}
 	}
+	if clients.Unversioned != nil && opts.Sink == nil {
+		o.health = kube.NewHealth(clients.Unversioned, log)
+		o.watcher.SetHealth(o.health)
+	}
 	o.queues = queue.NewSet(func(ctx context.Context, t *queue.Task) error {
+		before, _ := o.health.State()
 		err := o.exec.Execute(ctx, t)
 		o.stats.record(t.Hook.Name, err)
-		return err
+		return o.outage(ctx, before, err)
 	}, opts.Queue, log)
 	if opts.Metrics != nil {
 		o.queues.Metrics = opts.Metrics
 		o.watcher.SetMetrics(opts.Metrics)
 	}
 	return o
+}
+
+// outage marks the error of a run that failed because the API server was
+// away: an outage began during the run, or goes on, or err says so. The
+// queue then retries the run as soon as the server answers, rather than
+// after a backoff that the outage made long.
+func (o *Operator) outage(ctx context.Context, before uint64, err error) error {
+	if err == nil || o.health == nil {
+		return err
+	}
+	after, down := o.health.State()
+	if after != before || down || o.health.Failed(ctx, err) {
+		return &queue.OutageError{Err: err, Back: o.health.Back()}
+	}
+	return err
 }
 
 // Run starts the hooks in the contract's order and runs until ctx ends:

@@ -34,9 +34,24 @@ type Task struct {
 
 	done     []func(error)
 	attempts int
+	// outages counts the failed runs that failed because the API server
+	// was away (see Outage): they do not make the backoff grow.
+	outages  int
 	enqueued time.Time
 	lastErr  error
 }
+
+// OutageError is the error of a run that failed because the API server was
+// away. Its task is retried the moment Back is closed (the server answers
+// again), not after a backoff, and the failure does not make later
+// backoffs longer.
+type OutageError struct {
+	Err  error
+	Back <-chan struct{}
+}
+
+func (e *OutageError) Error() string { return e.Err.Error() }
+func (e *OutageError) Unwrap() error { return e.Err }
 
 // Handler runs a task. ctx ends when the queue set's grace period after
 // Stop is over.
@@ -85,6 +100,9 @@ type fifo struct {
 	wake    chan struct{}
 	// retryAt is when the head task (held back after a failure) runs again.
 	retryAt time.Time
+	// resume, when set, brings retryAt forward to now when it is closed:
+	// the head failed during an outage of the API server, which has ended.
+	resume <-chan struct{}
 	// ended is when the last run ended, pushed when the last task was
 	// pushed (see Options.BatchWindow).
 	ended, pushed time.Time
@@ -185,8 +203,13 @@ func (s *Set) work(q *fifo) {
 			if len(q.tasks) > 0 {
 				wait = time.Until(q.retryAt)
 			}
+			resume := q.resume
 			s.mu.Unlock()
-			s.sleep(q, wait)
+			if s.sleep(q, wait, resume) {
+				s.mu.Lock()
+				q.retryAt, q.resume = time.Time{}, nil
+				continue
+			}
 			s.mu.Lock()
 		}
 		if s.stopping {
@@ -228,20 +251,34 @@ func (s *Set) work(q *fifo) {
 		q.ended = time.Now()
 		switch {
 		case err == nil:
-			q.retryAt = time.Time{}
+			q.retryAt, q.resume = time.Time{}, nil
 			s.mu.Unlock()
 			t.finish(nil)
 		case t.AllowFailure:
-			q.retryAt = time.Time{}
+			q.retryAt, q.resume = time.Time{}, nil
 			s.mu.Unlock()
 			s.log.WithFields(logrus.Fields{"hook": t.Hook.Name, "queue": q.name}).WithError(err).
 				Warn("hook failed; allowFailure is set, moving on")
 			t.finish(err)
+		case errors.As(err, new(*OutageError)):
+			var oe *OutageError
+			errors.As(err, &oe)
+			t.attempts++
+			t.outages++
+			t.lastErr = err
+			// Retried when the API server answers again; RetryMax bounds
+			// the wait should nobody say so.
+			q.retryAt = time.Now().Add(s.opts.RetryMax)
+			q.resume = oe.Back
+			q.tasks = append([]*Task{t}, q.tasks...) // hold the queue
+			s.mu.Unlock()
+			s.log.WithFields(logrus.Fields{"hook": t.Hook.Name, "queue": q.name, "attempt": t.attempts}).
+				WithError(err).Warn("hook failed while the API server was away; retrying as soon as it answers")
 		default:
 			t.attempts++
 			t.lastErr = err
-			delay := s.backoff(t.attempts)
-			q.retryAt = time.Now().Add(delay)
+			delay := s.backoff(t.attempts - t.outages)
+			q.retryAt, q.resume = time.Now().Add(delay), nil
 			q.tasks = append([]*Task{t}, q.tasks...) // hold the queue
 			s.mu.Unlock()
 			s.log.WithFields(logrus.Fields{"hook": t.Hook.Name, "queue": q.name, "attempt": t.attempts, "retryIn": delay.Round(time.Millisecond).String()}).
@@ -320,22 +357,23 @@ func (s *Set) backoff(n int) time.Duration {
 	return time.Duration(float64(d) * jitter)
 }
 
-// sleep waits for a push, Stop, or (wait >= 0) the given time.
-func (s *Set) sleep(q *fifo, wait time.Duration) {
-	if wait < 0 {
-		select {
-		case <-q.wake:
-		case <-s.runCtx.Done():
-		}
-		return
+// sleep waits for a push, Stop, (wait >= 0) the given time, or resume to
+// be closed, which it reports.
+func (s *Set) sleep(q *fifo, wait time.Duration, resume <-chan struct{}) bool {
+	var timeout <-chan time.Time
+	if wait >= 0 {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		timeout = timer.C
 	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
 	select {
 	case <-q.wake:
-	case <-timer.C:
+	case <-timeout:
+	case <-resume:
+		return true
 	case <-s.runCtx.Done():
 	}
+	return false
 }
 
 // Stop takes no new work, lets the tasks that are running finish within

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/metrics"
 )
 
@@ -75,7 +77,10 @@ type informer struct {
 
 // newInformer returns the informer of key, first for binding b. Its watches
 // go through streams when there is one, else through the dynamic client.
-func newInformer(client dynamic.Interface, streams *streams, key informerKey, b *Binding, log logrus.FieldLogger) *informer {
+// Lists and watches that fail because the API server is away wait for it
+// (health) and are made again the moment it answers, rather than failing
+// to the reflector, whose backoff grows with each failure.
+func newInformer(client dynamic.Interface, streams *streams, health *kube.Health, key informerKey, b *Binding, log logrus.FieldLogger) *informer {
 	ri := client.Resource(b.res.GVR)
 	var nri dynamic.ResourceInterface = ri
 	if key.namespace != "" {
@@ -85,25 +90,48 @@ func newInformer(client dynamic.Interface, streams *streams, key informerKey, b 
 	i.lw = &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.LabelSelector, opts.FieldSelector = key.labelSelector, key.fieldSelector
-			list, err := nri.List(ctx, opts)
-			if err != nil {
+			for {
+				if err := health.Wait(ctx); err != nil {
+					return nil, err
+				}
+				list, err := nri.List(ctx, opts)
+				if err == nil {
+					return list, nil
+				}
 				i.failed(ctx, err)
+				if !health.Failed(ctx, err) {
+					return list, err
+				}
 			}
-			return list, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.LabelSelector, opts.FieldSelector = key.labelSelector, key.fieldSelector
-			var w watch.Interface
-			var err error
-			if streams != nil {
-				w, err = streams.watch(ctx, b.res.GVR, key.namespace, opts, func(err error) { i.failed(ctx, err) })
-			} else {
-				w, err = nri.Watch(ctx, opts)
-			}
-			if err != nil {
+			for {
+				if err := health.Wait(ctx); err != nil {
+					return nil, err
+				}
+				var w watch.Interface
+				var err error
+				if streams != nil {
+					w, err = streams.watch(ctx, b.res.GVR, key.namespace, opts, func(err error) { i.failed(ctx, err) })
+				} else {
+					w, err = nri.Watch(ctx, opts)
+				}
+				if err == nil {
+					return w, nil
+				}
+				if health.Failed(ctx, err) {
+					i.failed(ctx, err)
+					continue
+				}
+				if errors.Is(err, errWatchCut) {
+					// The connection ended before the server answered: the
+					// reflector simply watches again.
+					return watch.NewEmptyWatch(), nil
+				}
 				i.failed(ctx, err)
+				return nil, err
 			}
-			return w, err
 		},
 	}
 	return i

@@ -66,10 +66,15 @@ func newStreams(c *rest.RESTClient, log logrus.FieldLogger) *streams {
 	return &streams{client: c, log: log}
 }
 
+// errWatchCut is wrapped by the error of a watch whose connection ended
+// before the server answered.
+var errWatchCut = errors.New("the watch request's connection ended before an answer")
+
 // watch starts a watch of resource gvr (in namespace, or all when "") with
-// opts. Like client-go's, it is not rate-limited, and a connection that
-// ends before the server answers gives an empty watch, so that the
-// reflector simply watches again. failed (may be nil) is told about the
+// opts. Like client-go's, it is not rate-limited. A connection that ends
+// before the server answers gives an error wrapping errWatchCut: unless
+// the API server is away, the informer gives the reflector an empty watch,
+// and it simply watches again. failed (may be nil) is told about the
 // errors the stream reports as ERROR events.
 func (s *streams) watch(ctx context.Context, gvr schema.GroupVersionResource, namespace string, opts metav1.ListOptions, failed func(error)) (watch.Interface, error) {
 	opts.Watch = true
@@ -93,7 +98,7 @@ func (s *streams) watch(ctx context.Context, gvr schema.GroupVersionResource, na
 	s.observe(ctx, u, resp, err, start)
 	if err != nil {
 		if utilnet.IsProbableEOF(err) || utilnet.IsTimeout(err) {
-			return watch.NewEmptyWatch(), nil
+			return nil, fmt.Errorf("%w: %w", errWatchCut, err)
 		}
 		return nil, err
 	}

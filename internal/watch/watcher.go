@@ -34,6 +34,9 @@ type Watcher struct {
 	// streams opens the informers' watches; nil sends them through the
 	// dynamic client (no REST config, as in tests with fake clients).
 	streams *streams
+	// health, when set, makes lists and watches wait out an outage of the
+	// API server and resume the moment it answers (see kube.Health).
+	health *kube.Health
 
 	mu        sync.Mutex
 	bindings  []*Binding
@@ -67,6 +70,10 @@ func New(clients *kube.Clients, hooks []*hook.Hook, sink Sink, log logrus.FieldL
 	w.out.register(w.bindings)
 	return w
 }
+
+// SetHealth makes the watches wait for h during outages of the API server,
+// rather than backing off. Call it before Start.
+func (w *Watcher) SetHealth(h *kube.Health) { w.health = h }
 
 // Bindings returns every binding, in hook and configuration order.
 func (w *Watcher) Bindings() []*Binding { return w.bindings }
@@ -214,7 +221,7 @@ func (w *Watcher) informerFor(b *Binding, key informerKey) *informer {
 		inf.refs++
 		return inf
 	}
-	inf := newInformer(w.clients.Dynamic, w.streams, key, b, w.log)
+	inf := newInformer(w.clients.Dynamic, w.streams, w.health, key, b, w.log)
 	inf.metrics = w.metrics
 	inf.refs = 1
 	w.informers[key] = inf // a started one with the same key keeps running for its bindings
