@@ -338,3 +338,59 @@ func TestBatchWindow(t *testing.T) {
 		t.Errorf("the retry started %s after the failure; it must follow the backoff, not the window", d)
 	}
 }
+
+// A run that failed during an outage of the API server waits for the
+// outage to end, however long, then runs at once; the outage's failures do
+// not make the next ordinary backoff longer.
+func TestOutageFailureRetriedWhenServerIsBack(t *testing.T) {
+	back := make(chan struct{})
+	var mu sync.Mutex
+	var runs []time.Time
+	outages := 8
+	handler := func(ctx context.Context, tk *Task) error {
+		mu.Lock()
+		defer mu.Unlock()
+		runs = append(runs, time.Now())
+		switch {
+		case outages > 0:
+			outages--
+			return &OutageError{Err: errors.New("connection refused"), Back: back}
+		case len(runs) == 9:
+			return errors.New("the hook's own failure")
+		}
+		return nil
+	}
+	l, _ := logtest.NewNullLogger()
+	// RetryMax is long: only the end of the outage can bring the retry.
+	s := NewSet(handler, Options{RetryInitial: 20 * time.Millisecond, RetryMax: time.Hour}, logrus.NewEntry(l))
+	defer s.Stop(time.Second)
+	done := make(chan error, 1)
+	must(t, s.Push(task(&hook.Hook{Name: "a"}, "a1", func(err error) { done <- err })))
+	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	n := len(runs)
+	mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d runs during the outage, want 1: the retry must wait for the server", n)
+	}
+	ended := time.Now()
+	close(back)
+	if err := waitDone(t, done); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(runs) != 10 {
+		t.Fatalf("%d runs, want 10 (8 in outages, 1 own failure, 1 success)", len(runs))
+	}
+	// The retries after the outage's failures come at once (its channel is
+	// closed; RetryMax is an hour). The retry after the hook's own failure
+	// comes after RetryInitial (20ms ±20%), not after a backoff grown by
+	// the eight outage failures (20ms·2^8, about 5s).
+	if d := runs[1].Sub(ended); d > 2*time.Second {
+		t.Errorf("first retry %v after the outage ended, want at once", d)
+	}
+	if d := runs[9].Sub(runs[8]); d < 16*time.Millisecond || d > 2*time.Second {
+		t.Errorf("retry after the hook's own failure came after %v, want RetryInitial (20ms ±20%%)", d)
+	}
+}
