@@ -116,6 +116,14 @@ func (e *Executor) Execute(ctx context.Context, t *queue.Task) error {
 
 func (e *Executor) execute(ctx context.Context, t *queue.Task, rep *Report) error {
 	contexts := binding.Combine(t.Contexts)
+	if t.Attempts() > 0 {
+		contexts = e.present(t.Hook.Name, contexts)
+		if len(contexts) == 0 {
+			e.Log.WithFields(logrus.Fields{"hook": t.Hook.Name, "queue": t.Queue}).
+				Info("retry dropped: every object of its events is gone")
+			return nil
+		}
+	}
 	binding.FillSnapshots(contexts, func(name string) []binding.Object {
 		if b := e.Objects.Binding(t.Hook.Name, name); b != nil {
 			return b.Snapshot()
@@ -257,6 +265,35 @@ func requeued(requeues []RequeueRequest, b *watch.Binding, namespace, name strin
 		}
 	}
 	return false
+}
+
+// present brings the contexts of a retried run up to date: the run was
+// queued with the state of its time, and objects may have changed or gone
+// during the backoff. A Synchronization gets its binding's current objects,
+// an Event its object as it is now, and an Event whose object is gone is
+// dropped (a Deleted event stays: it says the object is gone). Snapshots
+// (group, includeSnapshotsFrom) are filled at every run anyway.
+func (e *Executor) present(hookName string, contexts []binding.Context) []binding.Context {
+	out := contexts[:0:0]
+	for _, c := range contexts {
+		b := e.Objects.Binding(hookName, c.Binding)
+		if b == nil {
+			out = append(out, c)
+			continue
+		}
+		switch {
+		case c.Type == binding.TypeSynchronization:
+			c.Objects = b.Snapshot()
+		case c.Type == binding.TypeEvent && c.WatchEvent != hook.Deleted && c.Object != nil:
+			now, ok := b.Get(c.Object.Namespace, c.Object.Name)
+			if !ok {
+				continue
+			}
+			c.Object = &now
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // bindingNames lists the distinct bindings of contexts, in order.

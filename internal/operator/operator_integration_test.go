@@ -576,3 +576,56 @@ kubernetes:
 		return ok
 	})
 }
+
+// A retried run sees the present: an object deleted while its run waited
+// for a retry drops out of the run, so a hook that patches the objects of
+// its events (without ignoreMissingObject) recovers instead of failing
+// until a restart.
+func TestIntegrationRetrySeesThePresent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	gate := filepath.Join(t.TempDir(), "gate")
+	e.bashHook("label.sh", `
+configVersion: v1
+kubernetes:
+- name: cms
+  kind: ConfigMap
+  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
+  labelSelector: {matchLabels: {owner: test}}
+  executeHookOnSynchronization: false
+`, fmt.Sprintf(`[[ -e %q ]] || { echo "not yet" >&2; exit 1; }
+jq -c '.[] | select(.type == "Event" and .watchEvent != "Deleted")
+  | {operation: "MergePatch", kind: "ConfigMap", namespace: .object.metadata.namespace,
+     name: .object.metadata.name, mergePatch: {metadata: {labels: {seen: "yes"}}}}' \
+  "$BINDING_CONTEXT_PATH" > "$KUBERNETES_PATCH_PATH"`, gate))
+	e.start()
+	e.eventually(20*time.Second, "start-up", func() bool { return e.logs.contains("all bindings started") })
+	ctx := context.Background()
+	cms := e.c.Client.CoreV1().ConfigMaps(e.ns)
+	_, err := cms.Create(ctx, cm("doomed", nil), metav1.CreateOptions{})
+	must(t, err)
+	e.eventually(20*time.Second, "the run of doomed to fail", func() bool { return e.logs.contains("hook failed") })
+	must(t, cms.Delete(ctx, "doomed", metav1.DeleteOptions{}))
+	// The Deleted event joins the held run at its next retry, and the
+	// Added of doomed drops out of it: its patch would fail with NotFound
+	// at every retry.
+	e.eventually(20*time.Second, "a retry with the Deleted event", func() bool {
+		for _, run := range e.runs("label.sh") {
+			got := describe(run)
+			if slices.Contains(got, "cms:Event/Deleted/doomed") {
+				if slices.Contains(got, "cms:Event/Added/doomed") {
+					t.Fatalf("a retry after doomed was deleted still carries its Added event: %v", got)
+				}
+				return true
+			}
+		}
+		return false
+	})
+	must(t, os.WriteFile(gate, nil, 0o600))
+	_, err = cms.Create(ctx, cm("later", nil), metav1.CreateOptions{})
+	must(t, err)
+	e.eventually(20*time.Second, "later to be labelled", func() bool {
+		got, err := cms.Get(ctx, "later", metav1.GetOptions{})
+		return err == nil && got.Labels["seen"] == "yes"
+	})
+}

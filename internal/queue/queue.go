@@ -50,6 +50,10 @@ type OutageError struct {
 	Back <-chan struct{}
 }
 
+// Attempts returns how many runs of the task failed so far: more than zero
+// in a retry.
+func (t *Task) Attempts() int { return t.attempts }
+
 func (e *OutageError) Error() string { return e.Err.Error() }
 func (e *OutageError) Unwrap() error { return e.Err }
 
