@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 )
 
 // delete applies the three delete types. A missing object is what a delete
@@ -88,6 +89,10 @@ func (a *Applier) waitGroupGone(ctx context.Context, t target, steps []step, tim
 	var lastErr error
 	for {
 		list, err := c.List(ctx, metav1.ListOptions{})
+		if apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err) {
+			// May delete and get, but not list: ask for each object.
+			return a.pollGone(ctx, c, waiting, timeout)
+		}
 		if err == nil {
 			rv = list.GetResourceVersion()
 			clear(left)
@@ -109,6 +114,9 @@ func (a *Applier) waitGroupGone(ctx context.Context, t target, steps []step, tim
 	}
 	for len(left) > 0 {
 		w, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		if apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err) {
+			return a.pollGone(ctx, c, stepsMap(waiting, left), timeout)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return a.notGone(ctx, waiting, left, err, timeout)
@@ -153,6 +161,49 @@ func (a *Applier) waitGroupGone(ctx context.Context, t target, steps []step, tim
 		}
 	}
 	return nil
+}
+
+// pollGone waits for the objects of waiting by asking for each in turn
+// every 200ms: for a hook allowed to delete and get the kind, but not to
+// list and watch it.
+func (a *Applier) pollGone(ctx context.Context, c dynamic.ResourceInterface, waiting map[string]step, timeout time.Duration) error {
+	left := map[string]*unstructured.Unstructured{}
+	for n := range waiting {
+		left[n] = nil
+	}
+	var lastErr error
+	for {
+		for n := range left {
+			obj, err := c.Get(ctx, n, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				delete(left, n)
+			case err != nil:
+				lastErr = err // a failed read does not mean the deletion did
+			case obj.GetDeletionTimestamp() == nil:
+				delete(left, n) // a new object of the same name
+			default:
+				left[n] = obj
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return a.notGone(ctx, waiting, left, lastErr, timeout)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// stepsMap returns the steps of waiting whose names are in left, by name.
+func stepsMap(waiting map[string]step, left map[string]*unstructured.Unstructured) map[string]step {
+	out := map[string]step{}
+	for n := range left {
+		out[n] = waiting[n]
+	}
+	return out
 }
 
 // stepsOf returns the steps of the names in left.

@@ -7,9 +7,13 @@ import (
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 )
 
 const holdFinalizer = "test.hook-operator.dev/hold"
@@ -160,5 +164,52 @@ func TestIntegrationDeleteNonCascading(t *testing.T) {
 	}
 	if d.GetDeletionTimestamp() != nil {
 		t.Error("the dependent is being deleted")
+	}
+}
+
+// A hook allowed to delete and get a kind, but not to list and watch it,
+// still has its Deletes waited for (object by object).
+func TestIntegrationDeleteForegroundWithoutListAndWatch(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	user := "system:serviceaccount:" + e.ns + ":deleter"
+	_, err := e.c.Client.RbacV1().Roles(e.ns).Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "deleter"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "delete"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.c.Client.RbacV1().RoleBindings(e.ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "deleter"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "deleter"},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: user}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(e.c.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.configMap("a", nil)
+	e.configMap("b", nil)
+	// The Role may take a moment to be in force.
+	e.eventually("the Role to allow get", func() bool {
+		_, err := dyn.Resource(configMaps).Namespace(e.ns).Get(ctx, "a", metav1.GetOptions{})
+		return err == nil
+	})
+	if _, err := dyn.Resource(configMaps).Namespace(e.ns).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("list as %s: %v, want Forbidden", user, err)
+	}
+	e.a.Dynamic = dyn
+	e.mustApply("operation: Delete\nkind: ConfigMap\nnamespace: %NS%\nname: a\n---\noperation: Delete\nkind: ConfigMap\nnamespace: %NS%\nname: b\n")
+	e.a.Dynamic = e.c.Dynamic
+	for _, n := range []string{"a", "b"} {
+		if e.get(configMaps, n) != nil {
+			t.Errorf("%s exists after its Delete returned", n)
+		}
 	}
 }
