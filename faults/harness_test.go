@@ -82,7 +82,11 @@ func startOperator(t *testing.T, kubeconfig, hooksDir string, extra ...string) *
 	t.Helper()
 	args := append([]string{"start", "--hooks-dir", hooksDir, "--kubeconfig", kubeconfig, "--log-format", "json",
 		"--listen-address", "127.0.0.1:0", "--debug-socket", filepath.Join(t.TempDir(), "debug.sock")}, extra...)
-	o := &operator{cmd: exec.Command(testoperator.Binary(t), args...), logs: &testoperator.Buffer{}, done: make(chan struct{})}
+	bin := os.Getenv("FAULTS_BINARY") // another build to measure, e.g. an older one
+	if bin == "" {
+		bin = testoperator.Binary(t)
+	}
+	o := &operator{cmd: exec.Command(bin, args...), logs: &testoperator.Buffer{}, done: make(chan struct{})}
 	o.cmd.Stderr = o.logs
 	if err := o.cmd.Start(); err != nil {
 		t.Fatal(err)
