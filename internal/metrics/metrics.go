@@ -42,6 +42,7 @@ type Metrics struct {
 	eventsReceived   *prometheus.CounterVec
 	eventsSuppressed *prometheus.CounterVec
 	watchErrors      *prometheus.CounterVec
+	watchRestarts    *prometheus.CounterVec
 
 	operations *prometheus.CounterVec
 	events     *prometheus.CounterVec
@@ -75,6 +76,8 @@ func New() *Metrics {
 		eventsReceived:   f.counter("events_received_total", "Watch events received per binding (Added, Modified, Deleted).", "hook", "binding", "event"),
 		eventsSuppressed: f.counter("events_suppressed_total", "Watch events that ran nothing: the jqFilter result did not change (reason jqFilter), or only the hook's own status write changed (reason ownStatus).", "hook", "binding", "reason"),
 		watchErrors:      f.counter("watch_errors_total", "Watches that failed and were restarted, by resource.", "resource"),
+		watchRestarts: f.counter("watch_restarts_total", "Watch streams that ended and were opened again, by resource and reason: timeout (the server ended it, as it does every few minutes), idle (no event and no bookmark for --watch-idle-timeout: listed again), expired (resourceVersion too old: listed again), error.",
+			"resource", "reason"),
 
 		operations: f.counter("operations_total", "Object operations of hooks by type and result (applied, failed, not_applied: after a failed one).", "hook", "type", "result"),
 		events:     f.counter("kube_events_total", "Kubernetes Events about failed runs, by what became of them: sent, limited (folded into the next one sent) or dropped.", "result"),
@@ -161,6 +164,14 @@ func (m *Metrics) WatchError(resource string) {
 		return
 	}
 	m.watchErrors.WithLabelValues(resource).Inc()
+}
+
+// WatchRestart counts a watch stream of resource that ended, by reason.
+func (m *Metrics) WatchRestart(resource, reason string) {
+	if m == nil {
+		return
+	}
+	m.watchRestarts.WithLabelValues(resource, reason).Inc()
 }
 
 // Operation counts an operation of hook by type and result.

@@ -35,6 +35,8 @@ type env struct {
 	finished chan error
 	// op is the running operator, once started.
 	op *operator.Operator
+	// watchIdle, set before start, is the operator's WatchIdleTimeout.
+	watchIdle time.Duration
 }
 
 func newEnv(t *testing.T) *env {
@@ -129,6 +131,8 @@ func (e *env) start() {
 		Queue:         queue.Options{RetryInitial: 100 * time.Millisecond, RetryMax: 400 * time.Millisecond},
 		ShutdownGrace: 5 * time.Second,
 		Env:           os.Environ(),
+
+		WatchIdleTimeout: e.watchIdle,
 	}, log)
 	e.cancel = cancel
 	e.finished = make(chan error, 1)

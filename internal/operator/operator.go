@@ -49,6 +49,9 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// Events makes failed runs leave Kubernetes Events on their objects.
 	Events bool
+	// WatchIdleTimeout restarts, with a fresh list, a watch that delivered
+	// no event and no bookmark for that long; zero: never.
+	WatchIdleTimeout time.Duration
 }
 
 // Operator runs a set of hooks against a cluster.
@@ -125,6 +128,7 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 		o.health = kube.NewHealth(clients.Unversioned, log)
 		o.watcher.SetHealth(o.health)
 	}
+	o.watcher.SetIdleTimeout(opts.WatchIdleTimeout)
 	o.queues = queue.NewSet(func(ctx context.Context, t *queue.Task) error {
 		before, _ := o.health.State()
 		err := o.exec.Execute(ctx, t)

@@ -629,3 +629,46 @@ jq -c '.[] | select(.type == "Event" and .watchEvent != "Deleted")
 		return err == nil && got.Labels["seen"] == "yes"
 	})
 }
+
+// A watch idle for longer than WatchIdleTimeout is restarted with a fresh
+// list; the hook gets every event once, none lost and none repeated.
+func TestIntegrationIdleWatchRestarts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// The API server sends a bookmark about every minute: with one second,
+	// the watch goes idle between the objects made here.
+	e.watchIdle = time.Second
+	e.bashHook("idle.sh", `
+configVersion: v1
+kubernetes:
+- name: cms
+  kind: ConfigMap
+  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
+  labelSelector: {matchLabels: {owner: test}}
+  executeHookOnSynchronization: false
+`, "")
+	e.start()
+	e.eventually(20*time.Second, "start-up", func() bool { return e.logs.contains("all bindings started") })
+	ctx := context.Background()
+	cms := e.c.Client.CoreV1().ConfigMaps(e.ns)
+	const n = 3
+	for i := range n {
+		_, err := cms.Create(ctx, cm(fmt.Sprintf("c%d", i), nil), metav1.CreateOptions{})
+		must(t, err)
+		e.eventually(20*time.Second, "an idle restart", func() bool {
+			return strings.Count(e.logs.String(), "no event and no bookmark for 1s") > i
+		})
+	}
+	e.eventually(20*time.Second, "every Added", func() bool { return len(e.contexts("idle.sh")) >= n })
+	// One more restart: the list after the last one has been delivered
+	// (the reflector backs off a little longer after each restart).
+	restarts := strings.Count(e.logs.String(), "no event and no bookmark for 1s")
+	e.eventually(40*time.Second, "one more idle restart", func() bool {
+		return strings.Count(e.logs.String(), "no event and no bookmark for 1s") > restarts
+	})
+	got := describe(e.contexts("idle.sh"))
+	want := []string{"cms:Event/Added/c0", "cms:Event/Added/c1", "cms:Event/Added/c2"}
+	if !slices.Equal(got, want) {
+		t.Errorf("contexts %v, want each Added once: %v", got, want)
+	}
+}

@@ -113,7 +113,7 @@ func newInformer(client dynamic.Interface, streams *streams, health *kube.Health
 				var w watch.Interface
 				var err error
 				if streams != nil {
-					w, err = streams.watch(ctx, b.res.GVR, key.namespace, opts, func(err error) { i.failed(ctx, err) })
+					w, err = streams.watch(ctx, b.res.GVR, key.namespace, opts, func(err error) { i.failed(ctx, err) }, i.ended)
 				} else {
 					w, err = nri.Watch(ctx, opts)
 				}
@@ -146,6 +146,11 @@ func (i *informer) failed(ctx context.Context, err error) {
 	i.log.WithError(err).Warn("watch failed; retrying")
 	i.metrics.WatchError(i.key.resource)
 	i.broken.Store(true)
+}
+
+// ended counts a watch stream that ended (watch_restarts_total).
+func (i *informer) ended(reason string) {
+	i.metrics.WatchRestart(i.key.resource, reason)
 }
 
 // attach adds b to the informer's bindings and returns its slot.

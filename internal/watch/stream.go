@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -43,7 +44,18 @@ type streams struct {
 	client *rest.RESTClient
 	// log receives the warnings the API server sends with a watch's answer.
 	log logrus.FieldLogger
+	// idle, when above zero, ends a watch that delivers no event and no
+	// bookmark for that long: the reflector lists again (see idleTimeout).
+	idle time.Duration
 }
+
+// Reasons a watch stream ended (watch_restarts_total).
+const (
+	endTimeout = "timeout"
+	endIdle    = "idle"
+	endExpired = "expired"
+	endError   = "error"
+)
 
 // versionV1 is the version of the list options' query parameters.
 var versionV1 = schema.GroupVersion{Version: "v1"}
@@ -76,7 +88,7 @@ var errWatchCut = errors.New("the watch request's connection ended before an ans
 // the API server is away, the informer gives the reflector an empty watch,
 // and it simply watches again. failed (may be nil) is told about the
 // errors the stream reports as ERROR events.
-func (s *streams) watch(ctx context.Context, gvr schema.GroupVersionResource, namespace string, opts metav1.ListOptions, failed func(error)) (watch.Interface, error) {
+func (s *streams) watch(ctx context.Context, gvr schema.GroupVersionResource, namespace string, opts metav1.ListOptions, failed func(error), ended func(reason string)) (watch.Interface, error) {
 	opts.Watch = true
 	path := []string{"/apis", gvr.Group, gvr.Version}
 	if gvr.Group == "" {
@@ -107,7 +119,7 @@ func (s *streams) watch(ctx context.Context, gvr schema.GroupVersionResource, na
 		return nil, responseError(resp, u.Redacted())
 	}
 	w := newStreamWatch(resp.Body)
-	w.failed = failed
+	w.failed, w.ended, w.idle = failed, ended, s.idle
 	w.start()
 	return w, nil
 }
@@ -153,6 +165,13 @@ type streamWatch struct {
 	// failed, when set before start, is told the error of each ERROR
 	// event.
 	failed func(error)
+	// ended, when set before start, is told why the stream ended.
+	ended func(reason string)
+	// idle, when above zero before start, ends the stream after that long
+	// without an event or a bookmark, with an ERROR event saying that the
+	// resourceVersion expired: the reflector then lists again.
+	idle      time.Duration
+	idleFired atomic.Bool
 }
 
 // newStreamWatch returns the watch of body; start begins reading it.
@@ -191,16 +210,36 @@ type event struct {
 func (w *streamWatch) receive() {
 	defer close(w.result)
 	defer w.Stop()
+	reason := endTimeout
+	defer func() {
+		if w.ended != nil {
+			w.ended(reason)
+		}
+	}()
+	var timer *time.Timer
+	if w.idle > 0 {
+		// Closing the body ends the pending Decode.
+		timer = time.AfterFunc(w.idle, func() { w.idleFired.Store(true); _ = w.body.Close() })
+		defer timer.Stop()
+	}
 	dec := json.NewDecoder(w.body)
 	dec.UseNumber() // integers stay exact; jq.Normalize makes them ints
 	for {
 		var e event
 		err := dec.Decode(&e)
-		if w.stopped() {
+		if timer != nil && err == nil {
+			timer.Reset(w.idle)
+		}
+		if err != nil && w.idleFired.Load() {
+			reason = endIdle
+		} else if w.stopped() {
 			return
 		}
 		var out watch.Event
 		switch {
+		case reason == endIdle:
+			out = watch.Event{Type: watch.Error, Object: &apierrors.NewResourceExpired(
+				fmt.Sprintf("no event and no bookmark for %s: listing again", w.idle)).ErrStatus}
 		case err == nil:
 			out, err = toEvent(e)
 			if err != nil {
@@ -211,15 +250,24 @@ func (w *streamWatch) receive() {
 		default:
 			out = errorEvent(fmt.Errorf("unable to decode an event from the watch stream: %w", err))
 		}
-		if out.Type == watch.Error && w.failed != nil {
-			w.failed(apierrors.FromObject(out.Object))
+		if out.Type == watch.Error {
+			serr := apierrors.FromObject(out.Object)
+			if reason != endIdle {
+				reason = endError
+				if apierrors.IsResourceExpired(serr) || apierrors.IsGone(serr) {
+					reason = endExpired
+				}
+			}
+			if w.failed != nil {
+				w.failed(serr)
+			}
 		}
 		select {
 		case <-w.done:
 			return
 		case w.result <- out:
 		}
-		if err != nil {
+		if err != nil || out.Type == watch.Error {
 			return
 		}
 	}

@@ -142,3 +142,65 @@ func TestStreamWatchStop(t *testing.T) {
 		t.Errorf("events after Stop: %v", got)
 	}
 }
+
+// A stream that stays open but delivers nothing for the idle period ends
+// with an expired-resourceVersion ERROR, so that the reflector lists again;
+// events and bookmarks each restart the period. Why it ended is reported.
+func TestStreamWatchIdle(t *testing.T) {
+	r, pw := io.Pipe()
+	w := newStreamWatch(r)
+	w.idle = 300 * time.Millisecond
+	var reasons []string
+	var failures []error
+	w.ended = func(reason string) { reasons = append(reasons, reason) }
+	w.failed = func(err error) { failures = append(failures, err) }
+	w.start()
+	go func() {
+		// Three lines 200ms apart: each comes within the period.
+		for _, line := range []string{
+			`{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"1"}}}`,
+			`{"type":"BOOKMARK","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"resourceVersion":"2"}}}`,
+			`{"type":"MODIFIED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"3"}}}`,
+		} {
+			time.Sleep(200 * time.Millisecond)
+			if _, err := io.WriteString(pw, line+"\n"); err != nil {
+				return
+			}
+		}
+		// Then nothing, with the connection open.
+	}()
+	got := events(t, w)
+	if len(got) != 4 {
+		t.Fatalf("got %d events, want 3 and the idle ERROR: %v", len(got), got)
+	}
+	for i, typ := range []watch.EventType{watch.Added, watch.Bookmark, watch.Modified, watch.Error} {
+		if got[i].Type != typ {
+			t.Errorf("event %d: %s, want %s", i, got[i].Type, typ)
+		}
+	}
+	if err := apierrors.FromObject(got[3].Object); !apierrors.IsResourceExpired(err) || !strings.Contains(err.Error(), "no event and no bookmark for 300ms") {
+		t.Errorf("idle ERROR = %v, want an expired resourceVersion naming the period", err)
+	}
+	if len(failures) != 1 || len(reasons) != 1 || reasons[0] != endIdle {
+		t.Errorf("failures %v, reasons %v; want one failure and reason idle", failures, reasons)
+	}
+}
+
+// Why a stream ended: the server closing it is a timeout, an ERROR about
+// an expired resourceVersion is expired, another ERROR is error.
+func TestStreamWatchEndReasons(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}}` + "\n":                                                                    endTimeout,
+		`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old resource version: 1 (10)","reason":"Expired","code":410}}` + "\n": endExpired,
+		`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","message":"boom","reason":"InternalError","code":500}}` + "\n":                       endError,
+	} {
+		w := newStreamWatch(io.NopCloser(strings.NewReader(body)))
+		var reason string
+		w.ended = func(r string) { reason = r }
+		w.start()
+		events(t, w)
+		if reason != want {
+			t.Errorf("stream %s ended with reason %q, want %q", body, reason, want)
+		}
+	}
+}

@@ -75,6 +75,16 @@ func New(clients *kube.Clients, hooks []*hook.Hook, sink Sink, log logrus.FieldL
 // rather than backing off. Call it before Start.
 func (w *Watcher) SetHealth(h *kube.Health) { w.health = h }
 
+// SetIdleTimeout makes a watch that delivers no event and no bookmark for
+// d end, so that its informer lists again (zero: never). Call it before
+// Start. The API server sends a bookmark about every minute on a watch
+// that asks for them, as informers' watches do.
+func (w *Watcher) SetIdleTimeout(d time.Duration) {
+	if w.streams != nil {
+		w.streams.idle = d
+	}
+}
+
 // Bindings returns every binding, in hook and configuration order.
 func (w *Watcher) Bindings() []*Binding { return w.bindings }
 

@@ -43,6 +43,7 @@ type Flags struct {
 	RetryInitial  time.Duration
 	RetryMax      time.Duration
 	BatchWindow   time.Duration
+	WatchIdle     time.Duration
 	ShutdownGrace time.Duration
 	// ListenAddress is the metrics and health listener; "" disables it.
 	ListenAddress string
@@ -113,6 +114,8 @@ removed. Secret data is masked unless --show-secrets.`,
 	envflag.Bind(fs, "retry-initial-delay", "HOOK_OPERATOR_RETRY_INITIAL_DELAY")
 	fs.DurationVar(&f.RetryMax, "retry-max-delay", time.Minute, "longest pause between retries of a failed run")
 	envflag.Bind(fs, "retry-max-delay", "HOOK_OPERATOR_RETRY_MAX_DELAY")
+	fs.DurationVar(&f.WatchIdle, "watch-idle-timeout", 3*time.Minute, "list again and restart a watch that delivered no event and no bookmark for this long (the API server sends a bookmark about every minute; 0: never)")
+	envflag.Bind(fs, "watch-idle-timeout", "HOOK_OPERATOR_WATCH_IDLE_TIMEOUT")
 	fs.DurationVar(&f.BatchWindow, "batch-window", 20*time.Millisecond, "while events stream in, a queue runs at most once per window: after a run it waits for the window, or until no event came for half of it (0: no waiting)")
 	envflag.Bind(fs, "batch-window", "HOOK_OPERATOR_BATCH_WINDOW")
 	fs.DurationVar(&f.ShutdownGrace, "shutdown-grace-period", 30*time.Second, "how long running hooks may finish after SIGTERM/SIGINT")
@@ -137,6 +140,9 @@ removed. Secret data is masked unless --show-secrets.`,
 func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) error {
 	if f.HookTimeout <= 0 {
 		return errors.New("--hook-timeout must be positive")
+	}
+	if f.WatchIdle != 0 && f.WatchIdle < time.Second {
+		return fmt.Errorf("--watch-idle-timeout=%s: use 0 (never) or at least 1s; the API server sends a bookmark about every minute, so a few minutes is usual", f.WatchIdle)
 	}
 	if f.BatchWindow < 0 || f.BatchWindow > time.Minute {
 		return fmt.Errorf("--batch-window=%s: use a duration from 0 (off) to 1m; a few milliseconds is usual", f.BatchWindow)
@@ -188,7 +194,8 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		Env:           env,
 		Metrics:       m,
 		// A dry-run writes nothing, Events included.
-		Events: w == nil,
+		Events:           w == nil,
+		WatchIdleTimeout: f.WatchIdle,
 	}
 	if w != nil {
 		dryRun(&opts, f, clients, w, log)
