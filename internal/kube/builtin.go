@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // builtinJSON is the discovery data of a Kubernetes v1.36 API server with
@@ -35,3 +36,24 @@ var builtin = sync.OnceValue(func() []*metav1.APIResourceList {
 func BuiltinResources() []*metav1.APIResourceList {
 	return copyLists(builtin())
 }
+
+// builtinSet holds the resources of BuiltinResources, by GVR string.
+var builtinSet = sync.OnceValue(func() map[string]bool {
+	set := map[string]bool{}
+	for _, l := range builtin() {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range l.APIResources {
+			set[gv.WithResource(r.Name).String()] = true
+		}
+	}
+	return set
+})
+
+// Builtin reports whether gvr is one of Kubernetes' own resources (see
+// BuiltinResources), not one a CRD or an aggregated API server defines.
+// Kubernetes' own kinds that have a status field have a status
+// subresource; those without one have no status field at all.
+func Builtin(gvr schema.GroupVersionResource) bool { return builtinSet()[gvr.String()] }

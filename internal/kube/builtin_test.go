@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hook-operator/hook-operator/internal/kube"
 )
@@ -50,5 +51,26 @@ func TestBuiltinResources(t *testing.T) {
 	lists[0].APIResources = nil
 	if again := kube.BuiltinResources(); len(again[0].APIResources) == 0 {
 		t.Error("BuiltinResources returns shared lists")
+	}
+}
+
+// Resolved resources say whether they have a status subresource, and which
+// are Kubernetes' own.
+func TestStatusSubresourceAndBuiltin(t *testing.T) {
+	r := kube.NewStaticResolver(kube.BuiltinResources())
+	for kind, want := range map[string]bool{"Deployment": true, "Pod": true, "ConfigMap": false, "Secret": false} {
+		res, err := r.Resolve("", kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != want {
+			t.Errorf("%s: Status = %v, want %v", kind, res.Status, want)
+		}
+		if !kube.Builtin(res.GVR) {
+			t.Errorf("%s (%s) is not built in", kind, res.GVR)
+		}
+	}
+	if kube.Builtin(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}) {
+		t.Error("a CRD's resource counts as built in")
 	}
 }

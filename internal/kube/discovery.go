@@ -94,6 +94,9 @@ type aggregatedDiscovery struct {
 				Scope            string   `json:"scope"`
 				SingularResource string   `json:"singularResource"`
 				ShortNames       []string `json:"shortNames"`
+				Subresources     []struct {
+					Subresource string `json:"subresource"`
+				} `json:"subresources"`
 			} `json:"resources"`
 		} `json:"versions"`
 	} `json:"items"`
@@ -101,8 +104,9 @@ type aggregatedDiscovery struct {
 
 // parseAggregated turns an aggregated discovery document into resource
 // lists, in its order. Stale versions are unread; resources without a kind
-// are left out, as client-go does. Subresources are not kinds, so they are
-// not read at all.
+// are left out, as client-go does. Of the subresources only status is
+// listed ("pods/status", as the legacy lists have it): writers need to know
+// which kinds have one.
 func parseAggregated(body []byte) (lists []*metav1.APIResourceList, unread []string, err error) {
 	var d aggregatedDiscovery
 	if err := json.Unmarshal(body, &d); err != nil {
@@ -133,6 +137,12 @@ func parseAggregated(body []byte) (lists []*metav1.APIResourceList, unread []str
 					Kind:         r.ResponseKind.Kind,
 					ShortNames:   r.ShortNames,
 				})
+				// As the legacy lists name them: "pods/status".
+				for _, sub := range r.Subresources {
+					if sub.Subresource == "status" {
+						l.APIResources = append(l.APIResources, metav1.APIResource{Name: r.Resource + "/status", Kind: r.ResponseKind.Kind})
+					}
+				}
 			}
 			lists = append(lists, l)
 		}

@@ -138,8 +138,13 @@ func TestDiscoverAggregated(t *testing.T) {
 	if got := comparable(lists); !reflect.DeepEqual(got, wantDiscovered) {
 		t.Errorf("discovered\n%+v\nwant\n%+v", got, wantDiscovered)
 	}
-	if len(lists[0].APIResources) != 2 {
-		t.Errorf("core resources %+v; want pods and namespaces, no subresources", lists[0].APIResources)
+	var names []string
+	for _, r := range lists[0].APIResources {
+		names = append(names, r.Name)
+	}
+	// Of the subresources, status is listed, as legacy lists name it.
+	if want := []string{"pods", "pods/status", "namespaces"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("core resources %v; want %v", names, want)
 	}
 	if len(unread) != 1 || !strings.Contains(unread[0], "metrics.k8s.io/v1beta1") || !strings.Contains(unread[0], "stale") {
 		t.Errorf("unread %q; want metrics.k8s.io/v1beta1, stale", unread)

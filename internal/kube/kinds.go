@@ -47,6 +47,12 @@ func newKinds(lists []*metav1.APIResourceList, unread []string) *kinds {
 			if err != nil || gv.Version == "" || (gv.Group == "") != core {
 				continue
 			}
+			status := map[string]bool{}
+			for _, r := range l.APIResources {
+				if name, ok := strings.CutSuffix(r.Name, "/status"); ok {
+					status[name] = true
+				}
+			}
 			for _, r := range l.APIResources {
 				if r.Name == "" || r.Kind == "" || strings.Contains(r.Name, "/") {
 					continue
@@ -55,6 +61,7 @@ func newKinds(lists []*metav1.APIResourceList, unread []string) *kinds {
 					GVR:        gv.WithResource(r.Name),
 					GVK:        gv.WithKind(r.Kind),
 					Namespaced: r.Namespaced,
+					Status:     status[r.Name],
 				}, rank: rank}, r)
 			}
 			rank++

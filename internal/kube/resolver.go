@@ -15,6 +15,9 @@ type Resource struct {
 	GVR        schema.GroupVersionResource
 	GVK        schema.GroupVersionKind
 	Namespaced bool
+	// Status is set when the resource has a status subresource: writes of
+	// the object itself then leave its status as it is.
+	Status bool
 }
 
 // APIVersion returns the resource's group/version as written in objects.

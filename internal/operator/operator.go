@@ -96,7 +96,7 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 		o.finalizers = finalizer.New(clients.Dynamic, log)
 		sink = &ClusterSink{
 			Applier: &ops.Applier{Dynamic: clients.Dynamic, Resolver: clients.Resolver, FieldManager: ops.DefaultFieldManager, Log: log,
-				Cached: func(res kube.Resource, namespace, name string) bool {
+				Cached: func(res kube.Resource, namespace, name string) (string, bool) {
 					return o.watcher.Cached(res.GVR.String(), namespace, name)
 				}},
 			Finalizers: o.finalizers,

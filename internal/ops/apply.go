@@ -45,10 +45,12 @@ type Applier struct {
 	DeleteTimeout time.Duration
 	// Log receives a record per operation applied; nothing is logged when nil.
 	Log logrus.FieldLogger
-	// Cached, when set, tells whether the runtime's watch cache holds an
-	// object: CreateOrUpdate then updates it without trying to create it
-	// first, one request less.
-	Cached func(res kube.Resource, namespace, name string) bool
+	// Cached, when set, returns the resourceVersion of an object the
+	// runtime's watch cache holds, or false. CreateOrUpdate then updates
+	// it without trying to create it first: with that resourceVersion
+	// alone when the kind's status cannot be lost by it (see
+	// createOrUpdate), else after reading the object.
+	Cached func(res kube.Resource, namespace, name string) (resourceVersion string, ok bool)
 }
 
 // conflictBackoff paces the retries of a read-modify-write that lost a race

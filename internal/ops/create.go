@@ -7,6 +7,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/hook-operator/hook-operator/internal/kube"
 )
 
 // create applies Create and CreateIfNotExists.
@@ -33,7 +35,32 @@ func (a *Applier) createOrUpdate(ctx context.Context, s step) error {
 	// The object can be deleted between a failed create and the update;
 	// then creating is right again. Three rounds make a persistent race an
 	// error rather than a loop.
-	exists := a.Cached != nil && a.Cached(s.res, s.op.Namespace, s.op.Name)
+	var rv string
+	exists := false
+	if a.Cached != nil {
+		rv, exists = a.Cached(s.res, s.op.Namespace, s.op.Name)
+	}
+	// One request when the cache knows the object's resourceVersion and
+	// replacing the object cannot lose its status: the kind has a status
+	// subresource (writes of the object leave status alone), or it is one
+	// of Kubernetes' own kinds without one (they have no status field). A
+	// cache that is behind gets a conflict or NotFound, and the request
+	// is made again the long way.
+	if exists && rv != "" && (s.res.Status || kube.Builtin(s.res.GVR)) {
+		next := s.obj.DeepCopy()
+		next.SetResourceVersion(rv)
+		delete(next.Object, "status")
+		_, err := c.Update(ctx, next, metav1.UpdateOptions{FieldManager: a.fieldManager()})
+		switch {
+		case err == nil:
+			a.log(s).Debug("updated")
+			return nil
+		case apierrors.IsNotFound(err):
+			exists = false
+		case !apierrors.IsConflict(err):
+			return err
+		}
+	}
 	for range 3 {
 		if !exists {
 			_, err := c.Create(ctx, s.obj, metav1.CreateOptions{FieldManager: a.fieldManager()})

@@ -101,11 +101,25 @@ object:
 // TestIntegrationCreateOrUpdate runs on a CRD with a status subresource,
 // where the API server itself ignores .status on update, and on one
 // without, where only the Applier keeps it.
+//
+// With a watch cache that knows the object's resourceVersion (cached), a
+// kind with a status subresource is updated with it, in one request; one
+// without is read first all the same.
 func TestIntegrationCreateOrUpdate(t *testing.T) {
-	for _, withStatus := range []bool{true, false} {
-		t.Run(fmt.Sprintf("status subresource %v", withStatus), func(t *testing.T) {
+	for _, tc := range []struct{ withStatus, cached bool }{{true, false}, {false, false}, {true, true}, {false, true}} {
+		withStatus := tc.withStatus
+		t.Run(fmt.Sprintf("status subresource %v, cached %v", withStatus, tc.cached), func(t *testing.T) {
 			e := newEnv(t)
 			gvr := e.crd(testcluster.CRD{Kind: "Widget", Status: withStatus})
+			if tc.cached {
+				e.a.Cached = func(_ kube.Resource, ns, name string) (string, bool) {
+					live := e.get(gvr, name)
+					if live == nil {
+						return "", false
+					}
+					return live.GetResourceVersion(), true
+				}
+			}
 			file := func(size int, extra string) string {
 				return fmt.Sprintf(`
 operation: CreateOrUpdate
@@ -189,7 +203,9 @@ func TestIntegrationCreateOrUpdateConcurrently(t *testing.T) {
 func TestIntegrationCreateOrUpdateTrustsTheCacheOnlyAsAGuess(t *testing.T) {
 	e := newEnv(t)
 	e.configMap("there", map[string]any{"v": "old"})
-	e.a.Cached = func(kube.Resource, string, string) bool { return true }
+	// A resourceVersion from long ago: the update conflicts, and is made
+	// again after reading the object.
+	e.a.Cached = func(kube.Resource, string, string) (string, bool) { return "1", true }
 	e.mustApply(`{operation: CreateOrUpdate, object: {apiVersion: v1, kind: ConfigMap, metadata: {name: there, namespace: %NS%}, data: {v: "new"}}}
 ---
 {operation: CreateOrUpdate, object: {apiVersion: v1, kind: ConfigMap, metadata: {name: missing, namespace: %NS%}, data: {v: "new"}}}`)

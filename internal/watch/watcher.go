@@ -418,11 +418,12 @@ func (w *Watcher) Broken(ctx context.Context) []string {
 	return out
 }
 
-// Cached reports whether an informer's cache holds the object of resource
-// (a GVR string) in namespace ("" for cluster-scoped) named name: it was
-// there at the last event the watch delivered. Writers use it to guess
-// whether an object exists before asking the API server.
-func (w *Watcher) Cached(resource, namespace, name string) bool {
+// Cached returns the resourceVersion of the object of resource (a GVR
+// string) in namespace ("" for cluster-scoped) named name, if an
+// informer's cache holds it: as of the last event the watch delivered.
+// Writers use it to guess whether an object exists, and its version,
+// before asking the API server.
+func (w *Watcher) Cached(resource, namespace, name string) (string, bool) {
 	w.mu.Lock()
 	var infs []*informer
 	for key, inf := range w.informers {
@@ -435,9 +436,12 @@ func (w *Watcher) Cached(resource, namespace, name string) bool {
 		inf.mu.Lock()
 		started := inf.started
 		inf.mu.Unlock()
-		if started && inf.get(namespace, name) != nil {
-			return true
+		if !started {
+			continue
+		}
+		if e := inf.get(namespace, name); e != nil {
+			return e.ResourceVersion, true
 		}
 	}
-	return false
+	return "", false
 }
