@@ -66,7 +66,11 @@ type informer struct {
 
 	// broken is set when the watch fails, and cleared by the next event or
 	// by a successful probe (see Watcher.Broken).
-	broken  atomic.Bool
+	broken atomic.Bool
+	// stale is set when the watch went idle (see streams.idle) and cleared
+	// when it delivers again, an event or a bookmark, or a list succeeds:
+	// until then readiness names it.
+	stale   atomic.Bool
 	client  dynamic.ResourceInterface
 	started bool
 	cancel  context.CancelFunc
@@ -96,6 +100,7 @@ func newInformer(client dynamic.Interface, streams *streams, health *kube.Health
 				}
 				list, err := nri.List(ctx, opts)
 				if err == nil {
+					i.stale.Store(false)
 					return list, nil
 				}
 				i.failed(ctx, err)
@@ -113,7 +118,11 @@ func newInformer(client dynamic.Interface, streams *streams, health *kube.Health
 				var w watch.Interface
 				var err error
 				if streams != nil {
-					w, err = streams.watch(ctx, b.res.GVR, key.namespace, opts, func(err error) { i.failed(ctx, err) }, i.ended)
+					w, err = streams.watch(ctx, b.res.GVR, key.namespace, opts, streamHooks{
+						failed:   func(err error) { i.failed(ctx, err) },
+						ended:    i.ended,
+						received: func() { i.stale.Store(false) },
+					})
 				} else {
 					w, err = nri.Watch(ctx, opts)
 				}
@@ -148,8 +157,12 @@ func (i *informer) failed(ctx context.Context, err error) {
 	i.broken.Store(true)
 }
 
-// ended counts a watch stream that ended (watch_restarts_total).
+// ended counts a watch stream that ended (watch_restarts_total); one
+// that went idle makes the informer stale until it delivers again.
 func (i *informer) ended(reason string) {
+	if reason == endIdle {
+		i.stale.Store(true)
+	}
 	i.metrics.WatchRestart(i.key.resource, reason)
 }
 
@@ -214,6 +227,7 @@ func (i *informer) transform(obj any) (any, error) {
 // dispatch hands one notification to every attached binding.
 func (i *informer) dispatch(event string, oldObj, obj any) {
 	i.broken.Store(false)
+	i.stale.Store(false)
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}

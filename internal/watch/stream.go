@@ -88,7 +88,18 @@ var errWatchCut = errors.New("the watch request's connection ended before an ans
 // the API server is away, the informer gives the reflector an empty watch,
 // and it simply watches again. failed (may be nil) is told about the
 // errors the stream reports as ERROR events.
-func (s *streams) watch(ctx context.Context, gvr schema.GroupVersionResource, namespace string, opts metav1.ListOptions, failed func(error), ended func(reason string)) (watch.Interface, error) {
+// streamHooks tell a watch's owner what happens to its stream; each may be
+// nil.
+type streamHooks struct {
+	// failed is told the error of each ERROR event.
+	failed func(error)
+	// ended is told why the stream ended.
+	ended func(reason string)
+	// received is called for each event decoded, bookmarks included.
+	received func()
+}
+
+func (s *streams) watch(ctx context.Context, gvr schema.GroupVersionResource, namespace string, opts metav1.ListOptions, hooks streamHooks) (watch.Interface, error) {
 	opts.Watch = true
 	path := []string{"/apis", gvr.Group, gvr.Version}
 	if gvr.Group == "" {
@@ -119,7 +130,7 @@ func (s *streams) watch(ctx context.Context, gvr schema.GroupVersionResource, na
 		return nil, responseError(resp, u.Redacted())
 	}
 	w := newStreamWatch(resp.Body)
-	w.failed, w.ended, w.idle = failed, ended, s.idle
+	w.streamHooks, w.idle = hooks, s.idle
 	w.start()
 	return w, nil
 }
@@ -162,11 +173,8 @@ type streamWatch struct {
 	result chan watch.Event
 	done   chan struct{}
 	once   sync.Once
-	// failed, when set before start, is told the error of each ERROR
-	// event.
-	failed func(error)
-	// ended, when set before start, is told why the stream ended.
-	ended func(reason string)
+	// streamHooks, set before start, are told what happens.
+	streamHooks
 	// idle, when above zero before start, ends the stream after that long
 	// without an event or a bookmark, with an ERROR event saying that the
 	// resourceVersion expired: the reflector then lists again.
@@ -227,8 +235,13 @@ func (w *streamWatch) receive() {
 	for {
 		var e event
 		err := dec.Decode(&e)
-		if timer != nil && err == nil {
-			timer.Reset(w.idle)
+		if err == nil {
+			if timer != nil {
+				timer.Reset(w.idle)
+			}
+			if w.received != nil {
+				w.received()
+			}
 		}
 		if err != nil && w.idleFired.Load() {
 			reason = endIdle

@@ -43,7 +43,7 @@ func TestIntegrationStreamWatch(t *testing.T) {
 		SendInitialEvents:    &sendInitial,
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 		AllowWatchBookmarks:  true,
-	}, nil, nil)
+	}, streamHooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,11 +92,11 @@ func TestIntegrationStreamWatch(t *testing.T) {
 	}
 
 	// Errors come back as the API's Status errors.
-	_, err = s.watch(ctx, configMaps, ns, metav1.ListOptions{LabelSelector: "pick in in"}, nil, nil)
+	_, err = s.watch(ctx, configMaps, ns, metav1.ListOptions{LabelSelector: "pick in in"}, streamHooks{})
 	if !apierrors.IsBadRequest(err) {
 		t.Errorf("bad label selector: %v, want a BadRequest Status error", err)
 	}
-	_, err = s.watch(ctx, schema.GroupVersionResource{Group: "example.invalid", Version: "v1", Resource: "things"}, "", metav1.ListOptions{}, nil, nil)
+	_, err = s.watch(ctx, schema.GroupVersionResource{Group: "example.invalid", Version: "v1", Resource: "things"}, "", metav1.ListOptions{}, streamHooks{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("unserved resource: %v, want NotFound", err)
 	}

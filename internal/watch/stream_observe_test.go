@@ -39,12 +39,12 @@ func TestWatchRequestsCountedAndWarningsLogged(t *testing.T) {
 	log, hook := logtest.NewNullLogger()
 	s := newStreams(clients.Unversioned, log)
 
-	w, err := s.watch(context.Background(), cmGVR, "ns", metav1.ListOptions{}, func(error) {}, nil)
+	w, err := s.watch(context.Background(), cmGVR, "ns", metav1.ListOptions{}, streamHooks{failed: func(error) {}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	events(t, w)
-	if _, err := s.watch(context.Background(), cmGVR, "ns", metav1.ListOptions{LabelSelector: "missing"}, func(error) {}, nil); err == nil {
+	if _, err := s.watch(context.Background(), cmGVR, "ns", metav1.ListOptions{LabelSelector: "missing"}, streamHooks{failed: func(error) {}}); err == nil {
 		t.Fatal("a 404 answer started a watch")
 	}
 

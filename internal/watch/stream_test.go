@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,8 +153,10 @@ func TestStreamWatchIdle(t *testing.T) {
 	w.idle = 300 * time.Millisecond
 	var reasons []string
 	var failures []error
+	var received atomic.Int32
 	w.ended = func(reason string) { reasons = append(reasons, reason) }
 	w.failed = func(err error) { failures = append(failures, err) }
+	w.received = func() { received.Add(1) }
 	w.start()
 	go func() {
 		// Three lines 200ms apart: each comes within the period.
@@ -184,6 +187,9 @@ func TestStreamWatchIdle(t *testing.T) {
 	if len(failures) != 1 || len(reasons) != 1 || reasons[0] != endIdle {
 		t.Errorf("failures %v, reasons %v; want one failure and reason idle", failures, reasons)
 	}
+	if n := received.Load(); n != 3 {
+		t.Errorf("received told of %d events, want 3 (the bookmark included)", n)
+	}
 }
 
 // Why a stream ended: the server closing it is a timeout, an ERROR about
@@ -202,5 +208,29 @@ func TestStreamWatchEndReasons(t *testing.T) {
 		if reason != want {
 			t.Errorf("stream %s ended with reason %q, want %q", body, reason, want)
 		}
+	}
+}
+
+// A watch that went idle is named by Broken (readiness) until it delivers
+// again, without asking the API server.
+func TestIdleWatchIsReportedUntilItDelivers(t *testing.T) {
+	key := informerKey{resource: "/v1, Resource=configmaps", namespace: "ns"}
+	inf := &informer{key: key}
+	w := &Watcher{informers: map[informerKey]*informer{key: inf}, streams: &streams{idle: 3 * time.Minute}}
+	if got := w.Broken(t.Context()); len(got) != 0 {
+		t.Fatalf("Broken = %v before anything happened", got)
+	}
+	inf.ended(endIdle)
+	got := w.Broken(t.Context())
+	if len(got) != 1 || !strings.Contains(got[0], "no event and no bookmark for 3m0s") {
+		t.Fatalf("Broken = %v, want the idle watch named", got)
+	}
+	inf.ended(endTimeout) // the server ending a watch says nothing about it
+	if len(w.Broken(t.Context())) != 1 {
+		t.Fatal("a timeout cleared the idle report")
+	}
+	inf.stale.Store(false) // what a received event or bookmark does
+	if got := w.Broken(t.Context()); len(got) != 0 {
+		t.Fatalf("Broken = %v after the watch delivered again", got)
 	}
 }

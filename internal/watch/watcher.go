@@ -397,13 +397,17 @@ func (w *Watcher) unsubscribe(b *Binding, ns string) {
 func (w *Watcher) Broken(ctx context.Context) []string {
 	w.mu.Lock()
 	var infs []*informer
+	var out []string
 	for _, inf := range w.informers {
+		if inf.stale.Load() {
+			out = append(out, inf.key.String()+": delivered no event and no bookmark for "+w.streams.idle.String()+"; listing again")
+			continue
+		}
 		if inf.broken.Load() {
 			infs = append(infs, inf)
 		}
 	}
 	w.mu.Unlock()
-	var out []string
 	for _, inf := range infs {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_, err := inf.client.List(pctx, metav1.ListOptions{Limit: 1, LabelSelector: inf.key.labelSelector, FieldSelector: inf.key.fieldSelector})
