@@ -81,6 +81,7 @@ a flag given on the command line wins over the variable.`,
 			if err := logging.Configure(log, level, format, stderr); err != nil {
 				return fmt.Errorf("--log-level/--log-format (or %s/%s): %w", EnvLogLevel, EnvLogFormat, err)
 			}
+			logging.RouteKlog(log)
 			return nil
 		},
 	}

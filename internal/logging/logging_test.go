@@ -3,10 +3,12 @@ package logging
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/sirupsen/logrus"
+	"k8s.io/klog/v2"
 )
 
 func TestConfigureJSON(t *testing.T) {
@@ -49,5 +51,38 @@ func TestConfigureRejects(t *testing.T) {
 	}
 	if l.GetLevel() != logrus.InfoLevel {
 		t.Errorf("a rejected configuration changed the level to %v", l.GetLevel())
+	}
+}
+
+// What client-go logs through klog comes out as the logger's own lines.
+func TestRouteKlog(t *testing.T) {
+	var buf bytes.Buffer
+	l := logrus.New()
+	if err := Configure(l, "debug", "json", &buf); err != nil {
+		t.Fatal(err)
+	}
+	RouteKlog(l)
+	defer klog.ClearLogger()
+	klog.InfoS("Warning: watch ended with error", "reflector", "r1")
+	klog.ErrorS(errors.New("boom"), "list failed")
+	klog.V(4).InfoS("chatty")
+	klog.Flush()
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("got %d lines, want 2 (the V(4) one dropped):\n%s", len(lines), buf.String())
+	}
+	for i, want := range []map[string]string{
+		{"level": "debug", "msg": "Warning: watch ended with error", "reflector": "r1", "source": "client-go"},
+		{"level": "warning", "msg": "list failed", "error": "boom", "source": "client-go"},
+	} {
+		var got map[string]any
+		if err := json.Unmarshal([]byte(lines[i]), &got); err != nil {
+			t.Fatalf("line %d is not JSON: %v: %s", i, err, lines[i])
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("line %d: %s = %v, want %q", i, k, got[k], v)
+			}
+		}
 	}
 }
