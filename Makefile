@@ -63,6 +63,18 @@ deploy: ## regenerate deploy/rbac.yaml and the Helm chart's generated parts from
 run: build hooks ## build, start the local cluster, run the operator with hooks/ (Ctrl-C stops)
 	@hack/run.sh
 
+# Each fuzz target and its package; `make fuzz` runs each for FUZZTIME.
+FUZZTIME ?= 30s
+FUZZ_TARGETS := FuzzParseConfig:./internal/hook FuzzParse:./internal/ops FuzzParseHookOps:./internal/metrics \
+	FuzzReadObjects:./internal/fixture FuzzEncodeRoundTrip:./internal/binding
+
+.PHONY: fuzz
+fuzz: ## fuzz every parser for FUZZTIME each (default 30s); make test runs their seed corpora
+	@for t in $(FUZZ_TARGETS); do \
+		echo "go test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZTIME) $${t#*:}"; \
+		go test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZTIME) "$${t#*:}" || exit 1; \
+	done
+
 .PHONY: bench
 bench: build cluster ## measure speed and memory on the local cluster (about 7 min); BENCH_FLAGS=--quick for a short run; results in bench/results/
 	go run ./bench $(BENCH_FLAGS)
