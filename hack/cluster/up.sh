@@ -33,8 +33,31 @@ chmod 700 "$state"
 exec 9>"$state/.lock"
 flock 9
 
+# How the cluster is made. A cluster made otherwise (by an older up.sh) is
+# made again. Leader election is off: a single kube-controller-manager and
+# kube-scheduler need no lease, and with one they exit for good when a busy
+# machine keeps them from renewing it in time (seen with two cores fuzzing).
+create_args=(
+  --runtime binary
+  --disable-qps-limits
+  --extra-args kube-controller-manager=leader-elect=false
+  --extra-args kube-scheduler=leader-elect=false
+)
+stamp="$state/create-args"
+
+# Every control-plane process still runs (kwokctl does not restart them).
+alive() {
+  local pids="$KWOK_WORKDIR/clusters/$name/pids" f
+  [[ -d "$pids" ]] || return 1
+  for f in "$pids"/*.pid; do
+    [[ -e "$f" ]] && kill -0 "$(cat "$f")" 2>/dev/null || return 1
+  done
+}
+
 healthy() {
   [[ -s "$kubeconfig" ]] &&
+    [[ "$(cat "$stamp" 2>/dev/null)" == "${create_args[*]}" ]] &&
+    alive &&
     kc get --raw=/readyz >/dev/null 2>&1 &&
     kc get node "$node" >/dev/null 2>&1
 }
@@ -60,16 +83,16 @@ rm -f "$kubeconfig"
 log "starting cluster $name"
 "$kwokctl" create cluster \
   --name "$name" \
-  --runtime binary \
+  "${create_args[@]}" \
   --etcd-binary "$bin/etcd" \
   --kube-apiserver-binary "$bin/kube-apiserver" \
   --kube-controller-manager-binary "$bin/kube-controller-manager" \
   --kube-scheduler-binary "$bin/kube-scheduler" \
   --kwok-controller-binary "$bin/kwok" \
   --kubeconfig "$kubeconfig" \
-  --disable-qps-limits \
   --wait 2m >&2 9>&- # the daemons it starts must not inherit (and hold) the lock
 chmod 600 "$kubeconfig"
+echo "${create_args[*]}" >"$stamp"
 
 # A fake Node: kwok's controller owns nodes with this annotation, keeps them
 # Ready, and marks the Pods scheduled onto them Running.
