@@ -45,6 +45,11 @@ func (a *Applier) waitGone(ctx context.Context, steps []step) error {
 	if timeout <= 0 {
 		timeout = DefaultDeleteTimeout
 	}
+	// The first look (a list) may take longer than a short timeout allows
+	// (dry-run and replay wait a millisecond: in memory, a deleted object
+	// is gone at once); waiting after it is what the timeout bounds.
+	look, cancelLook := context.WithTimeout(ctx, max(timeout, 30*time.Second))
+	defer cancelLook()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	groups := map[target][]step{}
@@ -57,7 +62,7 @@ func (a *Applier) waitGone(ctx context.Context, steps []step) error {
 		groups[t] = append(groups[t], s)
 	}
 	for _, t := range order {
-		if err := a.waitGroupGone(ctx, t, groups[t], timeout); err != nil {
+		if err := a.waitGroupGone(look, ctx, t, groups[t], timeout); err != nil {
 			return err
 		}
 	}
@@ -78,7 +83,7 @@ func (e *goneError) Unwrap() error { return e.err }
 // namespace t: a list tells which are still there (with a deletion
 // timestamp: an object of the same name without one is a new object), and
 // a watch from the list's resourceVersion tells when those are deleted.
-func (a *Applier) waitGroupGone(ctx context.Context, t target, steps []step, timeout time.Duration) error {
+func (a *Applier) waitGroupGone(look, ctx context.Context, t target, steps []step, timeout time.Duration) error {
 	c := a.clientFor(t)
 	waiting := map[string]step{}
 	for _, s := range steps {
@@ -88,7 +93,7 @@ func (a *Applier) waitGroupGone(ctx context.Context, t target, steps []step, tim
 	var rv string
 	var lastErr error
 	for {
-		list, err := c.List(ctx, metav1.ListOptions{})
+		list, err := c.List(look, metav1.ListOptions{})
 		if apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err) {
 			// May delete and get, but not list: ask for each object.
 			return a.pollGone(ctx, c, waiting, timeout)
@@ -123,7 +128,7 @@ func (a *Applier) waitGroupGone(ctx context.Context, t target, steps []step, tim
 			}
 			lastErr = err
 			// The resourceVersion may be too old by now: list again.
-			return a.waitGroupGone(ctx, t, stepsOf(waiting, left), timeout)
+			return a.waitGroupGone(look, ctx, t, stepsOf(waiting, left), timeout)
 		}
 		relist := false
 		for ev := range w.ResultChan() {
@@ -157,7 +162,7 @@ func (a *Applier) waitGroupGone(ctx context.Context, t target, steps []step, tim
 				return a.notGone(ctx, waiting, left, lastErr, timeout)
 			case <-time.After(200 * time.Millisecond):
 			}
-			return a.waitGroupGone(ctx, t, stepsOf(waiting, left), timeout)
+			return a.waitGroupGone(look, ctx, t, stepsOf(waiting, left), timeout)
 		}
 	}
 	return nil
