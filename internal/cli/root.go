@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
@@ -92,6 +93,9 @@ a flag given on the command line wins over the variable.`,
 	pf.StringVar(&format, "log-format", "text", "log format: text or json")
 	envflag.Bind(pf, "log-level", EnvLogLevel)
 	envflag.Bind(pf, "log-format", EnvLogFormat)
+	// shell-operator's settings, so that its manifests work unchanged.
+	envflag.BindAlias(pf, "log-level", envflag.Same("LOG_LEVEL"))
+	envflag.BindAlias(pf, "log-format", envflag.Alias{Names: []string{"LOG_TYPE"}, Value: logType})
 
 	root.AddCommand(version.New(stdout))
 	root.AddCommand(hooks.New(stdout, stderr))
@@ -103,4 +107,20 @@ a flag given on the command line wins over the variable.`,
 	root.AddCommand(rbaccmd.New(stdout, log))
 	root.AddCommand(hooktest.New(stdout, log))
 	return root
+}
+
+// logType turns shell-operator's LOG_TYPE (json, text or color) into a
+// --log-format: color is text.
+func logType(lookup func(string) (string, bool)) (string, bool, error) {
+	v, ok := lookup("LOG_TYPE")
+	if !ok {
+		return "", false, nil
+	}
+	switch strings.ToLower(v) {
+	case "json":
+		return "json", true, nil
+	case "text", "color":
+		return "text", true, nil
+	}
+	return "", true, fmt.Errorf("LOG_TYPE=%q: use json, text or color", v)
 }

@@ -102,3 +102,19 @@ func TestOperatingDocNamesEveryVariable(t *testing.T) {
 		t.Fatalf("found only %d bound flags; the walk is broken", seen)
 	}
 }
+
+// shell-operator's LOG_LEVEL and LOG_TYPE set the log settings when ours
+// are not set; color is text; a bad value names the variable.
+func TestShellOperatorLogVariables(t *testing.T) {
+	if code, _, stderr := run(map[string]string{"LOG_TYPE": "color", "LOG_LEVEL": "debug"}, "version"); code != 0 {
+		t.Errorf("LOG_TYPE=color LOG_LEVEL=debug: exit %d: %s", code, stderr)
+	}
+	code, _, stderr := run(map[string]string{"LOG_TYPE": "xml"}, "version")
+	if code == 0 || !strings.Contains(stderr, "LOG_TYPE") || !strings.Contains(stderr, "json, text or color") {
+		t.Errorf("LOG_TYPE=xml: exit %d, stderr %q; want an error naming LOG_TYPE and its values", code, stderr)
+	}
+	// Ours wins over shell-operator's.
+	if code, _, stderr := run(map[string]string{"LOG_TYPE": "xml", EnvLogFormat: "json"}, "version"); code != 0 {
+		t.Errorf("%s did not win over LOG_TYPE: %s", EnvLogFormat, stderr)
+	}
+}

@@ -15,6 +15,8 @@ import (
 func Bind(fs *pflag.FlagSet, kubeconfig, context *string) {
 	fs.StringVar(kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	envflag.Bind(fs, "kubeconfig", "HOOK_OPERATOR_KUBECONFIG")
+	envflag.BindAlias(fs, "kubeconfig", envflag.Same("KUBE_CONFIG"))
 	fs.StringVar(context, "kube-context", "", "kubeconfig context to use (default: its current context)")
 	envflag.Bind(fs, "kube-context", "HOOK_OPERATOR_KUBE_CONTEXT")
+	envflag.BindAlias(fs, "kube-context", envflag.Same("KUBE_CONTEXT"))
 }

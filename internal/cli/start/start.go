@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -102,11 +104,14 @@ removed. Secret data is masked unless --show-secrets.`,
 	hookscmd.BindHooksDir(fs, &f.HooksDir)
 	fs.StringVar(&f.TmpDir, "tmp-dir", "", "folder for the per-run private temp dirs (default: the system temp dir)")
 	envflag.Bind(fs, "tmp-dir", "HOOK_OPERATOR_TMP_DIR")
+	envflag.BindAlias(fs, "tmp-dir", envflag.Same("SHELL_OPERATOR_TMP_DIR"))
 	kubeflags.Bind(fs, &f.Kubeconfig, &f.KubeContext)
 	fs.Float32Var(&f.QPS, "kube-client-qps", 0, "limit the requests per second to the API server on the client side (0: no client-side limit; the API server's Priority and Fairness paces the operator)")
 	envflag.Bind(fs, "kube-client-qps", "HOOK_OPERATOR_KUBE_CLIENT_QPS")
+	envflag.BindAlias(fs, "kube-client-qps", envflag.Same("KUBE_CLIENT_QPS"))
 	fs.IntVar(&f.Burst, "kube-client-burst", 100, "request burst above --kube-client-qps, when it is set")
 	envflag.Bind(fs, "kube-client-burst", "HOOK_OPERATOR_KUBE_CLIENT_BURST")
+	envflag.BindAlias(fs, "kube-client-burst", envflag.Same("KUBE_CLIENT_BURST"))
 	fs.DurationVar(&f.HookTimeout, "hook-timeout", 10*time.Minute, "end a hook run after this long (a hook's settings.timeout wins)")
 	envflag.Bind(fs, "hook-timeout", "HOOK_OPERATOR_HOOK_TIMEOUT")
 	hookscmd.BindConfigTimeout(fs, &f.ConfigTimeout)
@@ -122,8 +127,10 @@ removed. Secret data is masked unless --show-secrets.`,
 	envflag.Bind(fs, "shutdown-grace-period", "HOOK_OPERATOR_SHUTDOWN_GRACE_PERIOD")
 	fs.StringVar(&f.ListenAddress, "listen-address", ":9115", "serve /metrics, /healthz and /readyz on this host:port (empty: no listener)")
 	envflag.Bind(fs, "listen-address", "HOOK_OPERATOR_LISTEN_ADDRESS")
+	envflag.BindAlias(fs, "listen-address", envflag.Alias{Names: []string{"SHELL_OPERATOR_LISTEN_ADDRESS", "SHELL_OPERATOR_LISTEN_PORT"}, Value: listenAddress})
 	fs.StringVar(&f.DebugSocket, "debug-socket", DefaultDebugSocket(), "unix socket serving the debug routes that `hook-operator debug` reads (empty: none)")
 	envflag.Bind(fs, "debug-socket", EnvDebugSocket)
+	envflag.BindAlias(fs, "debug-socket", envflag.Same("DEBUG_UNIX_SOCKET"))
 	fs.BoolVar(&f.DebugHTTP, "debug-http", false, "also serve the debug routes on --listen-address (they show object data: keep the port private)")
 	envflag.Bind(fs, "debug-http", "HOOK_OPERATOR_DEBUG_HTTP")
 	fs.BoolVar(&f.Pprof, "pprof", false, "serve Go's pprof profiles under /debug/pprof/ with the debug routes")
@@ -239,4 +246,25 @@ func dryRun(opts *operator.Options, f Flags, clients *kube.Clients, w *transcrip
 			log.WithError(err).Error("printing the run")
 		}
 	}
+}
+
+// listenAddress joins shell-operator's SHELL_OPERATOR_LISTEN_ADDRESS
+// (default: every interface) and SHELL_OPERATOR_LISTEN_PORT (default 9115)
+// into a --listen-address.
+func listenAddress(lookup func(string) (string, bool)) (string, bool, error) {
+	host, hostSet := lookup("SHELL_OPERATOR_LISTEN_ADDRESS")
+	port, portSet := lookup("SHELL_OPERATOR_LISTEN_PORT")
+	if !hostSet && !portSet {
+		return "", false, nil
+	}
+	if !portSet {
+		port = "9115"
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "", true, fmt.Errorf("SHELL_OPERATOR_LISTEN_PORT=%q: use a port number", port)
+	}
+	if host == "0.0.0.0" {
+		host = "" // every interface, IPv6 too, as shell-operator's 0.0.0.0 means in practice
+	}
+	return net.JoinHostPort(host, port), true, nil
 }
