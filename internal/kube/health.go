@@ -43,11 +43,17 @@ const ProbeInterval = 200 * time.Millisecond
 // NewHealth returns the health of the API server that c (Clients.
 // Unversioned) reaches.
 func NewHealth(c *rest.RESTClient, log logrus.FieldLogger) *Health {
-	return newHealth(func(ctx context.Context) error {
+	return newHealth(Readyz(c), ProbeInterval, log)
+}
+
+// Readyz returns a check of the API server's /readyz through c
+// (Clients.Unversioned), with a 2-second timeout: nil when it answers 200.
+func Readyz(c *rest.RESTClient) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		return c.Get().AbsPath("/readyz").Do(ctx).Error()
-	}, ProbeInterval, log)
+	}
 }
 
 func newHealth(probe func(context.Context) error, interval time.Duration, log logrus.FieldLogger) *Health {

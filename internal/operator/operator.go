@@ -118,11 +118,7 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 		o.events = newEventRecorder(clients.Dynamic, log, opts.Metrics.KubeEvent)
 	}
 	if rc := clients.Unversioned; rc != nil {
-		o.apiReady = func(ctx context.Context) error {
-			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			defer cancel()
-			return rc.Get().AbsPath("/readyz").Do(ctx).Error()
-		}
+		o.apiReady = kube.Readyz(rc)
 	}
 	if clients.Unversioned != nil && opts.Sink == nil {
 		o.health = kube.NewHealth(clients.Unversioned, log)

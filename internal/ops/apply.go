@@ -396,17 +396,14 @@ func newObject(obj *unstructured.Unstructured, res kube.Resource) *unstructured.
 	return o
 }
 
+// apply applies one step of every type but Delete, whose deletions ApplyFor
+// starts and waits for itself (consecutive ones together).
 func (a *Applier) apply(ctx context.Context, s step, hookName string) error {
 	switch s.op.Type {
 	case Create, CreateIfNotExists:
 		return a.create(ctx, s)
 	case CreateOrUpdate:
 		return a.createOrUpdate(ctx, s)
-	case Delete:
-		if started, err := a.delete(ctx, s, metav1.DeletePropagationForeground); !started || err != nil {
-			return err
-		}
-		return a.waitGone(ctx, []step{s})
 	case DeleteInBackground:
 		_, err := a.delete(ctx, s, metav1.DeletePropagationBackground)
 		return err

@@ -52,14 +52,16 @@ func (a *Applier) waitGone(ctx context.Context, steps []step) error {
 	defer cancelLook()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	groups := map[target][]step{}
+	// The steps of each resource and namespace, by object name.
+	groups := map[target]map[string]step{}
 	var order []target
 	for _, s := range steps {
 		t := target{res: s.res, namespace: s.op.Namespace}
-		if _, ok := groups[t]; !ok {
+		if groups[t] == nil {
+			groups[t] = map[string]step{}
 			order = append(order, t)
 		}
-		groups[t] = append(groups[t], s)
+		groups[t][s.op.Name] = s
 	}
 	for _, t := range order {
 		if err := a.waitGroupGone(look, ctx, t, groups[t], timeout); err != nil {
@@ -79,16 +81,13 @@ type goneError struct {
 func (e *goneError) Error() string { return e.err.Error() }
 func (e *goneError) Unwrap() error { return e.err }
 
-// waitGroupGone waits for the objects of steps, all of resource and
-// namespace t: a list tells which are still there (with a deletion
-// timestamp: an object of the same name without one is a new object), and
-// a watch from the list's resourceVersion tells when those are deleted.
-func (a *Applier) waitGroupGone(look, ctx context.Context, t target, steps []step, timeout time.Duration) error {
+// waitGroupGone waits for the objects of waiting (by name), all of
+// resource and namespace t: a list tells which are still there (with a
+// deletion timestamp: an object of the same name without one is a new
+// object), and a watch from the list's resourceVersion tells when those are
+// deleted.
+func (a *Applier) waitGroupGone(look, ctx context.Context, t target, waiting map[string]step, timeout time.Duration) error {
 	c := a.clientFor(t)
-	waiting := map[string]step{}
-	for _, s := range steps {
-		waiting[s.op.Name] = s
-	}
 	left := map[string]*unstructured.Unstructured{}
 	var rv string
 	var lastErr error
@@ -128,7 +127,7 @@ func (a *Applier) waitGroupGone(look, ctx context.Context, t target, steps []ste
 			}
 			lastErr = err
 			// The resourceVersion may be too old by now: list again.
-			return a.waitGroupGone(look, ctx, t, stepsOf(waiting, left), timeout)
+			return a.waitGroupGone(look, ctx, t, stepsMap(waiting, left), timeout)
 		}
 		relist := false
 		for ev := range w.ResultChan() {
@@ -162,7 +161,7 @@ func (a *Applier) waitGroupGone(look, ctx context.Context, t target, steps []ste
 				return a.notGone(ctx, waiting, left, lastErr, timeout)
 			case <-time.After(200 * time.Millisecond):
 			}
-			return a.waitGroupGone(look, ctx, t, stepsOf(waiting, left), timeout)
+			return a.waitGroupGone(look, ctx, t, stepsMap(waiting, left), timeout)
 		}
 	}
 	return nil
@@ -207,15 +206,6 @@ func stepsMap(waiting map[string]step, left map[string]*unstructured.Unstructure
 	out := map[string]step{}
 	for n := range left {
 		out[n] = waiting[n]
-	}
-	return out
-}
-
-// stepsOf returns the steps of the names in left.
-func stepsOf(waiting map[string]step, left map[string]*unstructured.Unstructured) []step {
-	var out []step
-	for name := range left {
-		out = append(out, waiting[name])
 	}
 	return out
 }

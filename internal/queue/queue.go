@@ -253,6 +253,7 @@ func (s *Set) work(q *fifo) {
 		s.mu.Lock()
 		q.running = nil
 		q.ended = time.Now()
+		var outage *OutageError
 		switch {
 		case err == nil:
 			q.retryAt, q.resume = time.Time{}, nil
@@ -264,16 +265,14 @@ func (s *Set) work(q *fifo) {
 			s.log.WithFields(logrus.Fields{"hook": t.Hook.Name, "queue": q.name}).WithError(err).
 				Warn("hook failed; allowFailure is set, moving on")
 			t.finish(err)
-		case errors.As(err, new(*OutageError)):
-			var oe *OutageError
-			errors.As(err, &oe)
+		case errors.As(err, &outage):
 			t.attempts++
 			t.outages++
 			t.lastErr = err
 			// Retried when the API server answers again; RetryMax bounds
 			// the wait should nobody say so.
 			q.retryAt = time.Now().Add(s.opts.RetryMax)
-			q.resume = oe.Back
+			q.resume = outage.Back
 			q.tasks = append([]*Task{t}, q.tasks...) // hold the queue
 			s.mu.Unlock()
 			s.log.WithFields(logrus.Fields{"hook": t.Hook.Name, "queue": q.name, "attempt": t.attempts}).

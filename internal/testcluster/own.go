@@ -1,21 +1,15 @@
 package testcluster
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Own is a cluster of a test's own (see Owned): its control plane can be
@@ -53,38 +47,17 @@ func Owned(t testing.TB, name string) *Own {
 }
 
 func startOwn(name string) (*Own, error) {
-	root, err := RepoRoot()
+	env := []string{"HOOK_OPERATOR_CLUSTER=" + name}
+	kubeconfig, err := runScript("up.sh", env)
 	if err != nil {
 		return nil, err
 	}
-	run := func(script string, args ...string) (string, error) {
-		var stdout, stderr bytes.Buffer
-		cmd := exec.Command(filepath.Join(root, "hack", "cluster", script), args...)
-		cmd.Env = append(os.Environ(), "HOOK_OPERATOR_CLUSTER="+name)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			return "", fmt.Errorf("%s: %w\n%s", script, err, tail(stderr.String(), 40))
-		}
-		return strings.TrimSpace(stdout.String()), nil
-	}
-	kubeconfig, err := run("up.sh")
+	bin, err := runScript("build.sh", env, "--dir")
 	if err != nil {
 		return nil, err
 	}
-	bin, err := run("build.sh", "--dir")
+	c, err := clientsFor(kubeconfig)
 	if err != nil {
-		return nil, err
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
-	}
-	cfg.QPS, cfg.Burst = 500, 1000
-	c := &Cluster{Kubeconfig: kubeconfig, Config: cfg}
-	if c.Client, err = kubernetes.NewForConfig(cfg); err != nil {
-		return nil, err
-	}
-	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
 	// up.sh keeps the cluster's state next to its kubeconfig.

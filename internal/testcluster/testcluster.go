@@ -73,6 +73,20 @@ func connect() (*Cluster, error) {
 			return nil, err
 		}
 	}
+	c, err := clientsFor(path)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+		return nil, fmt.Errorf("cluster of %s is not ready: %w", path, err)
+	}
+	return c, nil
+}
+
+// clientsFor returns the Cluster of the kubeconfig at path.
+func clientsFor(path string) (*Cluster, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
@@ -87,32 +101,34 @@ func connect() (*Cluster, error) {
 	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
-		return nil, fmt.Errorf("cluster of %s is not ready: %w", path, err)
-	}
 	return c, nil
 }
 
 // start runs hack/cluster/up.sh and returns the kubeconfig path it prints.
 func start() (string, error) {
+	path, err := runScript("up.sh", nil)
+	if err == nil && path == "" {
+		err = fmt.Errorf("hack/cluster/up.sh printed no kubeconfig path")
+	}
+	return path, err
+}
+
+// runScript runs hack/cluster/<script> with args and the extra environment
+// env ("K=V"), and returns what it printed on stdout, trimmed.
+func runScript(script string, env []string, args ...string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	script := filepath.Join(root, "hack", "cluster", "up.sh")
+	path := filepath.Join(root, "hack", "cluster", script)
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(script)
+	cmd := exec.Command(path, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s: %w\n%s", script, err, tail(stderr.String(), 40))
+		return "", fmt.Errorf("%s: %w\n%s", path, err, tail(stderr.String(), 40))
 	}
-	path := strings.TrimSpace(stdout.String())
-	if path == "" {
-		return "", fmt.Errorf("%s printed no kubeconfig path\n%s", script, tail(stderr.String(), 40))
-	}
-	return path, nil
+	return strings.TrimSpace(stdout.String()), nil
 }
 
 // RepoRoot returns the root folder of the hook-operator module, found by
