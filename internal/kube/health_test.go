@@ -107,5 +107,9 @@ func TestNilHealth(t *testing.T) {
 	if err := h.Wait(context.Background()); err != nil {
 		t.Error(err)
 	}
-	<-h.Back()
+	select {
+	case <-h.Back():
+	default:
+		t.Error("a nil Health's Back is not closed")
+	}
 }

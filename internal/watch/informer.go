@@ -227,7 +227,6 @@ func (i *informer) transform(obj any) (any, error) {
 // dispatch hands one notification to every attached binding.
 func (i *informer) dispatch(event string, oldObj, obj any) {
 	i.broken.Store(false)
-	i.stale.Store(false)
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
