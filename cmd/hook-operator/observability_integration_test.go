@@ -260,6 +260,54 @@ func (p *proxy) restart(t *testing.T) {
 	p.serve(ln)
 }
 
+// shell-operator's metric prefix setting renames the operator's own
+// metrics and leaves the hooks' alone; /metrics/hooks serves only the
+// hooks' metrics, as shell-operator does.
+func TestIntegrationMetricsPrefixAndHooksPath(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	bin := buildBinary(t)
+	hooks := t.TempDir()
+	writeHook(t, hooks, "count.sh", `#!/usr/bin/env bash
+if [[ "${1:-}" == "--config" ]]; then
+  echo '{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}}}]}'
+  exit 0
+fi
+echo '{"name":"test_prefix_runs_total","action":"add","value":1}' >> "$METRICS_PATH"
+`)
+	t.Setenv("SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX", "shell_operator_")
+	o := startObserved(t, bin, c.Kubeconfig, hooks)
+	runs := `shell_operator_hook_runs_total{binding="cms",hook="count.sh",queue="main"}`
+	waitUntil(t, "the Synchronization run counted under the prefix", func() bool {
+		return o.metric(t, runs) == 1
+	}, o.logs.String)
+	_, all := o.get(t, "/metrics")
+	if strings.Contains(all, "hook_operator_") {
+		t.Errorf("/metrics still has a hook_operator_ metric with another prefix set:\n%s", all)
+	}
+	if !strings.Contains(all, "shell_operator_binding_objects{") || !strings.Contains(all, "shell_operator_kube_requests_total{") {
+		t.Errorf("/metrics lacks the prefixed binding_objects or kube_requests_total:\n%s", all)
+	}
+	if !strings.Contains(all, `test_prefix_runs_total{hook="count.sh"} 1`) {
+		t.Errorf("/metrics lacks the hook's metric under its own name:\n%s", all)
+	}
+	code, hooksOnly := o.get(t, "/metrics/hooks")
+	if code != 200 || !strings.Contains(hooksOnly, `test_prefix_runs_total{hook="count.sh"} 1`) {
+		t.Errorf("/metrics/hooks: %d, want the hook's metric:\n%s", code, hooksOnly)
+	}
+	for _, other := range []string{"shell_operator_", "go_", "process_"} {
+		if strings.Contains(hooksOnly, "\n"+other) || strings.HasPrefix(hooksOnly, other) {
+			t.Errorf("/metrics/hooks serves %s metrics too:\n%s", other, hooksOnly)
+		}
+	}
+
+	// A prefix that cannot start a metric name is refused before anything starts.
+	out, err := exec.Command(bin, "start", "--hooks-dir", hooks, "--kubeconfig", c.Kubeconfig, "--metrics-prefix", "9-bad").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--metrics-prefix") {
+		t.Errorf("start --metrics-prefix 9-bad: %v\n%s", err, out)
+	}
+}
+
 // Readiness: not ready while onStartup and Synchronization runs are not
 // done, ready after, not ready while the API server cannot be reached,
 // and ready again when it can. Liveness stays ok throughout.

@@ -62,6 +62,7 @@ func (e exitError) Unwrap() error { return e.err }
 func NewRootCommand(stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) *cobra.Command {
 	var (
 		level, format string
+		noTime        bool
 		log           = logrus.New()
 	)
 	root := &cobra.Command{
@@ -79,7 +80,7 @@ a flag given on the command line wins over the variable.`,
 			if err := envflag.Apply(cmd.Flags(), lookupEnv); err != nil {
 				return err
 			}
-			if err := logging.Configure(log, level, format, stderr); err != nil {
+			if err := logging.Configure(log, level, format, noTime, stderr); err != nil {
 				return fmt.Errorf("--log-level/--log-format (or %s/%s): %w", EnvLogLevel, EnvLogFormat, err)
 			}
 			logging.RouteKlog(log)
@@ -93,9 +94,12 @@ a flag given on the command line wins over the variable.`,
 	pf.StringVar(&format, "log-format", "text", "log format: text or json")
 	envflag.Bind(pf, "log-level", EnvLogLevel)
 	envflag.Bind(pf, "log-format", EnvLogFormat)
+	pf.BoolVar(&noTime, "log-no-time", false, "leave the time out of log lines (for a log collector that adds its own)")
+	envflag.Bind(pf, "log-no-time", "HOOK_OPERATOR_LOG_NO_TIME")
 	// shell-operator's settings, so that its manifests work unchanged.
 	envflag.BindAlias(pf, "log-level", envflag.Same("LOG_LEVEL"))
 	envflag.BindAlias(pf, "log-format", envflag.Alias{Names: []string{"LOG_TYPE"}, Value: logType})
+	envflag.BindAlias(pf, "log-no-time", envflag.Same("LOG_NO_TIME"))
 
 	root.AddCommand(version.New(stdout))
 	root.AddCommand(hooks.New(stdout, stderr))

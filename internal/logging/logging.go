@@ -15,8 +15,9 @@ var Formats = []string{"text", "json"}
 
 // Configure makes l write to out at the given level ("trace", "debug",
 // "info", "warn", "error") in the given format ("text" or "json"). Errors say
-// which values are accepted; l is left unchanged then.
-func Configure(l *logrus.Logger, level, format string, out io.Writer) error {
+// which values are accepted; l is left unchanged then. noTime leaves the
+// time out of each line.
+func Configure(l *logrus.Logger, level, format string, noTime bool, out io.Writer) error {
 	lvl, err := logrus.ParseLevel(level)
 	if err != nil {
 		return fmt.Errorf("log level %q: use one of trace, debug, info, warn, error", level)
@@ -30,9 +31,9 @@ func Configure(l *logrus.Logger, level, format string, out io.Writer) error {
 	l.SetLevel(lvl)
 	switch strings.ToLower(format) {
 	case "text":
-		l.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: "2006-01-02T15:04:05.000Z07:00"})
+		l.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: "2006-01-02T15:04:05.000Z07:00", DisableTimestamp: noTime})
 	case "json":
-		l.SetFormatter(&logrus.JSONFormatter{TimestampFormat: "2006-01-02T15:04:05.000Z07:00"})
+		l.SetFormatter(&logrus.JSONFormatter{TimestampFormat: "2006-01-02T15:04:05.000Z07:00", DisableTimestamp: noTime})
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 func TestConfigureJSON(t *testing.T) {
 	var buf bytes.Buffer
 	l := logrus.New()
-	if err := Configure(l, "debug", "json", &buf); err != nil {
+	if err := Configure(l, "debug", "json", false, &buf); err != nil {
 		t.Fatal(err)
 	}
 	l.WithField("hook", "a.sh").Debug("ran")
@@ -31,7 +31,7 @@ func TestConfigureJSON(t *testing.T) {
 func TestConfigureText(t *testing.T) {
 	var buf bytes.Buffer
 	l := logrus.New()
-	if err := Configure(l, "warn", "text", &buf); err != nil {
+	if err := Configure(l, "warn", "text", false, &buf); err != nil {
 		t.Fatal(err)
 	}
 	l.Info("hidden")
@@ -41,10 +41,29 @@ func TestConfigureText(t *testing.T) {
 	}
 }
 
+// Without the time, a line has no time field in either format; with it,
+// it has one.
+func TestConfigureNoTime(t *testing.T) {
+	for _, format := range Formats {
+		for _, noTime := range []bool{false, true} {
+			var buf bytes.Buffer
+			l := logrus.New()
+			if err := Configure(l, "info", format, noTime, &buf); err != nil {
+				t.Fatal(err)
+			}
+			l.Info("line")
+			has := strings.Contains(buf.String(), "time=") || strings.Contains(buf.String(), `"time":`)
+			if has == noTime {
+				t.Errorf("format %s, noTime %v: %q", format, noTime, buf.String())
+			}
+		}
+	}
+}
+
 func TestConfigureRejects(t *testing.T) {
 	l := logrus.New()
 	for _, c := range [][2]string{{"loud", "text"}, {"info", "xml"}} {
-		err := Configure(l, c[0], c[1], &bytes.Buffer{})
+		err := Configure(l, c[0], c[1], false, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), "use one of") {
 			t.Errorf("Configure(%q, %q) = %v, want an error listing the accepted values", c[0], c[1], err)
 		}
@@ -58,7 +77,7 @@ func TestConfigureRejects(t *testing.T) {
 func TestRouteKlog(t *testing.T) {
 	var buf bytes.Buffer
 	l := logrus.New()
-	if err := Configure(l, "debug", "json", &buf); err != nil {
+	if err := Configure(l, "debug", "json", false, &buf); err != nil {
 		t.Fatal(err)
 	}
 	RouteKlog(l)

@@ -10,12 +10,12 @@ import (
 )
 
 // ObserveKubeClient makes client-go report every API request's latency
-// and result to m: hook_operator_kube_request_duration_seconds{verb,
-// resource path} and hook_operator_kube_requests_total{code,method}.
+// and result to m: kube_request_duration_seconds{verb} and
+// kube_requests_total{code,method}, after the prefix.
 // client-go takes one such registration per process; later calls with
 // other metrics do nothing.
 func (m *Metrics) ObserveKubeClient() {
-	f := factory{m.registry}
+	f := factory{m.registry, m.prefix}
 	latency := f.histogram("kube_request_duration_seconds", "Latency of requests to the Kubernetes API server, by verb.",
 		[]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}, "verb")
 	results := f.counter("kube_requests_total", "Requests to the Kubernetes API server, by HTTP status code and method.", "code", "method")

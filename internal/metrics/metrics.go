@@ -9,7 +9,9 @@
 package metrics
 
 import (
+	"fmt"
 	"net/http"
+	"regexp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,13 +19,28 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Namespace prefixes the operator's own metrics.
-const Namespace = "hook_operator"
+// DefaultPrefix starts the names of the operator's own metrics unless
+// New is given another (--metrics-prefix). Hooks' metrics keep the names
+// the hooks give them, as in shell-operator.
+const DefaultPrefix = "hook_operator_"
+
+var prefixPattern = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)?$`)
+
+// CheckPrefix says whether prefix can start a Prometheus metric name.
+func CheckPrefix(prefix string) error {
+	if !prefixPattern.MatchString(prefix) {
+		return fmt.Errorf("%q cannot start a Prometheus metric name: use letters, digits, _ and :, not starting with a digit (for example %q)", prefix, DefaultPrefix)
+	}
+	return nil
+}
 
 // Metrics are the operator's own metrics and the hooks' metrics, in one
 // registry.
 type Metrics struct {
 	registry *prometheus.Registry
+	// hooksRegistry holds only the hooks' metrics, for /metrics/hooks.
+	hooksRegistry *prometheus.Registry
+	prefix        string
 	// Hooks holds the metrics hooks write.
 	Hooks *HookMetrics
 
@@ -51,13 +68,20 @@ type Metrics struct {
 }
 
 // New returns metrics registered in a new registry, with the Go runtime and
-// process collectors.
-func New() *Metrics {
+// process collectors. prefix starts the name of each of the operator's own
+// metrics (DefaultPrefix, or what CheckPrefix accepts); the Go and process
+// metrics keep their standard names.
+func New(prefix string) *Metrics {
+	if err := CheckPrefix(prefix); err != nil {
+		panic("metrics.New: " + err.Error())
+	}
 	r := prometheus.NewRegistry()
-	f := factory{r}
+	f := factory{r, prefix}
 	runLabels := []string{"hook", "binding", "queue"}
 	m := &Metrics{
 		registry:      r,
+		hooksRegistry: prometheus.NewRegistry(),
+		prefix:        prefix,
 		Hooks:         NewHookMetrics(),
 		runs:          f.counter("hook_runs_total", "Hook runs, successful or not.", runLabels...),
 		runErrors:     f.counter("hook_run_errors_total", "Hook runs that failed and are retried (allowFailure not set).", runLabels...),
@@ -85,8 +109,13 @@ func New() *Metrics {
 		liveTicks: f.counterNoLabels("live_ticks_total", "Increments every 10 seconds while the operator's loops are alive."),
 	}
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), m.Hooks)
+	m.hooksRegistry.MustRegister(m.Hooks)
 	return m
 }
+
+// Name returns name with the operator's metric prefix, for collectors of
+// other packages.
+func (m *Metrics) Name(name string) string { return m.prefix + name }
 
 // Registry returns the registry, for collectors added by other parts of
 // the runtime (objects held per binding).
@@ -95,6 +124,12 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
 // Handler serves the metrics in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}
+
+// HooksHandler serves only the hooks' metrics, as shell-operator does on
+// /metrics/hooks.
+func (m *Metrics) HooksHandler() http.Handler {
+	return promhttp.HandlerFor(m.hooksRegistry, promhttp.HandlerOpts{})
 }
 
 // Run records one finished hook run. allowed says the failure (err) was
@@ -200,28 +235,31 @@ func (m *Metrics) Tick() {
 }
 
 // factory makes metrics registered in one registry.
-type factory struct{ r prometheus.Registerer }
+type factory struct {
+	r      prometheus.Registerer
+	prefix string
+}
 
 func (f factory) counter(name, help string, labels ...string) *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: f.prefix + name, Help: help}, labels)
 	f.r.MustRegister(c)
 	return c
 }
 
 func (f factory) counterNoLabels(name, help string) prometheus.Counter {
-	c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help})
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: f.prefix + name, Help: help})
 	f.r.MustRegister(c)
 	return c
 }
 
 func (f factory) gauge(name, help string, labels ...string) *prometheus.GaugeVec {
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help}, labels)
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: f.prefix + name, Help: help}, labels)
 	f.r.MustRegister(g)
 	return g
 }
 
 func (f factory) histogram(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
-	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: name, Help: help, Buckets: buckets}, labels)
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: f.prefix + name, Help: help, Buckets: buckets}, labels)
 	f.r.MustRegister(h)
 	return h
 }

@@ -53,6 +53,9 @@ type Options struct {
 	DebugOverHTTP bool
 	// Metrics serves /metrics; nil serves none.
 	Metrics http.Handler
+	// HookMetrics serves /metrics/hooks (only the hooks' metrics, where
+	// shell-operator serves them); nil serves none.
+	HookMetrics http.Handler
 	// Pprof serves Go's profiles with the debug routes.
 	Pprof bool
 }
@@ -127,6 +130,9 @@ func handler(op Operator, opts Options, public, debug bool) http.Handler {
 	}
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", opts.Metrics)
+	}
+	if opts.HookMetrics != nil {
+		mux.Handle("GET /metrics/hooks", opts.HookMetrics)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if err := op.Alive(); err != nil {

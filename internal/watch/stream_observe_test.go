@@ -30,7 +30,7 @@ func TestWatchRequestsCountedAndWarningsLogged(t *testing.T) {
 		_, _ = w.Write([]byte(`{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","resourceVersion":"1"}}}` + "\n"))
 	}))
 	defer srv.Close()
-	m := metrics.New()
+	m := metrics.New(metrics.DefaultPrefix)
 	m.ObserveKubeClient() // client-go takes one registration per process: this test binary's
 	clients, err := kube.NewClients(&rest.Config{Host: srv.URL})
 	if err != nil {

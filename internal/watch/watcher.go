@@ -90,13 +90,13 @@ func (w *Watcher) Bindings() []*Binding { return w.bindings }
 
 // SetMetrics makes the watcher count events and watch errors in m, and
 // serve the number of objects each binding holds
-// (hook_operator_binding_objects). Call it before Start.
+// (binding_objects, after the metric prefix). Call it before Start.
 func (w *Watcher) SetMetrics(m *metrics.Metrics) {
 	w.metrics = m
 	for _, b := range w.bindings {
 		b.metrics = m
 	}
-	m.Registry().MustRegister(objectsCollector{w})
+	m.Registry().MustRegister(objectsCollector{w, objectsDesc(m)})
 }
 
 // Binding returns the named kubernetes binding of a hook, or nil.

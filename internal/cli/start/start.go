@@ -49,6 +49,8 @@ type Flags struct {
 	ShutdownGrace time.Duration
 	// ListenAddress is the metrics and health listener; "" disables it.
 	ListenAddress string
+	// MetricsPrefix starts the names of the operator's own metrics.
+	MetricsPrefix string
 	DebugSocket   string
 	DebugHTTP     bool
 	Pprof         bool
@@ -128,6 +130,9 @@ removed. Secret data is masked unless --show-secrets.`,
 	fs.StringVar(&f.ListenAddress, "listen-address", ":9115", "serve /metrics, /healthz and /readyz on this host:port (empty: no listener)")
 	envflag.Bind(fs, "listen-address", "HOOK_OPERATOR_LISTEN_ADDRESS")
 	envflag.BindAlias(fs, "listen-address", envflag.Alias{Names: []string{"SHELL_OPERATOR_LISTEN_ADDRESS", "SHELL_OPERATOR_LISTEN_PORT"}, Value: listenAddress})
+	fs.StringVar(&f.MetricsPrefix, "metrics-prefix", metrics.DefaultPrefix, "start the names of the operator's own metrics with this (hooks' metrics keep their names)")
+	envflag.Bind(fs, "metrics-prefix", "HOOK_OPERATOR_METRICS_PREFIX")
+	envflag.BindAlias(fs, "metrics-prefix", envflag.Same("SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX"))
 	fs.StringVar(&f.DebugSocket, "debug-socket", DefaultDebugSocket(), "unix socket serving the debug routes that `hook-operator debug` reads (empty: none)")
 	envflag.Bind(fs, "debug-socket", EnvDebugSocket)
 	envflag.BindAlias(fs, "debug-socket", envflag.Same("DEBUG_UNIX_SOCKET"))
@@ -150,6 +155,9 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	}
 	if f.WatchIdle != 0 && f.WatchIdle < time.Second {
 		return fmt.Errorf("--watch-idle-timeout=%s: use 0 (never) or at least 1s; the API server sends a bookmark about every minute, so a few minutes is usual", f.WatchIdle)
+	}
+	if err := metrics.CheckPrefix(f.MetricsPrefix); err != nil {
+		return fmt.Errorf("--metrics-prefix: %w", err)
 	}
 	if f.BatchWindow < 0 || f.BatchWindow > time.Minute {
 		return fmt.Errorf("--batch-window=%s: use a duration from 0 (off) to 1m; a few milliseconds is usual", f.BatchWindow)
@@ -182,7 +190,7 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 			"hook": h.Name, "kubernetes": len(c.Kubernetes), "schedule": len(c.Schedule), "onStartup": c.OnStartup != nil,
 		}).Info("hook loaded")
 	}
-	m := metrics.New()
+	m := metrics.New(f.MetricsPrefix)
 	m.ObserveKubeClient()
 	cfg, err := kube.RESTConfig(kube.Options{Kubeconfig: f.Kubeconfig, Context: f.KubeContext, QPS: f.QPS, Burst: f.Burst, Unlimited: f.QPS <= 0})
 	if err != nil {
@@ -212,7 +220,7 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	if f.ListenAddress != "" {
 		addr, err := server.Start(ctx, op, server.Options{
 			Address: f.ListenAddress, DebugSocket: f.DebugSocket, DebugOverHTTP: f.DebugHTTP,
-			Metrics: m.Handler(), Pprof: f.Pprof,
+			Metrics: m.Handler(), HookMetrics: m.HooksHandler(), Pprof: f.Pprof,
 		}, log)
 		if err != nil {
 			return err
