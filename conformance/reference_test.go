@@ -11,9 +11,9 @@ import (
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
-// reference builds (once per user and version) the pinned shell-operator
+// referenceBinary builds (once per user and version) the pinned shell-operator
 // and returns its path and the pinned version.
-func reference(t *testing.T) (bin, version string) {
+func referenceBinary(t *testing.T) (bin, version string) {
 	t.Helper()
 	root, err := testcluster.RepoRoot()
 	if err != nil {
@@ -40,7 +40,7 @@ func reference(t *testing.T) (bin, version string) {
 
 // The reference builds from the pin and is the version pinned.
 func TestReferenceIsThePinnedShellOperator(t *testing.T) {
-	bin, version := reference(t)
+	bin, version := referenceBinary(t)
 	out, err := exec.Command(bin, "version").CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s version: %v\n%s", bin, err, out)

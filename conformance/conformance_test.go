@@ -1,0 +1,306 @@
+package conformance_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hook-operator/hook-operator/internal/testcluster"
+)
+
+// Every case of the corpus runs under shell-operator and under
+// hook-operator, one after the other, each in a namespace of its own, driven
+// by the same steps. The binding contexts each hook received, the objects
+// left in the namespace and the hooks' metrics must be the same once what
+// legitimately differs is normalised away (normalize); a difference that is
+// not listed in differences (each with its row in docs/hooks.md) fails.
+func TestIntegrationConformance(t *testing.T) {
+	c := testcluster.Get(t)
+	refBin, _ := referenceBinary(t)
+	oursBin := buildOurs(t)
+	examples := exampleDir(t)
+	cases := loadCases(t)
+	docs := differencesTable(t)
+	used := map[string]bool{}
+	var mu sync.Mutex
+	t.Run("cases", func(t *testing.T) {
+		for _, cs := range cases {
+			t.Run(cs.Name, func(t *testing.T) {
+				t.Parallel()
+				for _, s := range cs.Setup {
+					applyStep(t, c.Kubeconfig, s, "")
+				}
+				theirs := runCase(t, cs, reference{refBin}, c, examples)
+				mine := runCase(t, cs, ours{oursBin}, c, examples)
+				for _, d := range differences {
+					if d.Case != cs.Name {
+						continue
+					}
+					if !strings.Contains(docs, d.Row) {
+						t.Errorf("difference %q: docs/hooks.md's table of differences has no row with %q", d.What, d.Row)
+					}
+					if d.apply(theirs, mine) {
+						mu.Lock()
+						used[cs.Name+"/"+d.What] = true
+						mu.Unlock()
+					}
+				}
+				compare(t, theirs, mine)
+			})
+		}
+	})
+	for _, d := range differences {
+		if !used[d.Case+"/"+d.What] && !t.Failed() {
+			t.Errorf("listed difference %q of case %s was not seen: remove it from differences (and docs/hooks.md if no other case needs the row)", d.What, d.Case)
+		}
+	}
+}
+
+// buildOurs builds hook-operator from this checkout.
+func buildOurs(t *testing.T) string {
+	t.Helper()
+	root, err := testcluster.RepoRoot()
+	must(t, err)
+	bin := filepath.Join(t.TempDir(), "hook-operator")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/hook-operator")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// differencesTable returns the section of docs/hooks.md that lists the
+// differences from shell-operator.
+func differencesTable(t *testing.T) string {
+	t.Helper()
+	root, err := testcluster.RepoRoot()
+	must(t, err)
+	data, err := os.ReadFile(filepath.Join(root, "docs", "hooks.md"))
+	must(t, err)
+	s := string(data)
+	i := strings.Index(s, "## Differences from shell-operator")
+	if i < 0 {
+		t.Fatal("docs/hooks.md has no section 'Differences from shell-operator'")
+	}
+	s = s[i+3:]
+	if j := strings.Index(s, "\n## "); j >= 0 {
+		s = s[:j]
+	}
+	return s
+}
+
+// A result is what one operator did with one case, normalised: per step
+// and hook, the binding contexts in order; the objects left; the hooks'
+// metrics.
+type result struct {
+	operator string
+	Runs     map[string][]any `json:"runs"`
+	Objects  []any            `json:"objects"`
+	Metrics  []string         `json:"metrics"`
+}
+
+func runCase(t *testing.T, cs *Case, op operator, c *testcluster.Cluster, examples string) *result {
+	t.Helper()
+	ns := c.Namespace(t)
+	rec := newRecorder(t)
+	hooks := hooksFolder(t, cs, examples, rec.dir)
+	stop, metricsURL := op.start(t, hooks, c.Kubeconfig)
+	rec.quiet(t, 1, 60*time.Second)
+	for i, s := range cs.Steps {
+		rec.setStep(t, i+1)
+		applyStep(t, c.Kubeconfig, s, ns)
+		rec.quiet(t, 0, 30*time.Second)
+	}
+	res := &result{operator: op.name(), Runs: map[string][]any{}, Metrics: hookMetrics(t, metricsURL)}
+	stop()
+	n := normalizer{ns: ns}
+	for _, r := range rec.runs(t) {
+		key := fmt.Sprintf("step %d, %s", r.step, r.hook)
+		for _, bc := range r.contexts {
+			if v, keep := n.context(bc); keep {
+				res.Runs[key] = append(res.Runs[key], v)
+			}
+		}
+	}
+	for _, kind := range cs.Objects {
+		var list struct{ Items []map[string]any }
+		must(t, json.Unmarshal([]byte(kubectl(t, c.Kubeconfig, "", "get", kind, "-n", ns, "-o", "json")), &list))
+		for _, o := range list.Items {
+			res.Objects = append(res.Objects, n.value(o))
+		}
+	}
+	return res
+}
+
+// applyStep makes one step's change; $NS is ns.
+func applyStep(t *testing.T, kubeconfig string, s Step, ns string) {
+	t.Helper()
+	sub := func(v string) string { return strings.ReplaceAll(v, "$NS", ns) }
+	if s.Apply != "" {
+		kubectl(t, kubeconfig, sub(s.Apply), "apply", "-f", "-")
+	}
+	if s.Kubectl != "" {
+		kubectl(t, kubeconfig, "", strings.Fields(sub(s.Kubectl))...)
+	}
+	if s.Wait != "" {
+		d, err := time.ParseDuration(s.Wait)
+		must(t, err)
+		time.Sleep(d)
+	}
+}
+
+// normalizer takes out of a binding context what differs between any two
+// runs: the namespace's generated name, uids, resourceVersions, times; and
+// keeps only what the case made (objects in its namespace, cluster-scoped
+// objects named after it): other tests share the cluster.
+type normalizer struct{ ns string }
+
+// generated matches the random suffix of a name the API server generates
+// from a generateName (a Pod's token volume).
+var generated = regexp.MustCompile(`^(kube-api-access)-[a-z0-9]{5}$`)
+
+var rfc3339 = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$`)
+
+// ours reports whether obj (a Kubernetes object) belongs to the case.
+func (n normalizer) ours(obj any) bool {
+	o, ok := obj.(map[string]any)
+	if !ok {
+		return true
+	}
+	md, _ := o["metadata"].(map[string]any)
+	if md == nil {
+		return true
+	}
+	if ns, _ := md["namespace"].(string); ns != "" {
+		return ns == n.ns
+	}
+	name, _ := md["name"].(string)
+	return strings.Contains(name, n.ns)
+}
+
+func (n normalizer) context(bc map[string]any) (any, bool) {
+	if obj, ok := bc["object"]; ok && !n.ours(obj) {
+		return nil, false
+	}
+	if objs, ok := bc["objects"].([]any); ok {
+		bc["objects"] = n.list(objs)
+	}
+	if snaps, ok := bc["snapshots"].(map[string]any); ok {
+		for k, v := range snaps {
+			if l, ok := v.([]any); ok {
+				snaps[k] = n.list(l)
+			}
+		}
+	}
+	return n.value(bc), true
+}
+
+// list keeps the items (objects or {object, filterResult}) of the case,
+// sorted by name as both operators sort snapshots.
+func (n normalizer) list(items []any) []any {
+	out := []any{}
+	for _, it := range items {
+		obj := it
+		if m, ok := it.(map[string]any); ok {
+			if o, ok := m["object"]; ok {
+				obj = o
+			}
+		}
+		if n.ours(obj) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// value returns v with the run's namespace name replaced by NS and the
+// fields that differ between runs replaced or dropped.
+func (n normalizer) value(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			switch k {
+			case "uid", "resourceVersion", "creationTimestamp", "managedFields", "selfLink":
+				continue
+			}
+			out[k] = n.value(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = n.value(e)
+		}
+		return out
+	case string:
+		if rfc3339.MatchString(x) {
+			return "<time>"
+		}
+		return generated.ReplaceAllString(strings.ReplaceAll(x, n.ns, "NS"), "$1-<random>")
+	}
+	return v
+}
+
+// compare fails t with each difference between the two results.
+func compare(t *testing.T, theirs, mine *result) {
+	t.Helper()
+	keys := map[string]bool{}
+	for k := range theirs.Runs {
+		keys[k] = true
+	}
+	for k := range mine.Runs {
+		keys[k] = true
+	}
+	var sorted []string
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	for _, k := range sorted {
+		if a, b := pretty(theirs.Runs[k]), pretty(mine.Runs[k]); a != b {
+			t.Errorf("%s: the binding contexts differ:\n%s", k, diff(t, a, b))
+		}
+	}
+	if a, b := pretty(theirs.Objects), pretty(mine.Objects); a != b {
+		t.Errorf("the objects left differ:\n%s", diff(t, a, b))
+	}
+	if a, b := strings.Join(theirs.Metrics, "\n"), strings.Join(mine.Metrics, "\n"); a != b {
+		t.Errorf("the hooks' metrics differ:\n%s", diff(t, a, b))
+	}
+}
+
+// diff returns a unified diff of shell-operator's text a and ours b.
+func diff(t *testing.T, a, b string) string {
+	dir := t.TempDir()
+	pa, pb := filepath.Join(dir, "shell-operator"), filepath.Join(dir, "hook-operator")
+	must(t, os.WriteFile(pa, []byte(a+"\n"), 0o600))
+	must(t, os.WriteFile(pb, []byte(b+"\n"), 0o600))
+	out, _ := exec.Command("diff", "-u", "--label", "shell-operator", "--label", "hook-operator", pa, pb).CombinedOutput()
+	return string(out)
+}
+
+func pretty(v any) string {
+	b, _ := json.MarshalIndent(v, "", "  ")
+	return string(b)
+}
+
+// A difference is a known, documented way in which hook-operator differs
+// from shell-operator in a case: apply normalises it away in both results
+// and says whether it was there. Row is text of its row in docs/hooks.md's
+// table of differences.
+type difference struct {
+	Case, What, Row string
+	apply           func(theirs, mine *result) bool
+}
+
+var differences = []difference{}
