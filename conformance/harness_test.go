@@ -210,8 +210,8 @@ func (ours) name() string { return "hook-operator" }
 func (o ours) start(t *testing.T, hooks, kubeconfig string) (func(), string) {
 	port := freePort(t)
 	return startProcess(t, o.bin, []string{"start", "--hooks-dir", hooks, "--kubeconfig", kubeconfig,
-		"--listen-address", "127.0.0.1:" + port, "--debug-socket", filepath.Join(t.TempDir(), "debug.sock"),
-		"--log-format", "json", "--retry-initial-delay", "200ms", "--retry-max-delay", "1s"}, nil),
+			"--listen-address", "127.0.0.1:" + port, "--debug-socket", filepath.Join(t.TempDir(), "debug.sock"),
+			"--log-format", "json", "--retry-initial-delay", "200ms", "--retry-max-delay", "1s"}, nil),
 		"http://127.0.0.1:" + port + "/metrics/hooks"
 }
 
@@ -223,8 +223,8 @@ func (r reference) start(t *testing.T, hooks, kubeconfig string) (func(), string
 	port := freePort(t)
 	tmp := t.TempDir()
 	return startProcess(t, r.bin, []string{"start", "--hooks-dir", hooks, "--kube-config", kubeconfig,
-		"--tmp-dir", tmp, "--listen-address", "127.0.0.1", "--listen-port", port,
-		"--debug-unix-socket", filepath.Join(tmp, "debug.sock"), "--log-type", "json"}, nil),
+			"--tmp-dir", tmp, "--listen-address", "127.0.0.1", "--listen-port", port,
+			"--debug-unix-socket", filepath.Join(tmp, "debug.sock"), "--log-type", "json"}, nil),
 		"http://127.0.0.1:" + port + "/metrics/hooks"
 }
 
