@@ -53,12 +53,15 @@ cluster: ## start (or reuse) the local cluster; prints its kubeconfig
 cluster-down: ## stop and remove the local cluster (binaries stay cached)
 	@hack/cluster/down.sh
 
-.PHONY: helm deploy shell-operator
+.PHONY: helm deploy shell-operator conformance
 helm: ## build the pinned helm (hack/tools/helm) into the per-user cache (once); prints its path
 	@hack/tools/helm.sh
 
 shell-operator: ## build the pinned shell-operator, the reference (hack/tools/shell-operator), into the per-user cache (once); prints its path
 	@hack/tools/shell-operator.sh
+
+conformance: cluster ## the differential suite: every case of conformance/cases under shell-operator and hook-operator, compared (part of make test)
+	go test -count=1 -v -run 'TestReferenceIsThePinnedShellOperator|TestEveryExampleIsCoveredOrExcluded|TestIntegrationConformance' ./conformance
 
 deploy: ## regenerate deploy/rbac.yaml and the Helm chart's generated parts from the hooks and CRDs
 	@hack/gen-deploy.sh

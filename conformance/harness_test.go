@@ -45,6 +45,9 @@ type Case struct {
 	// Setup is applied once, before either operator runs, and left in
 	// place (CRDs).
 	Setup []Step `json:"setup"`
+	// Before is applied in the run's namespace before the operator starts
+	// (what Synchronization finds).
+	Before []Step `json:"before"`
 	// Steps are applied in order while the operator runs; after each, the
 	// suite waits until no hook has run for a while.
 	Steps []Step `json:"steps"`
@@ -198,20 +201,21 @@ func rewriteTree(t *testing.T, dir, from, to string) {
 // An operator is one of the two under test.
 type operator interface {
 	name() string
-	// start runs the operator on hooks; stop ends it. metricsURL serves its
-	// hooks' metrics.
-	start(t *testing.T, hooks, kubeconfig string) (stop func(), metricsURL string)
+	// start runs the operator on hooks with env added to its environment
+	// (and so to the hooks'); stop ends it. metricsURL serves its hooks'
+	// metrics.
+	start(t *testing.T, hooks, kubeconfig string, env []string) (stop func(), metricsURL string)
 }
 
 type ours struct{ bin string }
 
 func (ours) name() string { return "hook-operator" }
 
-func (o ours) start(t *testing.T, hooks, kubeconfig string) (func(), string) {
+func (o ours) start(t *testing.T, hooks, kubeconfig string, env []string) (func(), string) {
 	port := freePort(t)
 	return startProcess(t, o.bin, []string{"start", "--hooks-dir", hooks, "--kubeconfig", kubeconfig,
 			"--listen-address", "127.0.0.1:" + port, "--debug-socket", filepath.Join(t.TempDir(), "debug.sock"),
-			"--log-format", "json", "--retry-initial-delay", "200ms", "--retry-max-delay", "1s"}, nil),
+			"--log-format", "json", "--retry-initial-delay", "200ms", "--retry-max-delay", "1s"}, env),
 		"http://127.0.0.1:" + port + "/metrics/hooks"
 }
 
@@ -219,12 +223,12 @@ type reference struct{ bin string }
 
 func (reference) name() string { return "shell-operator" }
 
-func (r reference) start(t *testing.T, hooks, kubeconfig string) (func(), string) {
+func (r reference) start(t *testing.T, hooks, kubeconfig string, env []string) (func(), string) {
 	port := freePort(t)
 	tmp := t.TempDir()
 	return startProcess(t, r.bin, []string{"start", "--hooks-dir", hooks, "--kube-config", kubeconfig,
 			"--tmp-dir", tmp, "--listen-address", "127.0.0.1", "--listen-port", port,
-			"--debug-unix-socket", filepath.Join(tmp, "debug.sock"), "--log-type", "json"}, nil),
+			"--debug-unix-socket", filepath.Join(tmp, "debug.sock"), "--log-type", "json"}, env),
 		"http://127.0.0.1:" + port + "/metrics/hooks"
 }
 

@@ -24,9 +24,12 @@ const (
 	Listing
 	// Held: listed and synchronized, but its Synchronization and the events
 	// after it wait until every binding whose snapshot its contexts carry
-	// (group members, includeSnapshotsFrom) is Held or later, or Unserved.
-	// Without the hold, a group context could show a member's snapshot
-	// empty only because that member had not listed yet.
+	// (group members, includeSnapshotsFrom) is Held or later, or Unserved,
+	// and every earlier binding of its hook is Delivering or later, or
+	// Unserved. Without the hold, a group context could show a member's
+	// snapshot empty only because that member had not listed yet; and a
+	// hook's Synchronizations come in the order of its configuration, as
+	// in shell-operator, whichever binding lists first.
 	Held
 	// Delivering: released; the Synchronization is on its way to the Sink.
 	Delivering
@@ -216,7 +219,8 @@ func (o *outbox) addLocked(d delivery) {
 }
 
 // releaseLocked moves the deliveries of every Held binding whose
-// dependencies have all listed to the queue, in binding order.
+// dependencies have all listed, and whose hook's earlier bindings have
+// been released, to the queue, in binding order.
 func (o *outbox) releaseLocked() {
 	for _, b := range o.bindings {
 		if o.phase[b] != Held || !o.readyLocked(b) {
@@ -231,6 +235,14 @@ func (o *outbox) releaseLocked() {
 func (o *outbox) readyLocked(b *Binding) bool {
 	for _, d := range o.deps[b] {
 		if !o.phase[d].snapshotComplete() {
+			return false
+		}
+	}
+	for _, e := range o.bindings {
+		if e == b {
+			break
+		}
+		if e.Hook == b.Hook && o.phase[e] != Unserved && o.phase[e] < Delivering {
 			return false
 		}
 	}

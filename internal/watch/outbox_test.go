@@ -14,6 +14,9 @@ import (
 const groupBindings = `
 configVersion: v1
 kubernetes:
+- name: alone
+  apiVersion: v1
+  kind: Service
 - name: first
   apiVersion: v1
   kind: ConfigMap
@@ -22,9 +25,6 @@ kubernetes:
   apiVersion: v1
   kind: Secret
   group: g
-- name: alone
-  apiVersion: v1
-  kind: Service
 `
 
 // outboxEnv is an outbox over the bindings of one hook configuration,
@@ -60,7 +60,8 @@ func addEvent(o *outbox, b *Binding, name string) {
 }
 
 // A group member's Synchronization, and its events after it, wait until
-// the other members have listed; a binding outside the group does not.
+// the other members have listed; a binding outside the group (and before
+// it in the configuration) does not.
 func TestOutboxHoldsGroupUntilMembersList(t *testing.T) {
 	o, sink, b := outboxEnv(t, groupBindings)
 	for _, n := range []string{"first", "second", "alone"} {
@@ -84,6 +85,48 @@ func TestOutboxHoldsGroupUntilMembersList(t *testing.T) {
 		if p := b[n].Phase(); p != Synced {
 			t.Errorf("%s: phase %s, want synced", n, p)
 		}
+	}
+}
+
+// A hook's Synchronizations come in the order of its configuration,
+// whichever binding lists first, as in shell-operator; a binding whose
+// kind is not served holds nothing; another hook's bindings are not held.
+func TestOutboxSynchronizationsInConfigurationOrder(t *testing.T) {
+	o, sink, b := outboxEnv(t, `
+configVersion: v1
+kubernetes:
+- {name: a, kind: ConfigMap}
+- {name: unserved, kind: Thing}
+- {name: b, kind: Secret}
+- {name: c, kind: Service}
+`)
+	cfg, err := hook.ParseConfig("h2", []byte("configVersion: v1\nkubernetes:\n- {name: other, kind: Pod}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2 := &hook.Hook{Name: "h2", Config: cfg}
+	other := newBinding(h2, &h2.Config.Kubernetes[0], o, discardLog())
+	o.register([]*Binding{other})
+	for _, n := range []string{"a", "b", "c"} {
+		o.setPhase(b[n], Listing)
+	}
+	o.setPhase(b["unserved"], Unserved)
+	o.setPhase(other, Listing)
+
+	synchronizeEmpty(o, b["c"])
+	addEvent(o, b["c"], "early")
+	synchronizeEmpty(o, other)
+	if got := sink.take(); fmt.Sprint(got) != "[h2/other: Synchronization []]" {
+		t.Errorf("with a and b still listing the sink was told %q, want only the other hook's Synchronization", got)
+	}
+	synchronizeEmpty(o, b["b"])
+	if got := sink.take(); len(got) != 0 {
+		t.Errorf("with a still listing the sink was told %q", got)
+	}
+	synchronizeEmpty(o, b["a"])
+	want := []string{"h1/a: Synchronization []", "h1/b: Synchronization []", "h1/c: Synchronization []", "h1/c: Added ns/early"}
+	if got := sink.take(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("once a listed the sink was told\n%q\nwant\n%q", got, want)
 	}
 }
 
@@ -122,6 +165,7 @@ kubernetes:
 // order, and EnsureFinalizer requests do not wait behind a held binding.
 func TestOutboxResyncAndFinalizerRequests(t *testing.T) {
 	o, sink, b := outboxEnv(t, groupBindings)
+	o.setPhase(b["alone"], Unserved)
 	o.setPhase(b["first"], Listing)
 	o.setPhase(b["second"], Listing)
 	synchronizeEmpty(o, b["first"])
@@ -198,5 +242,5 @@ func TestOutboxConcurrentProducersKeepOrder(t *testing.T) {
 func TestMemoryGroupOrder(t *testing.T) {
 	e := newFixtureEnv(t, groupBindings)
 	e.mem.Synchronize()
-	e.expect("h1/first: Synchronization []", "h1/second: Synchronization []", "h1/alone: Synchronization []")
+	e.expect("h1/alone: Synchronization []", "h1/first: Synchronization []", "h1/second: Synchronization []")
 }
