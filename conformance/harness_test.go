@@ -293,8 +293,8 @@ func (r *recorder) count() int {
 }
 
 // quiet waits until at least min binding contexts are recorded and none
-// came for the quiet period, or until the deadline.
-func (r *recorder) quiet(t *testing.T, min int, deadline time.Duration) {
+// came for the quiet period; false when the deadline passed first.
+func (r *recorder) quiet(t *testing.T, min int, deadline time.Duration) bool {
 	const period = 1200 * time.Millisecond
 	end := time.Now().Add(deadline)
 	last, since := r.count(), time.Now()
@@ -305,9 +305,10 @@ func (r *recorder) quiet(t *testing.T, min int, deadline time.Duration) {
 			continue
 		}
 		if last >= min && time.Since(since) >= period {
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // runs returns the recorded runs in order: step, hook and the binding
