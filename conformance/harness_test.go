@@ -292,19 +292,26 @@ func (r *recorder) count() int {
 	return len(es) - 1
 }
 
-// quiet waits until at least min binding contexts are recorded and none
-// came for the quiet period; false when the deadline passed first.
+// quiet waits until at least min binding contexts are recorded and then
+// none came for the quiet period, or for at most 5 s more (a schedule that
+// fires every second is never quiet); false when min was not reached
+// before the deadline.
 func (r *recorder) quiet(t *testing.T, min int, deadline time.Duration) bool {
-	const period = 1200 * time.Millisecond
+	const period, settleCap = 1200 * time.Millisecond, 5 * time.Second
 	end := time.Now().Add(deadline)
 	last, since := r.count(), time.Now()
+	var reached time.Time
 	for time.Now().Before(end) {
 		time.Sleep(100 * time.Millisecond)
+		if last >= min && reached.IsZero() {
+			reached = time.Now()
+		}
 		if n := r.count(); n != last {
 			last, since = n, time.Now()
-			continue
+		} else if last >= min && time.Since(since) >= period {
+			return true
 		}
-		if last >= min && time.Since(since) >= period {
+		if !reached.IsZero() && time.Since(reached) >= settleCap {
 			return true
 		}
 	}

@@ -10,14 +10,6 @@ kubernetes:
   namespace: {nameSelector: {matchNames: [$CONFORMANCE_NS]}}
   labelSelector: {matchLabels: {app: q}}
   jqFilter: .metadata.name
-- name: on-b
-  queue: b
-  waitForSynchronization: false
-  kind: ConfigMap
-  namespace: {nameSelector: {matchNames: [$CONFORMANCE_NS]}}
-  labelSelector: {matchLabels: {app: q}}
-  executeHookOnEvent: [Deleted]
-  jqFilter: .metadata.name
 CONFIG
   exit 0
 fi
