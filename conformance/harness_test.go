@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hook-operator/hook-operator/internal/testcluster"
+	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
 // A Case is one entry of the corpus: hooks, and the object changes that
@@ -236,7 +237,7 @@ func (r reference) start(t *testing.T, hooks, kubeconfig string, env []string) (
 // SIGTERM (SIGKILL after 10 s) and, when t failed, logs its output.
 func startProcess(t *testing.T, bin string, args, env []string) func() {
 	t.Helper()
-	var out syncBuffer
+	var out testoperator.Buffer
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.Env = append(os.Environ(), env...)
@@ -389,23 +390,6 @@ func hookMetrics(t *testing.T, url string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func tail(s string, n int) string {
