@@ -180,7 +180,7 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.Equal(c.Scenarios, allScenarios) || !slices.Equal(c.Hooks, []string{"bash", "go"}) || c.Repeat != 3 ||
-		c.SyncObjects != 12000 || !slices.Equal(c.ScaleSizes, []int{1000, 10000, 100000}) {
+		c.SyncObjects != 12000 || !slices.Equal(c.ScaleSizes, []int{1000, 10000, 100000, 300000}) || c.Reference != "pinned" {
 		t.Errorf("defaults: %+v", c)
 	}
 	c, err = parseFlags([]string{"--quick", "--repeat", "2", "--scenarios", "burst, idle", "--hook", "go"})
@@ -207,36 +207,52 @@ func testConfig() *Config {
 	return c
 }
 
+// testSubject is a subject for the report's tests: operator is ours or
+// reference.
+func testSubject(operator, hook string) subject {
+	return subject{&implementation{name: operator}, hook}
+}
+
 func TestSummarize(t *testing.T) {
 	cfg := testConfig()
-	run := func(hook string, rep int, rss float64) Run {
-		r := newRun("idle", "", hook, rep, 0)
+	run := func(operator, hook string, rep int, rss float64) Run {
+		r := newRun("idle", "", testSubject(operator, hook), rep, 0)
 		r.Metrics[mRSS] = rss
 		return r
 	}
-	failed := run("bash", 3, 999)
+	failed := run(ours, "bash", 3, 999)
 	failed.Error = "boom"
-	profiled := run("bash", 0, 999)
+	profiled := run(ours, "bash", 0, 999)
 	profiled.Profiled = true
-	s := summarize(cfg, []Run{run("bash", 1, 20), run("bash", 2, 24), failed, profiled, run("go", 1, 40)})
-	if len(s) != 2 {
+	s := summarize(cfg, []Run{run(ours, "bash", 1, 20), run(reference, "bash", 1, 70), run(ours, "bash", 2, 24),
+		run(reference, "bash", 2, 80), failed, profiled, run(ours, "go", 1, 40)})
+	if len(s) != 3 {
 		t.Fatalf("summaries: %+v", s)
 	}
-	if s[0].Hook != "bash" || s[0].Median != 22 || len(s[0].Values) != 2 || s[0].Pass == nil || !*s[0].Pass || *s[0].ShellOperator != 75 {
-		t.Errorf("bash: %+v (failed and profiled runs must be left out)", s[0])
+	b := s[0]
+	if b.Operator != ours || b.Hook != "bash" || b.Median != 22 || len(b.Values) != 2 || b.Pass == nil || !*b.Pass {
+		t.Errorf("bash: %+v (failed and profiled runs must be left out)", b)
 	}
-	if s[1].Pass == nil || *s[1].Pass {
-		t.Errorf("go: 40 MB against a 30 MB target must fail: %+v", s[1])
+	if b.Reference == nil || *b.Reference != 75 || math.Abs(*b.Ratio-22.0/75) > 1e-9 || *b.RatioTarget != 0.4 || !*b.RatioPass {
+		t.Errorf("bash against the reference's median of 75 MB: %+v", b)
+	}
+	if r := s[1]; r.Operator != reference || r.Target != nil || r.Ratio != nil {
+		t.Errorf("the reference's summary has no targets or ratio: %+v", r)
+	}
+	if g := s[2]; g.Pass == nil || *g.Pass || g.Ratio != nil {
+		t.Errorf("go: 40 MB against a 30 MB target must fail, and without a reference there is no ratio: %+v", g)
 	}
 }
 
 func TestSummarizeQuickHasNoVerdict(t *testing.T) {
 	cfg, _ := parseFlags([]string{"--quick"})
-	r := newRun("sync", "keepFull=false", "bash", 1, 1000)
+	r := newRun("sync", "keepFull=false", testSubject(ours, "bash"), 1, 1000)
 	r.Metrics[mSync] = 0.1
-	s := summarize(cfg, []Run{r})
-	if len(s) != 1 || s[0].Pass != nil || s[0].Target != nil {
-		t.Errorf("a --quick sync run is not comparable with the 12,000-object target: %+v", s)
+	ref := newRun("sync", "keepFull=false", testSubject(reference, "bash"), 1, 1000)
+	ref.Metrics[mSync] = 1
+	s := summarize(cfg, []Run{r, ref})
+	if len(s) != 2 || s[0].Pass != nil || s[0].Target != nil || s[0].RatioPass != nil || s[0].Ratio == nil || *s[0].Ratio != 0.1 {
+		t.Errorf("a --quick sync run has a ratio but is not comparable with the 12,000-object targets: %+v", s)
 	}
 }
 
@@ -246,7 +262,7 @@ func TestPerObject(t *testing.T) {
 		n          int
 		sync, peak float64
 	}{{1000, 0.2, 40}, {10000, 0.5, 58}, {100000, 3.5, 238}} {
-		r := newRun("scale", "keepFull=false", "bash", 1, p.n)
+		r := newRun("scale", "keepFull=false", testSubject(ours, "bash"), 1, p.n)
 		r.Metrics[mSync], r.Metrics[mPeakRSS], r.Metrics[mRSSLater] = p.sync, p.peak, p.peak
 		runs = append(runs, r)
 	}
@@ -258,6 +274,26 @@ func TestPerObject(t *testing.T) {
 	if last.From != 10000 || last.To != 100000 || math.Abs(last.SyncUS-33.33) > 0.01 || math.Abs(last.PeakRSSKB-2.048) > 0.001 {
 		t.Errorf("slope 10k→100k = %+v, want 33.33 µs and 2.048 KB per object", last)
 	}
+	if last.Pass == nil || *last.Pass {
+		t.Errorf("2.048 KB per object settled is over the 0.6 KB target: %+v", last)
+	}
+}
+
+func TestScaleFloorTarget(t *testing.T) {
+	cfg := testConfig()
+	var runs []Run
+	for _, n := range []int{10000, 100000} {
+		r := newRun("scale", "keepFull=false", testSubject(ours, "bash"), 1, n)
+		r.Metrics[mOverFloor] = 1.5
+		runs = append(runs, r)
+	}
+	s := summarize(cfg, runs)
+	if s[0].Target != nil {
+		t.Errorf("the floor target is for 100,000 objects only: %+v", s[0])
+	}
+	if s[1].Target == nil || *s[1].Target != 1.3 || *s[1].Pass {
+		t.Errorf("1.5× the floor at 100,000 objects must fail the 1.3× target: %+v", s[1])
+	}
 }
 
 func TestMarkdown(t *testing.T) {
@@ -266,30 +302,42 @@ func TestMarkdown(t *testing.T) {
 	cfg.ScaleSizes = []int{1000}
 	var runs []Run
 	for _, hook := range cfg.Hooks {
-		r := newRun("idle", "", hook, 1, 0)
-		r.Metrics[mRSS] = 25
-		runs = append(runs, r)
-		b := newRun("burst", "", hook, 1, 3000)
-		b.Metrics[mCPUPerEvent], b.Metrics[mP99], b.Metrics[mDrain], b.Metrics[mRate] = 0.3, 100, 0.1, 550
-		runs = append(runs, b)
+		for _, op := range []string{ours, reference} {
+			f := 1.0
+			if op == reference {
+				f = 2
+			}
+			r := newRun("idle", "", testSubject(op, hook), 1, 0)
+			r.Metrics[mRSS] = 25 * f
+			runs = append(runs, r)
+			b := newRun("burst", "", testSubject(op, hook), 1, 3000)
+			b.Metrics[mCPUPerEvent], b.Metrics[mP99], b.Metrics[mDrain], b.Metrics[mRate] = 0.3*f, 100*f, 0.1*f, 550
+			runs = append(runs, b)
+		}
 	}
-	rep := &Report{Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Config: cfg, Runs: runs, Summaries: summarize(cfg, runs)}
+	rep := &Report{Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Config: cfg, Runs: runs, Summaries: summarize(cfg, runs),
+		Machine: Machine{Binary: "hook-operator v0", Reference: "shell-operator v1.14.0"}}
 	md := rep.Markdown()
 	for _, want := range []string{
 		"# hook-operator benchmark, 2026-01-02 03:04 UTC",
-		"| scenario | metric | target | shell-operator v1.14.0 | bash hook | go hook | result |",
-		"| idle | RSS after start | ≤ 30.0 MB | 75.0 MB | 25.0 MB | 25.0 MB | pass |",
-		"| burst 3,000 | operator CPU per event | ≤ 0.250 ms | 0.540 ms | 0.300 ms | 0.300 ms | FAIL (bash), FAIL (go) |",
-		"| burst 3,000 | last create to last event seen | ≤ 0.30 s | — | 0.10 s | 0.10 s | pass |",
-		"| burst 3,000 | create rate (not a target) | | | 550 /s | 550 /s |  |",
-		"| 1,000 | false | — | — | — |",
+		"hook-operator v0; reference shell-operator v1.14.0",
+		"| scenario | metric | target | ratio target | bash hook: hook-operator | shell-operator | ratio | go hook: hook-operator | shell-operator | ratio | result |",
+		"| idle | RSS after start | ≤ 30.0 MB | ≤ 0.40× | 25.0 MB | 50.0 MB | 0.50× | 25.0 MB | 50.0 MB | 0.50× | FAIL (bash ratio), FAIL (go ratio) |",
+		"| burst 3,000 | operator CPU per event | ≤ 0.250 ms | ≤ 0.35× | 0.300 ms | 0.600 ms | 0.50× | 0.300 ms | 0.600 ms | 0.50× | FAIL (bash), FAIL (bash ratio), FAIL (go), FAIL (go ratio) |",
+		"| burst 3,000 | last create to last event seen | ≤ 0.30 s |  | 0.10 s | 0.20 s | 0.50× | 0.10 s | 0.20 s | 0.50× | pass |",
+		"| burst 3,000 | create rate (not a target) |  |  | 550 /s | 550 /s | 1.00× | 550 /s | 550 /s | 1.00× |  |",
+		"| 1,000 | false | — | — | — | — | — |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the report lacks %q:\n%s", want, md)
 		}
 	}
-	if strings.Contains(md, "sync") || strings.Contains(md, "trickle") {
+	if strings.Contains(md, "| sync") || strings.Contains(md, "| trickle") {
 		t.Errorf("scenarios that did not run must not be in the table:\n%s", md)
+	}
+	rep.Machine.Reference = ""
+	if md := rep.Markdown(); !strings.Contains(md, "| scenario | metric | target | bash hook | go hook | result |") {
+		t.Errorf("without a reference the table has one column per hook:\n%s", md)
 	}
 }
 

@@ -14,8 +14,8 @@ func runBurst(ctx context.Context, b *bench) error {
 	return runFresh(ctx, b, "burst", b.cfg.BurstObjects, measureBurst)
 }
 
-func measureBurst(ctx context.Context, b *bench, kind, ns string, n int, r *Run, prof *profiling) (*operator, error) {
-	op, err := b.start(kind, hookConfig(ns, nil), prof)
+func measureBurst(ctx context.Context, b *bench, s subject, ns string, n int, r *Run, prof *profiling) (*operator, error) {
+	op, err := b.start(s, hookConfig(ns, nil), prof)
 	if err != nil {
 		return nil, err
 	}

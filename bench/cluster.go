@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -221,4 +222,47 @@ func (c *cluster) Fill(ctx context.Context, ns, prefix string, from, to int) err
 		}
 	}
 	return nil
+}
+
+// StreamingList measures the floor of a Synchronization: one bare streaming
+// list of the ConfigMaps of ns, as an informer makes it (a watch with
+// sendInitialEvents, ended by the bookmark that marks the end of the
+// initial events), in JSON as the operator asks for it, read line by line
+// without decoding the objects. It is what the API server itself costs; it
+// returns the time from the request to that bookmark and how many objects
+// came.
+func (c *cluster) StreamingList(ctx context.Context, ns string) (time.Duration, int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	stream, err := c.client.CoreV1().RESTClient().Get().
+		Namespace(ns).Resource("configmaps").
+		Param("watch", "true").
+		Param("sendInitialEvents", "true").
+		Param("resourceVersionMatch", string(metav1.ResourceVersionMatchNotOlderThan)).
+		Param("allowWatchBookmarks", "true").
+		SetHeader("Accept", "application/json").
+		Stream(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("streaming list of configmaps in %s: %w", ns, err)
+	}
+	defer stream.Close()
+	sc := bufio.NewScanner(stream)
+	sc.Buffer(make([]byte, 256<<10), 16<<20)
+	n := 0
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case bytes.HasPrefix(line, []byte(`{"type":"ADDED"`)):
+			n++
+		case bytes.HasPrefix(line, []byte(`{"type":"BOOKMARK"`)) && bytes.Contains(line, []byte(`"k8s.io/initial-events-end":"true"`)):
+			return time.Since(start), n, nil
+		case bytes.HasPrefix(line, []byte(`{"type":"ERROR"`)):
+			return 0, n, fmt.Errorf("streaming list of configmaps in %s: %s", ns, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, n, fmt.Errorf("streaming list of configmaps in %s: %w", ns, err)
+	}
+	return 0, n, fmt.Errorf("streaming list of configmaps in %s: the stream ended after %d objects without the bookmark that ends the initial events (does the API server serve watch lists?)", ns, n)
 }

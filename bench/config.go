@@ -48,6 +48,10 @@ type Config struct {
 	// files; "" is a folder under the system temp dir.
 	HookTmpDir string `json:"hook_tmp_dir,omitempty"`
 
+	// Reference is the shell-operator binary measured beside ours:
+	// "pinned" (hack/tools/shell-operator.sh), a path, or "none".
+	Reference string `json:"reference"`
+
 	Out        string `json:"-"`
 	Binary     string `json:"-"`
 	Kubeconfig string `json:"-"`
@@ -59,7 +63,7 @@ func parseFlags(args []string) (*Config, error) {
 	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "scenarios to run, comma-separated: "+strings.Join(allScenarios, ","))
 	hooks := fs.String("hook", "both", "hook to run the scenarios with: bash, go or both")
 	repeat := fs.Int("repeat", 3, "runs of each scenario; medians are reported")
-	sizes := fs.String("scale-sizes", "1000,10000,100000", "object counts of the scale scenario's growth curve")
+	sizes := fs.String("scale-sizes", "1000,10000,100000,300000", "object counts of the scale scenario's growth curve")
 	syncObjects := fs.Int("sync-objects", 12000, "ConfigMaps the sync scenario watches")
 	burstObjects := fs.Int("burst-objects", 3000, "ConfigMaps the burst scenario creates")
 	quick := fs.Bool("quick", false, "small sizes for development: sync 1000, burst 300, scale 1000, trickle 3 s, settle 2 s, 1 run (explicit flags win)")
@@ -67,6 +71,7 @@ func parseFlags(args []string) (*Config, error) {
 	hookTmpDir := fs.String("hook-tmp-dir", "", "the operator's --tmp-dir for the hooks' per-run files (default: under the system temp dir); e.g. /dev/shm to compare with a tmpfs")
 	out := fs.String("out", "bench/results", "folder for the results")
 	binary := fs.String("binary", "bin/hook-operator", "the operator binary (make build)")
+	ref := fs.String("reference", "pinned", "the shell-operator binary measured beside ours in the same session: pinned (built once from hack/tools/shell-operator), a path, or none")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster to use (default: the local cluster of hack/cluster/up.sh)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -90,6 +95,7 @@ func parseFlags(args []string) (*Config, error) {
 		HookTmpDir:   *hookTmpDir,
 		Out:          *out,
 		Binary:       *binary,
+		Reference:    *ref,
 		Kubeconfig:   *kubeconfig,
 	}
 	var err error

@@ -13,9 +13,9 @@ func runIdle(ctx context.Context, b *bench) error {
 		return err
 	}
 	for rep := b.firstRepeat(); rep <= b.cfg.Repeat; rep++ {
-		for _, kind := range b.cfg.Hooks {
-			r := newRun("idle", "", kind, rep, 0)
-			op, err := measureIdle(ctx, b, kind, ns, &r, b.profile("idle", "", kind, rep))
+		for _, s := range b.subjects(rep) {
+			r := newRun("idle", "", s, rep, 0)
+			op, err := measureIdle(ctx, b, s, ns, &r, b.profile("idle", "", s, rep))
 			if ctx.Err() != nil {
 				return ctx.Err() // interrupted: the run is incomplete, not failed
 			}
@@ -25,17 +25,17 @@ func runIdle(ctx context.Context, b *bench) error {
 	return nil
 }
 
-func measureIdle(ctx context.Context, b *bench, kind, ns string, r *Run, prof *profiling) (*operator, error) {
-	op, err := b.start(kind, hookConfig(ns, nil), prof)
+func measureIdle(ctx context.Context, b *bench, s subject, ns string, r *Run, prof *profiling) (*operator, error) {
+	op, err := b.start(s, hookConfig(ns, nil), prof)
 	if err != nil {
 		return nil, err
 	}
 	defer op.Stop()
-	s, err := op.WaitSync(ctx, time.Minute)
+	sync, err := op.WaitSync(ctx, time.Minute)
 	if err != nil {
 		return op, err
 	}
-	r.Metrics[mSync] = seconds(op.started, s.At)
+	r.Metrics[mSync] = seconds(op.started, sync.At)
 	if err := sleep(ctx, b.cfg.Settle); err != nil {
 		return op, err
 	}

@@ -12,7 +12,7 @@ import (
 
 // describeMachine collects what the numbers depend on: the CPU, the
 // toolchain, the commit, and how busy the machine was.
-func describeMachine(root, binary string) Machine {
+func describeMachine(root string, impls []*implementation) Machine {
 	m := Machine{
 		CPU:        cpuModel(),
 		Cores:      runtime.NumCPU(),
@@ -20,8 +20,11 @@ func describeMachine(root, binary string) Machine {
 		GoVersion:  runtime.Version(),
 		Commit:     output(root, "git", "rev-parse", "--short", "HEAD"),
 		Dirty:      output(root, "git", "status", "--porcelain", "--untracked-files=no") != "",
-		Binary:     firstLines(output(root, binary, "version"), 2),
+		Binary:     impls[0].version,
 		LoadBefore: loadAverage(),
+	}
+	if len(impls) > 1 {
+		m.Reference = impls[1].version
 	}
 	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(data))
@@ -92,4 +95,12 @@ func output(dir, name string, args ...string) string {
 		return "?"
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// Operators names the operators measured, with their versions.
+func (m Machine) Operators() string {
+	if m.Reference == "" {
+		return m.Binary
+	}
+	return m.Binary + "; reference " + m.Reference
 }

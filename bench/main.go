@@ -17,8 +17,10 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -45,12 +47,13 @@ func main() {
 type bench struct {
 	cfg     *Config
 	root    string
-	binary  string
 	tmp     string
 	cluster *cluster
 	// hooksDirs maps a hook kind to a hooks folder holding only that hook.
 	hooksDirs map[string]string
-	features  features
+	// impls are the operators measured: ours first, then the reference
+	// unless --reference=none.
+	impls []*implementation
 	// profileDir holds the profiles of this harness run, "" when it
 	// profiles nothing.
 	profileDir string
@@ -71,12 +74,25 @@ func run(ctx context.Context, cfg *Config) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{cfg: cfg, root: root, binary: inRoot(root, cfg.Binary)}
-	if _, err := os.Stat(b.binary); err != nil {
+	b := &bench{cfg: cfg, root: root}
+	binary := inRoot(root, cfg.Binary)
+	if _, err := os.Stat(binary); err != nil {
 		return fmt.Errorf("the operator binary: %w (run make build, or use make bench)", err)
 	}
-	if b.features, err = probeFeatures(b.binary); err != nil {
+	im, err := hookOperator(binary)
+	if err != nil {
 		return err
+	}
+	b.impls = append(b.impls, im)
+	if cfg.Reference != "none" {
+		ref, err := referenceBinary(root, cfg.Reference)
+		if err != nil {
+			return err
+		}
+		if im, err = shellOperator(ref); err != nil {
+			return err
+		}
+		b.impls = append(b.impls, im)
 	}
 	started := time.Now()
 	stamp := started.UTC().Format("20060102T150405Z")
@@ -85,8 +101,8 @@ func run(ctx context.Context, cfg *Config) error {
 		return err
 	}
 	if cfg.Profile {
-		if !b.features.pprof {
-			return fmt.Errorf("--profile: %s has no --pprof and --debug-socket", b.binary)
+		if !b.impls[0].pprof {
+			return fmt.Errorf("--profile: %s has no --pprof and --debug-socket", binary)
 		}
 		b.profileDir = filepath.Join(out, "profiles-"+stamp)
 		if err := os.MkdirAll(b.profileDir, 0o755); err != nil {
@@ -107,8 +123,9 @@ func run(ctx context.Context, cfg *Config) error {
 		return err
 	}
 
-	report := &Report{Started: started, Config: cfg, Machine: describeMachine(root, b.binary)}
-	logf("benchmark: scenarios %v, hooks %v, %d run(s) each; cluster %s", cfg.Scenarios, cfg.Hooks, cfg.Repeat, b.cluster.kubeconfig)
+	report := &Report{Started: started, Config: cfg, Machine: describeMachine(root, b.impls)}
+	logf("benchmark: scenarios %v, hooks %v, operators %s, %d run(s) each; cluster %s", cfg.Scenarios, cfg.Hooks,
+		report.Machine.Operators(), cfg.Repeat, b.cluster.kubeconfig)
 	var failed []string
 	for _, name := range cfg.Scenarios {
 		start := time.Now()
@@ -169,15 +186,34 @@ func writeReport(dir, stamp string, r *Report) (string, error) {
 	return md, nil
 }
 
-// start starts the operator with the hook of kind, configured by config;
+// start starts the subject's operator with its hook, configured by config;
 // with prof, it serves pprof profiles.
-func (b *bench) start(kind string, config []byte, prof *profiling) (*operator, error) {
+func (b *bench) start(s subject, config []byte, prof *profiling) (*operator, error) {
 	dir, err := os.MkdirTemp(b.tmp, "run-")
 	if err != nil {
 		return nil, err
 	}
-	return startOperator(launch{binary: b.binary, kubeconfig: b.cluster.kubeconfig, hooksDir: b.hooksDirs[kind],
-		dir: dir, config: config, tmpDir: b.cfg.HookTmpDir, features: b.features, pprof: prof != nil})
+	return startOperator(launch{impl: s.impl, kubeconfig: b.cluster.kubeconfig, hooksDir: b.hooksDirs[s.hook],
+		dir: dir, config: config, tmpDir: b.cfg.HookTmpDir, pprof: prof != nil})
+}
+
+// referenceBinary returns the shell-operator binary of --reference: the
+// pinned one (built once by hack/tools/shell-operator.sh) for "pinned",
+// else the path given.
+func referenceBinary(root, flag string) (string, error) {
+	if flag != "pinned" {
+		if _, err := os.Stat(flag); err != nil {
+			return "", fmt.Errorf("--reference: %w", err)
+		}
+		return flag, nil
+	}
+	cmd := exec.Command(filepath.Join(root, "hack", "tools", "shell-operator.sh"))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("building the pinned shell-operator (hack/tools/shell-operator.sh): %w; or give --reference=none", err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // record keeps a finished run: its error, if any, and the operator's
@@ -204,11 +240,11 @@ func (b *bench) record(r Run, op *operator, err error) {
 		name += " (profiled: not in the medians)"
 	}
 	if err != nil {
-		logf("  %s, %s hook, run %d: FAILED: %v", name, r.Hook, r.Repeat, err)
+		logf("  %s, %s, %s hook, run %d: FAILED: %v", name, r.Operator, r.Hook, r.Repeat, err)
 		return
 	}
-	line := fmt.Sprintf("  %s, %s hook, run %d:", name, r.Hook, r.Repeat)
-	for _, m := range []string{mSync, mRSS, mPeakRSS, mRSSLater, mRate, mDrain, mP50, mP99, mCPUPerEvent, mRuns, mMissed} {
+	line := fmt.Sprintf("  %s, %s, %s hook, run %d:", name, r.Operator, r.Hook, r.Repeat)
+	for _, m := range []string{mFloor, mSync, mRSS, mPeakRSS, mRSSLater, mRate, mDrain, mP50, mP99, mCPUPerEvent, mRuns, mMissed} {
 		if v, ok := r.Metrics[m]; ok {
 			line += fmt.Sprintf(" %s %s,", m, formatValue(m, v))
 		}
@@ -220,8 +256,8 @@ func (b *bench) record(r Run, op *operator, err error) {
 }
 
 // newRun starts the record of one run.
-func newRun(scenario, variant, hook string, repeat, objects int) Run {
-	return Run{Scenario: scenario, Variant: variant, Hook: hook, Repeat: repeat, Objects: objects,
+func newRun(scenario, variant string, s subject, repeat, objects int) Run {
+	return Run{Scenario: scenario, Variant: variant, Operator: s.impl.name, Hook: s.hook, Repeat: repeat, Objects: objects,
 		Metrics: map[string]float64{}, Started: time.Now().UTC().Format(time.RFC3339)}
 }
 
@@ -274,19 +310,19 @@ func inRoot(root, path string) string {
 
 // measureFunc measures one run of a scenario with n objects in namespace
 // ns, filling r; it returns the operator it started, for the record.
-type measureFunc func(ctx context.Context, b *bench, kind, ns string, n int, r *Run, prof *profiling) (*operator, error)
+type measureFunc func(ctx context.Context, b *bench, s subject, ns string, n int, r *Run, prof *profiling) (*operator, error)
 
 // runFresh runs a scenario that creates its n objects while it measures:
 // every repeat of every hook gets a fresh namespace.
 func runFresh(ctx context.Context, b *bench, scenario string, n int, measure measureFunc) error {
 	for rep := b.firstRepeat(); rep <= b.cfg.Repeat; rep++ {
-		for _, kind := range b.cfg.Hooks {
+		for _, s := range b.subjects(rep) {
 			ns, err := b.cluster.Namespace(ctx, scenario)
 			if err != nil {
 				return err
 			}
-			r := newRun(scenario, "", kind, rep, n)
-			op, err := measure(ctx, b, kind, ns, n, &r, b.profile(scenario, "", kind, rep))
+			r := newRun(scenario, "", s, rep, n)
+			op, err := measure(ctx, b, s, ns, n, &r, b.profile(scenario, "", s, rep))
 			if ctx.Err() != nil {
 				return ctx.Err() // interrupted: the run is incomplete, not failed
 			}

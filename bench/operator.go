@@ -17,7 +17,8 @@ import (
 
 // operator is one running `hook-operator start` with one benchmark hook.
 type operator struct {
-	cmd *exec.Cmd
+	cmd  *exec.Cmd
+	impl *implementation
 	// started is taken just before the process is started: sync times
 	// count from it.
 	started time.Time
@@ -35,46 +36,17 @@ type operator struct {
 	connected time.Time
 }
 
-// features are the start flags of the binary that the harness adapts to:
-// the binary grows them over time, and the harness runs against the tree
-// it is in.
-type features struct {
-	// listen: --listen-address, whose default port several operators (and
-	// other people's tests) cannot share.
-	listen bool
-	// socket: --debug-socket, whose default path several operators cannot
-	// share.
-	socket bool
-	// pprof: --pprof serves profiles on the debug socket.
-	pprof bool
-}
-
-// probeFeatures reads which of the features the binary's start supports.
-func probeFeatures(binary string) (features, error) {
-	out, err := exec.Command(binary, "start", "--help").CombinedOutput()
-	if err != nil {
-		return features{}, fmt.Errorf("%s start --help: %v\n%s", binary, err, out)
-	}
-	help := string(out)
-	f := features{
-		listen: strings.Contains(help, "--listen-address"),
-		socket: strings.Contains(help, "--debug-socket"),
-	}
-	f.pprof = f.socket && strings.Contains(help, "--pprof")
-	return f, nil
-}
-
 // launch says how to start one operator.
 type launch struct {
-	binary, kubeconfig, hooksDir string
+	impl                 *implementation
+	kubeconfig, hooksDir string
 	// dir is the run's own folder: hook configuration and output, hooks'
 	// temp dirs, the debug socket.
 	dir string
 	// config is the hook configuration the hook prints.
 	config []byte
-	// tmpDir is the operator's --tmp-dir; "" means dir.
-	tmpDir   string
-	features features
+	// tmpDir is the operator's temp folder for hook runs; "" means dir.
+	tmpDir string
 	// pprof serves profiles on the debug socket.
 	pprof bool
 }
@@ -89,37 +61,33 @@ func startOperator(l launch) (*operator, error) {
 	if err := os.WriteFile(configPath, l.config, 0o644); err != nil {
 		return nil, err
 	}
-	tmpDir := l.tmpDir
-	if tmpDir == "" {
-		tmpDir = l.dir
+	if l.tmpDir == "" {
+		l.tmpDir = l.dir
 	}
-	args := []string{"start", "--hooks-dir", l.hooksDir, "--kubeconfig", l.kubeconfig,
-		"--log-format", "json", "--shutdown-grace-period", "2s", "--tmp-dir", tmpDir}
-	var socket string
-	if l.features.listen {
-		// The metrics listener runs as in production, on a free port.
-		args = append(args, "--listen-address", "127.0.0.1:0")
-	}
-	if l.features.socket {
-		socket = filepath.Join(l.dir, "debug.sock")
-		args = append(args, "--debug-socket", socket)
-	}
-	if l.pprof {
-		args = append(args, "--pprof")
-	}
-	cmd := exec.Command(l.binary, args...)
-	cmd.Env = append(os.Environ(), "BENCH_CONFIG="+configPath, "BENCH_OUT="+outPath)
-	stderr, err := cmd.StderrPipe()
+	args, socket, err := l.impl.args(l)
 	if err != nil {
 		return nil, err
 	}
-	o := &operator{cmd: cmd, out: newHookOutput(outPath), socket: socket, done: make(chan struct{})}
+	cmd := exec.Command(l.impl.binary, args...)
+	cmd.Env = append(os.Environ(), "BENCH_CONFIG="+configPath, "BENCH_OUT="+outPath)
+	// One pipe for both streams: shell-operator logs to stdout, ours to
+	// stderr.
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	o := &operator{cmd: cmd, impl: l.impl, out: newHookOutput(outPath), socket: socket, done: make(chan struct{})}
 	o.started = time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", l.binary, err)
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("start %s: %w", l.impl.binary, err)
 	}
 	go func() {
-		o.read(stderr)
+		o.read(r)
+		r.Close()
 		err := cmd.Wait()
 		o.mu.Lock()
 		o.exited = err
@@ -136,10 +104,10 @@ func (o *operator) read(r io.Reader) {
 	for sc.Scan() {
 		line := sc.Text()
 		o.mu.Lock()
-		if strings.Contains(line, `"msg":"hook failed`) {
+		if o.impl.failed(line) {
 			o.failures++
 		}
-		if o.connected.IsZero() && strings.Contains(line, `"msg":"connected to the cluster"`) {
+		if o.connected.IsZero() && o.impl.connected != "" && strings.Contains(line, o.impl.connected) {
 			o.connected = time.Now()
 		}
 		o.logTail = append(o.logTail, line)

@@ -22,15 +22,16 @@ type profiling struct {
 }
 
 // profile returns the profiling of a run, or nil when it is not profiled.
-func (b *bench) profile(scenario, variant, kind string, rep int) *profiling {
-	if rep != 0 {
+// Only ours is profiled.
+func (b *bench) profile(scenario, variant string, s subject, rep int) *profiling {
+	if rep != 0 || !s.impl.pprof {
 		return nil
 	}
 	name := scenario
 	if variant != "" {
 		name += "-" + variant
 	}
-	return &profiling{stem: filepath.Join(b.profileDir, name+"-"+kind)}
+	return &profiling{stem: filepath.Join(b.profileDir, name+"-"+s.hook)}
 }
 
 // firstRepeat is 0 when runs are profiled (run 0 is the profiled one), else 1.

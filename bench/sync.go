@@ -23,10 +23,10 @@ func runSync(ctx context.Context, b *bench) error {
 	logf("  created %d ConfigMaps in %s (%.0f/s)", n, time.Since(start).Round(time.Second), float64(n)/time.Since(start).Seconds())
 	for _, keepFull := range []bool{false, true} {
 		for rep := b.firstRepeat(); rep <= b.cfg.Repeat; rep++ {
-			for _, kind := range b.cfg.Hooks {
+			for _, s := range b.subjects(rep) {
 				variant := fmt.Sprintf("keepFull=%t", keepFull)
-				r := newRun("sync", variant, kind, rep, n)
-				op, err := measureSync(ctx, b, kind, ns, keepFull, n, &r, b.profile("sync", variant, kind, rep))
+				r := newRun("sync", variant, s, rep, n)
+				op, err := measureSync(ctx, b, s, ns, keepFull, n, &r, b.profile("sync", variant, s, rep))
 				if ctx.Err() != nil {
 					return ctx.Err() // interrupted: the run is incomplete, not failed
 				}
@@ -41,23 +41,23 @@ func runSync(ctx context.Context, b *bench) error {
 // its Synchronization: the time to the hook's run, RSS when the hook has
 // reported, and RSS and peak RSS after the settle time. A profiled run
 // takes a CPU profile of the start-up and a heap profile after the settle.
-func measureSync(ctx context.Context, b *bench, kind, ns string, keepFull bool, n int, r *Run, prof *profiling) (*operator, error) {
-	op, err := b.start(kind, hookConfig(ns, &keepFull), prof)
+func measureSync(ctx context.Context, b *bench, s subject, ns string, keepFull bool, n int, r *Run, prof *profiling) (*operator, error) {
+	op, err := b.start(s, hookConfig(ns, &keepFull), prof)
 	if err != nil {
 		return nil, err
 	}
 	defer op.Stop()
 	wait := prof.cpu(ctx, op, 2*time.Second+time.Duration(n)*50*time.Microsecond)
 	defer wait()
-	s, err := op.WaitSync(ctx, time.Minute+time.Duration(n)*time.Millisecond)
+	sync, err := op.WaitSync(ctx, time.Minute+time.Duration(n)*time.Millisecond)
 	if err != nil {
 		return op, err
 	}
 	// Every namespace also holds the kube-root-ca.crt ConfigMap.
-	if s.Objects != n+1 {
-		return op, fmt.Errorf("the Synchronization run had %d objects, want %d and kube-root-ca.crt", s.Objects, n)
+	if sync.Objects != n+1 {
+		return op, fmt.Errorf("the Synchronization run had %d objects, want %d and kube-root-ca.crt", sync.Objects, n)
 	}
-	r.Metrics[mSync] = seconds(op.started, s.At)
+	r.Metrics[mSync] = seconds(op.started, sync.At)
 	if m, err := op.Memory(); err == nil {
 		r.Metrics[mRSSAtSync] = mb(m.RSS)
 	}

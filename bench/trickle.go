@@ -13,8 +13,8 @@ func runTrickle(ctx context.Context, b *bench) error {
 	return runFresh(ctx, b, "trickle", int(float64(b.cfg.TrickleRate)*b.cfg.TrickleFor.Seconds()), measureTrickle)
 }
 
-func measureTrickle(ctx context.Context, b *bench, kind, ns string, n int, r *Run, prof *profiling) (*operator, error) {
-	op, err := b.start(kind, hookConfig(ns, nil), prof)
+func measureTrickle(ctx context.Context, b *bench, s subject, ns string, n int, r *Run, prof *profiling) (*operator, error) {
+	op, err := b.start(s, hookConfig(ns, nil), prof)
 	if err != nil {
 		return nil, err
 	}
