@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 #
 # The hook-operator image: the operator, kubectl, bash and jq for bash hooks,
-# and the shipped hooks in /hooks. Mount your own hooks over /hooks (replacing
+# shell-operator's shell framework (/shell_lib.sh), and the shipped hooks in
+# /hooks. Mount your own hooks over /hooks (replacing
 # the shipped ones) or into a folder under it (adding to them).
 #
 #   docker build --build-arg VERSION=v0.1.0 --build-arg COMMIT=$(git rev-parse --short HEAD) -t hook-operator .
@@ -35,6 +36,20 @@ RUN cd /src/kubectl \
       k8s.io/kubernetes/cmd/kubectl \
  && /out/kubectl version --client | grep -F "${KUBE_VERSION}"
 
+# shell-operator's shell framework, which hooks written for shell-operator's
+# image source by these paths: /shell_lib.sh and /frameworks/shell/. Taken
+# from the shell-operator module pinned by hack/tools/shell-operator (its
+# go.sum verifies the content), with the module's licence; nothing of it is
+# kept in this repository.
+COPY hack/tools/shell-operator/go.mod hack/tools/shell-operator/go.sum /src/shell-operator/
+RUN cd /src/shell-operator \
+ && go mod download github.com/flant/shell-operator \
+ && dir=$(go list -m -f '{{.Dir}}' github.com/flant/shell-operator) \
+ && mkdir -p /out/shell-framework/frameworks \
+ && cp "$dir/shell_lib.sh" "$dir/LICENSE" /out/shell-framework/ \
+ && cp -R "$dir/frameworks/shell" /out/shell-framework/frameworks/shell \
+ && chmod -R u+w,a+rX,go-w /out/shell-framework
+
 COPY go.mod go.sum ./
 RUN go mod download
 COPY cmd/ cmd/
@@ -61,10 +76,11 @@ RUN cp -a hooks /out/hooks \
     done \
  && find /out/hooks -type d -empty -delete
 
-# Runtime stage: bash, jq and kubectl for bash hooks; tini as PID 1.
+# Runtime stage: bash, jq and kubectl for bash hooks; tini as PID 1;
+# bsdextrautils for the `rev` that shell-operator's shell framework uses.
 FROM debian:12.15-slim AS runtime
 RUN apt-get update \
- && apt-get install -y --no-install-recommends bash jq ca-certificates tini \
+ && apt-get install -y --no-install-recommends bash jq ca-certificates tini bsdextrautils \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 65532 hook-operator \
  && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin hook-operator
@@ -73,6 +89,10 @@ COPY --from=build /out/hook-operator /usr/local/bin/hook-operator
 COPY --from=build /out/kubectl /usr/local/bin/kubectl
 # Owned by root: the operator's user can run the hooks but not change them.
 COPY --from=build /out/hooks/ /hooks/
+# shell-operator's shell framework at the paths its image has it.
+COPY --from=build /out/shell-framework/shell_lib.sh /shell_lib.sh
+COPY --from=build /out/shell-framework/frameworks/ /frameworks/
+COPY --from=build /out/shell-framework/LICENSE /usr/share/doc/shell-operator-framework/LICENSE
 
 ARG VERSION=v0.1.0-dev
 ARG COMMIT=unknown

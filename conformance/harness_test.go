@@ -43,6 +43,10 @@ type Case struct {
 	// from (an example written for the image uses /hooks/); it is rewritten
 	// to the test's hooks folder.
 	HooksPath string `json:"hooksPath"`
+	// Framework: the hooks source shell-operator's shell framework from
+	// /shell_lib.sh, as in its image and ours. The suite lays it out from
+	// the pinned module beside the hooks and points the hooks at it.
+	Framework bool `json:"framework"`
 	// Setup is applied once, before either operator runs, and left in
 	// place (CRDs).
 	Setup []Step `json:"setup"`
@@ -93,9 +97,9 @@ func loadCases(t *testing.T) []*Case {
 	return cases
 }
 
-// exampleDir returns shell-operator's examples folder in the module cache,
-// downloading the pinned module if it is not there.
-func exampleDir(t *testing.T) string {
+// moduleDir returns the pinned shell-operator module's folder in the module
+// cache, downloading it if it is not there.
+func moduleDir(t *testing.T) string {
 	t.Helper()
 	root, err := testcluster.RepoRoot()
 	if err != nil {
@@ -111,20 +115,20 @@ func exampleDir(t *testing.T) string {
 	if err := yaml.Unmarshal(out, &info); err != nil || info.Dir == "" {
 		t.Fatalf("go mod download: no folder in %s (%v)", out, err)
 	}
-	return filepath.Join(info.Dir, "examples")
+	return info.Dir
 }
 
 // hooksFolder lays out the case's hooks for one run in a new folder: each
 // hook's original under .orig/ (a hidden folder, which neither operator
 // searches), and at the hook's own path a wrapper that records each
 // binding context it is given in rec, then runs the original.
-func hooksFolder(t *testing.T, c *Case, examples, rec string) string {
+func hooksFolder(t *testing.T, c *Case, module, rec string) string {
 	t.Helper()
 	dir := t.TempDir()
 	orig := filepath.Join(dir, ".orig")
 	src := filepath.Join(c.Dir, "hooks")
 	if c.Example != "" {
-		src = filepath.Join(examples, c.Example, "hooks")
+		src = filepath.Join(module, "examples", c.Example, "hooks")
 	}
 	must(t, copyTree(src, orig))
 	hooks := c.Hooks
@@ -133,6 +137,21 @@ func hooksFolder(t *testing.T, c *Case, examples, rec string) string {
 	}
 	if c.HooksPath != "" {
 		rewriteTree(t, orig, c.HooksPath, orig+"/")
+	}
+	if c.Framework {
+		// The framework as shell-operator's image has it: /shell_lib.sh
+		// sources every file of /frameworks/shell/. Both paths move into
+		// the hidden .framework/ folder.
+		fw := filepath.Join(dir, ".framework")
+		must(t, copyTree(filepath.Join(module, "frameworks", "shell"), filepath.Join(fw, "frameworks", "shell")))
+		lib, err := os.ReadFile(filepath.Join(module, "shell_lib.sh"))
+		must(t, err)
+		if !bytes.Contains(lib, []byte("/frameworks/shell/")) {
+			t.Fatalf("the pinned module's shell_lib.sh no longer sources /frameworks/shell/; update the suite")
+		}
+		lib = bytes.ReplaceAll(lib, []byte("/frameworks/shell/"), []byte(fw+"/frameworks/shell/"))
+		must(t, os.WriteFile(filepath.Join(fw, "shell_lib.sh"), lib, 0o644))
+		rewriteTree(t, orig, "source /shell_lib.sh", "source "+fw+"/shell_lib.sh")
 	}
 	for _, h := range hooks {
 		must(t, os.Chmod(filepath.Join(orig, h), 0o755))

@@ -356,3 +356,41 @@ func isGoMain(t *testing.T, dir string) bool {
 	}
 	return false
 }
+
+// The image has shell-operator's shell framework where shell-operator's
+// image has it (/shell_lib.sh, which sources /frameworks/shell/*.sh),
+// exactly as the pinned module holds it, readable by the operator's user
+// and not writable by it, with the module's licence.
+func TestImageShellFramework(t *testing.T) {
+	root := imageRoot(t)
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/flant/shell-operator")
+	cmd.Dir = filepath.Join(repoRoot(t), "hack", "tools", "shell-operator")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -m github.com/flant/shell-operator: %v", err)
+	}
+	module := strings.TrimSpace(string(out))
+	for image, inModule := range map[string]string{
+		"shell_lib.sh":                                   "shell_lib.sh",
+		"frameworks/shell/hook.sh":                       "frameworks/shell/hook.sh",
+		"frameworks/shell/context.sh":                    "frameworks/shell/context.sh",
+		"usr/share/doc/shell-operator-framework/LICENSE": "LICENSE",
+	} {
+		got, err := os.ReadFile(filepath.Join(root, image))
+		if err != nil {
+			t.Errorf("the image lacks /%s: %v", image, err)
+			continue
+		}
+		want, err := os.ReadFile(filepath.Join(module, inModule))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("/%s differs from the pinned module's %s", image, inModule)
+		}
+		info, _ := os.Stat(filepath.Join(root, image))
+		if info.Mode().Perm()&0o004 == 0 || info.Mode().Perm()&0o022 != 0 {
+			t.Errorf("/%s has mode %v: want readable by everyone, writable by its owner (root) only", image, info.Mode().Perm())
+		}
+	}
+}
