@@ -133,7 +133,7 @@ func (b *Binding) Waiting() string {
 func (b *Binding) object(src *source, e *entry) binding.Object {
 	o := binding.Object{Namespace: e.Namespace, Name: e.Name, FilterResult: e.results[src.slot]}
 	if b.cfg.KeepFullObjectsInMemory || b.cfg.Filter == nil {
-		o.Raw = e.full
+		o.Raw = e.full()
 	}
 	return o
 }
@@ -306,13 +306,13 @@ func (b *Binding) forgetNamespaceLocked(ns string) {
 // again (unless the binding asks): that is how a hook writing status avoids
 // running in a loop. Bindings with a jqFilter decide through their filter.
 func (b *Binding) ownStatusChange(old, e *entry) bool {
-	if b.cfg.ExecuteHookOnOwnStatusChange || b.cfg.Filter != nil || old.full == nil || e.full == nil {
+	if b.cfg.ExecuteHookOnOwnStatusChange || b.cfg.Filter != nil || old.full() == nil || e.full() == nil {
 		return false
 	}
 	if _, ok := b.owned[entryKey(e.Namespace, e.Name)]; !ok {
 		return false
 	}
-	return statusOnly(old.full, e.full)
+	return statusOnly(old.full(), e.full())
 }
 
 // unchanged reports whether a modification is invisible to the binding: its

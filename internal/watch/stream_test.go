@@ -68,7 +68,7 @@ func TestStreamWatchDecodesEachType(t *testing.T) {
 	// Integers beyond float64's precision survive decoding exactly.
 	e := newEntry(added, nil, true, false)
 	var back map[string]any
-	dec := json.NewDecoder(strings.NewReader(string(e.full)))
+	dec := json.NewDecoder(strings.NewReader(string(e.full())))
 	dec.UseNumber()
 	if err := dec.Decode(&back); err != nil {
 		t.Fatal(err)
