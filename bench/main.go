@@ -244,7 +244,7 @@ func (b *bench) record(r Run, op *operator, err error) {
 		return
 	}
 	line := fmt.Sprintf("  %s, %s, %s hook, run %d:", name, r.Operator, r.Hook, r.Repeat)
-	for _, m := range []string{mFloor, mSync, mRSS, mPeakRSS, mRSSLater, mRate, mDrain, mP50, mP99, mCPUPerEvent, mRuns, mMissed} {
+	for _, m := range []string{mFloor, mSync, mOverFloor, mRSS, mPeakRSS, mRSSLater, mRate, mDrain, mP50, mP99, mCPUPerEvent, mRuns, mMissed} {
 		if v, ok := r.Metrics[m]; ok {
 			line += fmt.Sprintf(" %s %s,", m, formatValue(m, v))
 		}
