@@ -213,13 +213,25 @@ func runCase(t *testing.T, cs *Case, op operator, c *testcluster.Cluster, module
 }
 
 // sortEventsByBinding orders each stretch of consecutive Event and Group
-// contexts by binding, keeping each binding's own order. shell-operator
-// runs an informer per binding, so the order in which the bindings of one
-// hook see one change differs from run to run; each binding's order does
+// contexts by binding and then object, keeping the order of each object's
+// events. shell-operator runs an informer per binding, and one per name of
+// a nameSelector, so the order in which the bindings of one hook see one
+// change, and in which a binding sees changes of different objects close
+// together, differ from run to run; the order of one object's events does
 // not.
 func sortEventsByBinding(contexts []any) []any {
 	isEvent := func(v any) bool { m, _ := v.(map[string]any); return m["type"] == "Event" || m["type"] == "Group" }
-	binding := func(v any) string { m, _ := v.(map[string]any); s, _ := m["binding"].(string); return s }
+	binding := func(v any) string {
+		m, _ := v.(map[string]any)
+		s, _ := m["binding"].(string)
+		if o, ok := m["object"].(map[string]any); ok {
+			md, _ := o["metadata"].(map[string]any)
+			ns, _ := md["namespace"].(string)
+			name, _ := md["name"].(string)
+			s += "\x00" + ns + "/" + name
+		}
+		return s
+	}
 	for i := 0; i < len(contexts); {
 		j := i
 		for j < len(contexts) && isEvent(contexts[j]) {

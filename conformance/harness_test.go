@@ -156,12 +156,16 @@ func hooksFolder(t *testing.T, c *Case, module, rec string) string {
 	for _, h := range hooks {
 		must(t, os.Chmod(filepath.Join(orig, h), 0o755))
 		wrapper := fmt.Sprintf(`#!/usr/bin/env bash
-# Written by the conformance suite: records the binding context, then runs the hook.
+# Written by the conformance suite: records the binding context, marks the
+# run as running until it ends, and runs the hook.
 if [[ "${1:-}" != "--config" ]]; then
   step=$(cat %[1]q/step)
   cp "$BINDING_CONTEXT_PATH" %[1]q/"$step-$(date +%%s%%N)-"%[2]q.json
+  marker=%[1]q/running/$$
+  : >"$marker"
+  trap 'rm -f "$marker"' EXIT
 fi
-exec %[3]q "$@"
+%[3]q "$@"
 `, rec, strings.ReplaceAll(h, "/", "__"), filepath.Join(orig, h))
 		path := filepath.Join(dir, h)
 		must(t, os.MkdirAll(filepath.Dir(path), 0o755))
@@ -296,8 +300,12 @@ type recorder struct {
 	step int
 }
 
+// The recorder's folder holds the file "step", the folder "running" (a
+// file per hook run in progress, named by its wrapper's pid) and the
+// recorded binding contexts.
 func newRecorder(t *testing.T) *recorder {
 	r := &recorder{dir: t.TempDir()}
+	must(t, os.Mkdir(filepath.Join(r.dir, "running"), 0o755))
 	r.setStep(t, 0)
 	return r
 }
@@ -307,15 +315,25 @@ func (r *recorder) setStep(t *testing.T, n int) {
 	must(t, os.WriteFile(filepath.Join(r.dir, "step"), []byte(fmt.Sprintf("%03d", n)), 0o644))
 }
 
+// count returns how many binding contexts are recorded.
 func (r *recorder) count() int {
 	es, _ := os.ReadDir(r.dir)
-	return len(es) - 1
+	return len(es) - 2 // step and running/
 }
 
-// quiet waits until at least min binding contexts are recorded and then
-// none came for the quiet period, or for at most 5 s more (a schedule that
-// fires every second is never quiet); false when min was not reached
-// before the deadline.
+// running returns how many hook runs are in progress.
+func (r *recorder) running() int {
+	es, _ := os.ReadDir(filepath.Join(r.dir, "running"))
+	return len(es)
+}
+
+// quiet waits until at least min binding contexts are recorded, no hook
+// runs, and no context came for the quiet period; or, once min is reached,
+// for at most 5 s more until a moment when no hook runs (a schedule that
+// fires every second is never quiet). A run in progress holds the wait: a
+// slow hook delays the next hook of its queue, whose context belongs to
+// this step. It returns false when min was not reached before the
+// deadline.
 func (r *recorder) quiet(t *testing.T, min int, deadline time.Duration) bool {
 	const period, settleCap = 1200 * time.Millisecond, 5 * time.Second
 	end := time.Now().Add(deadline)
@@ -326,12 +344,16 @@ func (r *recorder) quiet(t *testing.T, min int, deadline time.Duration) bool {
 		if last >= min && reached.IsZero() {
 			reached = time.Now()
 		}
+		busy := r.running() > 0
+		if busy {
+			since = time.Now()
+		}
 		if n := r.count(); n != last {
 			last, since = n, time.Now()
-		} else if last >= min && time.Since(since) >= period {
+		} else if last >= min && !busy && time.Since(since) >= period {
 			return true
 		}
-		if !reached.IsZero() && time.Since(reached) >= settleCap {
+		if !reached.IsZero() && !busy && time.Since(reached) >= settleCap {
 			return true
 		}
 	}
@@ -345,7 +367,7 @@ func (r *recorder) runs(t *testing.T) []recordedRun {
 	must(t, err)
 	var out []recordedRun
 	for _, e := range es {
-		if e.Name() == "step" {
+		if e.Name() == "step" || e.Name() == "running" {
 			continue
 		}
 		parts := strings.SplitN(strings.TrimSuffix(e.Name(), ".json"), "-", 3)
