@@ -1,0 +1,130 @@
+package webhook
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	stdlog "log"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// writePair writes a self-signed certificate for 127.0.0.1 with the given
+// serial number, and its key, to dir/tls.crt and dir/tls.key.
+func writePair(t *testing.T, dir string, serial int64) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
+		Subject:      pkix.Name{CommonName: "webhook"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, typ string, der []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("tls.crt", "CERTIFICATE", der)
+	write("tls.key", "EC PRIVATE KEY", keyDER)
+}
+
+// servedSerial connects to the server and returns the serial number of the
+// certificate it presents.
+func servedSerial(t *testing.T, addr string) int64 {
+	t.Helper()
+	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) // the test reads the certificate, whatever it is
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+}
+
+// A certificate replaced on disk is served from the next handshake after
+// the reloader's look, without a restart; a pair that cannot be loaded
+// (half written) leaves the last good one in place; TLS below 1.2 is
+// refused.
+func TestCertReloader(t *testing.T) {
+	dir := t.TempDir()
+	writePair(t, dir, 1)
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	r, err := NewCertReloader(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Now()
+	r.now = func() time.Time { return clock }
+
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", r.TLSConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
+		ErrorLog: stdlog.New(io.Discard, "", 0)} // the refused TLS 1.1 handshake is logged
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	addr := ln.Addr().String()
+
+	if got := servedSerial(t, addr); got != 1 {
+		t.Fatalf("serial %d, want 1", got)
+	}
+	writePair(t, dir, 2)
+	if got := servedSerial(t, addr); got != 1 {
+		t.Errorf("within a second of the last look: serial %d, want the cached 1", got)
+	}
+	clock = clock.Add(2 * time.Second)
+	if got := servedSerial(t, addr); got != 2 {
+		t.Errorf("after a change on disk: serial %d, want 2", got)
+	}
+
+	// Half a rotation: the certificate is new, the key still the old one.
+	key, err := os.ReadFile(filepath.Join(dir, "tls.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePair(t, dir, 3)
+	if err := os.WriteFile(filepath.Join(dir, "tls.key"), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(2 * time.Second)
+	if got := servedSerial(t, addr); got != 2 {
+		t.Errorf("with a certificate and key that do not match: serial %d, want the last good 2", got)
+	}
+
+	_, err = tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS11}) // a handshake that must fail
+	if err == nil {
+		t.Error("a TLS 1.1 handshake succeeded; want TLS 1.2 or newer only")
+	}
+
+	if _, err := NewCertReloader(filepath.Join(dir, "missing.crt"), filepath.Join(dir, "tls.key"), log); err == nil {
+		t.Error("a missing certificate file must fail at start")
+	}
+}
