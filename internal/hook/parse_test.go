@@ -427,14 +427,16 @@ func TestProblems(t *testing.T) {
 
 		// Admission and conversion.
 		{"webhook name missing", `{configVersion: v1, kubernetesValidating: [{failurePolicy: Fail}]}`, []want{{"kubernetesValidating[0].name", "missing"}}},
-		{"webhook duplicate names", `{configVersion: v1, kubernetesMutating: [{name: a}, {name: a}]}`, []want{{"kubernetesMutating[1].name", "already used by kubernetesMutating[0]"}}},
-		{"webhook enums", `{configVersion: v1, kubernetesValidating: [{name: a, failurePolicy: fail, sideEffects: Some, timeoutSeconds: 60}]}`, []want{
+		{"webhook duplicate names", `{configVersion: v1, kubernetesMutating: [{name: a.b.c}, {name: a.b.c}]}`, []want{{"kubernetesMutating[1].name", "already used by kubernetesMutating[0]"}}},
+		{"webhook name not qualified", `{configVersion: v1, kubernetesMutating: [{name: check.local}, {name: Policy.Example.com}]}`, []want{
+			{"kubernetesMutating[0].name", "at least three parts"}, {"kubernetesMutating[1].name", "lowercase DNS name"}}},
+		{"webhook enums", `{configVersion: v1, kubernetesValidating: [{name: a.b.c, failurePolicy: fail, sideEffects: Some, timeoutSeconds: 60}]}`, []want{
 			{"kubernetesValidating[0].failurePolicy", `did you mean "Fail"?`},
 			{"kubernetesValidating[0].sideEffects", "use None or NoneOnDryRun"},
 			{"kubernetesValidating[0].timeoutSeconds", "use 1 to 30"}}},
-		{"webhook rules", `{configVersion: v1, kubernetesValidating: [{name: a, rules: [{apiGroups: [""], apiVersions: [v1], resources: [pods], operations: [create]}]}]}`, []want{
+		{"webhook rules", `{configVersion: v1, kubernetesValidating: [{name: a.b.c, rules: [{apiGroups: [""], apiVersions: [v1], resources: [pods], operations: [create]}]}]}`, []want{
 			{"kubernetesValidating[0].rules[0].operations[0]", `did you mean "CREATE"?`}}},
-		{"webhook unknown key", `{configVersion: v1, kubernetesValidating: [{name: a, queue: x}]}`, []want{
+		{"webhook unknown key", `{configVersion: v1, kubernetesValidating: [{name: a.b.c, queue: x}]}`, []want{
 			{"kubernetesValidating[0].queue", "unknown key"}}},
 		{"conversion incomplete", `{configVersion: v1, kubernetesCustomResourceConversion: [{name: c}]}`, []want{
 			{"kubernetesCustomResourceConversion[0].crdName", "missing"},

@@ -2,6 +2,9 @@ package hook
 
 import (
 	"encoding/json"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Admission and conversion bindings are parsed, checked for what a user
@@ -21,6 +24,9 @@ func (c *checker) webhookBindings(top *object, key string, refs *[]snapshotRef) 
 	for _, o := range top.objects(key) {
 		b := WebhookBinding{Common: c.common(o, "", false, refs), Raw: plain(o.m).(map[string]any)}
 		c.bindingName(o, "the webhook's name, such as policy.example.com", seen, key)
+		if name, ok := o.m["name"].(string); ok && name != "" && !webhookName(name) {
+			c.errorf(o.at("name"), "%q is not a webhook name: the API server wants a lowercase DNS name of at least three parts, such as policy.example.com", name)
+		}
 		if s, ok := o.str("failurePolicy"); ok {
 			c.oneOf(o.at("failurePolicy"), s, "a failure policy", failurePolicies...)
 		}
@@ -65,6 +71,12 @@ func (c *checker) webhookBindings(top *object, key string, refs *[]snapshotRef) 
 		out = append(out, b)
 	}
 	return out
+}
+
+// webhookName reports whether name is what the API server takes as an
+// admission webhook's name: a DNS subdomain with at least three labels.
+func webhookName(name string) bool {
+	return len(validation.IsDNS1123Subdomain(name)) == 0 && strings.Count(name, ".") >= 2
 }
 
 // conversionBindings reads kubernetesCustomResourceConversion.
