@@ -7,6 +7,7 @@ package binding
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"sort"
 )
 
@@ -16,6 +17,9 @@ const (
 	TypeSynchronization = "Synchronization"
 	TypeEvent           = "Event"
 	TypeGroup           = "Group"
+	// TypeValidating and TypeMutating carry an admission request (review).
+	TypeValidating = "Validating"
+	TypeMutating   = "Mutating"
 )
 
 // OnStartup is the binding name of start-up runs.
@@ -82,6 +86,9 @@ type Context struct {
 	// Snapshots maps binding names to their current objects; nil means the
 	// context carries no snapshots.
 	Snapshots map[string][]Object
+	// Review is the AdmissionReview of a Validating or Mutating context, as
+	// the API server sent it.
+	Review json.RawMessage
 	// SnapshotsFrom names the bindings whose snapshots this context carries
 	// (from group and includeSnapshotsFrom); the runtime fills Snapshots
 	// from them just before the hook starts.
@@ -110,6 +117,13 @@ func (c Context) MarshalJSON() ([]byte, error) {
 		writeString(&b, c.WatchEvent)
 		if c.Object != nil {
 			c.Object.writeFields(&b, true)
+		}
+	case TypeValidating, TypeMutating:
+		b.WriteString(`,"review":`)
+		if len(c.Review) == 0 {
+			b.WriteString("null")
+		} else if err := json.Compact(&b, c.Review); err != nil {
+			return nil, fmt.Errorf("binding %s: the review is not JSON: %w", c.Binding, err)
 		}
 	}
 	if c.Snapshots != nil {

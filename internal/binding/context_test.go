@@ -95,3 +95,19 @@ func TestSortObjects(t *testing.T) {
 		t.Errorf("order %q", got)
 	}
 }
+
+// Validating and Mutating contexts carry the review as sent, compacted; a
+// review that is not JSON is an error rather than a broken file.
+func TestAdmissionContext(t *testing.T) {
+	data, err := Encode([]Context{{Binding: "v.example.com", Type: TypeValidating, Review: []byte("{\"kind\": \"AdmissionReview\",\n \"request\": {\"uid\": \"u\"}}")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"binding":"v.example.com","type":"Validating","review":{"kind":"AdmissionReview","request":{"uid":"u"}}}]`
+	if string(data) != want {
+		t.Errorf("got %s\nwant %s", data, want)
+	}
+	if _, err := Encode([]Context{{Binding: "m", Type: TypeMutating, Review: []byte("{")}}); err == nil {
+		t.Error("a review that is not JSON must fail to encode")
+	}
+}

@@ -1,0 +1,94 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/hook-operator/hook-operator/internal/binding"
+	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/metrics"
+	"github.com/hook-operator/hook-operator/internal/ops"
+	"github.com/hook-operator/hook-operator/internal/run"
+	"github.com/hook-operator/hook-operator/internal/webhook"
+)
+
+// Admit runs hook h for one admission request to its binding b, at once
+// and outside the queues (the API server is waiting), and returns the
+// hook's answer. The context is a Validating or Mutating one with the
+// review and the snapshots the binding's group and includeSnapshotsFrom
+// name. The run ends after timeout. Everything the hook wrote is checked
+// before anything is used: the response, its metrics, and the object
+// operations it may write besides, which are applied before the answer is
+// given. An error says why there is no answer, in words that can be shown
+// to the client (the hook's stderr goes to the log, not to the client).
+func (e *Executor) Admit(ctx context.Context, h *hook.Hook, b hook.WebhookBinding, mutating bool, review []byte, timeout time.Duration) (*webhook.AdmissionResponse, error) {
+	typ := binding.TypeValidating
+	if mutating {
+		typ = binding.TypeMutating
+	}
+	c := binding.Context{Binding: b.Name, Type: typ, Review: review}
+	var from []string
+	from = append(from, groupMembers(h, b.Group)...)
+	from = append(from, b.IncludeSnapshotsFrom...)
+	if len(from) > 0 {
+		c = binding.Shape(c, "", nil, from)
+	}
+	contexts := []binding.Context{c}
+	binding.FillSnapshots(contexts, func(name string) []binding.Object {
+		if wb := e.Objects.Binding(h.Name, name); wb != nil {
+			return wb.Snapshot()
+		}
+		return nil
+	})
+	data, err := binding.Encode(contexts)
+	if err != nil {
+		return nil, fmt.Errorf("hook %s: %w", h.Name, err)
+	}
+	log := e.Log.WithFields(logrus.Fields{"hook": h.Name, "binding": b.Name, "type": typ})
+	res, err := e.Runner.Run(ctx, run.Request{Hook: h, Contexts: data, Binding: b.Name, Queue: "(admission)", Timeout: timeout})
+	if err != nil {
+		log.WithError(err).Warn("admission hook failed; the request is denied")
+		return nil, fmt.Errorf("hook %s failed for binding %s; the operator's log says why", h.Name, b.Name)
+	}
+	resp, err := webhook.ParseAdmissionResponse(res.ValidatingResponse, mutating)
+	if err != nil {
+		log.WithError(err).Warn("admission hook wrote an invalid response; the request is denied")
+		return nil, fmt.Errorf("hook %s, binding %s: invalid response in $VALIDATING_RESPONSE_PATH: %v", h.Name, b.Name, err)
+	}
+	operations, err := ops.Parse(res.Operations)
+	if err != nil {
+		return nil, fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", h.Name, err)
+	}
+	hookMetrics, err := metrics.ParseHookOps(res.Metrics)
+	if err == nil && e.Metrics != nil {
+		err = e.Metrics.Hooks.Check(h.Name, hookMetrics)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("hook %s: invalid metrics in $METRICS_PATH, no operation applied: %w", h.Name, err)
+	}
+	requeues, err := e.resolveRequeues(h, operations)
+	if err != nil {
+		return nil, fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", h.Name, err)
+	}
+	e.noteStatusWrites(h, operations)
+	if len(operations) > 0 {
+		err := e.Sink.Apply(ctx, h.Name, operations)
+		e.countOperations(h.Name, operations, err)
+		if err != nil {
+			return nil, fmt.Errorf("hook %s: %w", h.Name, err)
+		}
+	}
+	if e.Metrics != nil {
+		e.Metrics.Hooks.Apply(h.Name, hookMetrics)
+	}
+	if e.Requeue != nil {
+		for _, r := range requeues {
+			e.Requeue(r)
+		}
+	}
+	log.WithFields(logrus.Fields{"allowed": resp.Allowed, "duration": res.Duration.Round(time.Millisecond).String()}).Info("admission hook answered")
+	return resp, nil
+}
