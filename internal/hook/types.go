@@ -43,7 +43,8 @@ type Config struct {
 	OnStartup  *int                `json:"onStartup,omitempty"`
 	Schedule   []ScheduleBinding   `json:"schedule,omitempty"`
 	Kubernetes []KubernetesBinding `json:"kubernetes,omitempty"`
-	// Admission and conversion bindings are validated but not served yet.
+	// Admission bindings are served by the webhook server (internal/webhook);
+	// conversion bindings are validated but not served yet.
 	Validating []WebhookBinding    `json:"kubernetesValidating,omitempty"`
 	Mutating   []WebhookBinding    `json:"kubernetesMutating,omitempty"`
 	Conversion []ConversionBinding `json:"kubernetesCustomResourceConversion,omitempty"`
@@ -128,7 +129,7 @@ type NamespaceSelector struct {
 }
 
 // WebhookBinding is a validating or mutating admission binding. The fields
-// are kept as given; serving them is not implemented yet.
+// are kept as given and become its webhook (webhook.Registration).
 type WebhookBinding struct {
 	Common
 	Raw map[string]any `json:"spec"`

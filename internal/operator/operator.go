@@ -82,6 +82,8 @@ type Operator struct {
 	// startupSyncs counts the Synchronization runs that start-up waits for
 	// (bindings with waitForSynchronization) and have not finished.
 	startupSyncs runCount
+	// admissionServed: the webhook server serves the admission bindings.
+	admissionServed bool
 }
 
 // New returns an operator for hooks on the cluster of clients.
@@ -193,14 +195,21 @@ func (o *Operator) Run(ctx context.Context) error {
 	return nil
 }
 
-// warnUnserved says plainly that admission and conversion bindings are
-// not served yet, instead of ignoring them silently.
+// SetAdmissionServed tells the operator whether the webhook server serves
+// the hooks' admission bindings; call it before Run.
+func (o *Operator) SetAdmissionServed(served bool) { o.admissionServed = served }
+
+// warnUnserved says plainly which bindings do not run, instead of ignoring
+// them silently: conversion bindings (not served yet), and admission
+// bindings when the webhook server does not serve them.
 func (o *Operator) warnUnserved() {
 	for _, h := range o.hooks {
 		c := h.Config
-		n := len(c.Validating) + len(c.Mutating) + len(c.Conversion)
-		if n > 0 {
-			o.log.WithField("hook", h.Name).Warnf("the hook has %d admission or conversion binding(s); serving webhooks is not implemented yet, so they will not run", n)
+		if len(c.Conversion) > 0 {
+			o.log.WithField("hook", h.Name).Warnf("the hook has %d conversion binding(s); serving conversion webhooks is not implemented yet, so they will not run", len(c.Conversion))
+		}
+		if n := len(c.Validating) + len(c.Mutating); n > 0 && !o.admissionServed {
+			o.log.WithField("hook", h.Name).Warnf("the hook has %d admission binding(s), and the webhook server does not serve them (--webhook-listen-address is empty, or dry-run), so they will not run", n)
 		}
 	}
 }

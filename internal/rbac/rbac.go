@@ -16,6 +16,7 @@ import (
 
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
+	"github.com/hook-operator/hook-operator/internal/webhook"
 )
 
 // Resolver resolves kinds: a live *kube.Resolver, or an offline one.
@@ -36,13 +37,22 @@ type Options struct {
 type Grant struct {
 	Group, Resource, Namespace string
 	Verbs                      []string
+	// ResourceNames limits the grant to objects of these names.
+	ResourceNames []string
 	// Why says which binding or declared write needs it.
 	Why string
 }
 
+// GrantOptions are the settings of `start` that the grants depend on.
+type GrantOptions struct {
+	// WebhookConfigurationName is start's --webhook-configuration-name;
+	// "" is its default.
+	WebhookConfigurationName string
+}
+
 // Grants returns what the hooks need, one grant per need, in the order of
 // the hooks and their bindings.
-func Grants(hooks []*hook.Hook, r Resolver) ([]Grant, error) {
+func Grants(hooks []*hook.Hook, r Resolver, opts GrantOptions) ([]Grant, error) {
 	var out []Grant
 	var errs []string
 	add := func(res kube.Resource, sub string, namespaces []string, verbs []string, why string) {
@@ -88,6 +98,19 @@ func Grants(hooks []*hook.Hook, r Resolver) ([]Grant, error) {
 			add(res, w.Subresource, w.Namespaces, w.Verbs, fmt.Sprintf("%s: writes[%d]", h.Name, i))
 		}
 	}
+	if admission := admissionBindings(hooks); admission != "" {
+		name := opts.WebhookConfigurationName
+		if name == "" {
+			name = webhook.DefaultConfigurationName
+		}
+		for _, res := range []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"} {
+			const group = "admissionregistration.k8s.io"
+			why := admission + ": registering the webhooks"
+			// create cannot be limited to a name; everything else is.
+			out = append(out, Grant{Group: group, Resource: res, Verbs: []string{"create"}, Why: why},
+				Grant{Group: group, Resource: res, Verbs: []string{"get", "patch", "delete"}, ResourceNames: []string{name}, Why: why})
+		}
+	}
 	if watchesNamespaces {
 		out = append(out, Grant{Resource: "namespaces", Verbs: []string{"get", "list", "watch"}, Why: "namespace.labelSelector"})
 	}
@@ -97,6 +120,16 @@ func Grants(hooks []*hook.Hook, r Resolver) ([]Grant, error) {
 		return nil, fmt.Errorf("%s\n(install the CRDs, or pass their files with --crds)", strings.Join(errs, "\n"))
 	}
 	return out, nil
+}
+
+// admissionBindings names the first hook with an admission binding, or "".
+func admissionBindings(hooks []*hook.Hook) string {
+	for _, h := range hooks {
+		if len(h.Config.Validating)+len(h.Config.Mutating) > 0 {
+			return h.Name
+		}
+	}
+	return ""
 }
 
 // Objects turns grants into a ClusterRole with its ClusterRoleBinding for
@@ -150,10 +183,10 @@ func Objects(grants []Grant, opts Options) []any {
 // rules merges grants: the verbs of each resource are joined, then
 // resources of one group with the same verbs share a rule.
 func rules(grants []Grant) []rbacv1.PolicyRule {
-	type key struct{ group, resource string }
+	type key struct{ group, resource, names string }
 	verbs := map[key][]string{}
 	for _, g := range grants {
-		k := key{g.Group, g.Resource}
+		k := key{g.Group, g.Resource, strings.Join(g.ResourceNames, ",")}
 		for _, v := range g.Verbs {
 			if !slices.Contains(verbs[k], v) {
 				verbs[k] = append(verbs[k], v)
@@ -161,17 +194,17 @@ func rules(grants []Grant) []rbacv1.PolicyRule {
 		}
 	}
 	type merged struct {
-		group     string
-		verbs     []string
-		resources []string
+		group, names string
+		verbs        []string
+		resources    []string
 	}
 	byVerbs := map[string]*merged{}
 	for k, vs := range verbs {
 		vs = sortVerbs(vs)
-		id := k.group + "\x00" + strings.Join(vs, ",")
+		id := k.group + "\x00" + k.names + "\x00" + strings.Join(vs, ",")
 		m := byVerbs[id]
 		if m == nil {
-			m = &merged{group: k.group, verbs: vs}
+			m = &merged{group: k.group, names: k.names, verbs: vs}
 			byVerbs[id] = m
 		}
 		m.resources = append(m.resources, k.resource)
@@ -179,14 +212,21 @@ func rules(grants []Grant) []rbacv1.PolicyRule {
 	var out []rbacv1.PolicyRule
 	for _, m := range byVerbs {
 		sort.Strings(m.resources)
-		out = append(out, rbacv1.PolicyRule{APIGroups: []string{m.group}, Resources: m.resources, Verbs: m.verbs})
+		rule := rbacv1.PolicyRule{APIGroups: []string{m.group}, Resources: m.resources, Verbs: m.verbs}
+		if m.names != "" {
+			rule.ResourceNames = strings.Split(m.names, ",")
+		}
+		out = append(out, rule)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.APIGroups[0] != b.APIGroups[0] {
 			return a.APIGroups[0] < b.APIGroups[0]
 		}
-		return strings.Join(a.Resources, ",") < strings.Join(b.Resources, ",")
+		if ra, rb := strings.Join(a.Resources, ","), strings.Join(b.Resources, ","); ra != rb {
+			return ra < rb
+		}
+		return strings.Join(a.ResourceNames, ",") < strings.Join(b.ResourceNames, ",")
 	})
 	return out
 }

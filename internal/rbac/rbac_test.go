@@ -39,7 +39,7 @@ kubernetes:
 - {name: nodes, kind: Node, namespace: {nameSelector: {matchNames: [shop]}}}
 `),
 	}
-	grants, err := rbac.Grants(hooks, kube.NewStaticResolver(kube.BuiltinResources()))
+	grants, err := rbac.Grants(hooks, kube.NewStaticResolver(kube.BuiltinResources()), rbac.GrantOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,8 +77,46 @@ kubernetes:
 
 func TestUnknownKind(t *testing.T) {
 	hooks := []*hook.Hook{parse(t, "w.sh", "configVersion: v1\nkubernetes: [{kind: Widget}]\n")}
-	_, err := rbac.Grants(hooks, kube.NewStaticResolver(kube.BuiltinResources()))
+	_, err := rbac.Grants(hooks, kube.NewStaticResolver(kube.BuiltinResources()), rbac.GrantOptions{})
 	if err == nil || !strings.Contains(err.Error(), "w.sh") || !strings.Contains(err.Error(), "--crds") {
 		t.Errorf("err %v", err)
+	}
+}
+
+// Admission bindings need to register the webhooks: create (which cannot be
+// limited to a name) and get, patch, delete of the configurations of start's
+// --webhook-configuration-name only.
+func TestGrantsForAdmission(t *testing.T) {
+	hooks := []*hook.Hook{parse(t, "policy.sh", `
+configVersion: v1
+kubernetesValidating:
+- name: policy.example.com
+  rules: [{apiGroups: [""], apiVersions: [v1], resources: [configmaps], operations: [CREATE]}]
+`)}
+	grants, err := rbac.Grants(hooks, kube.NewStaticResolver(kube.BuiltinResources()), rbac.GrantOptions{WebhookConfigurationName: "my-hooks"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	for _, obj := range rbac.Objects(grants, rbac.Options{Name: "op", Namespace: "ops", ServiceAccount: "sa"}) {
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.WriteString(string(data))
+	}
+	want := "- apiGroups:\n  - admissionregistration.k8s.io\n  resources:\n  - mutatingwebhookconfigurations\n  - validatingwebhookconfigurations\n  verbs:\n  - create\n" +
+		"- apiGroups:\n  - admissionregistration.k8s.io\n  resourceNames:\n  - my-hooks\n  resources:\n  - mutatingwebhookconfigurations\n  - validatingwebhookconfigurations\n  verbs:\n  - get\n  - patch\n  - delete\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("the rules lack\n%s\ngot:\n%s", want, out.String())
+	}
+	none, err := rbac.Grants([]*hook.Hook{parse(t, "plain.sh", "configVersion: v1\nonStartup: 1\n")}, kube.NewStaticResolver(kube.BuiltinResources()), rbac.GrantOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range none {
+		if strings.Contains(g.Resource, "webhookconfigurations") {
+			t.Errorf("a hook without admission bindings got %+v", g)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/webhook"
 )
 
 // maxDetail is how many characters of one DETAILS item the table shows;
@@ -59,10 +60,10 @@ func rows(h *hook.Hook, wide bool) [][]string {
 		row("kubernetes", b.Name, what, b.Queue, kubernetes(b)...)
 	}
 	for _, b := range c.Validating {
-		row("kubernetesValidating", b.Name, "", "", append(common(b.Common), "not served yet")...)
+		row("kubernetesValidating", b.Name, "", "", append(common(b.Common), "path="+webhook.Path(b.Name))...)
 	}
 	for _, b := range c.Mutating {
-		row("kubernetesMutating", b.Name, "", "", append(common(b.Common), "not served yet")...)
+		row("kubernetesMutating", b.Name, "", "", append(common(b.Common), "path="+webhook.Path(b.Name))...)
 	}
 	for _, b := range c.Conversion {
 		var convs []string

@@ -19,6 +19,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/rbac"
 	"github.com/hook-operator/hook-operator/internal/replay"
+	"github.com/hook-operator/hook-operator/internal/webhook"
 )
 
 // Flags hold the command's settings.
@@ -30,6 +31,8 @@ type Flags struct {
 	Name           string
 	Namespace      string
 	ServiceAccount string
+	// WebhookConfigurationName is start's --webhook-configuration-name.
+	WebhookConfigurationName string
 }
 
 // New returns the rbac command.
@@ -71,6 +74,7 @@ write needs each permission.`,
 	fs.StringVar(&f.Name, "name", "hook-operator", "name of the ClusterRole, Roles and bindings")
 	fs.StringVar(&f.Namespace, "namespace", "hook-operator", "namespace of the operator's ServiceAccount")
 	fs.StringVar(&f.ServiceAccount, "service-account", "hook-operator", "the operator's ServiceAccount")
+	fs.StringVar(&f.WebhookConfigurationName, "webhook-configuration-name", webhook.DefaultConfigurationName, "start's --webhook-configuration-name: the webhook configurations the operator may change, when hooks have admission bindings")
 	return cmd
 }
 
@@ -84,7 +88,7 @@ func Run(ctx context.Context, f Flags, out io.Writer, log *logrus.Logger) error 
 	if err != nil {
 		return err
 	}
-	grants, err := rbac.Grants(hooks, resolver)
+	grants, err := rbac.Grants(hooks, resolver, rbac.GrantOptions{WebhookConfigurationName: f.WebhookConfigurationName})
 	if err != nil {
 		return err
 	}
@@ -101,6 +105,9 @@ func Run(ctx context.Context, f Flags, out io.Writer, log *logrus.Logger) error 
 		}
 		if sub != "" {
 			res += "/" + sub
+		}
+		if len(g.ResourceNames) > 0 {
+			res += " named " + strings.Join(g.ResourceNames, ", ")
 		}
 		fmt.Fprintf(out, "#   %s: %s %s %s\n", g.Why, strings.Join(g.Verbs, ", "), res, where)
 	}

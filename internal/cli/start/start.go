@@ -58,6 +58,8 @@ type Flags struct {
 	DryRun      string
 	Output      string
 	ShowSecrets bool
+	// Webhook configures the admission webhook server.
+	Webhook WebhookFlags
 }
 
 // EnvDebugSocket sets the debug socket of start and of debug.
@@ -144,6 +146,7 @@ removed. Secret data is masked unless --show-secrets.`,
 	fs.Lookup("dry-run").NoOptDefVal = "client"
 	fs.StringVarP(&f.Output, "output", "o", "json", "with --dry-run, print runs as json (one per line) or yaml (one document each)")
 	fs.BoolVar(&f.ShowSecrets, "show-secrets", false, "with --dry-run, print Secret data as it is instead of masking it")
+	bindWebhookFlags(fs, &f.Webhook)
 	return cmd
 }
 
@@ -227,6 +230,11 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		}
 		log.WithFields(logrus.Fields{"address": addr, "debugSocket": f.DebugSocket}).Info("serving /metrics, /healthz and /readyz")
 	}
+	serving, err := serveAdmission(ctx, f.Webhook, op, clients, w != nil, log)
+	if err != nil {
+		return err
+	}
+	op.SetAdmissionServed(serving)
 	if err := op.Run(ctx); err != nil {
 		return err
 	}

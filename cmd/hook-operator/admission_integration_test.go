@@ -1,0 +1,201 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/hook-operator/hook-operator/internal/testcluster"
+)
+
+// testCA is a CA that signs serving certificates for 127.0.0.1.
+type testCA struct {
+	key  *ecdsa.PrivateKey
+	cert *x509.Certificate
+	pem  []byte
+}
+
+func newTestCA(t *testing.T) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	must(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "hook-operator test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	must(t, err)
+	cert, err := x509.ParseCertificate(der)
+	must(t, err)
+	return &testCA{key: key, cert: cert, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// serve writes a serving certificate for 127.0.0.1 with serial, signed by
+// the CA, and its key, to dir/tls.crt and dir/tls.key.
+func (ca *testCA) serve(t *testing.T, dir string, serial int64) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	must(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	must(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	must(t, err)
+	// The key first: a reader that sees the new certificate sees its key.
+	must(t, os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+}
+
+// kubectlApply applies manifest and returns its output and error.
+func kubectlApply(kubeconfig, manifest string) (string, error) {
+	cmd := exec.Command("kubectl", "--kubeconfig", kubeconfig, "apply", "-f", "-")
+	cmd.Stdin = strings.NewReader(manifest)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// The real API server calls the operator's webhook server (registered by
+// URL, with the CA bundle from --webhook-ca): a validating hook's denial
+// refuses a create with the hook's message, its warnings reach kubectl, a
+// mutating hook's patch is applied, a hook that hangs gives a denial within
+// the binding's timeout, and a certificate swapped on disk is served without
+// a restart. The webhooks only match labelled ConfigMaps of the test's own
+// namespace, and the configurations are deleted at the end, so other tests'
+// requests never reach them.
+func TestIntegrationAdmissionWebhooks(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	bin := buildBinary(t)
+	certs := t.TempDir()
+	ca := newTestCA(t)
+	must(t, os.WriteFile(filepath.Join(certs, "ca.crt"), ca.pem, 0o600))
+	ca.serve(t, certs, 100)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	configName := "hook-operator-test-" + ns
+
+	selectors := fmt.Sprintf(`
+  namespace: {labelSelector: {matchLabels: {kubernetes.io/metadata.name: %s}}}
+  labelSelector: {matchLabels: {admission-test: "yes"}}`, ns)
+	hooks := t.TempDir()
+	writeHook(t, hooks, "validate.sh", `#!/usr/bin/env bash
+set -euo pipefail
+if [[ "${1:-}" == "--config" ]]; then
+cat <<EOF
+configVersion: v1
+kubernetesValidating:
+- name: values.admission-test.example.com
+  timeoutSeconds: 2
+  rules: [{apiGroups: [""], apiVersions: [v1], resources: [configmaps], operations: [CREATE, UPDATE]}]`+selectors+`
+EOF
+exit 0
+fi
+value=$(jq -r '.[0].review.request.object.data.value // ""' "$BINDING_CONTEXT_PATH")
+case $value in
+  bad)  echo '{"allowed": false, "message": "value bad is not allowed here"}' >"$VALIDATING_RESPONSE_PATH" ;;
+  hang) sleep 20 ;;
+  *)    echo '{"allowed": true, "warnings": ["checked by validate.sh"]}' >"$VALIDATING_RESPONSE_PATH" ;;
+esac
+`)
+	writeHook(t, hooks, "mutate.sh", `#!/usr/bin/env bash
+set -euo pipefail
+if [[ "${1:-}" == "--config" ]]; then
+cat <<EOF
+configVersion: v1
+kubernetesMutating:
+- name: labels.admission-test.example.com
+  rules: [{apiGroups: [""], apiVersions: [v1], resources: [configmaps], operations: [CREATE]}]`+selectors+`
+EOF
+exit 0
+fi
+patch=$(echo '[{"op": "add", "path": "/metadata/labels/mutated", "value": "by-hook"}]' | base64 -w0)
+echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
+`)
+	dyn := c.Dynamic
+	t.Cleanup(func() {
+		for _, res := range []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"} {
+			gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: res}
+			_ = dyn.Resource(gvr).Delete(context.Background(), configName, metav1.DeleteOptions{})
+		}
+	})
+	o := startObserved(t, bin, c.Kubeconfig, hooks,
+		"--webhook-listen-address", "127.0.0.1:"+port, "--webhook-url", "https://127.0.0.1:"+port,
+		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
+		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName)
+	waitUntil(t, "both webhook configurations", func() bool {
+		return strings.Count(o.logs.String(), `"msg":"webhook configuration applied"`) == 2
+	}, o.logs.String)
+
+	cm := func(name, value string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: %s, labels: {admission-test: \"yes\"}}\ndata: {value: %s}\n", name, ns, value)
+	}
+	// The API server picks new configurations up within a moment.
+	var out string
+	waitUntil(t, "the denial of a bad value", func() bool {
+		out, err = kubectlApply(c.Kubeconfig, cm("bad", "bad"))
+		return err != nil && strings.Contains(out, "value bad is not allowed here")
+	}, func() string { return out + "\n" + o.logs.String() })
+	if !strings.Contains(out, `admission webhook "values.admission-test.example.com" denied the request`) {
+		t.Errorf("kubectl's message does not name the webhook:\n%s", out)
+	}
+
+	out, err = kubectlApply(c.Kubeconfig, cm("good", "fine"))
+	if err != nil || !strings.Contains(out, "Warning: checked by validate.sh") {
+		t.Errorf("an allowed create: %v; want kubectl to print the hook's warning:\n%s", err, out)
+	}
+	got, err := exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "-n", ns, "get", "configmap", "good", "-o", "jsonpath={.metadata.labels.mutated}").CombinedOutput()
+	if err != nil || string(got) != "by-hook" {
+		t.Errorf("the mutating hook's label: %q, %v", got, err)
+	}
+
+	start := time.Now()
+	out, err = kubectlApply(c.Kubeconfig, cm("slow", "hang"))
+	if err == nil || !strings.Contains(out, "hook validate.sh failed") {
+		t.Errorf("a hanging hook: %v\n%s; want a denial saying the hook failed", err, out)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("a hanging hook with timeoutSeconds 2 took %s to be denied", d)
+	}
+
+	// A certificate swapped on disk (signed by the same CA) is served from
+	// the next handshake after the reloader looks again, without a restart.
+	ca.serve(t, certs, 200)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.pem)
+	waitUntil(t, "the new certificate", func() bool {
+		conn, err := tls.Dial("tcp", "127.0.0.1:"+port, &tls.Config{RootCAs: pool})
+		if err != nil {
+			return false
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64() == 200
+	}, o.logs.String)
+	out, err = kubectlApply(c.Kubeconfig, cm("after-rotation", "fine"))
+	if err != nil {
+		t.Errorf("a create after the certificate was swapped: %v\n%s", err, out)
+	}
+}

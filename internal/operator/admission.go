@@ -1,0 +1,87 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/webhook"
+)
+
+// Admissions lists the hooks' mutating (mutating) or validating bindings,
+// in the order of the hooks and of their bindings.
+func (o *Operator) Admissions(mutating bool) []webhook.Admission {
+	var out []webhook.Admission
+	for _, h := range o.hooks {
+		list := h.Config.Validating
+		if mutating {
+			list = h.Config.Mutating
+		}
+		for _, b := range list {
+			out = append(out, webhook.Admission{Hook: h.Name, Binding: b})
+		}
+	}
+	return out
+}
+
+// admissionTarget is what a webhook path leads to.
+type admissionTarget struct {
+	hook     *hook.Hook
+	binding  hook.WebhookBinding
+	mutating bool
+	timeout  time.Duration
+}
+
+// AdmissionHandler returns the handler of the admission requests to the
+// hooks' bindings, each at the path webhook.Path gives it, or nil when no
+// hook has an admission binding. At most max requests run hooks at once;
+// the others wait for a free slot as long as the API server waits for
+// them. A hook's run ends a little before the binding's timeoutSeconds, so
+// that the API server gets a denial that says why rather than a timeout.
+func (o *Operator) AdmissionHandler(max int) http.Handler {
+	targets := map[string]admissionTarget{}
+	for _, mutating := range []bool{false, true} {
+		for _, a := range o.Admissions(mutating) {
+			h := o.hook(a.Hook)
+			seconds := int64(10)
+			if n, ok := a.Binding.Raw["timeoutSeconds"].(int64); ok {
+				seconds = n
+			}
+			timeout := time.Duration(seconds)*time.Second - 250*time.Millisecond
+			targets[webhook.Path(a.Binding.Name)] = admissionTarget{hook: h, binding: a.Binding, mutating: mutating, timeout: timeout}
+		}
+	}
+	if len(targets) == 0 {
+		return nil
+	}
+	if max < 1 {
+		max = 1
+	}
+	slots := make(chan struct{}, max)
+	return &webhook.AdmissionHandler{Log: o.log, Run: func(ctx context.Context, path string, review json.RawMessage) (*webhook.AdmissionResponse, error) {
+		t, ok := targets[path]
+		if !ok {
+			return nil, fmt.Errorf("no admission binding is served at %s", path)
+		}
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+		case <-ctx.Done():
+			return nil, fmt.Errorf("binding %s: every one of the %d admission slots stayed busy until the API server gave up", t.binding.Name, max)
+		}
+		return o.exec.Admit(ctx, t.hook, t.binding, t.mutating, review, t.timeout)
+	}}
+}
+
+// hook returns the hook named name.
+func (o *Operator) hook(name string) *hook.Hook {
+	for _, h := range o.hooks {
+		if h.Name == name {
+			return h
+		}
+	}
+	return nil
+}
