@@ -174,11 +174,21 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 
 	start := time.Now()
 	out, err = kubectlApply(c.Kubeconfig, cm("slow", "hang"))
-	if err == nil || !strings.Contains(out, "hook validate.sh failed") {
-		t.Errorf("a hanging hook: %v\n%s; want a denial saying the hook failed", err, out)
+	if err == nil || !strings.Contains(out, "hook validate.sh did not answer within 1.75s") {
+		t.Errorf("a hanging hook: %v\n%s; want a denial saying the hook did not answer in time", err, out)
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("a hanging hook with timeoutSeconds 2 took %s to be denied", d)
+	}
+
+	for series, min := range map[string]float64{
+		`hook_operator_webhook_requests_total{binding="values.admission-test.example.com",code="403",hook="validate.sh",kind="validating",result="denied"}`: 1,
+		`hook_operator_webhook_requests_total{binding="labels.admission-test.example.com",code="200",hook="mutate.sh",kind="mutating",result="allowed"}`:    1,
+		`hook_operator_webhook_hook_timeouts_total{binding="values.admission-test.example.com",hook="validate.sh"}`:                                         1,
+	} {
+		if got := o.metric(t, series); got < min {
+			t.Errorf("%s = %v, want at least %v", series, got, min)
+		}
 	}
 
 	// A certificate swapped on disk (signed by the same CA) is served from

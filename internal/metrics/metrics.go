@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -64,6 +65,10 @@ type Metrics struct {
 	operations *prometheus.CounterVec
 	events     *prometheus.CounterVec
 
+	webhookRequests *prometheus.CounterVec
+	webhookSeconds  *prometheus.HistogramVec
+	webhookTimeouts *prometheus.CounterVec
+
 	liveTicks prometheus.Counter
 }
 
@@ -105,6 +110,12 @@ func New(prefix string) *Metrics {
 
 		operations: f.counter("operations_total", "Object operations of hooks by type and result (applied, failed, not_applied: after a failed one).", "hook", "type", "result"),
 		events:     f.counter("kube_events_total", "Kubernetes Events about failed runs, by what became of them: sent, limited (folded into the next one sent) or dropped.", "result"),
+
+		webhookRequests: f.counter("webhook_requests_total", "Admission requests by hook, binding, kind (validating, mutating), result (allowed, denied, error: the hook gave no valid answer) and the code of the answer (200, 403, 500).",
+			"hook", "binding", "kind", "result", "code"),
+		webhookSeconds: f.histogram("webhook_request_seconds", "How long admission requests take to answer, waiting for a free slot included.",
+			[]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}, "hook", "binding", "kind"),
+		webhookTimeouts: f.counter("webhook_hook_timeouts_total", "Admission requests denied because the hook did not answer within the binding's timeoutSeconds.", "hook", "binding"),
 
 		liveTicks: f.counterNoLabels("live_ticks_total", "Increments every 10 seconds while the operator's loops are alive."),
 	}
@@ -150,6 +161,18 @@ func (m *Metrics) Run(hook, binding, queue string, d, user, system time.Duration
 	m.systemCPU.WithLabelValues(hook, binding, queue).Add(system.Seconds())
 	if maxRSS > 0 {
 		m.maxRSS.WithLabelValues(hook, binding, queue).Set(float64(maxRSS))
+	}
+}
+
+// Admission counts one admission request and its answer.
+func (m *Metrics) Admission(hook, binding, kind, result string, code int, d time.Duration, timedOut bool) {
+	if m == nil {
+		return
+	}
+	m.webhookRequests.WithLabelValues(hook, binding, kind, result, strconv.Itoa(code)).Inc()
+	m.webhookSeconds.WithLabelValues(hook, binding, kind).Observe(d.Seconds())
+	if timedOut {
+		m.webhookTimeouts.WithLabelValues(hook, binding).Inc()
 	}
 }
 

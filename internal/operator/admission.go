@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -62,6 +63,7 @@ func (o *Operator) AdmissionHandler(max int) http.Handler {
 	}
 	slots := make(chan struct{}, max)
 	return &webhook.AdmissionHandler{Log: o.log, Run: func(ctx context.Context, path string, review json.RawMessage) (*webhook.AdmissionResponse, error) {
+		start := time.Now()
 		t, ok := targets[path]
 		if !ok {
 			return nil, fmt.Errorf("no admission binding is served at %s", path)
@@ -70,10 +72,29 @@ func (o *Operator) AdmissionHandler(max int) http.Handler {
 		case slots <- struct{}{}:
 			defer func() { <-slots }()
 		case <-ctx.Done():
+			o.opts.Metrics.Admission(t.hook.Name, t.binding.Name, kindOf(t.mutating), "error", http.StatusInternalServerError, time.Since(start), false)
 			return nil, fmt.Errorf("binding %s: every one of the %d admission slots stayed busy until the API server gave up", t.binding.Name, max)
 		}
-		return o.exec.Admit(ctx, t.hook, t.binding, t.mutating, review, t.timeout)
+		resp, err := o.exec.Admit(ctx, t.hook, t.binding, t.mutating, review, t.timeout)
+		kind, result, code := kindOf(t.mutating), "allowed", http.StatusOK
+		var ae *AdmitError
+		switch {
+		case err != nil:
+			result, code = "error", http.StatusInternalServerError
+		case !resp.Allowed:
+			result, code = "denied", http.StatusForbidden
+		}
+		o.opts.Metrics.Admission(t.hook.Name, t.binding.Name, kind, result, code, time.Since(start), errors.As(err, &ae) && ae.TimedOut)
+		return resp, err
 	}}
+}
+
+// kindOf labels the metrics of a binding: validating or mutating.
+func kindOf(mutating bool) string {
+	if mutating {
+		return "mutating"
+	}
+	return "validating"
 }
 
 // hook returns the hook named name.

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,6 +15,19 @@ import (
 	"github.com/hook-operator/hook-operator/internal/run"
 	"github.com/hook-operator/hook-operator/internal/webhook"
 )
+
+// webhookQueue labels the runs of admission requests, which wait in no queue.
+const webhookQueue = "(webhook)"
+
+// AdmitError is why a hook gave no answer, in words that can be shown to
+// the client.
+type AdmitError struct {
+	Msg string
+	// TimedOut: the hook did not answer within the binding's timeout.
+	TimedOut bool
+}
+
+func (e *AdmitError) Error() string { return e.Msg }
 
 // Admit runs hook h for one admission request to its binding b, at once
 // and outside the queues (the API server is waiting), and returns the
@@ -48,10 +62,17 @@ func (e *Executor) Admit(ctx context.Context, h *hook.Hook, b hook.WebhookBindin
 		return nil, fmt.Errorf("hook %s: %w", h.Name, err)
 	}
 	log := e.Log.WithFields(logrus.Fields{"hook": h.Name, "binding": b.Name, "type": typ})
-	res, err := e.Runner.Run(ctx, run.Request{Hook: h, Contexts: data, Binding: b.Name, Queue: "(admission)", Timeout: timeout})
-	if err != nil {
+	res, err := e.Runner.Run(ctx, run.Request{Hook: h, Contexts: data, Binding: b.Name, Queue: webhookQueue, Timeout: timeout})
+	if e.Metrics != nil && res.Duration > 0 {
+		e.Metrics.Run(h.Name, b.Name, webhookQueue, res.Duration, res.UserCPU, res.SystemCPU, res.MaxRSS, err, false)
+	}
+	switch {
+	case err != nil && errors.Is(err, context.DeadlineExceeded):
+		log.WithError(err).Warn("admission hook did not answer in time; the request is denied")
+		return nil, &AdmitError{Msg: fmt.Sprintf("hook %s did not answer within %s for binding %s", h.Name, timeout.Round(10*time.Millisecond), b.Name), TimedOut: true}
+	case err != nil:
 		log.WithError(err).Warn("admission hook failed; the request is denied")
-		return nil, fmt.Errorf("hook %s failed for binding %s; the operator's log says why", h.Name, b.Name)
+		return nil, &AdmitError{Msg: fmt.Sprintf("hook %s failed for binding %s; the operator's log says why", h.Name, b.Name)}
 	}
 	resp, err := webhook.ParseAdmissionResponse(res.ValidatingResponse, mutating)
 	if err != nil {

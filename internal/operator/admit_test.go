@@ -84,7 +84,7 @@ esac
 	for mode, want := range map[string]string{
 		"bad":  `invalid response in $VALIDATING_RESPONSE_PATH: the response is not an admission response: "allowed" must be a bool`,
 		"fail": "hook policy.sh failed for binding policy.example.com",
-		"hang": "hook policy.sh failed for binding policy.example.com",
+		"hang": "hook policy.sh did not answer within 1s for binding policy.example.com",
 	} {
 		start := time.Now()
 		_, err := e.Admit(context.Background(), h, b, false, review(mode), time.Second)
