@@ -266,3 +266,10 @@ func (c *cluster) StreamingList(ctx context.Context, ns string) (time.Duration, 
 	}
 	return 0, n, fmt.Errorf("streaming list of configmaps in %s: the stream ended after %d objects without the bookmark that ends the initial events (does the API server serve watch lists?)", ns, n)
 }
+
+// DryRunCreate sends one create of a small ConfigMap with dryRun=All: it
+// goes through admission and changes nothing.
+func (c *cluster) DryRunCreate(ctx context.Context, ns, name string) error {
+	_, err := c.client.CoreV1().ConfigMaps(ns).Create(ctx, newConfigMap(name), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	return err
+}

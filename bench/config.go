@@ -10,7 +10,7 @@ import (
 )
 
 // The scenarios, in the order they run.
-var allScenarios = []string{"idle", "sync", "trickle", "burst", "scale"}
+var allScenarios = []string{"idle", "sync", "trickle", "burst", "admission", "scale"}
 
 // The hook kinds: the bash hook (bench/hooks/bash) and the Go hook
 // (bench/hooks/go).
@@ -35,6 +35,9 @@ type Config struct {
 	// TrickleRate objects per second are created for TrickleFor.
 	TrickleRate int           `json:"trickle_rate"`
 	TrickleFor  time.Duration `json:"trickle_for_ns"`
+	// AdmissionRequests is how many admission requests the admission
+	// scenario sends one at a time (and twice as many concurrently).
+	AdmissionRequests int `json:"admission_requests"`
 	// ScaleSizes are the object counts of the growth curve, ascending.
 	ScaleSizes []int `json:"scale_sizes"`
 	// Settle is how long after the Synchronization run memory is read again.
@@ -83,20 +86,21 @@ func parseFlags(args []string) (*Config, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	c := &Config{
-		Repeat:       *repeat,
-		SyncObjects:  *syncObjects,
-		BurstObjects: *burstObjects,
-		BurstWorkers: 8,
-		TrickleRate:  30,
-		TrickleFor:   10 * time.Second,
-		Settle:       5 * time.Second,
-		Quick:        *quick,
-		Profile:      *profile,
-		HookTmpDir:   *hookTmpDir,
-		Out:          *out,
-		Binary:       *binary,
-		Reference:    *ref,
-		Kubeconfig:   *kubeconfig,
+		Repeat:            *repeat,
+		SyncObjects:       *syncObjects,
+		BurstObjects:      *burstObjects,
+		BurstWorkers:      8,
+		AdmissionRequests: 1000,
+		TrickleRate:       30,
+		TrickleFor:        10 * time.Second,
+		Settle:            5 * time.Second,
+		Quick:             *quick,
+		Profile:           *profile,
+		HookTmpDir:        *hookTmpDir,
+		Out:               *out,
+		Binary:            *binary,
+		Reference:         *ref,
+		Kubeconfig:        *kubeconfig,
 	}
 	var err error
 	if c.Scenarios, err = parseScenarios(*scenarios); err != nil {
@@ -115,6 +119,7 @@ func parseFlags(args []string) (*Config, error) {
 		if !set["burst-objects"] {
 			c.BurstObjects = 300
 		}
+		c.AdmissionRequests = 100
 		if !set["scale-sizes"] {
 			c.ScaleSizes = []int{1000}
 		}

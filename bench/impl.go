@@ -72,7 +72,7 @@ func hookOperator(binary string) (*implementation, error) {
 		if l.pprof {
 			args = append(args, "--pprof")
 		}
-		return args, socket, nil
+		return append(args, l.extra...), socket, nil
 	}
 	return im, nil
 }

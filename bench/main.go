@@ -62,11 +62,12 @@ type bench struct {
 
 // scenarios maps each scenario to the function that runs it.
 var scenarios = map[string]func(context.Context, *bench) error{
-	"idle":    runIdle,
-	"sync":    runSync,
-	"trickle": runTrickle,
-	"burst":   runBurst,
-	"scale":   runScale,
+	"idle":      runIdle,
+	"sync":      runSync,
+	"trickle":   runTrickle,
+	"burst":     runBurst,
+	"admission": runAdmission,
+	"scale":     runScale,
 }
 
 func run(ctx context.Context, cfg *Config) error {
@@ -244,7 +245,7 @@ func (b *bench) record(r Run, op *operator, err error) {
 		return
 	}
 	line := fmt.Sprintf("  %s, %s, %s hook, run %d:", name, r.Operator, r.Hook, r.Repeat)
-	for _, m := range []string{mFloor, mSync, mOverFloor, mRSS, mPeakRSS, mRSSLater, mRate, mDrain, mP50, mP99, mCPUPerEvent, mRuns, mMissed} {
+	for _, m := range []string{mAdmBaseP50, mAdmAddedP50, mAdmAddedP99, mAdmRate, mFloor, mSync, mOverFloor, mRSS, mPeakRSS, mRSSLater, mRate, mDrain, mP50, mP99, mCPUPerEvent, mRuns, mMissed} {
 		if v, ok := r.Metrics[m]; ok {
 			line += fmt.Sprintf(" %s %s,", m, formatValue(m, v))
 		}

@@ -49,6 +49,9 @@ type launch struct {
 	tmpDir string
 	// pprof serves profiles on the debug socket.
 	pprof bool
+	// extra are more arguments of our start (the admission scenario's
+	// webhook flags).
+	extra []string
 }
 
 // startOperator writes the hook configuration to a file in l.dir, and

@@ -29,6 +29,11 @@ const (
 	mRuns        = "hook_runs"         // runs that delivered the events
 	mFloor       = "floor_s"           // scale: a bare streaming list of the same objects
 	mOverFloor   = "sync_over_floor"   // scale: sync_s as a multiple of floor_s
+
+	mAdmBaseP50  = "admission_base_p50_ms"  // a dry-run create the webhook does not match
+	mAdmAddedP50 = "admission_added_p50_ms" // what the webhook adds to a create, p50
+	mAdmAddedP99 = "admission_added_p99_ms" // ... p99
+	mAdmRate     = "admission_rps"          // requests answered per second with 32 in flight
 )
 
 // Run is one measured run of a scenario with one hook: every figure it
@@ -306,6 +311,10 @@ var metricLabels = map[string]struct{ label, unit string }{
 	mRuns:        {"hook runs (not a target)", ""},
 	mFloor:       {"bare streaming list", "s"},
 	mOverFloor:   {"Synchronization / bare streaming list", "×"},
+	mAdmBaseP50:  {"create without the webhook, p50 (not a target)", "ms"},
+	mAdmAddedP50: {"latency the webhook adds, p50 (no target)", "ms"},
+	mAdmAddedP99: {"latency the webhook adds, p99 (no target)", "ms"},
+	mAdmRate:     {"requests answered at the cap (no target)", "/s"},
 }
 
 // markdownRows are the rows of the main table: scenario, variant, metric.
@@ -324,6 +333,10 @@ var markdownRows = []struct{ scenario, variant, metric string }{
 	{"burst", "", mDrain},
 	{"burst", "", mP99},
 	{"burst", "", mCPUPerEvent},
+	{"admission", "", mAdmBaseP50},
+	{"admission", "", mAdmAddedP50},
+	{"admission", "", mAdmAddedP99},
+	{"admission", "", mAdmRate},
 }
 
 // metricLabel names a metric in the Markdown report.
@@ -346,6 +359,8 @@ func scenarioLabel(c *Config, scenario, variant string) string {
 		return fmt.Sprintf("trickle %d/s for %s", c.TrickleRate, c.TrickleFor)
 	case "burst":
 		return "burst " + count(c.BurstObjects)
+	case "admission":
+		return fmt.Sprintf("admission %s requests (hook-operator only)", count(c.AdmissionRequests))
 	}
 	return scenario
 }

@@ -20,6 +20,9 @@ const (
 	// TypeValidating and TypeMutating carry an admission request (review).
 	TypeValidating = "Validating"
 	TypeMutating   = "Mutating"
+	// TypeConversion carries a ConversionReview and the step of the
+	// conversion chain the hook is asked for (fromVersion, toVersion).
+	TypeConversion = "Conversion"
 )
 
 // OnStartup is the binding name of start-up runs.
@@ -87,8 +90,11 @@ type Context struct {
 	// context carries no snapshots.
 	Snapshots map[string][]Object
 	// Review is the AdmissionReview of a Validating or Mutating context, as
-	// the API server sent it.
+	// the API server sent it, or the ConversionReview of a Conversion one.
 	Review json.RawMessage
+	// FromVersion and ToVersion are the conversion rule of a Conversion
+	// context, as its binding declares it.
+	FromVersion, ToVersion string
 	// SnapshotsFrom names the bindings whose snapshots this context carries
 	// (from group and includeSnapshotsFrom); the runtime fills Snapshots
 	// from them just before the hook starts.
@@ -118,7 +124,13 @@ func (c Context) MarshalJSON() ([]byte, error) {
 		if c.Object != nil {
 			c.Object.writeFields(&b, true)
 		}
-	case TypeValidating, TypeMutating:
+	case TypeValidating, TypeMutating, TypeConversion:
+		if c.Type == TypeConversion {
+			b.WriteString(`,"fromVersion":`)
+			writeString(&b, c.FromVersion)
+			b.WriteString(`,"toVersion":`)
+			writeString(&b, c.ToVersion)
+		}
 		b.WriteString(`,"review":`)
 		if len(c.Review) == 0 {
 			b.WriteString("null")

@@ -236,7 +236,7 @@ func TestEveryKey(t *testing.T) {
 		t.Errorf("mutating = %+v", c.Mutating[0])
 	}
 	conv := c.Conversion[0]
-	wantConv := []map[string]any{{"fromVersion": "stable.example.com/v1beta1", "toVersion": "stable.example.com/v1"}}
+	wantConv := []ConversionRule{{FromVersion: "stable.example.com/v1beta1", ToVersion: "stable.example.com/v1"}}
 	if conv.Name != "crontabs" || conv.CRDName != "crontabs.stable.example.com" || !reflect.DeepEqual(conv.Conversions, wantConv) {
 		t.Errorf("conversion = %+v", conv)
 	}

@@ -43,8 +43,8 @@ type Config struct {
 	OnStartup  *int                `json:"onStartup,omitempty"`
 	Schedule   []ScheduleBinding   `json:"schedule,omitempty"`
 	Kubernetes []KubernetesBinding `json:"kubernetes,omitempty"`
-	// Admission bindings are served by the webhook server (internal/webhook);
-	// conversion bindings are validated but not served yet.
+	// Admission and conversion bindings are served by the webhook server
+	// (internal/webhook).
 	Validating []WebhookBinding    `json:"kubernetesValidating,omitempty"`
 	Mutating   []WebhookBinding    `json:"kubernetesMutating,omitempty"`
 	Conversion []ConversionBinding `json:"kubernetesCustomResourceConversion,omitempty"`
@@ -135,11 +135,19 @@ type WebhookBinding struct {
 	Raw map[string]any `json:"spec"`
 }
 
-// ConversionBinding is a CRD conversion binding, validated but not served yet.
+// ConversionBinding is a CRD conversion binding: the hook converts the
+// custom resources of the CRD named CRDName by its rules.
 type ConversionBinding struct {
 	Common
 	CRDName     string           `json:"crdName"`
-	Conversions []map[string]any `json:"conversions"`
+	Conversions []ConversionRule `json:"conversions"`
+}
+
+// ConversionRule is one conversion of a ConversionBinding. A version is
+// "group/version", or "version" for that version of any group.
+type ConversionRule struct {
+	FromVersion string `json:"fromVersion"`
+	ToVersion   string `json:"toVersion"`
 }
 
 // OnEvent reports whether events of type t run the hook.

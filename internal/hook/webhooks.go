@@ -100,7 +100,7 @@ func (c *checker) conversionBindings(top *object, refs *[]snapshotRef) []Convers
 			to, okTo := cv.required("toVersion", "the version converted to, such as stable.example.com/v1")
 			cv.finish()
 			if okFrom && okTo {
-				b.Conversions = append(b.Conversions, map[string]any{"fromVersion": from, "toVersion": to})
+				b.Conversions = append(b.Conversions, ConversionRule{FromVersion: from, ToVersion: to})
 			}
 		}
 		o.finish()

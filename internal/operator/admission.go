@@ -58,10 +58,7 @@ func (o *Operator) AdmissionHandler(max int) http.Handler {
 	if len(targets) == 0 {
 		return nil
 	}
-	if max < 1 {
-		max = 1
-	}
-	slots := make(chan struct{}, max)
+	slots := o.webhookSlots(max)
 	return &webhook.AdmissionHandler{Log: o.log, Run: func(ctx context.Context, path string, review json.RawMessage) (*webhook.AdmissionResponse, error) {
 		start := time.Now()
 		t, ok := targets[path]
@@ -73,7 +70,7 @@ func (o *Operator) AdmissionHandler(max int) http.Handler {
 			defer func() { <-slots }()
 		case <-ctx.Done():
 			o.opts.Metrics.Admission(t.hook.Name, t.binding.Name, kindOf(t.mutating), "error", http.StatusInternalServerError, time.Since(start), false)
-			return nil, fmt.Errorf("binding %s: every one of the %d admission slots stayed busy until the API server gave up", t.binding.Name, max)
+			return nil, fmt.Errorf("binding %s: every one of the %d webhook slots stayed busy until the API server gave up", t.binding.Name, cap(slots))
 		}
 		resp, err := o.exec.Admit(ctx, t.hook, t.binding, t.mutating, review, t.timeout)
 		kind, result, code := kindOf(t.mutating), "allowed", http.StatusOK

@@ -43,23 +43,9 @@ func (e *Executor) Admit(ctx context.Context, h *hook.Hook, b hook.WebhookBindin
 	if mutating {
 		typ = binding.TypeMutating
 	}
-	c := binding.Context{Binding: b.Name, Type: typ, Review: review}
-	var from []string
-	from = append(from, groupMembers(h, b.Group)...)
-	from = append(from, b.IncludeSnapshotsFrom...)
-	if len(from) > 0 {
-		c = binding.Shape(c, "", nil, from)
-	}
-	contexts := []binding.Context{c}
-	binding.FillSnapshots(contexts, func(name string) []binding.Object {
-		if wb := e.Objects.Binding(h.Name, name); wb != nil {
-			return wb.Snapshot()
-		}
-		return nil
-	})
-	data, err := binding.Encode(contexts)
+	data, err := e.snapshotContext(h, binding.Context{Binding: b.Name, Type: typ, Review: review}, b.Common)
 	if err != nil {
-		return nil, fmt.Errorf("hook %s: %w", h.Name, err)
+		return nil, err
 	}
 	log := e.Log.WithFields(logrus.Fields{"hook": h.Name, "binding": b.Name, "type": typ})
 	res, err := e.Runner.Run(ctx, run.Request{Hook: h, Contexts: data, Binding: b.Name, Queue: webhookQueue, Timeout: timeout})
@@ -79,27 +65,38 @@ func (e *Executor) Admit(ctx context.Context, h *hook.Hook, b hook.WebhookBindin
 		log.WithError(err).Warn("admission hook wrote an invalid response; the request is denied")
 		return nil, fmt.Errorf("hook %s, binding %s: invalid response in $VALIDATING_RESPONSE_PATH: %v", h.Name, b.Name, err)
 	}
+	if err := e.applyExtras(ctx, h, res); err != nil {
+		return nil, err
+	}
+	log.WithFields(logrus.Fields{"allowed": resp.Allowed, "duration": res.Duration.Round(time.Millisecond).String()}).Info("admission hook answered")
+	return resp, nil
+}
+
+// applyExtras checks and applies what a hook that answered a webhook
+// request wrote besides its answer: object operations, metrics and
+// requeues, all checked before any is applied, as for any run.
+func (e *Executor) applyExtras(ctx context.Context, h *hook.Hook, res run.Result) error {
 	operations, err := ops.Parse(res.Operations)
 	if err != nil {
-		return nil, fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", h.Name, err)
+		return fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", h.Name, err)
 	}
 	hookMetrics, err := metrics.ParseHookOps(res.Metrics)
 	if err == nil && e.Metrics != nil {
 		err = e.Metrics.Hooks.Check(h.Name, hookMetrics)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("hook %s: invalid metrics in $METRICS_PATH, no operation applied: %w", h.Name, err)
+		return fmt.Errorf("hook %s: invalid metrics in $METRICS_PATH, no operation applied: %w", h.Name, err)
 	}
 	requeues, err := e.resolveRequeues(h, operations)
 	if err != nil {
-		return nil, fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", h.Name, err)
+		return fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", h.Name, err)
 	}
 	e.noteStatusWrites(h, operations)
 	if len(operations) > 0 {
 		err := e.Sink.Apply(ctx, h.Name, operations)
 		e.countOperations(h.Name, operations, err)
 		if err != nil {
-			return nil, fmt.Errorf("hook %s: %w", h.Name, err)
+			return fmt.Errorf("hook %s: %w", h.Name, err)
 		}
 	}
 	if e.Metrics != nil {
@@ -110,6 +107,28 @@ func (e *Executor) Admit(ctx context.Context, h *hook.Hook, b hook.WebhookBindin
 			e.Requeue(r)
 		}
 	}
-	log.WithFields(logrus.Fields{"allowed": resp.Allowed, "duration": res.Duration.Round(time.Millisecond).String()}).Info("admission hook answered")
-	return resp, nil
+	return nil
+}
+
+// snapshotContext returns c with the snapshots of the bindings that group
+// and includeSnapshotsFrom name, encoded as the hook's binding contexts.
+func (e *Executor) snapshotContext(h *hook.Hook, c binding.Context, common hook.Common) ([]byte, error) {
+	var from []string
+	from = append(from, groupMembers(h, common.Group)...)
+	from = append(from, common.IncludeSnapshotsFrom...)
+	if len(from) > 0 {
+		c = binding.Shape(c, "", nil, from)
+	}
+	contexts := []binding.Context{c}
+	binding.FillSnapshots(contexts, func(name string) []binding.Object {
+		if wb := e.Objects.Binding(h.Name, name); wb != nil {
+			return wb.Snapshot()
+		}
+		return nil
+	})
+	data, err := binding.Encode(contexts)
+	if err != nil {
+		return nil, fmt.Errorf("hook %s: %w", h.Name, err)
+	}
+	return data, nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/hook-operator/hook-operator/internal/binding"
 	"github.com/hook-operator/hook-operator/internal/finalizer"
@@ -82,8 +83,15 @@ type Operator struct {
 	// startupSyncs counts the Synchronization runs that start-up waits for
 	// (bindings with waitForSynchronization) and have not finished.
 	startupSyncs runCount
-	// admissionServed: the webhook server serves the admission bindings.
-	admissionServed bool
+	// admissionServed: the webhook server serves the admission bindings;
+	// conversionServed: and the conversion bindings.
+	admissionServed, conversionServed bool
+	// slots bound the webhook requests whose hooks run at once.
+	slots     chan struct{}
+	slotsOnce sync.Once
+	// dyn reads CRDs (their uids, for Events about failed conversions).
+	dyn     dynamic.Interface
+	crdUIDs uidCache
 }
 
 // New returns an operator for hooks on the cluster of clients.
@@ -92,6 +100,7 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 		hooks: hooks,
 		opts:  opts,
 		log:   log,
+		dyn:   clients.Dynamic,
 	}
 	sink := opts.Sink
 	if sink == nil {
@@ -195,18 +204,20 @@ func (o *Operator) Run(ctx context.Context) error {
 	return nil
 }
 
-// SetAdmissionServed tells the operator whether the webhook server serves
-// the hooks' admission bindings; call it before Run.
-func (o *Operator) SetAdmissionServed(served bool) { o.admissionServed = served }
+// SetWebhooksServed tells the operator whether the webhook server serves
+// the hooks' admission and conversion bindings; call it before Run.
+func (o *Operator) SetWebhooksServed(admission, conversion bool) {
+	o.admissionServed, o.conversionServed = admission, conversion
+}
 
 // warnUnserved says plainly which bindings do not run, instead of ignoring
-// them silently: conversion bindings (not served yet), and admission
-// bindings when the webhook server does not serve them.
+// them silently: admission and conversion bindings when the webhook server
+// does not serve them.
 func (o *Operator) warnUnserved() {
 	for _, h := range o.hooks {
 		c := h.Config
-		if len(c.Conversion) > 0 {
-			o.log.WithField("hook", h.Name).Warnf("the hook has %d conversion binding(s); serving conversion webhooks is not implemented yet, so they will not run", len(c.Conversion))
+		if n := len(c.Conversion); n > 0 && !o.conversionServed {
+			o.log.WithField("hook", h.Name).Warnf("the hook has %d conversion binding(s), and the webhook server does not serve them (--webhook-listen-address is empty, or dry-run), so they will not run", n)
 		}
 		if n := len(c.Validating) + len(c.Mutating); n > 0 && !o.admissionServed {
 			o.log.WithField("hook", h.Name).Warnf("the hook has %d admission binding(s), and the webhook server does not serve them (--webhook-listen-address is empty, or dry-run), so they will not run", n)

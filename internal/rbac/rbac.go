@@ -111,6 +111,12 @@ func Grants(hooks []*hook.Hook, r Resolver, opts GrantOptions) ([]Grant, error) 
 				Grant{Group: group, Resource: res, Verbs: []string{"get", "patch", "delete"}, ResourceNames: []string{name}, Why: why})
 		}
 	}
+	if crds, who := conversionCRDs(hooks); len(crds) > 0 {
+		const group, res = "apiextensions.k8s.io", "customresourcedefinitions"
+		why := who + ": registering the conversion webhooks in the CRDs"
+		out = append(out, Grant{Group: group, Resource: res, Verbs: []string{"get", "patch"}, ResourceNames: crds, Why: why},
+			Grant{Group: group, Resource: res, Verbs: []string{"list"}, Why: "finding the CRDs whose conversion a removed binding had registered"})
+	}
 	if watchesNamespaces {
 		out = append(out, Grant{Resource: "namespaces", Verbs: []string{"get", "list", "watch"}, Why: "namespace.labelSelector"})
 	}
@@ -120,6 +126,25 @@ func Grants(hooks []*hook.Hook, r Resolver, opts GrantOptions) ([]Grant, error) 
 		return nil, fmt.Errorf("%s\n(install the CRDs, or pass their files with --crds)", strings.Join(errs, "\n"))
 	}
 	return out, nil
+}
+
+// conversionCRDs returns the CRDs the hooks' conversion bindings name,
+// sorted, and the first hook with one.
+func conversionCRDs(hooks []*hook.Hook) ([]string, string) {
+	var crds []string
+	who := ""
+	for _, h := range hooks {
+		for _, b := range h.Config.Conversion {
+			if who == "" {
+				who = h.Name
+			}
+			if !slices.Contains(crds, b.CRDName) {
+				crds = append(crds, b.CRDName)
+			}
+		}
+	}
+	slices.Sort(crds)
+	return crds, who
 }
 
 // admissionBindings names the first hook with an admission binding, or "".

@@ -120,3 +120,37 @@ kubernetesValidating:
 		}
 	}
 }
+
+func TestGrantsForConversion(t *testing.T) {
+	hooks := []*hook.Hook{parse(t, "convert.sh", `
+configVersion: v1
+kubernetesCustomResourceConversion:
+- name: crontabs
+  crdName: crontabs.stable.example.com
+  conversions: [{fromVersion: v1beta1, toVersion: v1}]
+- name: widgets
+  crdName: widgets.stable.example.com
+  conversions: [{fromVersion: v1beta1, toVersion: v1}]
+`)}
+	grants, err := rbac.Grants(hooks, kube.NewStaticResolver(kube.BuiltinResources()), rbac.GrantOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var named, listed bool
+	for _, g := range grants {
+		if g.Resource != "customresourcedefinitions" {
+			continue
+		}
+		switch {
+		case strings.Join(g.Verbs, ",") == "get,patch" && strings.Join(g.ResourceNames, ",") == "crontabs.stable.example.com,widgets.stable.example.com":
+			named = true
+		case strings.Join(g.Verbs, ",") == "list" && len(g.ResourceNames) == 0:
+			listed = true
+		default:
+			t.Errorf("an unexpected grant on CRDs: %+v", g)
+		}
+	}
+	if !named || !listed {
+		t.Errorf("want get and patch of the two CRDs by name, and list; got %+v", grants)
+	}
+}

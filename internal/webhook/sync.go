@@ -81,7 +81,7 @@ func Sync(ctx context.Context, dyn dynamic.Interface, r Registration, validating
 func Serve(ctx context.Context, address string, handler http.Handler, certs *CertReloader, log logrus.FieldLogger) (net.Addr, error) {
 	ln, err := net.Listen("tcp", address)
 	if err != nil {
-		return nil, fmt.Errorf("--webhook-listen-address %s: %w", address, err)
+		return nil, fmt.Errorf("listen on %s: %w", address, err)
 	}
 	srv := &http.Server{
 		Handler:           handler,

@@ -38,6 +38,23 @@ type bindingContext struct {
 	// FilterResult names the object when the binding keeps no full objects
 	// (the harness's ConfigMaps carry their name in data.name).
 	FilterResult json.RawMessage `json:"filterResult"`
+	// Review is the admission request of a Validating context.
+	Review *struct {
+		Request struct {
+			Name string `json:"name"`
+		} `json:"request"`
+	} `json:"review"`
+}
+
+// admit answers a Validating context: an object named bench-probe is
+// denied (the harness probes with it whether the webhook is in place),
+// everything else allowed.
+func admit(c bindingContext) error {
+	answer := `{"allowed": true}`
+	if c.Review != nil && c.Review.Request.Name == "bench-probe" {
+		answer = `{"allowed": false, "message": "probe"}`
+	}
+	return os.WriteFile(os.Getenv("VALIDATING_RESPONSE_PATH"), []byte(answer), 0o600)
 }
 
 func run(ts int64) error {
@@ -56,6 +73,9 @@ func run(ts int64) error {
 	var contexts []bindingContext
 	if err := json.Unmarshal(data, &contexts); err != nil {
 		return fmt.Errorf("binding contexts: %w", err)
+	}
+	if len(contexts) == 1 && contexts[0].Type == "Validating" {
+		return admit(contexts[0])
 	}
 	stamp := strconv.FormatInt(ts, 10)
 	var out bytes.Buffer

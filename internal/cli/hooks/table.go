@@ -68,10 +68,10 @@ func rows(h *hook.Hook, wide bool) [][]string {
 	for _, b := range c.Conversion {
 		var convs []string
 		for _, cv := range b.Conversions {
-			convs = append(convs, fmt.Sprintf("%v->%v", cv["fromVersion"], cv["toVersion"]))
+			convs = append(convs, cv.FromVersion+"->"+cv.ToVersion)
 		}
-		d := append([]string{"conversions=" + strings.Join(convs, ",")}, common(b.Common)...)
-		row("kubernetesCustomResourceConversion", b.Name, b.CRDName, "", append(d, "not served yet")...)
+		d := append([]string{"conversions=" + strings.Join(convs, ","), "path=" + webhook.ConversionPath(b.CRDName)}, common(b.Common)...)
+		row("kubernetesCustomResourceConversion", b.Name, b.CRDName, "", d...)
 	}
 	if s := settings(c.Settings); len(s) > 0 {
 		row("settings", "", "", "", s...)

@@ -230,11 +230,11 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		}
 		log.WithFields(logrus.Fields{"address": addr, "debugSocket": f.DebugSocket}).Info("serving /metrics, /healthz and /readyz")
 	}
-	serving, err := serveAdmission(ctx, f.Webhook, op, clients, w != nil, log)
+	admission, conversion, err := serveWebhooks(ctx, f.Webhook, op, clients, w != nil, log)
 	if err != nil {
 		return err
 	}
-	op.SetAdmissionServed(serving)
+	op.SetWebhooksServed(admission, conversion)
 	if err := op.Run(ctx); err != nil {
 		return err
 	}

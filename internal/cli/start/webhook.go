@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -32,13 +33,50 @@ type WebhookFlags struct {
 	Labels            map[string]string
 	Annotations       map[string]string
 	MaxConcurrent     int
+	// Conversion holds shell-operator's settings of a separate conversion
+	// server; all empty: conversions are served by the one server.
+	Conversion ConversionFlags
+}
+
+// ConversionFlags are the settings of a second listener for conversion
+// webhooks, as shell-operator has one. Any of them given starts it; those
+// not given then take shell-operator's defaults (listen address :9681,
+// files in /conversion-certs/) or the admission server's (Service, URL).
+type ConversionFlags struct {
+	ListenAddress string
+	Cert, Key, CA string
+	ServiceName   string
+	URL           string
+}
+
+// separate reports whether any setting of a second conversion listener
+// was given.
+func (c ConversionFlags) separate() bool {
+	return c != ConversionFlags{}
+}
+
+// withDefaults fills the settings not given of a separate conversion
+// listener.
+func (c ConversionFlags) withDefaults(f WebhookFlags) ConversionFlags {
+	def := func(v *string, d string) {
+		if *v == "" {
+			*v = d
+		}
+	}
+	def(&c.ListenAddress, ":9681")
+	def(&c.Cert, "/conversion-certs/tls.crt")
+	def(&c.Key, "/conversion-certs/tls.key")
+	def(&c.CA, "/conversion-certs/ca.crt")
+	def(&c.ServiceName, f.ServiceName)
+	def(&c.URL, f.URL)
+	return c
 }
 
 // bindWebhookFlags defines the webhook flags on fs.
 func bindWebhookFlags(fs *pflag.FlagSet, f *WebhookFlags) {
 	fs.StringVar(&f.ListenAddress, "webhook-listen-address", ":9680", "serve the hooks' admission bindings over HTTPS on this host:port, when any hook has one (empty: do not serve them)")
 	envflag.Bind(fs, "webhook-listen-address", "HOOK_OPERATOR_WEBHOOK_LISTEN_ADDRESS")
-	envflag.BindAlias(fs, "webhook-listen-address", envflag.Alias{Names: []string{"VALIDATING_WEBHOOK_LISTEN_ADDRESS", "VALIDATING_WEBHOOK_LISTEN_PORT"}, Value: webhookListenAddress})
+	envflag.BindAlias(fs, "webhook-listen-address", envflag.Alias{Names: []string{"VALIDATING_WEBHOOK_LISTEN_ADDRESS", "VALIDATING_WEBHOOK_LISTEN_PORT"}, Value: webhookListenAddress("VALIDATING_WEBHOOK", "9680")})
 	fs.StringVar(&f.Cert, "webhook-cert", "/validating-certs/tls.crt", "the webhook server's certificate (PEM); read again when it changes")
 	envflag.Bind(fs, "webhook-cert", "HOOK_OPERATOR_WEBHOOK_CERT")
 	envflag.BindAlias(fs, "webhook-cert", envflag.Same("VALIDATING_WEBHOOK_SERVER_CERT"))
@@ -68,28 +106,51 @@ func bindWebhookFlags(fs *pflag.FlagSet, f *WebhookFlags) {
 	envflag.Bind(fs, "webhook-labels", "HOOK_OPERATOR_WEBHOOK_LABELS")
 	fs.StringToStringVar(&f.Annotations, "webhook-annotations", nil, "annotations of the webhook configurations, key=value,... (cert-manager's cert-manager.io/inject-ca-from, for one)")
 	envflag.Bind(fs, "webhook-annotations", "HOOK_OPERATOR_WEBHOOK_ANNOTATIONS")
-	fs.IntVar(&f.MaxConcurrent, "webhook-max-concurrent", 16, "admission requests whose hooks run at once; more wait for a free slot")
+	fs.IntVar(&f.MaxConcurrent, "webhook-max-concurrent", 16, "admission and conversion requests whose hooks run at once; more wait for a free slot")
 	envflag.Bind(fs, "webhook-max-concurrent", "HOOK_OPERATOR_WEBHOOK_MAX_CONCURRENT")
+
+	c := &f.Conversion
+	const second = "; given, conversions are served by a second listener (shell-operator's layout), else by the one above"
+	fs.StringVar(&c.ListenAddress, "conversion-webhook-listen-address", "", "serve conversion webhooks on this host:port (default :9681 when a second listener runs)"+second)
+	envflag.Bind(fs, "conversion-webhook-listen-address", "HOOK_OPERATOR_CONVERSION_WEBHOOK_LISTEN_ADDRESS")
+	envflag.BindAlias(fs, "conversion-webhook-listen-address", envflag.Alias{Names: []string{"CONVERSION_WEBHOOK_LISTEN_ADDRESS", "CONVERSION_WEBHOOK_LISTEN_PORT"}, Value: webhookListenAddress("CONVERSION_WEBHOOK", "9681")})
+	fs.StringVar(&c.Cert, "conversion-webhook-cert", "", "the conversion listener's certificate (default /conversion-certs/tls.crt)"+second)
+	envflag.Bind(fs, "conversion-webhook-cert", "HOOK_OPERATOR_CONVERSION_WEBHOOK_CERT")
+	envflag.BindAlias(fs, "conversion-webhook-cert", envflag.Same("CONVERSION_WEBHOOK_SERVER_CERT"))
+	fs.StringVar(&c.Key, "conversion-webhook-key", "", "the conversion listener's private key (default /conversion-certs/tls.key)"+second)
+	envflag.Bind(fs, "conversion-webhook-key", "HOOK_OPERATOR_CONVERSION_WEBHOOK_KEY")
+	envflag.BindAlias(fs, "conversion-webhook-key", envflag.Same("CONVERSION_WEBHOOK_SERVER_KEY"))
+	fs.StringVar(&c.CA, "conversion-webhook-ca", "", "the CA bundle put in the CRDs' spec.conversion (default /conversion-certs/ca.crt)"+second)
+	envflag.Bind(fs, "conversion-webhook-ca", "HOOK_OPERATOR_CONVERSION_WEBHOOK_CA")
+	envflag.BindAlias(fs, "conversion-webhook-ca", envflag.Same("CONVERSION_WEBHOOK_CA"))
+	fs.StringVar(&c.ServiceName, "conversion-webhook-service-name", "", "the Service (port 443) in front of the conversion listener (default --webhook-service-name)"+second)
+	envflag.Bind(fs, "conversion-webhook-service-name", "HOOK_OPERATOR_CONVERSION_WEBHOOK_SERVICE_NAME")
+	envflag.BindAlias(fs, "conversion-webhook-service-name", envflag.Same("CONVERSION_WEBHOOK_SERVICE_NAME"))
+	fs.StringVar(&c.URL, "conversion-webhook-url", "", "register the conversions by URL, https://HOST:PORT, instead of by Service (default --webhook-url)"+second)
+	envflag.Bind(fs, "conversion-webhook-url", "HOOK_OPERATOR_CONVERSION_WEBHOOK_URL")
 }
 
-// webhookListenAddress reads shell-operator's two variables of the
-// validating webhook listener.
-func webhookListenAddress(lookup func(string) (string, bool)) (string, bool, error) {
-	host, hostSet := lookup("VALIDATING_WEBHOOK_LISTEN_ADDRESS")
-	port, portSet := lookup("VALIDATING_WEBHOOK_LISTEN_PORT")
-	if !hostSet && !portSet {
-		return "", false, nil
+// webhookListenAddress reads shell-operator's two variables of a webhook
+// listener, <prefix>_LISTEN_ADDRESS and <prefix>_LISTEN_PORT (default
+// port).
+func webhookListenAddress(prefix, port string) func(lookup func(string) (string, bool)) (string, bool, error) {
+	return func(lookup func(string) (string, bool)) (string, bool, error) {
+		host, hostSet := lookup(prefix + "_LISTEN_ADDRESS")
+		p, portSet := lookup(prefix + "_LISTEN_PORT")
+		if !hostSet && !portSet {
+			return "", false, nil
+		}
+		if !portSet {
+			p = port
+		}
+		if n, err := strconv.Atoi(p); err != nil || n < 0 || n > 65535 {
+			return "", true, fmt.Errorf("%s_LISTEN_PORT=%q: use a port number", prefix, p)
+		}
+		if host == "0.0.0.0" {
+			host = ""
+		}
+		return net.JoinHostPort(host, p), true, nil
 	}
-	if !portSet {
-		port = "9680"
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return "", true, fmt.Errorf("VALIDATING_WEBHOOK_LISTEN_PORT=%q: use a port number", port)
-	}
-	if host == "0.0.0.0" {
-		host = ""
-	}
-	return net.JoinHostPort(host, port), true, nil
 }
 
 // serviceAccountNamespace is where a Pod finds its namespace.
@@ -106,51 +167,111 @@ func operatorNamespace(flag string) string {
 	return os.Getenv("POD_NAMESPACE")
 }
 
-// serveAdmission starts the webhook server for the hooks' admission
-// bindings, if they have any, and registers them. It returns whether it
-// serves them.
-func serveAdmission(ctx context.Context, f WebhookFlags, op *operator.Operator, clients *kube.Clients, dryRun bool, log *logrus.Logger) (bool, error) {
+// serveWebhooks starts the webhook server(s) for the hooks' admission and
+// conversion bindings, if they have any, and registers them: the webhook
+// configurations and the CRDs' spec.conversion. It returns which it serves.
+// A dry run serves and registers nothing.
+func serveWebhooks(ctx context.Context, f WebhookFlags, op *operator.Operator, clients *kube.Clients, dryRun bool, log *logrus.Logger) (admission, conversion bool, err error) {
 	validating, mutating := op.Admissions(false), op.Admissions(true)
-	if len(validating)+len(mutating) == 0 || f.ListenAddress == "" {
-		if f.Register && !dryRun && f.ListenAddress != "" {
-			// Bindings that went away: their configurations go too.
-			return false, webhook.Sync(ctx, clients.Dynamic, registration(f, nil), nil, nil, log)
-		}
-		return false, nil
+	crds := op.ConversionCRDs()
+	if f.ListenAddress == "" {
+		return false, false, nil
 	}
 	if dryRun {
-		log.Warn("dry-run: admission bindings are not served or registered")
-		return false, nil
+		if len(validating)+len(mutating)+len(crds) > 0 {
+			log.Warn("dry-run: admission and conversion bindings are not served or registered")
+		}
+		return false, false, nil
 	}
 	if f.FailurePolicy != "Fail" && f.FailurePolicy != "Ignore" {
-		return false, fmt.Errorf("--webhook-failure-policy=%s: use Fail or Ignore", f.FailurePolicy)
+		return false, false, fmt.Errorf("--webhook-failure-policy=%s: use Fail or Ignore", f.FailurePolicy)
 	}
-	certs, err := webhook.NewCertReloader(f.Cert, f.Key, log)
+	admissionHandler := op.AdmissionHandler(f.MaxConcurrent)
+	conversionHandler, err := op.ConversionHandler(f.MaxConcurrent)
 	if err != nil {
-		return false, fmt.Errorf("the hooks have admission bindings, so the webhook server needs a certificate and key (--webhook-cert, --webhook-key): %w", err)
+		return false, false, err
 	}
-	addr, err := webhook.Serve(ctx, f.ListenAddress, op.AdmissionHandler(f.MaxConcurrent), certs, log)
-	if err != nil {
-		return false, err
+	admission, conversion = admissionHandler != nil, conversionHandler != nil
+
+	separate := f.Conversion.separate()
+	conv := f.Conversion.withDefaults(f)
+	mux := http.NewServeMux()
+	if admission {
+		mux.Handle("/hooks/", admissionHandler)
 	}
-	log.WithFields(logrus.Fields{"address": addr.String(), "validating": len(validating), "mutating": len(mutating)}).Info("serving admission webhooks")
+	if conversion && !separate {
+		mux.Handle("/", conversionHandler)
+	}
+	if admission || (conversion && !separate) {
+		certs, err := webhook.NewCertReloader(f.Cert, f.Key, log)
+		if err != nil {
+			return false, false, fmt.Errorf("the hooks have admission or conversion bindings, so the webhook server needs a certificate and key (--webhook-cert, --webhook-key): %w", err)
+		}
+		addr, err := webhook.Serve(ctx, f.ListenAddress, mux, certs, log)
+		if err != nil {
+			return false, false, fmt.Errorf("--webhook-listen-address: %w", err)
+		}
+		log.WithFields(logrus.Fields{"address": addr.String(), "validating": len(validating), "mutating": len(mutating), "conversions": len(crds) * boolInt(!separate)}).Info("serving webhooks")
+	}
+	if conversion && separate {
+		certs, err := webhook.NewCertReloader(conv.Cert, conv.Key, log)
+		if err != nil {
+			return false, false, fmt.Errorf("the hooks have conversion bindings, so the conversion webhook server needs a certificate and key (--conversion-webhook-cert, --conversion-webhook-key): %w", err)
+		}
+		addr, err := webhook.Serve(ctx, conv.ListenAddress, conversionHandler, certs, log)
+		if err != nil {
+			return false, false, fmt.Errorf("--conversion-webhook-listen-address: %w", err)
+		}
+		log.WithFields(logrus.Fields{"address": addr.String(), "crds": crds}).Info("serving conversion webhooks")
+	}
 	if !f.Register {
-		return true, nil
+		return admission, conversion, nil
 	}
-	var ca []byte
-	if ca, err = os.ReadFile(f.CA); err != nil {
-		return false, fmt.Errorf("--webhook-ca: the CA bundle for the webhook configurations: %w", err)
+	if admission {
+		reg, err := registration(f, f.CA, f.ServiceName, f.URL)
+		if err != nil {
+			return false, false, err
+		}
+		if err := webhook.Sync(ctx, clients.Dynamic, reg, validating, mutating, log); err != nil {
+			return false, false, err
+		}
+	} else if err := webhook.Sync(ctx, clients.Dynamic, webhook.Registration{Name: f.ConfigurationName}, nil, nil, log); err != nil {
+		// Bindings that went away: their configurations go too.
+		return false, false, err
 	}
-	reg := registration(f, ca)
-	if reg.URL == "" && reg.ServiceNamespace == "" {
-		return false, fmt.Errorf("registering the webhooks by Service needs the operator's namespace: set --operator-namespace (or run in a Pod), or register by --webhook-url")
+	ca, service, url := f.CA, f.ServiceName, f.URL
+	if separate {
+		ca, service, url = conv.CA, conv.ServiceName, conv.URL
 	}
-	return true, webhook.Sync(ctx, clients.Dynamic, reg, validating, mutating, log)
+	var reg webhook.Registration
+	if conversion {
+		if reg, err = registration(f, ca, service, url); err != nil {
+			return false, false, err
+		}
+	}
+	return admission, conversion, webhook.SyncConversions(ctx, clients.Dynamic, reg, crds, log)
 }
 
-func registration(f WebhookFlags, ca []byte) webhook.Registration {
-	return webhook.Registration{
-		Name: f.ConfigurationName, ServiceNamespace: operatorNamespace(f.Namespace), ServiceName: f.ServiceName,
-		URL: f.URL, CABundle: ca, FailurePolicy: f.FailurePolicy, Labels: f.Labels, Annotations: f.Annotations,
+func boolInt(b bool) int {
+	if b {
+		return 1
 	}
+	return 0
+}
+
+// registration says how to register the webhooks served with the CA in
+// file caFile, by service or url.
+func registration(f WebhookFlags, caFile, service, url string) (webhook.Registration, error) {
+	ca, err := os.ReadFile(caFile)
+	if err != nil {
+		return webhook.Registration{}, fmt.Errorf("the CA bundle for the webhook registrations (--webhook-ca, or --conversion-webhook-ca): %w", err)
+	}
+	reg := webhook.Registration{
+		Name: f.ConfigurationName, ServiceNamespace: operatorNamespace(f.Namespace), ServiceName: service,
+		URL: url, CABundle: ca, FailurePolicy: f.FailurePolicy, Labels: f.Labels, Annotations: f.Annotations,
+	}
+	if reg.URL == "" && reg.ServiceNamespace == "" {
+		return reg, fmt.Errorf("registering the webhooks by Service needs the operator's namespace: set --operator-namespace (or run in a Pod), or register by --webhook-url")
+	}
+	return reg, nil
 }

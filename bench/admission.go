@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// admissionWorkers is how many requests the throughput part of the
+// admission scenario keeps in flight: twice the operator's default
+// --webhook-max-concurrent, so that the cap is what limits the rate.
+const admissionWorkers = 32
+
+// runAdmission measures what an admission webhook served by a hook costs
+// the API server's clients, with hook-operator only (shell-operator
+// registers webhooks by Service alone, which the local API server, outside
+// any cluster network, cannot reach). The operator serves a validating
+// binding on ConfigMap creates in one namespace, registered by URL. The
+// harness sends AdmissionRequests dry-run creates one at a time, each
+// followed by one to a namespace the webhook does not match, and reports
+// the latency the webhook adds (p50 and p99 of the differences of the two
+// distributions); then 2×AdmissionRequests creates from 32 goroutines, and
+// the requests per second the operator answers at its concurrency cap.
+// Dry-run creates change nothing and still go through admission (the
+// binding's sideEffects is None).
+func runAdmission(ctx context.Context, b *bench) error {
+	ns, err := b.cluster.Namespace(ctx, "admission")
+	if err != nil {
+		return err
+	}
+	free, err := b.cluster.Namespace(ctx, "admission-free")
+	if err != nil {
+		return err
+	}
+	certs := filepath.Join(b.tmp, "admission-certs")
+	if err := writeServingCerts(certs); err != nil {
+		return err
+	}
+	configName := "hook-operator-bench-" + ns
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = b.cluster.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, configName, metav1.DeleteOptions{})
+	}()
+	s := subject{b.impls[0], ""}
+	for rep := b.firstRepeat(); rep <= b.cfg.Repeat; rep++ {
+		for _, kind := range b.cfg.Hooks {
+			s.hook = kind
+			r := newRun("admission", "", s, rep, b.cfg.AdmissionRequests)
+			op, err := measureAdmission(ctx, b, s, ns, free, certs, configName, &r, b.profile("admission", "", s, rep))
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			b.record(r, op, err)
+		}
+	}
+	return nil
+}
+
+func measureAdmission(ctx context.Context, b *bench, s subject, ns, free, certs, configName string, r *Run, prof *profiling) (*operator, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(b.tmp, "run-")
+	if err != nil {
+		return nil, err
+	}
+	op, err := startOperator(launch{impl: s.impl, kubeconfig: b.cluster.kubeconfig, hooksDir: b.hooksDirs[s.hook],
+		dir: dir, config: admissionConfig(ns), tmpDir: b.cfg.HookTmpDir, pprof: prof != nil,
+		extra: []string{"--webhook-listen-address", "127.0.0.1:" + port, "--webhook-url", "https://127.0.0.1:" + port,
+			"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
+			"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName}})
+	if err != nil {
+		return nil, err
+	}
+	defer op.Stop()
+	// The webhook is in place once the probe is denied.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := b.cluster.DryRunCreate(ctx, ns, "bench-probe")
+		if err != nil && strings.Contains(err.Error(), "probe") {
+			break
+		}
+		if time.Now().After(deadline) {
+			return op, fmt.Errorf("the webhook did not deny the probe within a minute (last: %v); operator log:\n%s", err, op.Log(20))
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return op, err
+		}
+	}
+
+	wait := prof.cpu(ctx, op, 10*time.Second)
+	defer wait()
+	n := b.cfg.AdmissionRequests
+	with, without := make([]float64, 0, n), make([]float64, 0, n)
+	for range n {
+		for _, target := range []struct {
+			ns  string
+			out *[]float64
+		}{{free, &without}, {ns, &with}} {
+			start := time.Now()
+			if err := b.cluster.DryRunCreate(ctx, target.ns, "bench-a"); err != nil {
+				return op, fmt.Errorf("a dry-run create in %s: %w", target.ns, err)
+			}
+			*target.out = append(*target.out, float64(time.Since(start).Microseconds())/1000)
+		}
+	}
+	r.Metrics[mAdmBaseP50] = percentile(without, 50)
+	r.Metrics[mAdmAddedP50] = percentile(with, 50) - percentile(without, 50)
+	r.Metrics[mAdmAddedP99] = percentile(with, 99) - percentile(without, 99)
+
+	var done atomic.Int64
+	var firstErr error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	total := 2 * n
+	next := make(chan struct{}, total)
+	for range total {
+		next <- struct{}{}
+	}
+	close(next)
+	start := time.Now()
+	for range admissionWorkers {
+		wg.Go(func() {
+			for range next {
+				if err := b.cluster.DryRunCreate(ctx, ns, "bench-a"); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return op, fmt.Errorf("concurrent dry-run creates: %w", firstErr)
+	}
+	r.Metrics[mAdmRate] = float64(done.Load()) / time.Since(start).Seconds()
+	return op, nil
+}
+
+// admissionConfig is the hook configuration of the admission scenario: a
+// validating binding on ConfigMap creates in namespace ns.
+func admissionConfig(ns string) []byte {
+	data, _ := json.Marshal(map[string]any{
+		"configVersion": "v1",
+		"kubernetesValidating": []any{map[string]any{
+			"name":           "bench.hook-operator.example.com",
+			"failurePolicy":  "Fail",
+			"timeoutSeconds": 10,
+			"namespace":      map[string]any{"labelSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}}},
+			"rules": []any{map[string]any{"apiGroups": []any{""}, "apiVersions": []any{"v1"}, "resources": []any{"configmaps"},
+				"operations": []any{"CREATE"}}},
+		}},
+	})
+	return data
+}
+
+// writeServingCerts writes a CA (ca.crt) and a serving certificate for
+// 127.0.0.1 signed by it (tls.crt, tls.key) to dir.
+func writeServingCerts(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "hook-operator bench CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	for name, block := range map[string]*pem.Block{
+		"ca.crt":  {Type: "CERTIFICATE", Bytes: caDER},
+		"tls.crt": {Type: "CERTIFICATE", Bytes: der},
+		"tls.key": {Type: "EC PRIVATE KEY", Bytes: keyDER},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(block), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}

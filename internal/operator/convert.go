@@ -1,0 +1,79 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/hook-operator/hook-operator/internal/binding"
+	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/run"
+	"github.com/hook-operator/hook-operator/internal/webhook"
+)
+
+// Convert runs hook h for one step of a conversion, its binding b's rule,
+// at once and outside the queues (the API server is waiting), and returns
+// the objects the hook made of req's objects, one for each in the same
+// order. The context is a Conversion one with the rule, the review (the
+// objects as the step before left them) and the snapshots of the binding's
+// group and includeSnapshotsFrom. The run ends after timeout. Everything
+// the hook wrote is checked before anything is used, and the object
+// operations and metrics it may write besides are applied as for any run.
+// A *webhook.ConversionFailure says why there is no conversion, in words
+// that can be shown to the client: the hook's failedMessage, or that it
+// failed, timed out or answered badly (the details go to the log).
+func (e *Executor) Convert(ctx context.Context, h *hook.Hook, b hook.ConversionBinding, rule hook.ConversionRule, req webhook.ConversionRequest, timeout time.Duration) ([]json.RawMessage, error) {
+	review, err := json.Marshal(map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "request": req})
+	if err != nil {
+		return nil, err
+	}
+	data, err := e.snapshotContext(h, binding.Context{Binding: b.Name, Type: binding.TypeConversion,
+		FromVersion: rule.FromVersion, ToVersion: rule.ToVersion, Review: review}, b.Common)
+	if err != nil {
+		return nil, err
+	}
+	log := e.Log.WithFields(logrus.Fields{"hook": h.Name, "binding": b.Name, "type": binding.TypeConversion, "crd": b.CRDName,
+		"rule": rule.FromVersion + " -> " + rule.ToVersion, "objects": len(req.Objects)})
+	res, err := e.Runner.Run(ctx, run.Request{Hook: h, Contexts: data, Binding: b.Name, Queue: webhookQueue, Timeout: timeout})
+	if e.Metrics != nil && res.Duration > 0 {
+		e.Metrics.Run(h.Name, b.Name, webhookQueue, res.Duration, res.UserCPU, res.SystemCPU, res.MaxRSS, err, false)
+	}
+	switch {
+	case err != nil && errors.Is(err, context.DeadlineExceeded):
+		log.WithError(err).Warn("conversion hook did not answer in time; the conversion fails")
+		return nil, &ConvertError{Msg: fmt.Sprintf("hook %s did not convert %s to %s within %s", h.Name, b.CRDName, rule.ToVersion, timeout.Round(10*time.Millisecond)), TimedOut: true}
+	case err != nil:
+		log.WithError(err).Warn("conversion hook failed; the conversion fails")
+		return nil, &ConvertError{Msg: fmt.Sprintf("hook %s failed to convert %s to %s; the operator's log says why", h.Name, b.CRDName, rule.ToVersion)}
+	}
+	resp, err := webhook.ParseConversionResponse(res.ConversionResponse, len(req.Objects))
+	if err != nil {
+		log.WithError(err).Warn("conversion hook wrote an invalid response; the conversion fails")
+		return nil, &ConvertError{Msg: fmt.Sprintf("hook %s, binding %s: invalid response in $CONVERSION_RESPONSE_PATH: %v", h.Name, b.Name, err)}
+	}
+	if err := e.applyExtras(ctx, h, res); err != nil {
+		return nil, &ConvertError{Msg: err.Error()}
+	}
+	if resp.FailedMessage != "" {
+		log.WithField("message", resp.FailedMessage).Info("conversion hook refused the conversion")
+		return nil, &ConvertError{Msg: resp.FailedMessage, Refused: true}
+	}
+	log.WithField("duration", res.Duration.Round(time.Millisecond).String()).Info("conversion hook answered")
+	return resp.ConvertedObjects, nil
+}
+
+// ConvertError is why a conversion step gave no objects, in words that can
+// be shown to the client.
+type ConvertError struct {
+	Msg string
+	// TimedOut: the hook did not answer within the time left.
+	TimedOut bool
+	// Refused: the hook answered with a failedMessage.
+	Refused bool
+}
+
+func (e *ConvertError) Error() string { return e.Msg }
