@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -207,5 +208,68 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 	out, err = kubectlApply(c.Kubeconfig, cm("after-rotation", "fine"))
 	if err != nil {
 		t.Errorf("a create after the certificate was swapped: %v\n%s", err, out)
+	}
+}
+
+// A dry run serves admission bindings but allows every request: the
+// client sees what the hook would have answered as a warning, the
+// configuration is the dry run's own (-dry-run, failurePolicy Ignore even
+// where the binding says Fail), and it is deleted when the dry run stops.
+func TestIntegrationAdmissionDryRun(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	bin := buildBinary(t)
+	certs := t.TempDir()
+	ca := newTestCA(t)
+	must(t, os.WriteFile(filepath.Join(certs, "ca.crt"), ca.pem, 0o600))
+	ca.serve(t, certs, 100)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	configName := "hook-operator-test-" + ns
+	gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
+	t.Cleanup(func() { _ = c.Dynamic.Resource(gvr).Delete(context.Background(), configName+"-dry-run", metav1.DeleteOptions{}) })
+
+	hooks := t.TempDir()
+	writeHook(t, hooks, "validate.sh", `#!/usr/bin/env bash
+set -euo pipefail
+if [[ "${1:-}" == "--config" ]]; then
+cat <<EOF
+configVersion: v1
+kubernetesValidating:
+- name: dry.admission-test.example.com
+  failurePolicy: Fail
+  rules: [{apiGroups: [""], apiVersions: [v1], resources: [configmaps], operations: [CREATE]}]
+  namespace: {labelSelector: {matchLabels: {kubernetes.io/metadata.name: `+ns+`}}}
+EOF
+exit 0
+fi
+echo '{"allowed": false, "message": "nothing may be created here"}' >"$VALIDATING_RESPONSE_PATH"
+`)
+	o := startObserved(t, bin, c.Kubeconfig, hooks, "--dry-run",
+		"--webhook-listen-address", "127.0.0.1:"+port, "--webhook-url", "https://127.0.0.1:"+port,
+		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
+		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName)
+	waitUntil(t, "the dry run's webhook configuration", func() bool {
+		return strings.Contains(o.logs.String(), `"msg":"webhook configuration applied"`)
+	}, o.logs.String)
+	u, err := c.Dynamic.Resource(gvr).Get(context.Background(), configName+"-dry-run", metav1.GetOptions{})
+	must(t, err)
+	webhooks, _ := u.Object["webhooks"].([]any)
+	if len(webhooks) != 1 || webhooks[0].(map[string]any)["failurePolicy"] != "Ignore" {
+		t.Errorf("the dry run's webhooks: %v; want one with failurePolicy Ignore", webhooks)
+	}
+
+	var out string
+	waitUntil(t, "the create allowed with the hook's answer as a warning", func() bool {
+		out, err = kubectlApply(c.Kubeconfig, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tried, namespace: %s}\n", ns))
+		return err == nil && strings.Contains(out, "hook-operator dry run: validate.sh, binding dry.admission-test.example.com would deny it: nothing may be created here")
+	}, func() string { return out + "\n" + o.logs.String() })
+
+	must(t, o.cmd.Process.Signal(syscall.SIGTERM))
+	_ = o.cmd.Wait()
+	if _, err := c.Dynamic.Resource(gvr).Get(context.Background(), configName+"-dry-run", metav1.GetOptions{}); err == nil {
+		t.Errorf("the dry run's configuration is still there after it stopped")
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/webhook"
 )
@@ -42,7 +44,10 @@ type admissionTarget struct {
 // the others wait for a free slot as long as the API server waits for
 // them. A hook's run ends a little before the binding's timeoutSeconds, so
 // that the API server gets a denial that says why rather than a timeout.
-func (o *Operator) AdmissionHandler(max int) http.Handler {
+// With dryRun every request is allowed: what the hook answered is logged
+// and sent back as a warning, which kubectl shows, so that a policy can be
+// tried on a live cluster before it blocks anyone.
+func (o *Operator) AdmissionHandler(max int, dryRun bool) http.Handler {
 	targets := map[string]admissionTarget{}
 	for _, mutating := range []bool{false, true} {
 		for _, a := range o.Admissions(mutating) {
@@ -82,8 +87,40 @@ func (o *Operator) AdmissionHandler(max int) http.Handler {
 			result, code = "denied", http.StatusForbidden
 		}
 		o.opts.Metrics.Admission(t.hook.Name, t.binding.Name, kind, result, code, time.Since(start), errors.As(err, &ae) && ae.TimedOut)
+		if dryRun {
+			return o.dryRunAnswer(t, resp, err), nil
+		}
 		return resp, err
 	}}
+}
+
+// dryRunAnswer allows a request whatever the hook answered, logs the
+// answer (not the patch, which may hold an object's data: only how many
+// operations it has) and tells the client as a warning.
+func (o *Operator) dryRunAnswer(t admissionTarget, resp *webhook.AdmissionResponse, err error) *webhook.AdmissionResponse {
+	log := o.log.WithFields(logrus.Fields{"hook": t.hook.Name, "binding": t.binding.Name})
+	out := &webhook.AdmissionResponse{Allowed: true}
+	var would string
+	switch {
+	case err != nil:
+		log.WithError(err).Warn("dry-run: the request would have been denied (the hook gave no answer); allowed")
+		would = "would deny it: " + err.Error()
+	case !resp.Allowed:
+		log.WithField("message", resp.Message).Info("dry-run: the hook would have denied the request; allowed")
+		would = "would deny it: " + resp.Message
+		out.Warnings = resp.Warnings
+	default:
+		var patchOps []json.RawMessage
+		_ = json.Unmarshal(resp.Patch, &patchOps)
+		log.WithField("patchOperations", len(patchOps)).Info("dry-run: the hook allowed the request")
+		would = "allows it"
+		if len(patchOps) > 0 {
+			would = fmt.Sprintf("allows it with a patch of %d operation(s), not applied", len(patchOps))
+		}
+		out.Warnings = resp.Warnings
+	}
+	out.Warnings = append(out.Warnings, fmt.Sprintf("hook-operator dry run: %s, binding %s %s", t.hook.Name, t.binding.Name, would))
+	return out
 }
 
 // kindOf labels the metrics of a binding: validating or mutating.

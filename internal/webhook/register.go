@@ -3,6 +3,7 @@ package webhook
 import (
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"strings"
@@ -44,6 +45,10 @@ type Registration struct {
 	// Labels and Annotations are set on both configurations (cert-manager's
 	// CA injector reads an annotation).
 	Labels, Annotations map[string]string
+	// IgnoreFailures sets every webhook's failurePolicy to Ignore, the
+	// bindings' own included: a dry run never blocks a request, even when
+	// the operator is gone.
+	IgnoreFailures bool
 }
 
 // The defaults of a binding's webhook, as shell-operator sets them.
@@ -131,6 +136,11 @@ func (r Registration) webhook(b hook.WebhookBinding, path string) map[string]any
 	failure := r.FailurePolicy
 	if failure == "" {
 		failure = "Fail"
+	}
+	if r.IgnoreFailures {
+		failure = "Ignore"
+		raw = maps.Clone(raw)
+		delete(raw, "failurePolicy")
 	}
 	w := map[string]any{
 		"name":                    b.Name,

@@ -230,9 +230,12 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		}
 		log.WithFields(logrus.Fields{"address": addr, "debugSocket": f.DebugSocket}).Info("serving /metrics, /healthz and /readyz")
 	}
-	admission, conversion, err := serveWebhooks(ctx, f.Webhook, op, clients, w != nil, log)
+	admission, conversion, cleanup, err := serveWebhooks(ctx, f.Webhook, op, clients, w != nil, log)
 	if err != nil {
 		return err
+	}
+	if cleanup != nil {
+		defer cleanup()
 	}
 	op.SetWebhooksServed(admission, conversion)
 	if err := op.Run(ctx); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
@@ -170,23 +171,28 @@ func operatorNamespace(flag string) string {
 // serveWebhooks starts the webhook server(s) for the hooks' admission and
 // conversion bindings, if they have any, and registers them: the webhook
 // configurations and the CRDs' spec.conversion. It returns which it serves.
-// A dry run serves and registers nothing.
-func serveWebhooks(ctx context.Context, f WebhookFlags, op *operator.Operator, clients *kube.Clients, dryRun bool, log *logrus.Logger) (admission, conversion bool, err error) {
-	validating, mutating := op.Admissions(false), op.Admissions(true)
-	crds := op.ConversionCRDs()
+// A dry run serves admission bindings only (see serveDryRun); cleanup,
+// when not nil, is to be called when the operator has stopped.
+func serveWebhooks(ctx context.Context, f WebhookFlags, op *operator.Operator, clients *kube.Clients, dryRun bool, log *logrus.Logger) (admission, conversion bool, cleanup func(), err error) {
 	if f.ListenAddress == "" {
-		return false, false, nil
+		return false, false, nil, nil
 	}
 	if dryRun {
-		if len(validating)+len(mutating)+len(crds) > 0 {
-			log.Warn("dry-run: admission and conversion bindings are not served or registered")
-		}
-		return false, false, nil
+		return serveDryRun(ctx, f, op, clients, log)
 	}
+	a, c, err := serveLive(ctx, f, op, clients, log)
+	return a, c, nil, err
+}
+
+// serveLive serves and registers the webhooks of an operator that is not
+// a dry run.
+func serveLive(ctx context.Context, f WebhookFlags, op *operator.Operator, clients *kube.Clients, log *logrus.Logger) (admission, conversion bool, err error) {
+	validating, mutating := op.Admissions(false), op.Admissions(true)
+	crds := op.ConversionCRDs()
 	if f.FailurePolicy != "Fail" && f.FailurePolicy != "Ignore" {
 		return false, false, fmt.Errorf("--webhook-failure-policy=%s: use Fail or Ignore", f.FailurePolicy)
 	}
-	admissionHandler := op.AdmissionHandler(f.MaxConcurrent)
+	admissionHandler := op.AdmissionHandler(f.MaxConcurrent, false)
 	conversionHandler, err := op.ConversionHandler(f.MaxConcurrent)
 	if err != nil {
 		return false, false, err
@@ -250,6 +256,55 @@ func serveWebhooks(ctx context.Context, f WebhookFlags, op *operator.Operator, c
 		}
 	}
 	return admission, conversion, webhook.SyncConversions(ctx, clients.Dynamic, reg, crds, log)
+}
+
+// serveDryRun serves the admission bindings of a dry run: every request is
+// allowed, and what the hook answered is logged and sent back as a
+// warning. The configurations it registers are its own (named
+// <--webhook-configuration-name>-dry-run, so that a dry run beside the real
+// operator does not take its registration over), with failurePolicy Ignore
+// for every webhook, and deleted when the dry run stops: a dry run writes
+// nothing else. Conversion bindings are not served: a conversion cannot be
+// allowed without being made.
+func serveDryRun(ctx context.Context, f WebhookFlags, op *operator.Operator, clients *kube.Clients, log *logrus.Logger) (admission, conversion bool, cleanup func(), err error) {
+	validating, mutating := op.Admissions(false), op.Admissions(true)
+	if len(op.ConversionCRDs()) > 0 {
+		log.Warn("dry-run: conversion bindings are not served (a conversion cannot be allowed without being made); the CRDs keep their conversion")
+	}
+	handler := op.AdmissionHandler(f.MaxConcurrent, true)
+	if handler == nil {
+		return false, false, nil, nil
+	}
+	certs, err := webhook.NewCertReloader(f.Cert, f.Key, log)
+	if err != nil {
+		return false, false, nil, fmt.Errorf("the hooks have admission bindings, so the webhook server needs a certificate and key (--webhook-cert, --webhook-key): %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/hooks/", handler)
+	addr, err := webhook.Serve(ctx, f.ListenAddress, mux, certs, log)
+	if err != nil {
+		return false, false, nil, fmt.Errorf("--webhook-listen-address: %w", err)
+	}
+	log.WithFields(logrus.Fields{"address": addr.String(), "validating": len(validating), "mutating": len(mutating)}).Info("dry-run: serving admission webhooks; every request is allowed")
+	if !f.Register {
+		return true, false, nil, nil
+	}
+	f.ConfigurationName += "-dry-run"
+	reg, err := registration(f, f.CA, f.ServiceName, f.URL)
+	if err != nil {
+		return false, false, nil, err
+	}
+	reg.IgnoreFailures = true
+	if err := webhook.Sync(ctx, clients.Dynamic, reg, validating, mutating, log); err != nil {
+		return false, false, nil, err
+	}
+	return true, false, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := webhook.Sync(ctx, clients.Dynamic, webhook.Registration{Name: f.ConfigurationName}, nil, nil, log); err != nil {
+			log.WithError(err).Warn("dry-run: deleting the dry run's webhook configurations failed; delete them by hand")
+		}
+	}, nil
 }
 
 func boolInt(b bool) int {
