@@ -215,14 +215,12 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 // client sees what the hook would have answered as a warning, the
 // configuration is the dry run's own (-dry-run, failurePolicy Ignore even
 // where the binding says Fail), and it is deleted when the dry run stops.
+// Its certificate is self-signed: made on start-up, kept in a Secret of
+// the operator's namespace, its CA registered.
 func TestIntegrationAdmissionDryRun(t *testing.T) {
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)
-	certs := t.TempDir()
-	ca := newTestCA(t)
-	must(t, os.WriteFile(filepath.Join(certs, "ca.crt"), ca.pem, 0o600))
-	ca.serve(t, certs, 100)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
@@ -247,16 +245,24 @@ exit 0
 fi
 echo '{"allowed": false, "message": "nothing may be created here"}' >"$VALIDATING_RESPONSE_PATH"
 `)
+	// The certificates are the operator's own (--webhook-self-signed).
 	o := startObserved(t, bin, c.Kubeconfig, hooks, "--dry-run",
 		"--webhook-listen-address", "127.0.0.1:"+port, "--webhook-url", "https://127.0.0.1:"+port,
-		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
-		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName)
+		"--webhook-self-signed", "--operator-namespace", ns, "--webhook-configuration-name", configName)
 	waitUntil(t, "the dry run's webhook configuration", func() bool {
 		return strings.Contains(o.logs.String(), `"msg":"webhook configuration applied"`)
 	}, o.logs.String)
 	u, err := c.Dynamic.Resource(gvr).Get(context.Background(), configName+"-dry-run", metav1.GetOptions{})
 	must(t, err)
 	webhooks, _ := u.Object["webhooks"].([]any)
+	secret, err := c.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace(ns).Get(context.Background(), "hook-operator-webhook-certs", metav1.GetOptions{})
+	must(t, err)
+	if len(webhooks) == 1 {
+		cc, _ := webhooks[0].(map[string]any)["clientConfig"].(map[string]any)
+		if ca, _ := secret.Object["data"].(map[string]any)["ca.crt"].(string); ca == "" || cc["caBundle"] != ca {
+			t.Errorf("the registered caBundle is not the CA of the self-signed Secret")
+		}
+	}
 	if len(webhooks) != 1 || webhooks[0].(map[string]any)["failurePolicy"] != "Ignore" {
 		t.Errorf("the dry run's webhooks: %v; want one with failurePolicy Ignore", webhooks)
 	}

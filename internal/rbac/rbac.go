@@ -48,6 +48,9 @@ type GrantOptions struct {
 	// WebhookConfigurationName is start's --webhook-configuration-name;
 	// "" is its default.
 	WebhookConfigurationName string
+	// WebhookCertSecret names the Secret of --webhook-self-signed in
+	// OperatorNamespace; "" when the certificates are mounted.
+	WebhookCertSecret, OperatorNamespace string
 }
 
 // Grants returns what the hooks need, one grant per need, in the order of
@@ -110,6 +113,12 @@ func Grants(hooks []*hook.Hook, r Resolver, opts GrantOptions) ([]Grant, error) 
 			out = append(out, Grant{Group: group, Resource: res, Verbs: []string{"create"}, Why: why},
 				Grant{Group: group, Resource: res, Verbs: []string{"get", "patch", "delete"}, ResourceNames: []string{name}, Why: why})
 		}
+	}
+	if crds, _ := conversionCRDs(hooks); opts.WebhookCertSecret != "" && (len(crds) > 0 || admissionBindings(hooks) != "") {
+		why := "--webhook-self-signed: the webhook certificate Secret"
+		// create cannot be limited to a name; get and update are.
+		out = append(out, Grant{Resource: "secrets", Namespace: opts.OperatorNamespace, Verbs: []string{"create"}, Why: why},
+			Grant{Resource: "secrets", Namespace: opts.OperatorNamespace, Verbs: []string{"get", "update"}, ResourceNames: []string{opts.WebhookCertSecret}, Why: why})
 	}
 	if crds, who := conversionCRDs(hooks); len(crds) > 0 {
 		const group, res = "apiextensions.k8s.io", "customresourcedefinitions"

@@ -33,6 +33,9 @@ type Flags struct {
 	ServiceAccount string
 	// WebhookConfigurationName is start's --webhook-configuration-name.
 	WebhookConfigurationName string
+	// WebhookCertSecret is start's --webhook-cert-secret when it runs with
+	// --webhook-self-signed; "" otherwise.
+	WebhookCertSecret string
 }
 
 // New returns the rbac command.
@@ -53,7 +56,11 @@ more:
     (kind, optional subresource, verbs, optional namespaces; see
     docs/hooks.md): the runtime cannot know in advance what operations a hook
     will write;
-  - create and patch on Events, for the Events about failed runs.
+  - create and patch on Events, for the Events about failed runs;
+  - for admission bindings, the webhook configurations (by name where the
+    API allows); for conversion bindings, get and patch on the CRDs they
+    name, and list on CRDs; with --webhook-self-signed, the certificate
+    Secret in --namespace.
 
 No rule uses "*". Kinds resolve offline, from Kubernetes' built-in kinds and
 the CustomResourceDefinitions in --crds; with --kubeconfig, from the
@@ -75,6 +82,14 @@ write needs each permission.`,
 	fs.StringVar(&f.Namespace, "namespace", "hook-operator", "namespace of the operator's ServiceAccount")
 	fs.StringVar(&f.ServiceAccount, "service-account", "hook-operator", "the operator's ServiceAccount")
 	fs.StringVar(&f.WebhookConfigurationName, "webhook-configuration-name", webhook.DefaultConfigurationName, "start's --webhook-configuration-name: the webhook configurations the operator may change, when hooks have admission bindings")
+	var selfSigned bool
+	fs.BoolVar(&selfSigned, "webhook-self-signed", false, "start runs with --webhook-self-signed: grant the certificate Secret in --namespace, when hooks have admission or conversion bindings")
+	fs.StringVar(&f.WebhookCertSecret, "webhook-cert-secret", "hook-operator-webhook-certs", "start's --webhook-cert-secret")
+	cmd.PreRun = func(*cobra.Command, []string) {
+		if !selfSigned {
+			f.WebhookCertSecret = ""
+		}
+	}
 	return cmd
 }
 
@@ -88,7 +103,8 @@ func Run(ctx context.Context, f Flags, out io.Writer, log *logrus.Logger) error 
 	if err != nil {
 		return err
 	}
-	grants, err := rbac.Grants(hooks, resolver, rbac.GrantOptions{WebhookConfigurationName: f.WebhookConfigurationName})
+	grants, err := rbac.Grants(hooks, resolver, rbac.GrantOptions{WebhookConfigurationName: f.WebhookConfigurationName,
+		WebhookCertSecret: f.WebhookCertSecret, OperatorNamespace: f.Namespace})
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +36,10 @@ type WebhookFlags struct {
 	Labels            map[string]string
 	Annotations       map[string]string
 	MaxConcurrent     int
+	// SelfSigned: the operator makes its certificates and keeps them in
+	// the Secret CertSecret of the operator's namespace.
+	SelfSigned bool
+	CertSecret string
 	// Conversion holds shell-operator's settings of a separate conversion
 	// server; all empty: conversions are served by the one server.
 	Conversion ConversionFlags
@@ -110,6 +116,11 @@ func bindWebhookFlags(fs *pflag.FlagSet, f *WebhookFlags) {
 	fs.IntVar(&f.MaxConcurrent, "webhook-max-concurrent", 16, "admission and conversion requests whose hooks run at once; more wait for a free slot")
 	envflag.Bind(fs, "webhook-max-concurrent", "HOOK_OPERATOR_WEBHOOK_MAX_CONCURRENT")
 
+	fs.BoolVar(&f.SelfSigned, "webhook-self-signed", false, "make a CA and a serving certificate for the webhook Service's DNS names (and the host of --webhook-url), keep them in the Secret --webhook-cert-secret in --operator-namespace, shared by replicas, and register that CA; instead of --webhook-cert, --webhook-key and --webhook-ca")
+	envflag.Bind(fs, "webhook-self-signed", "HOOK_OPERATOR_WEBHOOK_SELF_SIGNED")
+	fs.StringVar(&f.CertSecret, "webhook-cert-secret", "hook-operator-webhook-certs", "the Secret of --webhook-self-signed")
+	envflag.Bind(fs, "webhook-cert-secret", "HOOK_OPERATOR_WEBHOOK_CERT_SECRET")
+
 	c := &f.Conversion
 	const second = "; given, conversions are served by a second listener (shell-operator's layout), else by the one above"
 	fs.StringVar(&c.ListenAddress, "conversion-webhook-listen-address", "", "serve conversion webhooks on this host:port (default :9681 when a second listener runs)"+second)
@@ -177,11 +188,98 @@ func serveWebhooks(ctx context.Context, f WebhookFlags, op *operator.Operator, c
 	if f.ListenAddress == "" {
 		return false, false, nil, nil
 	}
+	if f.SelfSigned && len(op.Admissions(false))+len(op.Admissions(true))+len(op.ConversionCRDs()) > 0 {
+		if err := selfSigned(ctx, &f, clients, log); err != nil {
+			return false, false, nil, err
+		}
+	}
 	if dryRun {
 		return serveDryRun(ctx, f, op, clients, log)
 	}
 	a, c, err := serveLive(ctx, f, op, clients, log)
 	return a, c, nil, err
+}
+
+// selfSignedCheck is how often the self-signed certificate is looked at
+// again (and made again when it is to expire within 30 days).
+const selfSignedCheck = 12 * time.Hour
+
+// selfSigned makes (or reads) the self-signed certificates, writes them to
+// a private folder and points f's certificate settings at them. The files
+// are written again when the certificate is renewed, which the servers'
+// reloaders pick up.
+func selfSigned(ctx context.Context, f *WebhookFlags, clients *kube.Clients, log *logrus.Logger) error {
+	ns := operatorNamespace(f.Namespace)
+	if ns == "" {
+		return fmt.Errorf("--webhook-self-signed keeps the certificates in a Secret of the operator's namespace: set --operator-namespace (or run in a Pod)")
+	}
+	var hosts []string
+	for _, svc := range []string{f.ServiceName, f.Conversion.ServiceName} {
+		if svc != "" {
+			hosts = append(hosts, webhook.ServiceHosts(svc, ns)...)
+		}
+	}
+	for _, raw := range []string{f.URL, f.Conversion.URL} {
+		if raw == "" {
+			continue
+		}
+		u, err := url.Parse(raw)
+		if err != nil || u.Hostname() == "" {
+			return fmt.Errorf("--webhook-url %q: want https://HOST[:PORT]", raw)
+		}
+		hosts = append([]string{u.Hostname()}, hosts...)
+	}
+	s := &webhook.SelfSigned{Dynamic: clients.Dynamic, Namespace: ns, Secret: f.CertSecret, Hosts: hosts, Log: log}
+	dir, err := os.MkdirTemp("", "hook-operator-certs-")
+	if err != nil {
+		return err
+	}
+	write := func(c *webhook.Certificates) error {
+		// The key first: a reader that sees the new certificate sees its key.
+		for _, file := range []struct {
+			name string
+			data []byte
+		}{{"tls.key", c.Key}, {"ca.crt", c.CA}, {"tls.crt", c.Cert}} {
+			if err := os.WriteFile(filepath.Join(dir, file.name+".new"), file.data, 0o600); err != nil {
+				return err
+			}
+			if err := os.Rename(filepath.Join(dir, file.name+".new"), filepath.Join(dir, file.name)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	certs, err := s.Ensure(ctx)
+	if err != nil {
+		return fmt.Errorf("--webhook-self-signed: %w", err)
+	}
+	if err := write(certs); err != nil {
+		return fmt.Errorf("--webhook-self-signed: %w", err)
+	}
+	f.Cert, f.Key, f.CA = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "ca.crt")
+	if f.Conversion.separate() {
+		f.Conversion.Cert, f.Conversion.Key, f.Conversion.CA = f.Cert, f.Key, f.CA
+	}
+	go func() {
+		defer os.RemoveAll(dir)
+		t := time.NewTicker(selfSignedCheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			c, err := s.Ensure(ctx)
+			if err == nil {
+				err = write(c)
+			}
+			if err != nil && ctx.Err() == nil {
+				log.WithError(err).Warn("--webhook-self-signed: renewing the certificate failed; the current one is served")
+			}
+		}
+	}()
+	return nil
 }
 
 // serveLive serves and registers the webhooks of an operator that is not
