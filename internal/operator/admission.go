@@ -52,12 +52,7 @@ func (o *Operator) AdmissionHandler(max int, dryRun bool) http.Handler {
 	for _, mutating := range []bool{false, true} {
 		for _, a := range o.Admissions(mutating) {
 			h := o.hook(a.Hook)
-			seconds := int64(10)
-			if n, ok := a.Binding.Raw["timeoutSeconds"].(int64); ok {
-				seconds = n
-			}
-			timeout := time.Duration(seconds)*time.Second - 250*time.Millisecond
-			targets[webhook.Path(a.Binding.Name)] = admissionTarget{hook: h, binding: a.Binding, mutating: mutating, timeout: timeout}
+			targets[webhook.Path(a.Binding.Name)] = admissionTarget{hook: h, binding: a.Binding, mutating: mutating, timeout: AdmissionTimeout(a.Binding)}
 		}
 	}
 	if len(targets) == 0 {
@@ -122,6 +117,21 @@ func (o *Operator) dryRunAnswer(t admissionTarget, resp *webhook.AdmissionRespon
 	out.Warnings = append(out.Warnings, fmt.Sprintf("hook-operator dry run: %s, binding %s %s", t.hook.Name, t.binding.Name, would))
 	return out
 }
+
+// AdmissionTimeout is how long the hook of binding b may take: a quarter of
+// a second less than its timeoutSeconds (10 by default), so that the API
+// server gets a denial that says why rather than a timeout.
+func AdmissionTimeout(b hook.WebhookBinding) time.Duration {
+	seconds := int64(10)
+	if n, ok := b.Raw["timeoutSeconds"].(int64); ok {
+		seconds = n
+	}
+	return time.Duration(seconds)*time.Second - 250*time.Millisecond
+}
+
+// ConversionTimeout is how long one step of a conversion may take when no
+// request's deadline is nearer: the whole budget of a request.
+const ConversionTimeout = conversionBudget
 
 // kindOf labels the metrics of a binding: validating or mutating.
 func kindOf(mutating bool) string {

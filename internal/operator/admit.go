@@ -48,7 +48,24 @@ func (e *Executor) Admit(ctx context.Context, h *hook.Hook, b hook.WebhookBindin
 		return nil, err
 	}
 	log := e.Log.WithFields(logrus.Fields{"hook": h.Name, "binding": b.Name, "type": typ})
+	rep := Report{ID: e.runs.Add(1), Hook: h, Queue: webhookQueue, Bindings: b.Name, Contexts: data}
+	ctx = context.WithValue(ctx, runIDKey{}, rep.ID)
+	resp, err := e.admit(ctx, h, b, mutating, data, timeout, log, &rep)
+	if e.Report != nil {
+		rep.Err = err
+		if err == nil {
+			rep.Answer = resp
+		}
+		e.Report(rep)
+	}
+	return resp, err
+}
+
+func (e *Executor) admit(ctx context.Context, h *hook.Hook, b hook.WebhookBinding, mutating bool, data []byte, timeout time.Duration, log logrus.FieldLogger, rep *Report) (*webhook.AdmissionResponse, error) {
 	res, err := e.Runner.Run(ctx, run.Request{Hook: h, Contexts: data, Binding: b.Name, Queue: webhookQueue, Timeout: timeout})
+	if res.Duration > 0 {
+		rep.Result, rep.Operations = &res, res.Operations
+	}
 	if e.Metrics != nil && res.Duration > 0 {
 		e.Metrics.Run(h.Name, b.Name, webhookQueue, res.Duration, res.UserCPU, res.SystemCPU, res.MaxRSS, err, false)
 	}

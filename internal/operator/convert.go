@@ -38,32 +38,49 @@ func (e *Executor) Convert(ctx context.Context, h *hook.Hook, b hook.ConversionB
 	}
 	log := e.Log.WithFields(logrus.Fields{"hook": h.Name, "binding": b.Name, "type": binding.TypeConversion, "crd": b.CRDName,
 		"rule": rule.FromVersion + " -> " + rule.ToVersion, "objects": len(req.Objects)})
+	rep := Report{ID: e.runs.Add(1), Hook: h, Queue: webhookQueue, Bindings: b.Name, Contexts: data}
+	ctx = context.WithValue(ctx, runIDKey{}, rep.ID)
+	objects, resp, err := e.convert(ctx, h, b, rule, req, data, timeout, log, &rep)
+	if e.Report != nil {
+		rep.Err = err
+		if resp != nil {
+			rep.Answer = resp
+		}
+		e.Report(rep)
+	}
+	return objects, err
+}
+
+func (e *Executor) convert(ctx context.Context, h *hook.Hook, b hook.ConversionBinding, rule hook.ConversionRule, req webhook.ConversionRequest, data []byte, timeout time.Duration, log logrus.FieldLogger, rep *Report) ([]json.RawMessage, *webhook.ConversionResponse, error) {
 	res, err := e.Runner.Run(ctx, run.Request{Hook: h, Contexts: data, Binding: b.Name, Queue: webhookQueue, Timeout: timeout})
+	if res.Duration > 0 {
+		rep.Result, rep.Operations = &res, res.Operations
+	}
 	if e.Metrics != nil && res.Duration > 0 {
 		e.Metrics.Run(h.Name, b.Name, webhookQueue, res.Duration, res.UserCPU, res.SystemCPU, res.MaxRSS, err, false)
 	}
 	switch {
 	case err != nil && errors.Is(err, context.DeadlineExceeded):
 		log.WithError(err).Warn("conversion hook did not answer in time; the conversion fails")
-		return nil, &ConvertError{Msg: fmt.Sprintf("hook %s did not convert %s to %s within %s", h.Name, b.CRDName, rule.ToVersion, timeout.Round(10*time.Millisecond)), TimedOut: true}
+		return nil, nil, &ConvertError{Msg: fmt.Sprintf("hook %s did not convert %s to %s within %s", h.Name, b.CRDName, rule.ToVersion, timeout.Round(10*time.Millisecond)), TimedOut: true}
 	case err != nil:
 		log.WithError(err).Warn("conversion hook failed; the conversion fails")
-		return nil, &ConvertError{Msg: fmt.Sprintf("hook %s failed to convert %s to %s; the operator's log says why", h.Name, b.CRDName, rule.ToVersion)}
+		return nil, nil, &ConvertError{Msg: fmt.Sprintf("hook %s failed to convert %s to %s; the operator's log says why", h.Name, b.CRDName, rule.ToVersion)}
 	}
 	resp, err := webhook.ParseConversionResponse(res.ConversionResponse, len(req.Objects))
 	if err != nil {
 		log.WithError(err).Warn("conversion hook wrote an invalid response; the conversion fails")
-		return nil, &ConvertError{Msg: fmt.Sprintf("hook %s, binding %s: invalid response in $CONVERSION_RESPONSE_PATH: %v", h.Name, b.Name, err)}
+		return nil, nil, &ConvertError{Msg: fmt.Sprintf("hook %s, binding %s: invalid response in $CONVERSION_RESPONSE_PATH: %v", h.Name, b.Name, err)}
 	}
 	if err := e.applyExtras(ctx, h, res); err != nil {
-		return nil, &ConvertError{Msg: err.Error()}
+		return nil, nil, &ConvertError{Msg: err.Error()}
 	}
 	if resp.FailedMessage != "" {
 		log.WithField("message", resp.FailedMessage).Info("conversion hook refused the conversion")
-		return nil, &ConvertError{Msg: resp.FailedMessage, Refused: true}
+		return nil, resp, &ConvertError{Msg: resp.FailedMessage, Refused: true}
 	}
 	log.WithField("duration", res.Duration.Round(time.Millisecond).String()).Info("conversion hook answered")
-	return resp.ConvertedObjects, nil
+	return resp.ConvertedObjects, resp, nil
 }
 
 // ConvertError is why a conversion step gave no objects, in words that can

@@ -75,6 +75,10 @@ type Report struct {
 	// Err is why the run failed (the hook, its operations, or applying
 	// them), or nil.
 	Err error
+	// Answer is what the hook of an admission or conversion request
+	// answered, checked (*webhook.AdmissionResponse or
+	// *webhook.ConversionResponse); nil for other runs.
+	Answer any
 }
 
 type runIDKey struct{}

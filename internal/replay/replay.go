@@ -11,8 +11,10 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -31,6 +33,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/queue"
 	"github.com/hook-operator/hook-operator/internal/run"
 	"github.com/hook-operator/hook-operator/internal/watch"
+	"github.com/hook-operator/hook-operator/internal/webhook"
 )
 
 // DefaultStart is where replay's virtual clock starts: objects created by
@@ -206,6 +209,10 @@ func (e *engine) event(ctx context.Context, ev fixture.Event) error {
 		return e.schedule(ctx, ev.Schedule, ev.Hook)
 	case ev.Wait.Duration > 0:
 		return e.wait(ctx, ev.Wait.Duration)
+	case ev.Admission != nil:
+		return e.admission(ctx, ev.Admission)
+	case ev.Conversion != nil:
+		return e.conversion(ctx, ev.Conversion)
 	}
 	obj := ev.Object
 	res, err := e.resolver.Resolve(obj.GetAPIVersion(), obj.GetKind())
@@ -287,6 +294,102 @@ func content(u *unstructured.Unstructured) map[string]any {
 		}
 	}
 	return out
+}
+
+// admission runs the hook of the admission binding the event names with
+// the event's request, as the webhook server would, and then what its
+// operations cause. A hook that gives no answer counts as a failed run.
+func (e *engine) admission(ctx context.Context, ev *fixture.AdmissionEvent) error {
+	var target *hook.Hook
+	var b hook.WebhookBinding
+	mutating := false
+	for _, h := range e.opts.Hooks {
+		for _, list := range []struct {
+			bindings []hook.WebhookBinding
+			mutating bool
+		}{{h.Config.Validating, false}, {h.Config.Mutating, true}} {
+			for _, wb := range list.bindings {
+				if wb.Name == ev.Binding {
+					target, b, mutating = h, wb, list.mutating
+				}
+			}
+		}
+	}
+	if target == nil {
+		return fmt.Errorf("admission: no hook has a kubernetesValidating or kubernetesMutating binding named %q", ev.Binding)
+	}
+	e.seq++
+	req := maps.Clone(ev.Request)
+	if _, ok := req["uid"]; !ok {
+		req["uid"] = fmt.Sprintf("replay-%d", e.seq)
+	}
+	review, err := json.Marshal(map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req})
+	if err != nil {
+		return err
+	}
+	e.summary.Runs++
+	if _, err := e.exec.Admit(ctx, target, b, mutating, review, operator.AdmissionTimeout(b)); err != nil {
+		e.summary.Failed++
+		e.log.WithError(err).WithField("hook", target.Name).Warn("admission hook gave no answer")
+	}
+	return e.drain(ctx)
+}
+
+// conversion converts the event's objects through the chain of the hooks'
+// conversion rules for its CRD, as the webhook server would, each step a
+// run. A conversion that fails counts as a failed run.
+func (e *engine) conversion(ctx context.Context, ev *fixture.ConversionEvent) error {
+	var rules []webhook.ConversionRule
+	targets := map[webhook.ConversionRule]struct {
+		h *hook.Hook
+		b hook.ConversionBinding
+		r hook.ConversionRule
+	}{}
+	for _, h := range e.opts.Hooks {
+		for _, b := range h.Config.Conversion {
+			if b.CRDName != ev.CRD {
+				continue
+			}
+			for _, r := range b.Conversions {
+				wr := webhook.ConversionRule{From: r.FromVersion, To: r.ToVersion}
+				if _, dup := targets[wr]; !dup {
+					rules = append(rules, wr)
+				}
+				targets[wr] = struct {
+					h *hook.Hook
+					b hook.ConversionBinding
+					r hook.ConversionRule
+				}{h, b, r}
+			}
+		}
+	}
+	if len(rules) == 0 {
+		return fmt.Errorf("conversion: no hook has a kubernetesCustomResourceConversion binding for CRD %q", ev.CRD)
+	}
+	e.seq++
+	req := webhook.ConversionRequest{UID: fmt.Sprintf("replay-%d", e.seq), DesiredAPIVersion: ev.DesiredAPIVersion}
+	for _, o := range ev.Objects {
+		data, err := json.Marshal(o)
+		if err != nil {
+			return err
+		}
+		req.Objects = append(req.Objects, data)
+	}
+	ran := false
+	_, err := webhook.Convert(ctx, ev.CRD, rules, req, func(ctx context.Context, _ string, rule webhook.ConversionRule, req webhook.ConversionRequest) ([]json.RawMessage, error) {
+		t := targets[rule]
+		e.summary.Runs++
+		ran = true
+		return e.exec.Convert(ctx, t.h, t.b, t.r, req, operator.ConversionTimeout)
+	})
+	if err != nil {
+		if !ran {
+			e.summary.Runs++
+		}
+		e.summary.Failed++
+		e.log.WithError(err).WithField("crd", ev.CRD).Warn("conversion failed")
+	}
+	return e.drain(ctx)
 }
 
 // schedule queues a tick of every schedule binding named name (of hook

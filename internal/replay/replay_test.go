@@ -274,3 +274,98 @@ fi`)
 		t.Errorf("the second Finalize run's changes: %s, want the ticket deleted", got)
 	}
 }
+
+// Admission and conversion events run their hooks as the webhook server
+// would: the answer is reported with the run, a denial is an answer (not a
+// failure), a mutating patch is reported decoded, operations the hook
+// writes besides are applied, and a conversion runs the chain of two
+// hooks' rules, each step a run.
+func TestReplayAdmissionAndConversion(t *testing.T) {
+	dir := t.TempDir()
+	writeScript(t, dir, "policy.sh", `configVersion: v1
+kubernetesValidating:
+- name: policy.example.com
+  rules: [{apiGroups: [""], apiVersions: [v1], resources: [configmaps], operations: [CREATE]}]`,
+		`if [[ $(jq -r '.[0].review.request.object.data.mode' "$BINDING_CONTEXT_PATH") == bad ]]; then
+  echo '{"allowed": false, "message": "mode bad is refused"}' >"$VALIDATING_RESPONSE_PATH"
+else
+  echo '{"allowed": true, "warnings": ["seen"]}' >"$VALIDATING_RESPONSE_PATH"
+  echo '{"operation": "Create", "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "audit", "namespace": "default"}}}' >"$KUBERNETES_PATCH_PATH"
+fi`)
+	writeScript(t, dir, "alpha.sh", `configVersion: v1
+kubernetesCustomResourceConversion:
+- name: a1_to_a2
+  crdName: crontabs.example.com
+  conversions: [{fromVersion: example.com/v1alpha1, toVersion: example.com/v1alpha2}]`,
+		`jq '{convertedObjects: [.[0].review.request.objects[] | .apiVersion = "example.com/v1alpha2"]}' "$BINDING_CONTEXT_PATH" >"$CONVERSION_RESPONSE_PATH"`)
+	writeScript(t, dir, "stable.sh", `configVersion: v1
+kubernetesCustomResourceConversion:
+- name: a2_to_v1
+  crdName: crontabs.example.com
+  conversions: [{fromVersion: v1alpha2, toVersion: v1}]`,
+		`jq '{convertedObjects: [.[0].review.request.objects[] | .apiVersion = "example.com/v1"]}' "$BINDING_CONTEXT_PATH" >"$CONVERSION_RESPONSE_PATH"`)
+	events := writeEvents(t, `
+- admission:
+    binding: policy.example.com
+    request: {operation: CREATE, object: {apiVersion: v1, kind: ConfigMap, metadata: {name: ok, namespace: default}, data: {mode: good}}}
+- admission:
+    binding: policy.example.com
+    request: {operation: CREATE, object: {apiVersion: v1, kind: ConfigMap, metadata: {name: no, namespace: default}, data: {mode: bad}}}
+- conversion:
+    crd: crontabs.example.com
+    desiredAPIVersion: example.com/v1
+    objects: [{apiVersion: example.com/v1alpha1, kind: CronTab, metadata: {name: c, namespace: default}}]
+`)
+	fx, err := fixture.Read("", events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	var answers []string
+	var created []string
+	sum, err := replay.Run(context.Background(), replay.Options{
+		Hooks: loadHooks(t, dir), Fixture: fx, HookTimeout: time.Minute, Log: log,
+		Report: func(r operator.Report, changes []memcluster.Change) {
+			data, _ := json.Marshal(r.Answer)
+			answers = append(answers, r.Hook.Name+" "+string(data))
+			for _, c := range changes {
+				created = append(created, c.Type+" "+c.New.GetName())
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`policy.sh {"allowed":true,"warnings":["seen"]}`,
+		`policy.sh {"allowed":false,"message":"mode bad is refused"}`,
+		`alpha.sh {"convertedObjects":[{"apiVersion":"example.com/v1alpha2","kind":"CronTab","metadata":{"name":"c","namespace":"default"}}]}`,
+		`stable.sh {"convertedObjects":[{"apiVersion":"example.com/v1","kind":"CronTab","metadata":{"name":"c","namespace":"default"}}]}`,
+	}
+	if strings.Join(answers, "\n") != strings.Join(want, "\n") {
+		t.Errorf("answers:\n%s\nwant:\n%s", strings.Join(answers, "\n"), strings.Join(want, "\n"))
+	}
+	if len(created) != 1 || created[0] != "Added audit" {
+		t.Errorf("changes: %v; want the allowed request's hook to create audit", created)
+	}
+	if sum.Runs != 4 || sum.Failed != 0 {
+		t.Errorf("summary %+v, want 4 runs, none failed", sum)
+	}
+
+	_, err = fixture.ReadEvents(writeEvents(t, "- admission: {binding: policy.example.com, request: {object: {}}}\n"))
+	if err == nil || !strings.Contains(err.Error(), "no operation: set CREATE, UPDATE, DELETE or CONNECT") {
+		t.Errorf("an admission event without operation: %v", err)
+	}
+	_, err = fixture.ReadEvents(writeEvents(t, "- conversion: {crd: x.example.com, desiredAPIVersion: v1, objects: []}\n"))
+	if err == nil || !strings.Contains(err.Error(), "with its group") {
+		t.Errorf("a conversion event without the desired version's group: %v", err)
+	}
+}
+
+func writeEvents(t *testing.T, content string) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, dir, "events.yaml", content)
+	return filepath.Join(dir, "events.yaml")
+}

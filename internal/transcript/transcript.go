@@ -14,6 +14,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/ops"
 	"github.com/hook-operator/hook-operator/internal/redact"
+	"github.com/hook-operator/hook-operator/internal/webhook"
 )
 
 // Run is one hook run.
@@ -29,6 +30,10 @@ type Run struct {
 	Operations []any `json:"operations,omitempty"`
 	// Changes are the objects the operations changed, in order.
 	Changes []Change `json:"changes,omitempty"`
+	// Answer is what the hook of an admission request answered (allowed,
+	// message, warnings, and a mutating hook's patch as JSON), or of a
+	// conversion step (convertedObjects or failedMessage).
+	Answer any `json:"answer,omitempty"`
 	// Error says why the run failed; empty when it succeeded.
 	Error string `json:"error,omitempty"`
 }
@@ -85,10 +90,48 @@ func New(r operator.Report, changes []Change, opts Options) Run {
 			run.Operations = append(run.Operations, v)
 		}
 	}
+	if r.Answer != nil {
+		run.Answer = answer(r.Answer, opts)
+	}
 	if r.Err != nil {
 		run.Error = r.Err.Error()
 	}
 	return run
+}
+
+// answer is an admission or conversion answer as printed: JSON values, the
+// patch decoded, secrets masked.
+func answer(a any, opts Options) any {
+	out := map[string]any{}
+	switch a := a.(type) {
+	case *webhook.AdmissionResponse:
+		out["allowed"] = a.Allowed
+		if a.Message != "" {
+			out["message"] = a.Message
+		}
+		if len(a.Warnings) > 0 {
+			out["warnings"] = a.Warnings
+		}
+		if len(a.Patch) > 0 {
+			out["patch"] = decode(a.Patch)
+		}
+	case *webhook.ConversionResponse:
+		if a.FailedMessage != "" {
+			out["failedMessage"] = a.FailedMessage
+		} else {
+			objects := make([]any, len(a.ConvertedObjects))
+			for i, o := range a.ConvertedObjects {
+				objects[i] = decode(o)
+			}
+			out["convertedObjects"] = objects
+		}
+	default:
+		return nil
+	}
+	if !opts.ShowSecrets {
+		return redact.Value(out)
+	}
+	return out
 }
 
 // decode reads JSON keeping numbers exact.
