@@ -211,3 +211,73 @@ func equalRules(a, b []rbacv1.PolicyRule) bool {
 	jb, _ := yaml.Marshal(b)
 	return string(ja) == string(jb)
 }
+
+// webhook.enabled adds the webhook listener, its Service (443 to the
+// container's port), the operator's settings to register by that Service,
+// and the certificate: self-signed (with a Role for its Secret only), or a
+// mounted Secret at shell-operator's /validating-certs.
+func TestHelmTemplateWebhook(t *testing.T) {
+	objs := objects(t, helmTemplate(t, "ops", "--set", "webhook.enabled=true",
+		"--set", "webhook.annotations.cert-manager\\.io/inject-ca-from=ops/ca"))
+	var svc *unstructured.Unstructured
+	for _, s := range only(objs, "Service") {
+		if strings.HasSuffix(s.GetName(), "-webhook") {
+			svc = s
+		}
+	}
+	if svc == nil {
+		t.Fatal("no webhook Service")
+	}
+	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	if p := ports[0].(map[string]any); fmt.Sprint(p["port"]) != "443" || p["targetPort"] != "webhook" {
+		t.Errorf("webhook Service ports %v", ports)
+	}
+	d := one(t, objs, "Deployment")
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	c := containers[0].(map[string]any)
+	env := map[string]string{}
+	for _, e := range c["env"].([]any) {
+		e := e.(map[string]any)
+		env[e["name"].(string)], _ = e["value"].(string)
+	}
+	for k, v := range map[string]string{
+		"HOOK_OPERATOR_WEBHOOK_LISTEN_ADDRESS": ":9680", "HOOK_OPERATOR_WEBHOOK_SERVICE_NAME": svc.GetName(),
+		"HOOK_OPERATOR_NAMESPACE": "ops", "HOOK_OPERATOR_WEBHOOK_SELF_SIGNED": "true",
+		"HOOK_OPERATOR_WEBHOOK_CERT_SECRET": "hook-operator-webhook-certs", "HOOK_OPERATOR_WEBHOOK_ANNOTATIONS": "cert-manager.io/inject-ca-from=ops/ca",
+	} {
+		if env[k] != v {
+			t.Errorf("env %s = %q, want %q", k, env[k], v)
+		}
+	}
+	var role rbacv1.Role
+	for _, r := range only(objs, "Role") {
+		if strings.HasSuffix(r.GetName(), "-webhook-certs") {
+			typed(t, r, &role)
+		}
+	}
+	if len(role.Rules) != 2 || !slices.Equal(role.Rules[1].ResourceNames, []string{"hook-operator-webhook-certs"}) || role.Namespace != "ops" {
+		t.Errorf("the self-signed Secret's Role: %+v", role)
+	}
+	checkRBAC(t, objs, "hook-operator", "ops")
+
+	objs = objects(t, helmTemplate(t, "ops", "--set", "webhook.enabled=true,webhook.certificates=secret,webhook.secretName=my-tls"))
+	d = one(t, objs, "Deployment")
+	volumes, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
+	found := false
+	for _, v := range volumes {
+		if s, ok := v.(map[string]any)["secret"].(map[string]any); ok && s["secretName"] == "my-tls" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("webhook.certificates=secret: the Secret my-tls is not mounted: %v", volumes)
+	}
+	for _, r := range only(objs, "Role") {
+		if strings.HasSuffix(r.GetName(), "-webhook-certs") {
+			t.Errorf("a mounted Secret needs no Role for the self-signed one")
+		}
+	}
+	if out := helmTemplateFails(t, "--set", "webhook.enabled=true,webhook.certificates=secret"); !strings.Contains(out, "webhook.secretName") {
+		t.Errorf("certificates=secret without secretName: %s", out)
+	}
+}

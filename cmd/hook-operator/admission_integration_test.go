@@ -227,7 +227,9 @@ func TestIntegrationAdmissionDryRun(t *testing.T) {
 	ln.Close()
 	configName := "hook-operator-test-" + ns
 	gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
-	t.Cleanup(func() { _ = c.Dynamic.Resource(gvr).Delete(context.Background(), configName+"-dry-run", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = c.Dynamic.Resource(gvr).Delete(context.Background(), configName+"-dry-run", metav1.DeleteOptions{})
+	})
 
 	hooks := t.TempDir()
 	writeHook(t, hooks, "validate.sh", `#!/usr/bin/env bash

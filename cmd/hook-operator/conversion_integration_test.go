@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -121,7 +122,15 @@ spec: {cron: ["0", "3", "*", "*", "*"]}
 	var got string
 	waitUntil(t, "the object read as v1alpha2", func() bool {
 		got, err = get("v1alpha2", "nightly", "{.apiVersion} {.spec.cron}")
-		return err == nil && got == group+"/v1alpha2 0 3 * * *"
+		if err == nil && got == group+"/v1alpha2 0 3 * * *" {
+			return true
+		}
+		// The API server keeps each version of an object in a cache of its
+		// own, converted when the object changes: one written before it
+		// took the conversion up stays unconverted there until it changes.
+		_ = exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "-n", ns, "label", "--overwrite", "crontabs.v1alpha1."+group, "nightly",
+			"attempt="+strconv.FormatInt(time.Now().UnixNano(), 10)).Run()
+		return false
 	}, func() string {
 		b, _ := exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "-n", ns, "get", "crontabs.v1alpha2."+group, "nightly", "-o", "json", "-v", "6").CombinedOutput()
 		b2, _ := exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "get", "crd", crd, "-o", "jsonpath={.spec.conversion}").CombinedOutput()

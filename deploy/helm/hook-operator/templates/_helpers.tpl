@@ -36,6 +36,17 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- $port -}}
 {{- end -}}
 
+{{/* The webhook certificate Secret: the one given, or the self-signed one. */}}
+{{- define "hook-operator.webhookSecret" -}}
+{{- if eq .Values.webhook.certificates "selfSigned" -}}
+{{- printf "%s-webhook-certs" (include "hook-operator.fullname" .) -}}
+{{- else if eq .Values.webhook.certificates "secret" -}}
+{{- required "webhook.secretName: name the kubernetes.io/tls Secret (tls.crt, tls.key, ca.crt) of the webhook server" .Values.webhook.secretName -}}
+{{- else -}}
+{{- fail (printf "webhook.certificates %q: use selfSigned or secret" .Values.webhook.certificates) -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The name of the ConfigMap of the user's hooks, or "" when there is none. */}}
 {{- define "hook-operator.hooksConfigMap" -}}
 {{- if and .Values.hooks.inline .Values.hooks.configMap -}}
