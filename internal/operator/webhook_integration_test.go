@@ -1,0 +1,105 @@
+package operator_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hook-operator/hook-operator/internal/webhook"
+)
+
+// Admission and conversion requests run their hooks at once, beside the
+// queues and beside each other, but never more than the cap at a time
+// (the slots are shared by both kinds); with the cap at 3 and 12 requests
+// of 300 ms each, at least 2 and at most 3 hooks run at once.
+func TestIntegrationWebhookConcurrencyCap(t *testing.T) {
+	e := newEnv(t)
+	running := t.TempDir()
+	peak := filepath.Join(t.TempDir(), "peak")
+	// Each run marks itself in running/, notes how many runs are marked
+	// then, sleeps, and unmarks itself.
+	body := fmt.Sprintf(`: >%[1]q/$$
+ls %[1]q | wc -l >>%[2]q
+sleep 0.3
+rm -f %[1]q/$$`, running, peak)
+	e.bashHook("policy.sh", `configVersion: v1
+kubernetesValidating:
+- name: policy.example.com
+  rules: [{apiGroups: [""], apiVersions: [v1], resources: [configmaps], operations: [CREATE]}]`, body+`
+echo '{"allowed": true}' >"$VALIDATING_RESPONSE_PATH"`)
+	e.bashHook("convert.sh", `configVersion: v1
+kubernetesCustomResourceConversion:
+- name: a_to_b
+  crdName: things.example.com
+  conversions: [{fromVersion: example.com/a, toVersion: example.com/b}]`, body+`
+jq '{convertedObjects: [.[0].review.request.objects[] | .apiVersion = "example.com/b"]}' "$BINDING_CONTEXT_PATH" >"$CONVERSION_RESPONSE_PATH"`)
+	e.start()
+	admission := httptest.NewServer(e.op.AdmissionHandler(3, false))
+	defer admission.Close()
+	conv, err := e.op.ConversionHandler(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conversion := httptest.NewServer(conv)
+	defer conversion.Close()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 12)
+	for i := range 12 {
+		wg.Go(func() {
+			url, body := admission.URL+webhook.Path("policy.example.com"),
+				fmt.Sprintf(`{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "u%d", "operation": "CREATE"}}`, i)
+			if i%2 == 1 {
+				url, body = conversion.URL+"/things.example.com",
+					fmt.Sprintf(`{"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "request": {"uid": "u%d", "desiredAPIVersion": "example.com/b", "objects": [{"apiVersion": "example.com/a", "kind": "Thing"}]}}`, i)
+			}
+			resp, err := http.Post(url, "application/json", strings.NewReader(body))
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer resp.Body.Close()
+			var out map[string]any
+			_ = json.NewDecoder(resp.Body).Decode(&out)
+			r, _ := out["response"].(map[string]any)
+			if r["allowed"] != true && fmt.Sprint(r["result"]) != "map[status:Success]" {
+				errs <- fmt.Errorf("request %d: %v", i, out)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	data, err := os.ReadFile(peak)
+	if err != nil {
+		t.Fatal(err)
+	}
+	max := 0
+	for _, line := range strings.Fields(string(data)) {
+		n, _ := strconv.Atoi(line)
+		max = maxInt(max, n)
+	}
+	if lines := bytes.Count(data, []byte("\n")); lines != 12 {
+		t.Errorf("%d runs, want 12", lines)
+	}
+	if max > 3 || max < 2 {
+		t.Errorf("at most %d hooks ran at once, want 2 or 3 (the cap is 3)", max)
+	}
+}
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
