@@ -76,9 +76,9 @@ var excludedExamples = map[string]string{
 	"103-schedule":           "fires every 5 and 10 s, so which contexts a short case sees depends on the clock; the schedule case covers 6-field crontabs",
 	"104-secret-copier":      "copies a Secret into every namespace of the cluster, which the other tests share",
 	"106-monitor-events":     "watches events.k8s.io/v1beta1, which Kubernetes stopped serving in v1.25",
-	"204-validating-webhook": "shell-operator registers webhooks only by Service, and the local API server, a process outside any cluster network, cannot reach one",
-	"206-mutating-webhook":   "shell-operator registers webhooks only by Service, and the local API server, a process outside any cluster network, cannot reach one",
-	"210-conversion-webhook": "shell-operator registers conversion webhooks only by Service, and the local API server, a process outside any cluster network, cannot reach one",
+	"204-validating-webhook": "shell-operator registers webhooks only by Service, and the local API server, a process outside any cluster network, cannot reach one; TestIntegrationWebhookExamples runs it on hook-operator alone",
+	"206-mutating-webhook":   "shell-operator registers webhooks only by Service, and the local API server, a process outside any cluster network, cannot reach one; TestIntegrationWebhookExamples runs it on hook-operator alone",
+	"210-conversion-webhook": "shell-operator registers conversion webhooks only by Service, and the local API server, a process outside any cluster network, cannot reach one; TestIntegrationWebhookExamples runs it on hook-operator alone",
 	"220-execution-rate":     "its CRD has the name of 105's with another version, and its rate limit makes the runs depend on timing",
 }
 
