@@ -249,14 +249,14 @@ func TestHelmTemplateWebhook(t *testing.T) {
 			t.Errorf("env %s = %q, want %q", k, env[k], v)
 		}
 	}
-	var role rbacv1.Role
+	var certRole rbacv1.Role
 	for _, r := range only(objs, "Role") {
 		if strings.HasSuffix(r.GetName(), "-webhook-certs") {
-			typed(t, r, &role)
+			typed(t, r, &certRole)
 		}
 	}
-	if len(role.Rules) != 2 || !slices.Equal(role.Rules[1].ResourceNames, []string{"hook-operator-webhook-certs"}) || role.Namespace != "ops" {
-		t.Errorf("the self-signed Secret's Role: %+v", role)
+	if len(certRole.Rules) != 2 || !slices.Equal(certRole.Rules[1].ResourceNames, []string{"hook-operator-webhook-certs"}) || certRole.Namespace != "ops" {
+		t.Errorf("the self-signed Secret's Role: %+v", certRole)
 	}
 	checkRBAC(t, objs, "hook-operator", "ops")
 
@@ -280,4 +280,39 @@ func TestHelmTemplateWebhook(t *testing.T) {
 	if out := helmTemplateFails(t, "--set", "webhook.enabled=true,webhook.certificates=secret"); !strings.Contains(out, "webhook.secretName") {
 		t.Errorf("certificates=secret without secretName: %s", out)
 	}
+
+	// cert-manager issues the certificate into a Secret the Pod mounts.
+	objs = objects(t, helmTemplate(t, "ops", "--set", "webhook.enabled=true,webhook.certificates=certManager",
+		"--set", "webhook.certManager.issuerRef.name=ca,webhook.certManager.issuerRef.kind=ClusterIssuer"))
+	cert := one(t, objs, "Certificate")
+	dns, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+	secretName, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+	issuer, _, _ := unstructured.NestedString(cert.Object, "spec", "issuerRef", "name")
+	if !slices.Contains(dns, "hook-operator-webhook.ops.svc") || secretName != "hook-operator-webhook-tls" || issuer != "ca" {
+		t.Errorf("the Certificate: dnsNames %v, secretName %q, issuer %q", dns, secretName, issuer)
+	}
+	d = one(t, objs, "Deployment")
+	volumes, _, _ = unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
+	found = false
+	for _, v := range volumes {
+		if s, ok := v.(map[string]any)["secret"].(map[string]any); ok && s["secretName"] == "hook-operator-webhook-tls" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("certificates=certManager: the issued Secret is not mounted: %v", volumes)
+	}
+	if out := helmTemplateFails(t, "--set", "webhook.enabled=true,webhook.certificates=certManager"); !strings.Contains(out, "webhook.certManager.issuerRef") {
+		t.Errorf("certificates=certManager without an issuer: %s", out)
+	}
+
+	// The webhook configurations, by name where the API allows.
+	var role rbacv1.ClusterRole
+	typed(t, one(t, objs, "ClusterRole"), &role)
+	n := len(role.Rules)
+	if n < 2 || !slices.Equal(role.Rules[n-2].Verbs, []string{"create"}) || !slices.Equal(role.Rules[n-2].APIGroups, []string{"admissionregistration.k8s.io"}) ||
+		!slices.Equal(role.Rules[n-1].ResourceNames, []string{"hook-operator", "hook-operator-dry-run"}) {
+		t.Errorf("the ClusterRole's last rules, for the webhook configurations: %+v", role.Rules[max(0, n-2):])
+	}
+	checkRBAC(t, objs, "hook-operator", "ops")
 }

@@ -2,12 +2,16 @@ package deploy_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hook-operator/hook-operator/internal/testcluster"
@@ -84,4 +88,68 @@ func serverDryRun(t *testing.T, c *testcluster.Cluster, manifests []byte, n int)
 		}
 	}
 	t.Logf("kubectl apply --dry-run=server:\n%s", out)
+}
+
+// The webhook component (deploy/webhook) adds the webhook Service, the
+// listener's port and settings, and the Role of the self-signed
+// certificate's Secret, and the API server accepts the result.
+func TestIntegrationKustomizeWebhookComponent(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	restrict(t, c, ns)
+	overlay := t.TempDir()
+	deployDir := filepath.Join(repoRoot(t), "deploy")
+	base, err := filepath.Rel(overlay, deployDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kustomization := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n" +
+		"namespace: " + ns + "\nresources:\n- " + base + "\ncomponents:\n- " + filepath.Join(base, "webhook") + "\n"
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	objs := kustomize(t, overlay)
+	var svc *unstructured.Unstructured
+	for _, s := range only(objs, "Service") {
+		if s.GetName() == "hook-operator-webhook" {
+			svc = s
+		}
+	}
+	if svc == nil {
+		t.Fatal("no Service hook-operator-webhook")
+	}
+	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	if p := ports[0].(map[string]any); fmt.Sprint(p["port"]) != "443" || p["targetPort"] != "webhook" {
+		t.Errorf("the webhook Service's ports: %v", ports)
+	}
+	d := one(t, objs, "Deployment")
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	container := containers[0].(map[string]any)
+	env := map[string]string{}
+	for _, e := range container["env"].([]any) {
+		e := e.(map[string]any)
+		env[e["name"].(string)], _ = e["value"].(string)
+	}
+	if env["HOOK_OPERATOR_WEBHOOK_SELF_SIGNED"] != "true" || env["HOOK_OPERATOR_WEBHOOK_LISTEN_ADDRESS"] != ":9680" || env["HOOK_OPERATOR_WEBHOOK_SERVICE_NAME"] != "hook-operator-webhook" {
+		t.Errorf("the webhook settings: %v", env)
+	}
+	webhookPort := false
+	for _, p := range container["ports"].([]any) {
+		if p := p.(map[string]any); p["name"] == "webhook" && fmt.Sprint(p["containerPort"]) == "9680" {
+			webhookPort = true
+		}
+	}
+	if !webhookPort {
+		t.Errorf("no container port webhook (9680): %v", container["ports"])
+	}
+	var role rbacv1.Role
+	for _, r := range only(objs, "Role") {
+		if r.GetName() == "hook-operator-webhook-certs" {
+			typed(t, r, &role)
+		}
+	}
+	if len(role.Rules) != 2 || !slices.Equal(role.Rules[1].ResourceNames, []string{"hook-operator-webhook-certs"}) || role.Namespace != ns {
+		t.Errorf("the certificate Secret's Role: %+v", role)
+	}
+	serverDryRun(t, c, run(t, overlay, nil, "kubectl", "kustomize", overlay), len(objs))
 }

@@ -40,10 +40,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- define "hook-operator.webhookSecret" -}}
 {{- if eq .Values.webhook.certificates "selfSigned" -}}
 {{- printf "%s-webhook-certs" (include "hook-operator.fullname" .) -}}
+{{- else if eq .Values.webhook.certificates "certManager" -}}
+{{- printf "%s-webhook-tls" (include "hook-operator.fullname" .) -}}
 {{- else if eq .Values.webhook.certificates "secret" -}}
 {{- required "webhook.secretName: name the kubernetes.io/tls Secret (tls.crt, tls.key, ca.crt) of the webhook server" .Values.webhook.secretName -}}
 {{- else -}}
-{{- fail (printf "webhook.certificates %q: use selfSigned or secret" .Values.webhook.certificates) -}}
+{{- fail (printf "webhook.certificates %q: use selfSigned, certManager or secret" .Values.webhook.certificates) -}}
 {{- end -}}
 {{- end -}}
 
