@@ -202,3 +202,51 @@ func TestExamplesPass(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }
+
+// A policy tested before it blocks anyone: a case's events hold admission
+// requests, expected.yaml the hook's answers (--update writes them); a
+// hook that answers otherwise fails the case.
+func TestAdmissionCase(t *testing.T) {
+	hooksDir, casesDir := t.TempDir(), t.TempDir()
+	policy := `#!/usr/bin/env bash
+set -euo pipefail
+if [[ "${1:-}" == --config ]]; then
+  echo '{"configVersion":"v1","kubernetesValidating":[{"name":"replicas.example.com","rules":[{"apiGroups":["apps"],"apiVersions":["v1"],"resources":["deployments"],"operations":["CREATE"]}]}]}'
+  exit 0
+fi
+if (( $(jq '.[0].review.request.object.spec.replicas' "$BINDING_CONTEXT_PATH") > LIMIT )); then
+  echo '{"allowed": false, "message": "replicas must be at most LIMIT"}' >"$VALIDATING_RESPONSE_PATH"
+else
+  echo '{"allowed": true}' >"$VALIDATING_RESPONSE_PATH"
+fi
+`
+	write(t, filepath.Join(hooksDir, "policy.sh"), strings.ReplaceAll(policy, "LIMIT", "10"), 0o755)
+	write(t, filepath.Join(casesDir, "replicas", hooktest.EventsFile), `
+- admission:
+    binding: replicas.example.com
+    request: {operation: CREATE, object: {apiVersion: apps/v1, kind: Deployment, metadata: {name: small, namespace: default}, spec: {replicas: 3}}}
+- admission:
+    binding: replicas.example.com
+    request: {operation: CREATE, object: {apiVersion: apps/v1, kind: Deployment, metadata: {name: big, namespace: default}, spec: {replicas: 50}}}
+`, 0o644)
+	if out, err := run(t, hooksDir, casesDir, true); err != nil {
+		t.Fatalf("--update: %v\n%s", err, out)
+	}
+	expected, err := os.ReadFile(filepath.Join(casesDir, "replicas", hooktest.ExpectedFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"type: Validating", "allowed: true", "allowed: false", "message: replicas must be at most 10"} {
+		if !strings.Contains(string(expected), want) {
+			t.Errorf("expected.yaml lacks %q:\n%s", want, expected)
+		}
+	}
+	if out, err := run(t, hooksDir, casesDir, false); err != nil || !strings.Contains(out, "PASS replicas (2 runs") {
+		t.Fatalf("after --update the case must pass: %v\n%s", err, out)
+	}
+	write(t, filepath.Join(hooksDir, "policy.sh"), strings.ReplaceAll(policy, "LIMIT", "100"), 0o755)
+	out, err := run(t, hooksDir, casesDir, false)
+	if !errors.Is(err, hooktest.ErrFailed) || !strings.Contains(out, "FAIL replicas") || !strings.Contains(out, "allowed") {
+		t.Errorf("a policy that now allows what it denied must fail the case: %v\n%s", err, out)
+	}
+}
