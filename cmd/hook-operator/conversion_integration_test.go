@@ -14,6 +14,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hook-operator/hook-operator/internal/testcluster"
@@ -164,6 +165,20 @@ spec: {cron: ["*"], fail: true}
 			t.Errorf("%s = %v, want at least %v", series, got, min)
 		}
 	}
+
+	// Another operator (another configuration name) without conversion
+	// bindings leaves this one's conversion alone.
+	other := startObserved(t, bin, c.Kubeconfig, t.TempDir(), "--webhook-configuration-name", "other-"+ns)
+	waitUntil(t, "the other operator running", func() bool {
+		return strings.Contains(other.logs.String(), `"msg":"all bindings started; running"`)
+	}, other.logs.String)
+	u, err := c.Dynamic.Resource(crdGVR).Get(context.Background(), crd, metav1.GetOptions{})
+	must(t, err)
+	if strategy, _, _ := unstructured.NestedString(u.Object, "spec", "conversion", "strategy"); strategy != "Webhook" {
+		t.Errorf("another operator's start changed the CRD's conversion strategy to %q", strategy)
+	}
+	_ = other.cmd.Process.Signal(syscall.SIGTERM)
+	_ = other.cmd.Wait()
 
 	// Without conversion bindings for the CRD, the operator gives back the
 	// spec.conversion it set.

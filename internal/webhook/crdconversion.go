@@ -17,11 +17,22 @@ import (
 	"k8s.io/client-go/dynamic"
 )
 
-// ConversionFieldManager owns the spec.conversion of the CRDs the operator
-// registers conversions in. It is not the field manager of the hooks'
-// own writes, so that a hook that applies a CRD and the registration of
-// its conversion do not take each other's fields away.
+// ConversionFieldManager, followed by "/" and the operator's configuration
+// name (--webhook-configuration-name, which tells operators in one cluster
+// apart), owns the spec.conversion of the CRDs the operator registers
+// conversions in. It is not the field manager of the hooks' own writes, so
+// that a hook that applies a CRD and the registration of its conversion do
+// not take each other's fields away, and another operator never releases
+// this one's conversions.
 const ConversionFieldManager = "hook-operator-conversion"
+
+// conversionManager is the field manager of r's conversions.
+func conversionManager(r Registration) string {
+	if r.Name == "" {
+		return ConversionFieldManager
+	}
+	return ConversionFieldManager + "/" + r.Name
+}
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
@@ -65,7 +76,7 @@ func (r Registration) CRDConversion(crd string) (*unstructured.Unstructured, err
 const crdRetry = 5 * time.Second
 
 // SyncConversions points the spec.conversion of each CRD in crds at the
-// operator (server-side apply, as ConversionFieldManager), and takes it
+// operator (server-side apply, as conversionManager), and takes it
 // back from the CRDs it registered before and no binding names any more:
 // their spec.conversion returns to what other managers set, strategy None
 // when none did. A CRD that does not exist yet is looked for again every
@@ -105,7 +116,7 @@ func SyncConversions(ctx context.Context, dyn dynamic.Interface, r Registration,
 			}
 		}()
 	}
-	return releaseConversions(ctx, res, crds, log)
+	return releaseConversions(ctx, res, conversionManager(r), crds, log)
 }
 
 func applyConversion(ctx context.Context, res dynamic.NamespaceableResourceInterface, r Registration, crd string, log logrus.FieldLogger) error {
@@ -113,7 +124,7 @@ func applyConversion(ctx context.Context, res dynamic.NamespaceableResourceInter
 	if err != nil {
 		return err
 	}
-	if _, err := res.Apply(ctx, crd, u, metav1.ApplyOptions{FieldManager: ConversionFieldManager, Force: true}); err != nil {
+	if _, err := res.Apply(ctx, crd, u, metav1.ApplyOptions{FieldManager: conversionManager(r), Force: true}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return err
 		}
@@ -126,7 +137,7 @@ func applyConversion(ctx context.Context, res dynamic.NamespaceableResourceInter
 // releaseConversions gives up the spec.conversion of the CRDs the operator
 // registered and keep is without. Listing CRDs may be forbidden to an
 // operator whose RBAC was generated before; then nothing is released.
-func releaseConversions(ctx context.Context, res dynamic.NamespaceableResourceInterface, keep []string, log logrus.FieldLogger) error {
+func releaseConversions(ctx context.Context, res dynamic.NamespaceableResourceInterface, manager string, keep []string, log logrus.FieldLogger) error {
 	list, err := res.List(ctx, metav1.ListOptions{})
 	if apierrors.IsForbidden(err) {
 		log.Debug("cannot list CRDs; conversions registered by an earlier run are not looked for")
@@ -136,14 +147,14 @@ func releaseConversions(ctx context.Context, res dynamic.NamespaceableResourceIn
 		return fmt.Errorf("list CRDs: %w", err)
 	}
 	for _, crd := range list.Items {
-		if slices.Contains(keep, crd.GetName()) || !ownsConversion(crd.GetManagedFields(), ConversionFieldManager) {
+		if slices.Contains(keep, crd.GetName()) || !ownsConversion(crd.GetManagedFields(), manager) {
 			continue
 		}
 		empty := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
 			"metadata": map[string]any{"name": crd.GetName()},
 		}}
-		if _, err := res.Apply(ctx, crd.GetName(), empty, metav1.ApplyOptions{FieldManager: ConversionFieldManager, Force: true}); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := res.Apply(ctx, crd.GetName(), empty, metav1.ApplyOptions{FieldManager: manager, Force: true}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("release the conversion of CRD %s, which no binding names any more: %w", crd.GetName(), err)
 		}
 		log.WithField("crd", crd.GetName()).Info("conversion webhook released: no binding names the CRD any more")

@@ -347,7 +347,8 @@ func serveLive(ctx context.Context, f WebhookFlags, op *operator.Operator, clien
 	if separate {
 		ca, service, url = conv.CA, conv.ServiceName, conv.URL
 	}
-	var reg webhook.Registration
+	// The name tells this operator's conversions from other operators'.
+	reg := webhook.Registration{Name: f.ConfigurationName}
 	if conversion {
 		if reg, err = registration(f, ca, service, url); err != nil {
 			return false, false, err
