@@ -40,6 +40,9 @@ type WebhookFlags struct {
 	// the Secret CertSecret of the operator's namespace.
 	SelfSigned bool
 	CertSecret string
+	// ClientCA: the CAs of the client certificates the server accepts
+	// (none given: any client).
+	ClientCA []string
 	// Conversion holds shell-operator's settings of a separate conversion
 	// server; all empty: conversions are served by the one server.
 	Conversion ConversionFlags
@@ -54,12 +57,13 @@ type ConversionFlags struct {
 	Cert, Key, CA string
 	ServiceName   string
 	URL           string
+	ClientCA      []string
 }
 
 // separate reports whether any setting of a second conversion listener
 // was given.
 func (c ConversionFlags) separate() bool {
-	return c != ConversionFlags{}
+	return c.ListenAddress != "" || c.Cert != "" || c.Key != "" || c.CA != "" || c.ServiceName != "" || c.URL != "" || len(c.ClientCA) > 0
 }
 
 // withDefaults fills the settings not given of a separate conversion
@@ -76,6 +80,9 @@ func (c ConversionFlags) withDefaults(f WebhookFlags) ConversionFlags {
 	def(&c.CA, "/conversion-certs/ca.crt")
 	def(&c.ServiceName, f.ServiceName)
 	def(&c.URL, f.URL)
+	if len(c.ClientCA) == 0 {
+		c.ClientCA = f.ClientCA
+	}
 	return c
 }
 
@@ -120,6 +127,9 @@ func bindWebhookFlags(fs *pflag.FlagSet, f *WebhookFlags) {
 	envflag.Bind(fs, "webhook-self-signed", "HOOK_OPERATOR_WEBHOOK_SELF_SIGNED")
 	fs.StringVar(&f.CertSecret, "webhook-cert-secret", "hook-operator-webhook-certs", "the Secret of --webhook-self-signed")
 	envflag.Bind(fs, "webhook-cert-secret", "HOOK_OPERATOR_WEBHOOK_CERT_SECRET")
+	fs.StringSliceVar(&f.ClientCA, "webhook-client-ca", nil, "PEM files of CAs: the server then accepts only clients with a certificate one of them signed (the API server's, from its admission configuration); comma-separated")
+	envflag.Bind(fs, "webhook-client-ca", "HOOK_OPERATOR_WEBHOOK_CLIENT_CA")
+	envflag.BindAlias(fs, "webhook-client-ca", envflag.Same("VALIDATING_WEBHOOK_CLIENT_CA"))
 
 	c := &f.Conversion
 	const second = "; given, conversions are served by a second listener (shell-operator's layout), else by the one above"
@@ -140,6 +150,9 @@ func bindWebhookFlags(fs *pflag.FlagSet, f *WebhookFlags) {
 	envflag.BindAlias(fs, "conversion-webhook-service-name", envflag.Same("CONVERSION_WEBHOOK_SERVICE_NAME"))
 	fs.StringVar(&c.URL, "conversion-webhook-url", "", "register the conversions by URL, https://HOST:PORT, instead of by Service (default --webhook-url)"+second)
 	envflag.Bind(fs, "conversion-webhook-url", "HOOK_OPERATOR_CONVERSION_WEBHOOK_URL")
+	fs.StringSliceVar(&c.ClientCA, "conversion-webhook-client-ca", nil, "the second listener's --webhook-client-ca (default --webhook-client-ca)"+second)
+	envflag.Bind(fs, "conversion-webhook-client-ca", "HOOK_OPERATOR_CONVERSION_WEBHOOK_CLIENT_CA")
+	envflag.BindAlias(fs, "conversion-webhook-client-ca", envflag.Same("CONVERSION_WEBHOOK_CLIENT_CA"))
 }
 
 // webhookListenAddress reads shell-operator's two variables of a webhook
@@ -311,7 +324,11 @@ func serveLive(ctx context.Context, f WebhookFlags, op *operator.Operator, clien
 		if err != nil {
 			return false, false, fmt.Errorf("the hooks have admission or conversion bindings, so the webhook server needs a certificate and key (--webhook-cert, --webhook-key): %w", err)
 		}
-		addr, err := webhook.Serve(ctx, f.ListenAddress, mux, certs, log)
+		clientCAs, err := webhook.ClientCAs(f.ClientCA)
+		if err != nil {
+			return false, false, fmt.Errorf("--webhook-client-ca: %w", err)
+		}
+		addr, err := webhook.Serve(ctx, f.ListenAddress, mux, certs, clientCAs, log)
 		if err != nil {
 			return false, false, fmt.Errorf("--webhook-listen-address: %w", err)
 		}
@@ -322,7 +339,11 @@ func serveLive(ctx context.Context, f WebhookFlags, op *operator.Operator, clien
 		if err != nil {
 			return false, false, fmt.Errorf("the hooks have conversion bindings, so the conversion webhook server needs a certificate and key (--conversion-webhook-cert, --conversion-webhook-key): %w", err)
 		}
-		addr, err := webhook.Serve(ctx, conv.ListenAddress, conversionHandler, certs, log)
+		clientCAs, err := webhook.ClientCAs(conv.ClientCA)
+		if err != nil {
+			return false, false, fmt.Errorf("--conversion-webhook-client-ca: %w", err)
+		}
+		addr, err := webhook.Serve(ctx, conv.ListenAddress, conversionHandler, certs, clientCAs, log)
 		if err != nil {
 			return false, false, fmt.Errorf("--conversion-webhook-listen-address: %w", err)
 		}
@@ -380,7 +401,11 @@ func serveDryRun(ctx context.Context, f WebhookFlags, op *operator.Operator, cli
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/hooks/", handler)
-	addr, err := webhook.Serve(ctx, f.ListenAddress, mux, certs, log)
+	clientCAs, err := webhook.ClientCAs(f.ClientCA)
+	if err != nil {
+		return false, false, nil, fmt.Errorf("--webhook-client-ca: %w", err)
+	}
+	addr, err := webhook.Serve(ctx, f.ListenAddress, mux, certs, clientCAs, log)
 	if err != nil {
 		return false, false, nil, fmt.Errorf("--webhook-listen-address: %w", err)
 	}
