@@ -70,6 +70,9 @@ type Metrics struct {
 	webhookTimeouts *prometheus.CounterVec
 
 	liveTicks prometheus.Counter
+
+	leader            *prometheus.GaugeVec
+	leaderTransitions prometheus.Counter
 }
 
 // New returns metrics registered in a new registry, with the Go runtime and
@@ -118,6 +121,9 @@ func New(prefix string) *Metrics {
 		webhookTimeouts: f.counter("webhook_hook_timeouts_total", "Admission requests denied because the hook did not answer within the binding's timeoutSeconds.", "hook", "binding"),
 
 		liveTicks: f.counterNoLabels("live_ticks_total", "Increments every 10 seconds while the operator's loops are alive."),
+
+		leader:            f.gauge("leader", "1 while this replica holds the leader election's Lease and runs hooks, 0 while it is a standby (only with --leader-elect).", "identity"),
+		leaderTransitions: f.counterNoLabels("leader_transitions_total", "Times this replica became the leader."),
 	}
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), m.Hooks)
 	m.hooksRegistry.MustRegister(m.Hooks)
@@ -174,6 +180,19 @@ func (m *Metrics) Admission(hook, binding, kind, result string, code int, d time
 	if timedOut {
 		m.webhookTimeouts.WithLabelValues(hook, binding).Inc()
 	}
+}
+
+// Leader records whether this replica, identity, leads.
+func (m *Metrics) Leader(identity string, leading bool) {
+	if m == nil {
+		return
+	}
+	v := 0.0
+	if leading {
+		v = 1
+		m.leaderTransitions.Inc()
+	}
+	m.leader.WithLabelValues(identity).Set(v)
 }
 
 // QueueLength sets the number of tasks waiting in queue.

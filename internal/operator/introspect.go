@@ -164,6 +164,11 @@ func (o *Operator) Ready(ctx context.Context) (bool, []string) {
 			why = append(why, "the API server does not answer: "+err.Error())
 		}
 	}
+	if o.standby.Load() {
+		// A healthy standby is ready: it serves webhooks, and a rolling
+		// update must be able to go on while another replica leads.
+		return len(why) == 0, why
+	}
 	if ok, waiting := o.watcher.Synced(); !ok {
 		for _, b := range waiting {
 			why = append(why, "binding "+b+" has not synchronized")
@@ -182,6 +187,9 @@ func (o *Operator) Ready(ctx context.Context) (bool, []string) {
 // liveness loop, which also takes the queues' lock, has not ticked for a
 // while.
 func (o *Operator) Alive() error {
+	if o.standby.Load() {
+		return nil
+	}
 	last := time.Unix(0, o.lastTick.Load())
 	if d := time.Since(last); d > livenessTimeout {
 		return fmt.Errorf("the operator's loops have not ticked for %s", d.Round(time.Second))

@@ -89,6 +89,12 @@ type Operator struct {
 	// slots bound the webhook requests whose hooks run at once.
 	slots     chan struct{}
 	slotsOnce sync.Once
+	// standby: leader election runs and another replica leads; nothing
+	// runs here, and readiness and liveness say so (see Ready, Alive).
+	standby atomic.Bool
+	// stopNow: hooks still running when Run's context ends are stopped at
+	// once rather than after the grace period (the lease was lost).
+	stopNow atomic.Bool
 	// dyn reads CRDs (their uids, for Events about failed conversions).
 	dyn     dynamic.Interface
 	crdUIDs uidCache
@@ -175,7 +181,13 @@ func (o *Operator) Run(ctx context.Context) error {
 	if o.events != nil {
 		defer o.events.stop()
 	}
-	defer o.queues.Stop(o.opts.ShutdownGrace)
+	defer func() {
+		grace := o.opts.ShutdownGrace
+		if o.stopNow.Load() {
+			grace = 0
+		}
+		o.queues.Stop(grace)
+	}()
 	defer o.requeues.stop()
 	if o.finalizers != nil {
 		o.finalizers.Run(ctx, 2)
@@ -203,6 +215,19 @@ func (o *Operator) Run(ctx context.Context) error {
 	o.log.Info("stopping: no new work is taken; waiting for running hooks")
 	return nil
 }
+
+// SetStandby marks the operator as a standby of leader election (true) or
+// the leader (false). A standby runs nothing; it is ready when the API
+// server answers, so that rolling updates proceed, and alive.
+func (o *Operator) SetStandby(standby bool) { o.standby.Store(standby) }
+
+// Standby reports whether the operator is a standby of leader election.
+func (o *Operator) Standby() bool { return o.standby.Load() }
+
+// StopNow makes Run, when its context ends, stop running hooks at once
+// instead of after the grace period: the lease was lost, and another
+// replica may lead within the lease duration.
+func (o *Operator) StopNow() { o.stopNow.Store(true) }
 
 // SetWebhooksServed tells the operator whether the webhook server serves
 // the hooks' admission and conversion bindings; call it before Run.

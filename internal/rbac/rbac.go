@@ -51,6 +51,9 @@ type GrantOptions struct {
 	// WebhookCertSecret names the Secret of --webhook-self-signed in
 	// OperatorNamespace; "" when the certificates are mounted.
 	WebhookCertSecret, OperatorNamespace string
+	// LeaseName names the Lease of --leader-elect in OperatorNamespace;
+	// "" without leader election.
+	LeaseName string
 }
 
 // Grants returns what the hooks need, one grant per need, in the order of
@@ -119,6 +122,12 @@ func Grants(hooks []*hook.Hook, r Resolver, opts GrantOptions) ([]Grant, error) 
 		// create cannot be limited to a name; get and update are.
 		out = append(out, Grant{Resource: "secrets", Namespace: opts.OperatorNamespace, Verbs: []string{"create"}, Why: why},
 			Grant{Resource: "secrets", Namespace: opts.OperatorNamespace, Verbs: []string{"get", "update"}, ResourceNames: []string{opts.WebhookCertSecret}, Why: why})
+	}
+	if opts.LeaseName != "" {
+		why := "--leader-elect: the leader election's Lease"
+		// create cannot be limited to a name; get and update are.
+		out = append(out, Grant{Group: "coordination.k8s.io", Resource: "leases", Namespace: opts.OperatorNamespace, Verbs: []string{"create"}, Why: why},
+			Grant{Group: "coordination.k8s.io", Resource: "leases", Namespace: opts.OperatorNamespace, Verbs: []string{"get", "update"}, ResourceNames: []string{opts.LeaseName}, Why: why})
 	}
 	if crds, who := conversionCRDs(hooks); len(crds) > 0 {
 		const group, res = "apiextensions.k8s.io", "customresourcedefinitions"

@@ -154,3 +154,20 @@ kubernetesCustomResourceConversion:
 		t.Errorf("want get and patch of the two CRDs by name, and list; got %+v", grants)
 	}
 }
+
+func TestGrantsForLeaderElection(t *testing.T) {
+	hooks := []*hook.Hook{parse(t, "plain.sh", "configVersion: v1\nonStartup: 1\n")}
+	grants, err := rbac.Grants(hooks, kube.NewStaticResolver(kube.BuiltinResources()), rbac.GrantOptions{LeaseName: "op-lease", OperatorNamespace: "ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, g := range grants {
+		if g.Resource == "leases" {
+			got = append(got, g.Group+":"+g.Namespace+":"+strings.Join(g.Verbs, ",")+":"+strings.Join(g.ResourceNames, ","))
+		}
+	}
+	if want := "coordination.k8s.io:ops:create: coordination.k8s.io:ops:get,update:op-lease"; strings.Join(got, " ") != want {
+		t.Errorf("Lease grants = %v, want %s", got, want)
+	}
+}

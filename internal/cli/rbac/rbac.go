@@ -36,6 +36,9 @@ type Flags struct {
 	// WebhookCertSecret is start's --webhook-cert-secret when it runs with
 	// --webhook-self-signed; "" otherwise.
 	WebhookCertSecret string
+	// LeaseName is start's --leader-elect-lease-name when it runs with
+	// --leader-elect; "" otherwise.
+	LeaseName string
 }
 
 // New returns the rbac command.
@@ -85,9 +88,15 @@ write needs each permission.`,
 	var selfSigned bool
 	fs.BoolVar(&selfSigned, "webhook-self-signed", false, "start runs with --webhook-self-signed: grant the certificate Secret in --namespace, when hooks have admission or conversion bindings")
 	fs.StringVar(&f.WebhookCertSecret, "webhook-cert-secret", "hook-operator-webhook-certs", "start's --webhook-cert-secret")
+	var leaderElect bool
+	fs.BoolVar(&leaderElect, "leader-elect", false, "start runs with --leader-elect: grant its Lease in --namespace")
+	fs.StringVar(&f.LeaseName, "leader-elect-lease-name", "hook-operator", "start's --leader-elect-lease-name")
 	cmd.PreRun = func(*cobra.Command, []string) {
 		if !selfSigned {
 			f.WebhookCertSecret = ""
+		}
+		if !leaderElect {
+			f.LeaseName = ""
 		}
 	}
 	return cmd
@@ -104,7 +113,7 @@ func Run(ctx context.Context, f Flags, out io.Writer, log *logrus.Logger) error 
 		return err
 	}
 	grants, err := rbac.Grants(hooks, resolver, rbac.GrantOptions{WebhookConfigurationName: f.WebhookConfigurationName,
-		WebhookCertSecret: f.WebhookCertSecret, OperatorNamespace: f.Namespace})
+		WebhookCertSecret: f.WebhookCertSecret, OperatorNamespace: f.Namespace, LeaseName: f.LeaseName})
 	if err != nil {
 		return err
 	}

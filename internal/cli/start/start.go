@@ -60,6 +60,7 @@ type Flags struct {
 	ShowSecrets bool
 	// Webhook configures the admission webhook server.
 	Webhook WebhookFlags
+	Leader  LeaderFlags
 }
 
 // EnvDebugSocket sets the debug socket of start and of debug.
@@ -147,6 +148,7 @@ removed. Secret data is masked unless --show-secrets.`,
 	fs.StringVarP(&f.Output, "output", "o", "json", "with --dry-run, print runs as json (one per line) or yaml (one document each)")
 	fs.BoolVar(&f.ShowSecrets, "show-secrets", false, "with --dry-run, print Secret data as it is instead of masking it")
 	bindWebhookFlags(fs, &f.Webhook)
+	bindLeaderFlags(fs, &f.Leader)
 	return cmd
 }
 
@@ -164,6 +166,9 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	}
 	if f.BatchWindow < 0 || f.BatchWindow > time.Minute {
 		return fmt.Errorf("--batch-window=%s: use a duration from 0 (off) to 1m; a few milliseconds is usual", f.BatchWindow)
+	}
+	if f.Leader.Enabled && f.DryRun != "" {
+		return errors.New("--leader-elect with --dry-run: a dry run writes nothing, a Lease included; run it without --leader-elect")
 	}
 	var w *transcript.Writer
 	if f.DryRun != "" {
@@ -238,7 +243,12 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		defer cleanup()
 	}
 	op.SetWebhooksServed(admission, conversion)
-	if err := op.Run(ctx); err != nil {
+	if f.Leader.Enabled {
+		err = runElected(ctx, f.Leader, operatorNamespace(f.Webhook.Namespace), cfg, op, m, log)
+	} else {
+		err = op.Run(ctx)
+	}
+	if err != nil {
 		return err
 	}
 	log.Info("stopped")
