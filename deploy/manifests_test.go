@@ -18,6 +18,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -142,17 +143,55 @@ func checkDeployment(t *testing.T, objs []*unstructured.Unstructured, want deplo
 	if d.Namespace != want.namespace {
 		t.Errorf("Deployment namespace %q, want %q", d.Namespace, want.namespace)
 	}
-	if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
-		t.Errorf("replicas %v, want 1 (no leader election)", d.Spec.Replicas)
+	// Two replicas, one of which leads (issue 18): a rolling update that
+	// keeps one up, the Pod's name as the identity, spread over nodes, a
+	// disruption budget, and the Lease in the RBAC.
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+		t.Errorf("replicas %v, want 2 (one leads, one stands by)", d.Spec.Replicas)
 	}
-	if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
-		t.Errorf("strategy %q, want Recreate: two operators must never run at once", d.Spec.Strategy.Type)
+	if d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType || d.Spec.Strategy.RollingUpdate == nil ||
+		d.Spec.Strategy.RollingUpdate.MaxUnavailable == nil || d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue() != 0 {
+		t.Errorf("strategy %+v, want RollingUpdate with maxUnavailable 0", d.Spec.Strategy)
 	}
 	pod := d.Spec.Template.Spec
 	if len(pod.Containers) != 1 {
 		t.Fatalf("%d containers, want 1", len(pod.Containers))
 	}
 	c := pod.Containers[0]
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		env[e.Name] = e
+	}
+	if env["HOOK_OPERATOR_LEADER_ELECT"].Value != "true" {
+		t.Errorf("HOOK_OPERATOR_LEADER_ELECT is %q, want true", env["HOOK_OPERATOR_LEADER_ELECT"].Value)
+	}
+	for name, field := range map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"} {
+		if v := env[name].ValueFrom; v == nil || v.FieldRef == nil || v.FieldRef.FieldPath != field {
+			t.Errorf("%s is not the downward API's %s", name, field)
+		}
+	}
+	if a := pod.Affinity; a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) == 0 ||
+		a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm.TopologyKey != "kubernetes.io/hostname" {
+		t.Errorf("affinity %+v, want the replicas preferably on different nodes", pod.Affinity)
+	}
+	var pdb policyv1.PodDisruptionBudget
+	typed(t, one(t, objs, "PodDisruptionBudget"), &pdb)
+	if pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() != 1 || pdb.Namespace != want.namespace {
+		t.Errorf("PodDisruptionBudget %+v, want minAvailable 1 in %s", pdb.Spec, want.namespace)
+	}
+	leaseRole := false
+	for _, o := range only(objs, "Role") {
+		var r rbacv1.Role
+		typed(t, o, &r)
+		for _, rule := range r.Rules {
+			if slices.Contains(rule.Resources, "leases") && slices.Contains(rule.Verbs, "update") && len(rule.ResourceNames) == 1 && r.Namespace == want.namespace {
+				leaseRole = true
+			}
+		}
+	}
+	if !leaseRole {
+		t.Errorf("no Role in %s lets the operator update its Lease by name", want.namespace)
+	}
 
 	// Non-root, read-only, nothing extra.
 	psc, sc := pod.SecurityContext, c.SecurityContext
