@@ -52,6 +52,12 @@ jq -r '.[] | .type + " " + (.filterResult // "" | tostring)' "$BINDING_CONTEXT_P
 	b := startObserved(t, bin, c.Kubeconfig, hooksFor("b"), args("b")...)
 	waitUntil(t, "b a standby", func() bool { return strings.Contains(b.logs.String(), "leader election: standby") }, b.logs.String)
 	waitUntil(t, "b ready as a standby", func() bool { code, _ := b.get(t, "/readyz"); return code == 200 }, b.logs.String)
+	if out := b.debug(t, "role"); !strings.Contains(out, "standby") || !strings.Contains(out, "b") {
+		t.Errorf("debug role of the standby:\n%s", out)
+	}
+	if out := a.debug(t, "role"); !strings.Contains(out, "leader") {
+		t.Errorf("debug role of the leader:\n%s", out)
+	}
 
 	_, err := c.Client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "first"}}, metav1.CreateOptions{})
 	must(t, err)

@@ -82,6 +82,30 @@ func (s *runStats) record(hook string, err error) {
 // Queues describes every queue.
 func (o *Operator) Queues() []queue.QueueState { return o.queues.State() }
 
+// RoleState is the operator's part in leader election.
+type RoleState struct {
+	// Role is leader or standby with --leader-elect, single without.
+	Role string `json:"role"`
+	// Identity is this replica's name in the Lease; empty without
+	// election.
+	Identity string `json:"identity,omitempty"`
+}
+
+// Role reports the operator's part in leader election.
+func (o *Operator) Role() RoleState {
+	id, _ := o.identity.Load().(string)
+	switch {
+	case id == "":
+		return RoleState{Role: "single"}
+	case o.standby.Load():
+		return RoleState{Role: "standby", Identity: id}
+	}
+	return RoleState{Role: "leader", Identity: id}
+}
+
+// SetIdentity records this replica's name in leader election's Lease.
+func (o *Operator) SetIdentity(id string) { o.identity.Store(id) }
+
 // Hooks describes every hook, sorted by name.
 func (o *Operator) Hooks() []HookState {
 	out := make([]HookState, 0, len(o.hooks))

@@ -91,7 +91,8 @@ type Operator struct {
 	slotsOnce sync.Once
 	// standby: leader election runs and another replica leads; nothing
 	// runs here, and readiness and liveness say so (see Ready, Alive).
-	standby atomic.Bool
+	standby  atomic.Bool
+	identity atomic.Value // string: the replica's name in the Lease
 	// stopNow: hooks still running when Run's context ends are stopped at
 	// once rather than after the grace period (the lease was lost).
 	stopNow atomic.Bool

@@ -31,6 +31,7 @@ const (
 	QueuesPath    = "/debug/queues"
 	HooksPath     = "/debug/hooks"
 	SnapshotsPath = "/debug/snapshots"
+	RolePath      = "/debug/role"
 )
 
 // Operator is what the listener reports on: *operator.Operator.
@@ -40,6 +41,7 @@ type Operator interface {
 	Queues() []queue.QueueState
 	Hooks() []operator.HookState
 	Snapshots(hook string) ([]operator.SnapshotState, error)
+	Role() operator.RoleState
 }
 
 // Options configure the listeners.
@@ -155,6 +157,7 @@ func handler(op Operator, opts Options, public, debug bool) http.Handler {
 func addDebug(mux *http.ServeMux, op Operator, withPprof bool) {
 	mux.HandleFunc("GET "+QueuesPath, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, op.Queues()) })
 	mux.HandleFunc("GET "+HooksPath, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, op.Hooks()) })
+	mux.HandleFunc("GET "+RolePath, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, op.Role()) })
 	mux.HandleFunc("GET "+SnapshotsPath, func(w http.ResponseWriter, r *http.Request) {
 		hook := r.URL.Query().Get("hook")
 		if hook == "" {

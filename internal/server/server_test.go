@@ -34,6 +34,8 @@ func (f *fakeOperator) Queues() []queue.QueueState { return []queue.QueueState{{
 func (f *fakeOperator) Hooks() []operator.HookState {
 	return []operator.HookState{{Name: "a.sh"}}
 }
+func (f *fakeOperator) Role() operator.RoleState { return operator.RoleState{Role: "single"} }
+
 func (f *fakeOperator) Snapshots(hook string) ([]operator.SnapshotState, error) {
 	if hook != "a.sh" {
 		return nil, errors.New("no hook")

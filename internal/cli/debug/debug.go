@@ -37,7 +37,7 @@ func New(stdout io.Writer) *cobra.Command {
 	var f Flags
 	cmd := &cobra.Command{
 		Use:   "debug",
-		Short: "Show what a running operator's queues, hooks and snapshots hold",
+		Short: "Show what a running operator's queues, hooks and snapshots hold, and its role",
 		Long: `debug asks a running "hook-operator start" what it holds now:
 
   queues              every queue: the running task, and the pending ones with
@@ -46,6 +46,8 @@ func New(stdout io.Writer) *cobra.Command {
                       waiting for their kind), runs, failures, last error
   snapshots HOOK      the objects each kubernetes binding of HOOK holds, as the
                       hook sees them (Secret data masked)
+  role                leader or standby (with --leader-elect, and the replica's
+                      identity), or single
 
 It connects to the operator's debug socket (--socket, the same default as
 start's --debug-socket), so in a Pod run it with
@@ -57,7 +59,7 @@ start's --debug-socket), so in a Pod run it with
   hook-operator debug queues --address 127.0.0.1:9115`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return fmt.Errorf("name what to show: %s queues|hooks|snapshots HOOK", cmd.CommandPath())
+			return fmt.Errorf("name what to show: %s queues|hooks|snapshots HOOK|role", cmd.CommandPath())
 		},
 	}
 	fs := cmd.PersistentFlags()
@@ -78,6 +80,16 @@ start's --debug-socket), so in a Pod run it with
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				var hs []operator.HookState
 				return show(cmd.Context(), f, server.HooksPath, &hs, stdout, func(w *tabwriter.Writer) { hooksTable(w, hs) })
+			},
+		},
+		&cobra.Command{
+			Use: "role", Short: "Show whether the operator leads, stands by, or runs without leader election", Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				var r operator.RoleState
+				return show(cmd.Context(), f, server.RolePath, &r, stdout, func(w *tabwriter.Writer) {
+					fmt.Fprintln(w, "ROLE\tIDENTITY")
+					fmt.Fprintf(w, "%s\t%s\n", r.Role, r.Identity)
+				})
 			},
 		},
 		&cobra.Command{

@@ -90,6 +90,7 @@ func runElected(ctx context.Context, f LeaderFlags, namespace string, cfg *rest.
 		Client:     client,
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 	}
+	op.SetIdentity(id)
 	op.SetStandby(true)
 	m.Leader(id, false)
 	// The elector's context ends only after the hooks have stopped, so
