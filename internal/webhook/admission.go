@@ -92,6 +92,27 @@ func describeJSONError(err error) string {
 // request is 3 MiB, and the review carries the object twice at most.
 const maxReviewBytes = 8 << 20
 
+// readReview reads the body of a review request (what: "admission" or
+// "conversion"; kind: "an AdmissionReview" or "a ConversionReview"), or
+// answers a request that is not one and returns false.
+func readReview(w http.ResponseWriter, r *http.Request, what, kind string) ([]byte, bool) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, what+" reviews are POSTed", http.StatusMethodNotAllowed)
+		return nil, false
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		http.Error(w, kind+" is sent as application/json, not "+ct, http.StatusUnsupportedMediaType)
+		return nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReviewBytes))
+	if err != nil {
+		http.Error(w, "reading the review: "+err.Error(), http.StatusRequestEntityTooLarge)
+		return nil, false
+	}
+	return body, true
+}
+
 // AdmissionHandler answers AdmissionReview requests (admission.k8s.io/v1)
 // with what the hook of the request's path answers.
 type AdmissionHandler struct {
@@ -131,18 +152,8 @@ type reviewStatus struct {
 }
 
 func (h *AdmissionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "admission reviews are POSTed", http.StatusMethodNotAllowed)
-		return
-	}
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		http.Error(w, "an AdmissionReview is sent as application/json, not "+ct, http.StatusUnsupportedMediaType)
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReviewBytes))
-	if err != nil {
-		http.Error(w, "reading the review: "+err.Error(), http.StatusRequestEntityTooLarge)
+	body, ok := readReview(w, r, "admission", "an AdmissionReview")
+	if !ok {
 		return
 	}
 	var review admissionReview

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 )
@@ -231,18 +230,8 @@ func ConversionPath(crd string) string { return "/" + crd }
 // of convert fails the request with the error's text, which must not hold
 // anything the client should not see; logf is told of it first.
 func ServeConversion(w http.ResponseWriter, r *http.Request, convert func(ctx context.Context, crd string, req ConversionRequest) ([]json.RawMessage, error), logf func(err error, crd string)) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "conversion reviews are POSTed", http.StatusMethodNotAllowed)
-		return
-	}
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		http.Error(w, "a ConversionReview is sent as application/json, not "+ct, http.StatusUnsupportedMediaType)
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReviewBytes))
-	if err != nil {
-		http.Error(w, "reading the review: "+err.Error(), http.StatusRequestEntityTooLarge)
+	body, ok := readReview(w, r, "conversion", "a ConversionReview")
+	if !ok {
 		return
 	}
 	var review conversionReview

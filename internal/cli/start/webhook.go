@@ -320,32 +320,22 @@ func serveLive(ctx context.Context, f WebhookFlags, op *operator.Operator, clien
 		mux.Handle("/", conversionHandler)
 	}
 	if admission || (conversion && !separate) {
-		certs, err := webhook.NewCertReloader(f.Cert, f.Key, log)
+		addr, err := listen(ctx, listener{flag: "webhook", what: "admission or conversion", address: f.ListenAddress,
+			cert: f.Cert, key: f.Key, clientCA: f.ClientCA}, mux, log)
 		if err != nil {
-			return false, false, fmt.Errorf("the hooks have admission or conversion bindings, so the webhook server needs a certificate and key (--webhook-cert, --webhook-key): %w", err)
+			return false, false, err
 		}
-		clientCAs, err := webhook.ClientCAs(f.ClientCA)
-		if err != nil {
-			return false, false, fmt.Errorf("--webhook-client-ca: %w", err)
+		served := 0
+		if !separate {
+			served = len(crds)
 		}
-		addr, err := webhook.Serve(ctx, f.ListenAddress, mux, certs, clientCAs, log)
-		if err != nil {
-			return false, false, fmt.Errorf("--webhook-listen-address: %w", err)
-		}
-		log.WithFields(logrus.Fields{"address": addr.String(), "validating": len(validating), "mutating": len(mutating), "conversions": len(crds) * boolInt(!separate)}).Info("serving webhooks")
+		log.WithFields(logrus.Fields{"address": addr.String(), "validating": len(validating), "mutating": len(mutating), "conversions": served}).Info("serving webhooks")
 	}
 	if conversion && separate {
-		certs, err := webhook.NewCertReloader(conv.Cert, conv.Key, log)
+		addr, err := listen(ctx, listener{flag: "conversion-webhook", what: "conversion", address: conv.ListenAddress,
+			cert: conv.Cert, key: conv.Key, clientCA: conv.ClientCA}, conversionHandler, log)
 		if err != nil {
-			return false, false, fmt.Errorf("the hooks have conversion bindings, so the conversion webhook server needs a certificate and key (--conversion-webhook-cert, --conversion-webhook-key): %w", err)
-		}
-		clientCAs, err := webhook.ClientCAs(conv.ClientCA)
-		if err != nil {
-			return false, false, fmt.Errorf("--conversion-webhook-client-ca: %w", err)
-		}
-		addr, err := webhook.Serve(ctx, conv.ListenAddress, conversionHandler, certs, clientCAs, log)
-		if err != nil {
-			return false, false, fmt.Errorf("--conversion-webhook-listen-address: %w", err)
+			return false, false, err
 		}
 		log.WithFields(logrus.Fields{"address": addr.String(), "crds": crds}).Info("serving conversion webhooks")
 	}
@@ -395,19 +385,12 @@ func serveDryRun(ctx context.Context, f WebhookFlags, op *operator.Operator, cli
 	if handler == nil {
 		return false, false, nil, nil
 	}
-	certs, err := webhook.NewCertReloader(f.Cert, f.Key, log)
-	if err != nil {
-		return false, false, nil, fmt.Errorf("the hooks have admission bindings, so the webhook server needs a certificate and key (--webhook-cert, --webhook-key): %w", err)
-	}
 	mux := http.NewServeMux()
 	mux.Handle("/hooks/", handler)
-	clientCAs, err := webhook.ClientCAs(f.ClientCA)
+	addr, err := listen(ctx, listener{flag: "webhook", what: "admission", address: f.ListenAddress,
+		cert: f.Cert, key: f.Key, clientCA: f.ClientCA}, mux, log)
 	if err != nil {
-		return false, false, nil, fmt.Errorf("--webhook-client-ca: %w", err)
-	}
-	addr, err := webhook.Serve(ctx, f.ListenAddress, mux, certs, clientCAs, log)
-	if err != nil {
-		return false, false, nil, fmt.Errorf("--webhook-listen-address: %w", err)
+		return false, false, nil, err
 	}
 	log.WithFields(logrus.Fields{"address": addr.String(), "validating": len(validating), "mutating": len(mutating)}).Info("dry-run: serving admission webhooks; every request is allowed")
 	if !f.Register {
@@ -431,11 +414,32 @@ func serveDryRun(ctx context.Context, f WebhookFlags, op *operator.Operator, cli
 	}, nil
 }
 
-func boolInt(b bool) int {
-	if b {
-		return 1
+// listener is one HTTPS listener of webhooks: its flags' prefix (webhook
+// or conversion-webhook), the bindings it serves (for messages), and its
+// settings.
+type listener struct {
+	flag, what, address string
+	cert, key           string
+	clientCA            []string
+}
+
+// listen starts the HTTPS server of l for handler until ctx ends, with its
+// certificate reloaded from disk, and returns the address it listens on.
+// Errors name the flag to change.
+func listen(ctx context.Context, l listener, handler http.Handler, log *logrus.Logger) (net.Addr, error) {
+	certs, err := webhook.NewCertReloader(l.cert, l.key, log)
+	if err != nil {
+		return nil, fmt.Errorf("the hooks have %s bindings, so the webhook server needs a certificate and key (--%s-cert, --%s-key): %w", l.what, l.flag, l.flag, err)
 	}
-	return 0
+	clientCAs, err := webhook.ClientCAs(l.clientCA)
+	if err != nil {
+		return nil, fmt.Errorf("--%s-client-ca: %w", l.flag, err)
+	}
+	addr, err := webhook.Serve(ctx, l.address, handler, certs, clientCAs, log)
+	if err != nil {
+		return nil, fmt.Errorf("--%s-listen-address: %w", l.flag, err)
+	}
+	return addr, nil
 }
 
 // registration says how to register the webhooks served with the CA in
