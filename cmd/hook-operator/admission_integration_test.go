@@ -67,6 +67,22 @@ func (ca *testCA) serve(t *testing.T, dir string, serial int64) {
 	must(t, os.WriteFile(filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
 }
 
+// servingSetup writes a test CA (ca.crt) and a serving certificate for
+// 127.0.0.1 it signs (tls.crt, tls.key) to a new folder, and picks a free
+// port: what an operator serving webhooks by URL needs.
+func servingSetup(t *testing.T) (ca *testCA, certs, port string) {
+	t.Helper()
+	certs = t.TempDir()
+	ca = newTestCA(t)
+	must(t, os.WriteFile(filepath.Join(certs, "ca.crt"), ca.pem, 0o600))
+	ca.serve(t, certs, 100)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	port = strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	return ca, certs, port
+}
+
 // kubectlApply applies manifest and returns its output and error.
 func kubectlApply(kubeconfig, manifest string) (string, error) {
 	cmd := exec.Command("kubectl", "--kubeconfig", kubeconfig, "apply", "-f", "-")
@@ -89,14 +105,7 @@ func TestIntegrationAdmissionWebhooks(t *testing.T) {
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)
-	certs := t.TempDir()
-	ca := newTestCA(t)
-	must(t, os.WriteFile(filepath.Join(certs, "ca.crt"), ca.pem, 0o600))
-	ca.serve(t, certs, 100)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
+	ca, certs, port := servingSetup(t)
 	configName := "hook-operator-test-" + ns
 
 	selectors := fmt.Sprintf(`
@@ -156,6 +165,7 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 	}
 	// The API server picks new configurations up within a moment.
 	var out string
+	var err error
 	waitUntil(t, "the denial of a bad value", func() bool {
 		out, err = kubectlApply(c.Kubeconfig, cm("bad", "bad"))
 		return err != nil && strings.Contains(out, "value bad is not allowed here")

@@ -3,11 +3,8 @@ package main_test
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,14 +28,7 @@ func TestIntegrationConversionWebhook(t *testing.T) {
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)
-	certs := t.TempDir()
-	ca := newTestCA(t)
-	must(t, os.WriteFile(filepath.Join(certs, "ca.crt"), ca.pem, 0o600))
-	ca.serve(t, certs, 100)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
+	_, certs, port := servingSetup(t)
 
 	group := ns + ".conversion-test.example.com"
 	crd := "crontabs." + group

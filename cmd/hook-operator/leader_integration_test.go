@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
@@ -154,18 +153,7 @@ func TestIntegrationLeaderLosesAPIServer(t *testing.T) {
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)
-	cfg, err := clientcmd.LoadFromFile(c.Kubeconfig)
-	must(t, err)
-	var server string
-	for _, cl := range cfg.Clusters {
-		server = cl.Server
-	}
-	p := newProxy(t, strings.TrimPrefix(server, "https://"))
-	for _, cl := range cfg.Clusters {
-		cl.Server = "https://" + p.addr
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	must(t, clientcmd.WriteToFile(*cfg, kubeconfig))
+	p, kubeconfig := proxiedKubeconfig(t, c.Kubeconfig)
 
 	hooks, marks := t.TempDir(), t.TempDir()
 	writeHook(t, hooks, "slow.sh", fmt.Sprintf(`#!/usr/bin/env bash
@@ -181,7 +169,7 @@ sleep 120
 		"--shutdown-grace-period", "60s")
 	// Its bindings listed, so that the object below comes as an Event.
 	waitUntil(t, "leading and running", func() bool { return strings.Contains(o.logs.String(), "all bindings started; running") }, o.logs.String)
-	_, err = c.Client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "slow"}}, metav1.CreateOptions{})
+	_, err := c.Client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "slow"}}, metav1.CreateOptions{})
 	must(t, err)
 	var pid int
 	waitUntil(t, "the slow hook running", func() bool {

@@ -254,6 +254,25 @@ func (p *proxy) stop() {
 	p.conns = nil
 }
 
+// proxiedKubeconfig writes a kubeconfig like the one at path that reaches
+// the API server through a proxy of the test's own.
+func proxiedKubeconfig(t *testing.T, path string) (*proxy, string) {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(path)
+	must(t, err)
+	var server string
+	for _, cl := range cfg.Clusters {
+		server = cl.Server
+	}
+	p := newProxy(t, strings.TrimPrefix(server, "https://"))
+	for _, cl := range cfg.Clusters {
+		cl.Server = "https://" + p.addr
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	must(t, clientcmd.WriteToFile(*cfg, kubeconfig))
+	return p, kubeconfig
+}
+
 func (p *proxy) restart(t *testing.T) {
 	ln, err := net.Listen("tcp", p.addr)
 	must(t, err)
@@ -315,19 +334,7 @@ func TestIntegrationReadiness(t *testing.T) {
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)
-	cfg, err := clientcmd.LoadFromFile(c.Kubeconfig)
-	must(t, err)
-	var server string
-	for _, cl := range cfg.Clusters {
-		server = cl.Server
-	}
-	target := strings.TrimPrefix(server, "https://")
-	p := newProxy(t, target)
-	for _, cl := range cfg.Clusters {
-		cl.Server = "https://" + p.addr
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	must(t, clientcmd.WriteToFile(*cfg, kubeconfig))
+	p, kubeconfig := proxiedKubeconfig(t, c.Kubeconfig)
 
 	hooks, marks := t.TempDir(), t.TempDir()
 	writeHook(t, hooks, "slow.sh", fmt.Sprintf(`#!/usr/bin/env bash
