@@ -78,7 +78,7 @@ func measureAdmission(ctx context.Context, b *bench, s subject, ns, free, certs,
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(b.tmp, "run-")
+	dir, err := newRunDir(b)
 	if err != nil {
 		return nil, err
 	}

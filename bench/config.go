@@ -10,7 +10,7 @@ import (
 )
 
 // The scenarios, in the order they run.
-var allScenarios = []string{"idle", "sync", "trickle", "burst", "admission", "scale"}
+var allScenarios = []string{"idle", "sync", "trickle", "burst", "admission", "failover", "scale"}
 
 // The hook kinds: the bash hook (bench/hooks/bash) and the Go hook
 // (bench/hooks/go).
@@ -38,6 +38,11 @@ type Config struct {
 	// AdmissionRequests is how many admission requests the admission
 	// scenario sends one at a time (and twice as many concurrently).
 	AdmissionRequests int `json:"admission_requests"`
+	// FailoverObjects is how many ConfigMaps the failover scenario's
+	// operators watch; FailoverHandovers how many handovers it times after
+	// SIGTERM, and as many after SIGKILL.
+	FailoverObjects   int `json:"failover_objects"`
+	FailoverHandovers int `json:"failover_handovers"`
 	// ScaleSizes are the object counts of the growth curve, ascending.
 	ScaleSizes []int `json:"scale_sizes"`
 	// Settle is how long after the Synchronization run memory is read again.
@@ -69,7 +74,9 @@ func parseFlags(args []string) (*Config, error) {
 	sizes := fs.String("scale-sizes", "1000,10000,100000,300000", "object counts of the scale scenario's growth curve")
 	syncObjects := fs.Int("sync-objects", 12000, "ConfigMaps the sync scenario watches")
 	burstObjects := fs.Int("burst-objects", 3000, "ConfigMaps the burst scenario creates")
-	quick := fs.Bool("quick", false, "small sizes for development: sync 1000, burst 300, scale 1000, trickle 3 s, settle 2 s, 1 run (explicit flags win)")
+	failoverObjects := fs.Int("failover-objects", 1000, "ConfigMaps the failover scenario's operators watch")
+	handovers := fs.Int("failover-handovers", 5, "handovers the failover scenario times after SIGTERM, and as many after SIGKILL; medians are reported")
+	quick := fs.Bool("quick", false, "small sizes for development: sync 1000, burst 300, scale 1000, trickle 3 s, settle 2 s, 1 run, 2 handovers (explicit flags win)")
 	profile := fs.Bool("profile", false, "add one profiled run per scenario and hook (not in the medians): pprof CPU and heap profiles in <out>/profiles-<time>/")
 	hookTmpDir := fs.String("hook-tmp-dir", "", "the operator's --tmp-dir for the hooks' per-run files (default: under the system temp dir); e.g. /dev/shm to compare with a tmpfs")
 	out := fs.String("out", "bench/results", "folder for the results")
@@ -91,6 +98,8 @@ func parseFlags(args []string) (*Config, error) {
 		BurstObjects:      *burstObjects,
 		BurstWorkers:      8,
 		AdmissionRequests: 1000,
+		FailoverObjects:   *failoverObjects,
+		FailoverHandovers: *handovers,
 		TrickleRate:       30,
 		TrickleFor:        10 * time.Second,
 		Settle:            5 * time.Second,
@@ -126,11 +135,14 @@ func parseFlags(args []string) (*Config, error) {
 		if !set["repeat"] {
 			c.Repeat = 1
 		}
+		if !set["failover-handovers"] {
+			c.FailoverHandovers = 2
+		}
 		c.TrickleFor = 3 * time.Second
 		c.Settle = 2 * time.Second
 	}
-	if c.Repeat < 1 || c.SyncObjects < 1 || c.BurstObjects < 1 {
-		return nil, fmt.Errorf("--repeat, --sync-objects and --burst-objects must be at least 1")
+	if c.Repeat < 1 || c.SyncObjects < 1 || c.BurstObjects < 1 || c.FailoverObjects < 1 || c.FailoverHandovers < 1 {
+		return nil, fmt.Errorf("--repeat, --sync-objects, --burst-objects, --failover-objects and --failover-handovers must be at least 1")
 	}
 	return c, nil
 }

@@ -67,6 +67,7 @@ var scenarios = map[string]func(context.Context, *bench) error{
 	"trickle":   runTrickle,
 	"burst":     runBurst,
 	"admission": runAdmission,
+	"failover":  runFailover,
 	"scale":     runScale,
 }
 
@@ -190,13 +191,16 @@ func writeReport(dir, stamp string, r *Report) (string, error) {
 // start starts the subject's operator with its hook, configured by config;
 // with prof, it serves pprof profiles.
 func (b *bench) start(s subject, config []byte, prof *profiling) (*operator, error) {
-	dir, err := os.MkdirTemp(b.tmp, "run-")
+	dir, err := newRunDir(b)
 	if err != nil {
 		return nil, err
 	}
 	return startOperator(launch{impl: s.impl, kubeconfig: b.cluster.kubeconfig, hooksDir: b.hooksDirs[s.hook],
 		dir: dir, config: config, tmpDir: b.cfg.HookTmpDir, pprof: prof != nil})
 }
+
+// newRunDir makes a folder of its own for one operator of this harness run.
+func newRunDir(b *bench) (string, error) { return os.MkdirTemp(b.tmp, "run-") }
 
 // referenceBinary returns the shell-operator binary of --reference: the
 // pinned one (built once by hack/tools/shell-operator.sh) for "pinned",
@@ -245,7 +249,7 @@ func (b *bench) record(r Run, op *operator, err error) {
 		return
 	}
 	line := fmt.Sprintf("  %s, %s, %s hook, run %d:", name, r.Operator, r.Hook, r.Repeat)
-	for _, m := range []string{mAdmBaseP50, mAdmAddedP50, mAdmAddedP99, mAdmRate, mFloor, mSync, mOverFloor, mRSS, mPeakRSS, mRSSLater, mRate, mDrain, mP50, mP99, mCPUPerEvent, mRuns, mMissed} {
+	for _, m := range []string{mFailover, mLeaseTaken, mTakeoverSync, mStandbyRSS, mLeaderRSS, mLeaderReqs, mStandbyReqs, mAdmBaseP50, mAdmAddedP50, mAdmAddedP99, mAdmRate, mFloor, mSync, mOverFloor, mRSS, mPeakRSS, mRSSLater, mRate, mDrain, mP50, mP99, mCPUPerEvent, mRuns, mMissed} {
 		if v, ok := r.Metrics[m]; ok {
 			line += fmt.Sprintf(" %s %s,", m, formatValue(m, v))
 		}

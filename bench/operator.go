@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,6 +36,12 @@ type operator struct {
 	// connected is when the log said the operator connected to the
 	// cluster: its hooks are loaded (their --config runs are done).
 	connected time.Time
+	// logged maps each of the launch's watchLines to when a log line
+	// first held it.
+	watchLines []string
+	logged     map[string]time.Time
+	// metricsAddr is the host:port of /metrics, from the log.
+	metricsAddr string
 }
 
 // launch says how to start one operator.
@@ -52,6 +60,9 @@ type launch struct {
 	// extra are more arguments of our start (the admission scenario's
 	// webhook flags).
 	extra []string
+	// watchLines are log texts whose first appearance the operator notes
+	// (see operator.Logged).
+	watchLines []string
 }
 
 // startOperator writes the hook configuration to a file in l.dir, and
@@ -80,7 +91,8 @@ func startOperator(l launch) (*operator, error) {
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = w, w
-	o := &operator{cmd: cmd, impl: l.impl, out: newHookOutput(outPath), socket: socket, done: make(chan struct{})}
+	o := &operator{cmd: cmd, impl: l.impl, out: newHookOutput(outPath), socket: socket, done: make(chan struct{}),
+		watchLines: l.watchLines, logged: map[string]time.Time{}}
 	o.started = time.Now()
 	err = cmd.Start()
 	w.Close()
@@ -113,12 +125,40 @@ func (o *operator) read(r io.Reader) {
 		if o.connected.IsZero() && o.impl.connected != "" && strings.Contains(line, o.impl.connected) {
 			o.connected = time.Now()
 		}
+		for _, w := range o.watchLines {
+			if _, ok := o.logged[w]; !ok && strings.Contains(line, w) {
+				o.logged[w] = time.Now()
+			}
+		}
+		if o.metricsAddr == "" && strings.Contains(line, "serving /metrics") {
+			if m := addressField.FindStringSubmatch(line); m != nil {
+				o.metricsAddr = m[1]
+			}
+		}
 		o.logTail = append(o.logTail, line)
 		if len(o.logTail) > 200 {
 			o.logTail = o.logTail[100:]
 		}
 		o.mu.Unlock()
 	}
+}
+
+// addressField is the address in our log line about the /metrics listener.
+var addressField = regexp.MustCompile(`"address":"([^"]+)"`)
+
+// Logged returns when a log line first held text, one of the launch's
+// watchLines, or the zero time.
+func (o *operator) Logged(text string) time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.logged[text]
+}
+
+// WaitLogged waits until a log line has held text (one of the launch's
+// watchLines) and returns when it first did.
+func (o *operator) WaitLogged(ctx context.Context, timeout time.Duration, text string) (time.Time, error) {
+	err := o.until(ctx, timeout, "the log line "+strconv.Quote(text), func(*hookOutput) bool { return !o.Logged(text).IsZero() })
+	return o.Logged(text), err
 }
 
 // Connected returns when the operator logged that it connected to the

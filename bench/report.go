@@ -34,6 +34,14 @@ const (
 	mAdmAddedP50 = "admission_added_p50_ms" // what the webhook adds to a create, p50
 	mAdmAddedP99 = "admission_added_p99_ms" // ... p99
 	mAdmRate     = "admission_rps"          // requests answered per second with 32 in flight
+
+	mFailover     = "failover_s"               // the leader signalled to the new leader's first hook run
+	mLeaseTaken   = "lease_taken_s"            // the leader signalled to the standby taking the Lease
+	mTakeoverSync = "takeover_sync_s"          // the Lease taken to the first hook run (start-up of the bindings)
+	mStandbyRSS   = "standby_rss_mb"           // the standby's VmRSS before the handover
+	mLeaderRSS    = "leader_rss_mb"            // the leader's VmRSS at the same moment
+	mLeaderReqs   = "leader_requests_per_min"  // API requests per minute of a settled leader
+	mStandbyReqs  = "standby_requests_per_min" // ... of a settled standby
 )
 
 // Run is one measured run of a scenario with one hook: every figure it
@@ -174,6 +182,8 @@ var targets = []target{
 	{"burst", "", mDrain, 0, 0.3, none, standardBurst},
 	{"burst", "", mP99, 0, 250, 0.4, standardBurst},
 	{"burst", "", mCPUPerEvent, 0, 0.25, 0.35, standardBurst},
+	{"failover", "SIGTERM", mFailover, 0, 3, none, always},
+	{"failover", "SIGKILL", mFailover, 0, 20, none, always},
 	{"scale", "keepFull=false", mOverFloor, 100000, 1.3, none, always},
 	{"scale", "keepFull=true", mOverFloor, 100000, 1.3, none, always},
 }
@@ -299,22 +309,29 @@ func perObject(summaries []Summary) []PerObject {
 
 // metricLabels name the metrics in the Markdown report, with their units.
 var metricLabels = map[string]struct{ label, unit string }{
-	mRSS:         {"RSS after start", "MB"},
-	mSync:        {"process start to Synchronization run", "s"},
-	mPeakRSS:     {"peak RSS (VmHWM)", "MB"},
-	mRSSLater:    {"RSS %s after Synchronization", "MB"},
-	mP50:         {"latency p50", "ms"},
-	mP99:         {"latency p99", "ms"},
-	mDrain:       {"last create to last event seen", "s"},
-	mCPUPerEvent: {"operator CPU per event", "ms"},
-	mRate:        {"create rate (not a target)", "/s"},
-	mRuns:        {"hook runs (not a target)", ""},
-	mFloor:       {"bare streaming list", "s"},
-	mOverFloor:   {"Synchronization / bare streaming list", "×"},
-	mAdmBaseP50:  {"create without the webhook, p50 (not a target)", "ms"},
-	mAdmAddedP50: {"latency the webhook adds, p50 (no target)", "ms"},
-	mAdmAddedP99: {"latency the webhook adds, p99 (no target)", "ms"},
-	mAdmRate:     {"requests answered at the cap (no target)", "/s"},
+	mRSS:          {"RSS after start", "MB"},
+	mSync:         {"process start to Synchronization run", "s"},
+	mPeakRSS:      {"peak RSS (VmHWM)", "MB"},
+	mRSSLater:     {"RSS %s after Synchronization", "MB"},
+	mP50:          {"latency p50", "ms"},
+	mP99:          {"latency p99", "ms"},
+	mDrain:        {"last create to last event seen", "s"},
+	mCPUPerEvent:  {"operator CPU per event", "ms"},
+	mRate:         {"create rate (not a target)", "/s"},
+	mRuns:         {"hook runs (not a target)", ""},
+	mFloor:        {"bare streaming list", "s"},
+	mOverFloor:    {"Synchronization / bare streaming list", "×"},
+	mAdmBaseP50:   {"create without the webhook, p50 (not a target)", "ms"},
+	mAdmAddedP50:  {"latency the webhook adds, p50 (no target)", "ms"},
+	mAdmAddedP99:  {"latency the webhook adds, p99 (no target)", "ms"},
+	mAdmRate:      {"requests answered at the cap (no target)", "/s"},
+	mFailover:     {"signal to the new leader's first hook run", "s"},
+	mLeaseTaken:   {"signal to the Lease taken (no target)", "s"},
+	mTakeoverSync: {"Lease taken to the first hook run (no target)", "s"},
+	mStandbyRSS:   {"RSS of a standby (no target)", "MB"},
+	mLeaderRSS:    {"RSS of the leader (no target)", "MB"},
+	mLeaderReqs:   {"API requests per minute, leader (no target)", "/min"},
+	mStandbyReqs:  {"API requests per minute, standby (no target)", "/min"},
 }
 
 // markdownRows are the rows of the main table: scenario, variant, metric.
@@ -337,6 +354,15 @@ var markdownRows = []struct{ scenario, variant, metric string }{
 	{"admission", "", mAdmAddedP50},
 	{"admission", "", mAdmAddedP99},
 	{"admission", "", mAdmRate},
+	{"failover", "SIGTERM", mFailover},
+	{"failover", "SIGTERM", mLeaseTaken},
+	{"failover", "SIGTERM", mTakeoverSync},
+	{"failover", "SIGKILL", mFailover},
+	{"failover", "SIGKILL", mLeaseTaken},
+	{"failover", "SIGTERM", mStandbyRSS},
+	{"failover", "SIGTERM", mLeaderRSS},
+	{"failover", "SIGTERM", mLeaderReqs},
+	{"failover", "SIGTERM", mStandbyReqs},
 }
 
 // metricLabel names a metric in the Markdown report.
@@ -361,6 +387,8 @@ func scenarioLabel(c *Config, scenario, variant string) string {
 		return "burst " + count(c.BurstObjects)
 	case "admission":
 		return fmt.Sprintf("admission %s requests (hook-operator only)", count(c.AdmissionRequests))
+	case "failover":
+		return fmt.Sprintf("failover after %s, %s ConfigMaps, %d handovers (hook-operator only)", variant, count(c.FailoverObjects), c.FailoverHandovers)
 	}
 	return scenario
 }
@@ -392,7 +420,7 @@ func formatValue(metric string, v float64) string {
 		s = fmt.Sprintf("%.2f", v)
 	case unit == "×":
 		return fmt.Sprintf("%.2f×", v)
-	case unit == "" || unit == "/s":
+	case unit == "" || unit == "/s" || unit == "/min":
 		s = fmt.Sprintf("%.0f", v)
 	default:
 		s = fmt.Sprintf("%.1f", v)

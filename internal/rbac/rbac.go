@@ -125,9 +125,11 @@ func Grants(hooks []*hook.Hook, r Resolver, opts GrantOptions) ([]Grant, error) 
 	}
 	if opts.LeaseName != "" {
 		why := "--leader-elect: the leader election's Lease"
-		// create cannot be limited to a name; get and update are.
+		// create cannot be limited to a name; get and update are, and so
+		// are list and watch with the field selector metadata.name (a
+		// standby watches the Lease to see it released).
 		out = append(out, Grant{Group: "coordination.k8s.io", Resource: "leases", Namespace: opts.OperatorNamespace, Verbs: []string{"create"}, Why: why},
-			Grant{Group: "coordination.k8s.io", Resource: "leases", Namespace: opts.OperatorNamespace, Verbs: []string{"get", "update"}, ResourceNames: []string{opts.LeaseName}, Why: why})
+			Grant{Group: "coordination.k8s.io", Resource: "leases", Namespace: opts.OperatorNamespace, Verbs: []string{"get", "list", "watch", "update"}, ResourceNames: []string{opts.LeaseName}, Why: why})
 	}
 	if crds, who := conversionCRDs(hooks); len(crds) > 0 {
 		const group, res = "apiextensions.k8s.io", "customresourcedefinitions"

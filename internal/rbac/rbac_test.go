@@ -167,7 +167,7 @@ func TestGrantsForLeaderElection(t *testing.T) {
 			got = append(got, g.Group+":"+g.Namespace+":"+strings.Join(g.Verbs, ",")+":"+strings.Join(g.ResourceNames, ","))
 		}
 	}
-	if want := "coordination.k8s.io:ops:create: coordination.k8s.io:ops:get,update:op-lease"; strings.Join(got, " ") != want {
+	if want := "coordination.k8s.io:ops:create: coordination.k8s.io:ops:get,list,watch,update:op-lease"; strings.Join(got, " ") != want {
 		t.Errorf("Lease grants = %v, want %s", got, want)
 	}
 }

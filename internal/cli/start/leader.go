@@ -60,6 +60,17 @@ func (f LeaderFlags) identity() string {
 	return host + "-" + hex.EncodeToString(b)
 }
 
+// check refuses timings under which two replicas could run hooks at once:
+// a leader that cannot renew stops at the latest a retry period plus the
+// renew deadline after its last renewal, and a standby takes the Lease no
+// sooner than the lease duration after it saw that renewal.
+func (f LeaderFlags) check() error {
+	if f.RetryPer <= 0 || f.RetryPer >= f.RenewDeadline || f.RenewDeadline+f.RetryPer >= f.LeaseDuration {
+		return fmt.Errorf("leader election: want --leader-elect-retry-period (%s) < --leader-elect-renew-deadline (%s), and the two together < --leader-elect-lease-duration (%s), so that a leader that cannot renew stops before a standby may take the Lease", f.RetryPer, f.RenewDeadline, f.LeaseDuration)
+	}
+	return nil
+}
+
 // errLeaseLost ends a leader that could not renew its Lease: it stopped
 // running hooks, and the process exits so that it starts again as a
 // standby.
@@ -76,8 +87,8 @@ func runElected(ctx context.Context, f LeaderFlags, namespace string, cfg *rest.
 	if namespace == "" {
 		return fmt.Errorf("--leader-elect keeps its Lease in the operator's namespace: set --operator-namespace (or run in a Pod)")
 	}
-	if f.RenewDeadline >= f.LeaseDuration || f.RetryPer >= f.RenewDeadline {
-		return fmt.Errorf("leader election: want --leader-elect-retry-period (%s) < --leader-elect-renew-deadline (%s) < --leader-elect-lease-duration (%s)", f.RetryPer, f.RenewDeadline, f.LeaseDuration)
+	if err := f.check(); err != nil {
+		return err
 	}
 	client, err := coordinationv1.NewForConfig(cfg)
 	if err != nil {
@@ -99,52 +110,49 @@ func runElected(ctx context.Context, f LeaderFlags, namespace string, cfg *rest.
 	defer stopElecting()
 	ran := make(chan error, 1)
 	var started atomic.Bool
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: lock, Name: "hook-operator",
-		LeaseDuration: f.LeaseDuration, RenewDeadline: f.RenewDeadline, RetryPeriod: f.RetryPer,
-		ReleaseOnCancel: true,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(leading context.Context) {
-				started.Store(true)
-				log.Info("leader election: leading; starting the hooks")
-				op.SetStandby(false)
-				m.Leader(id, true)
-				runCtx, stop := context.WithCancel(ctx)
-				defer stop()
-				go func() {
-					select {
-					case <-leading.Done():
-						if ctx.Err() == nil {
-							op.StopNow()
-						}
-						stop()
-					case <-runCtx.Done():
-					}
-				}()
-				err := op.Run(runCtx)
-				if err == nil && ctx.Err() == nil {
-					err = errLeaseLost
+	lead := func(leading context.Context) {
+		started.Store(true)
+		log.Info("leader election: leading; starting the hooks")
+		op.SetStandby(false)
+		m.Leader(id, true)
+		runCtx, stop := context.WithCancel(ctx)
+		defer stop()
+		go func() {
+			select {
+			case <-leading.Done():
+				if ctx.Err() == nil {
+					op.StopNow()
 				}
-				ran <- err
-				stopElecting()
-			},
-			OnStoppedLeading: func() {
-				m.Leader(id, false)
-				log.Info("leader election: not leading")
-			},
-			OnNewLeader: func(leader string) {
-				if leader != id {
-					log.WithField("leader", leader).Info("leader election: standby; another replica leads")
-				}
-			},
+				stop()
+			case <-runCtx.Done():
+			}
+		}()
+		err := op.Run(runCtx)
+		if err == nil && ctx.Err() == nil {
+			err = errLeaseLost
+		}
+		ran <- err
+		stopElecting()
+	}
+	e := &election{
+		config: leaderelection.LeaderElectionConfig{
+			Lock: lock, Name: "hook-operator",
+			LeaseDuration: f.LeaseDuration, RenewDeadline: f.RenewDeadline, RetryPeriod: f.RetryPer,
+			ReleaseOnCancel: true,
 		},
-	})
-	if err != nil {
+		leases: client.Leases(namespace), name: f.LeaseName, id: id, log: log,
+		lead: lead,
+		stopped: func() {
+			m.Leader(id, false)
+			log.Info("leader election: not leading")
+		},
+	}
+	if _, err := leaderelection.NewLeaderElector(e.withCallbacks(func(context.Context) {}, func() {})); err != nil {
 		return fmt.Errorf("leader election: %w", err)
 	}
 	electorDone := make(chan struct{})
 	go func() {
-		elector.Run(electCtx)
+		e.run(electCtx)
 		close(electorDone)
 	}()
 	select {
@@ -152,7 +160,7 @@ func runElected(ctx context.Context, f LeaderFlags, namespace string, cfg *rest.
 		<-electorDone
 		return err
 	case <-ctx.Done():
-		if !elector.IsLeader() && !started.Load() {
+		if !e.leading() && !started.Load() {
 			stopElecting()
 		}
 	case <-electorDone:

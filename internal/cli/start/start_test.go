@@ -3,6 +3,7 @@ package start
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // shell-operator's SHELL_OPERATOR_LISTEN_ADDRESS and _PORT make one
@@ -30,6 +31,29 @@ func TestListenAddressFromShellOperatorVariables(t *testing.T) {
 		}
 		if err != nil || got != tc.want || set != tc.set {
 			t.Errorf("%v: %q, %v, %v; want %q, %v", tc.env, got, set, err, tc.want, tc.set)
+		}
+	}
+}
+
+func TestLeaderTimingsChecked(t *testing.T) {
+	for _, c := range []struct {
+		lease, renew, retry time.Duration
+		ok                  bool
+	}{
+		{15 * time.Second, 10 * time.Second, 2 * time.Second, true},
+		{10 * time.Second, 5 * time.Second, time.Second, true},
+		// A leader could stop only at 12 s, after a standby took over at 11 s.
+		{11 * time.Second, 10 * time.Second, 2 * time.Second, false},
+		{15 * time.Second, 15 * time.Second, 2 * time.Second, false},
+		{15 * time.Second, 2 * time.Second, 2 * time.Second, false},
+		{15 * time.Second, 10 * time.Second, 0, false},
+	} {
+		err := LeaderFlags{LeaseDuration: c.lease, RenewDeadline: c.renew, RetryPer: c.retry}.check()
+		if (err == nil) != c.ok {
+			t.Errorf("lease %s, renew %s, retry %s: %v, want ok=%t", c.lease, c.renew, c.retry, err, c.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "--leader-elect-renew-deadline") {
+			t.Errorf("the error does not name the flags: %v", err)
 		}
 	}
 }
