@@ -92,6 +92,13 @@ func (c *checker) config(raw any) Config {
 	cfg.Mutating = c.webhookBindings(o, "kubernetesMutating", &refs)
 	cfg.Conversion = c.conversionBindings(o, &refs)
 	cfg.Settings = c.settings(o.object("settings"))
+	if cfg.Settings.Parallelism > 1 {
+		for i, b := range cfg.Kubernetes {
+			if b.Group != "" {
+				c.errorf(join(index("kubernetes", i), "group"), "cannot be used with settings.parallelism %d: runs in parallel are for one object each, and Group contexts do not say which object changed; remove group, or parallelism", cfg.Settings.Parallelism)
+			}
+		}
+	}
 	cfg.Writes = c.writes(o)
 	o.finish()
 
@@ -159,6 +166,13 @@ func (c *checker) settings(s *object) Settings {
 			c.errorf(s.at("timeout"), "must be longer than 0; remove it to use the operator's --hook-timeout")
 		}
 		st.Timeout = t
+	}
+	if n, ok := s.integer("parallelism"); ok {
+		if n < 1 {
+			c.errorf(s.at("parallelism"), "%d: use 1 (one run at a time, the default) or more", n)
+		} else {
+			st.Parallelism = n
+		}
 	}
 	s.finish()
 	return st

@@ -422,6 +422,9 @@ func TestProblems(t *testing.T) {
 		{"burst zero with interval", `{configVersion: v1, onStartup: 1, settings: {executionMinInterval: 1s, executionBurst: 0}}`, []want{
 			{"settings.executionBurst", "would never let the hook run"}}},
 		{"timeout zero", `{configVersion: v1, onStartup: 1, settings: {timeout: 0s}}`, []want{{"settings.timeout", "must be longer than 0"}}},
+		{"parallelism zero", `{configVersion: v1, onStartup: 1, settings: {parallelism: 0}}`, []want{{"settings.parallelism", "use 1"}}},
+		{"parallelism with group", `{configVersion: v1, kubernetes: [{kind: Pod}, {name: b, kind: Pod, group: g}], settings: {parallelism: 4}}`, []want{
+			{"kubernetes[1].group", "cannot be used with settings.parallelism 4"}}},
 		{"settings unknown key", `{configVersion: v1, onStartup: 1, settings: {executionMinInterva: 1s}}`, []want{
 			{"settings.executionMinInterva", `did you mean "executionMinInterval"?`}}},
 

@@ -64,6 +64,9 @@ type Settings struct {
 	// Timeout ends a run that takes longer (EXT). Zero means the operator's
 	// --hook-timeout.
 	Timeout time.Duration `json:"timeout,omitempty"`
+	// Parallelism is how many runs for different objects may run at once
+	// (EXT); 1 (the default) runs one at a time, as shell-operator does.
+	Parallelism int `json:"parallelism,omitempty"`
 }
 
 // Common holds the fields every binding kind shares.

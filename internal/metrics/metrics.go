@@ -56,6 +56,7 @@ type Metrics struct {
 	queueLength *prometheus.GaugeVec
 	queueWait   *prometheus.HistogramVec
 	combined    *prometheus.CounterVec
+	hookRunning *prometheus.GaugeVec
 
 	eventsReceived   *prometheus.CounterVec
 	eventsSuppressed *prometheus.CounterVec
@@ -103,7 +104,8 @@ func New(prefix string) *Metrics {
 		queueLength: f.gauge("queue_length", "Tasks waiting in the queue, the running one not counted.", "queue"),
 		queueWait: f.histogram("queue_wait_seconds", "How long tasks wait in their queue before their run starts.",
 			[]float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120}, "queue"),
-		combined: f.counter("contexts_combined_total", "Binding contexts merged into a run that was already pending.", "hook", "queue"),
+		combined:    f.counter("contexts_combined_total", "Binding contexts merged into a run that was already pending.", "hook", "queue"),
+		hookRunning: f.gauge("hook_running", "Processes of the hook running now for its queued bindings (more than 1 only with settings.parallelism, or bindings in several queues).", "hook"),
 
 		eventsReceived:   f.counter("events_received_total", "Watch events received per binding (Added, Modified, Deleted).", "hook", "binding", "event"),
 		eventsSuppressed: f.counter("events_suppressed_total", "Watch events that ran nothing: the jqFilter result did not change (reason jqFilter), or only the hook's own status write changed (reason ownStatus).", "hook", "binding", "reason"),
@@ -217,6 +219,14 @@ func (m *Metrics) Combined(hook, queue string, n int) {
 		return
 	}
 	m.combined.WithLabelValues(hook, queue).Add(float64(n))
+}
+
+// HookRunning sets how many runs of hook are in progress.
+func (m *Metrics) HookRunning(hook string, n int) {
+	if m == nil {
+		return
+	}
+	m.hookRunning.WithLabelValues(hook).Set(float64(n))
 }
 
 // EventReceived counts a watch event of a binding.

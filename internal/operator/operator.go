@@ -339,6 +339,10 @@ func ScheduleContext(s *hook.ScheduleBinding) binding.Context {
 // common: the context shaped for the binding's group and snapshots, in the
 // binding's queue, allowing failure as the binding says (never for a
 // Finalize run: the object's deletion waits for it to succeed).
+//
+// For a hook with settings.parallelism above 1, an Event context about one
+// object (Added, Modified, Deleted, Finalize, Requeue) gets the object's
+// key, so that it may run beside other objects' (see package queue).
 func NewTask(h *hook.Hook, common *hook.Common, c binding.Context) *queue.Task {
 	c = binding.Shape(c, common.Group, groupMembers(h, common.Group), common.IncludeSnapshotsFrom)
 	return &queue.Task{
@@ -346,7 +350,25 @@ func NewTask(h *hook.Hook, common *hook.Common, c binding.Context) *queue.Task {
 		Queue:        common.Queue,
 		Contexts:     []binding.Context{c},
 		AllowFailure: common.AllowFailure && c.WatchEvent != watch.Finalize,
+		Key:          parallelKey(h, c),
 	}
+}
+
+// parallelKey is the key of c's object for a hook with parallelism: the kind
+// its binding watches (lower case, so that one kind written two ways is
+// one key; kinds of the same name in two groups share keys, which only
+// serializes more), the namespace and the name. It is "" for every other
+// context.
+func parallelKey(h *hook.Hook, c binding.Context) string {
+	if h.Config.Settings.Parallelism <= 1 || c.Type != binding.TypeEvent || c.Object == nil {
+		return ""
+	}
+	for _, k := range h.Config.Kubernetes {
+		if k.Name == c.Binding {
+			return strings.ToLower(k.Kind) + "/" + c.Object.Namespace + "/" + c.Object.Name
+		}
+	}
+	return ""
 }
 
 // groupMembers returns the names of h's kubernetes bindings in group.

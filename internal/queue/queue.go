@@ -3,6 +3,9 @@
 // into the run that takes them, so a burst of events costs one run. A failed
 // run holds its queue and is retried with exponential backoff and jitter,
 // unless every binding in it allows failure.
+//
+// Tasks with a Key (the events of one object, for a hook with
+// settings.parallelism above 1) are the exception: see parallel.go.
 package queue
 
 import (
@@ -31,6 +34,10 @@ type Task struct {
 	// Done, when set, is called once the task's run succeeded or its failure
 	// was allowed (err is then the failure). Merged tasks keep every Done.
 	Done func(err error)
+	// Key names the object the task's contexts are about, for a hook whose
+	// runs for different objects may run at once (parallelism above 1);
+	// "" for every other task, which runs alone in its queue.
+	Key string
 
 	done     []func(error)
 	attempts int
@@ -39,6 +46,8 @@ type Task struct {
 	outages  int
 	enqueued time.Time
 	lastErr  error
+	// started is when the run of a parallel task started.
+	started time.Time
 }
 
 // OutageError is the error of a run that failed because the API server was
@@ -72,8 +81,12 @@ type Options struct {
 	// events arriving back to back join one run, instead of a fast hook
 	// running for every one or two of them (each run costs a process start
 	// and its files), while a lone event waits half a window at most. A queue that was idle for BatchWindow starts its next run at
-	// once. Retries do not wait for it. Zero turns batching off.
+	// once. Retries do not wait for it, nor do parallel runs. Zero turns
+	// batching off.
 	BatchWindow time.Duration
+	// MaxParallel caps the runs of tasks with a Key across the set; zero
+	// means no cap beyond each hook's parallelism.
+	MaxParallel int
 }
 
 // Set is every queue of the operator.
@@ -88,6 +101,11 @@ type Set struct {
 	mu       sync.Mutex
 	queues   map[string]*fifo
 	limiters map[*hook.Hook]*rate.Limiter
+	// parallel counts the running tasks with a Key; keyed counts them per
+	// hook, alone the hook's running tasks without one.
+	parallel int
+	keyed    map[*hook.Hook]int
+	alone    map[*hook.Hook]int
 	stopping bool
 	runCtx   context.Context // handlers' context: ends after Stop's grace period
 	cancel   context.CancelFunc
@@ -110,6 +128,10 @@ type fifo struct {
 	// ended is when the last run ended, pushed when the last task was
 	// pushed (see Options.BatchWindow).
 	ended, pushed time.Time
+	// keys are the tasks with a Key running now, by hook and key; held are
+	// the keys whose task failed and waits to be retried.
+	keys map[string]*Task
+	held map[string]heldKey
 }
 
 // NewSet returns an empty queue set that runs tasks with handler.
@@ -130,6 +152,8 @@ func NewSet(handler Handler, opts Options, log logrus.FieldLogger) *Set {
 		log:      log,
 		queues:   map[string]*fifo{},
 		limiters: map[*hook.Hook]*rate.Limiter{},
+		keyed:    map[*hook.Hook]int{},
+		alone:    map[*hook.Hook]int{},
 		runCtx:   ctx,
 		cancel:   cancel,
 	}
@@ -150,7 +174,7 @@ func (s *Set) Push(t *Task) error {
 	}
 	q := s.queues[t.Queue]
 	if q == nil {
-		q = &fifo{name: t.Queue, wake: make(chan struct{}, 1)}
+		q = &fifo{name: t.Queue, wake: make(chan struct{}, 1), keys: map[string]*Task{}, held: map[string]heldKey{}}
 		s.queues[t.Queue] = q
 		s.wg.Add(1)
 		go s.work(q)
@@ -198,27 +222,28 @@ func (s *Set) work(q *fifo) {
 	defer s.wg.Done()
 	for {
 		s.mu.Lock()
-		for len(q.tasks) == 0 || time.Now().Before(q.retryAt) {
+		for {
 			if s.stopping {
 				s.mu.Unlock()
 				return
 			}
-			wait := time.Duration(-1)
-			if len(q.tasks) > 0 {
-				wait = time.Until(q.retryAt)
+			// Tasks with a Key ahead of the first task without one start
+			// beside each other (parallel.go); a task without one waits
+			// until it is the head and nothing else of the queue runs.
+			s.startParallelLocked(q)
+			if s.headMayRunLocked(q) {
+				s.alone[q.tasks[0].Hook]++
+				break
 			}
+			wait := s.nextWakeLocked(q)
 			resume := q.resume
 			s.mu.Unlock()
 			if s.sleep(q, wait, resume) {
 				s.mu.Lock()
-				q.retryAt, q.resume = time.Time{}, nil
+				s.resumeLocked(q)
 				continue
 			}
 			s.mu.Lock()
-		}
-		if s.stopping {
-			s.mu.Unlock()
-			return
 		}
 		head := q.tasks[0]
 		s.mu.Unlock()
@@ -246,6 +271,8 @@ func (s *Set) work(q *fifo) {
 		if t.attempts == 0 {
 			s.Metrics.QueueWait(q.name, time.Since(t.enqueued))
 		}
+
+		s.Metrics.HookRunning(t.Hook.Name, s.keyed[t.Hook]+s.alone[t.Hook])
 		s.mu.Unlock()
 
 		err := s.handler(s.runCtx, t)
@@ -253,6 +280,14 @@ func (s *Set) work(q *fifo) {
 		s.mu.Lock()
 		q.running = nil
 		q.ended = time.Now()
+		s.alone[t.Hook]--
+		s.Metrics.HookRunning(t.Hook.Name, s.keyed[t.Hook]+s.alone[t.Hook])
+		if t.Hook.Config.Settings.Parallelism > 1 {
+			// The hook's tasks with a Key in other queues may start.
+			for _, other := range s.queues {
+				other.signal()
+			}
+		}
 		var outage *OutageError
 		switch {
 		case err == nil:

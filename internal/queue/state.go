@@ -10,6 +10,8 @@ type QueueState struct {
 	Name string `json:"name"`
 	// Running is the task being run, or nil.
 	Running *TaskState `json:"running,omitempty"`
+	// Parallel are the tasks with a Key being run, by key.
+	Parallel []TaskState `json:"parallel,omitempty"`
 	// Pending are the tasks waiting, in order. A task held after a failure
 	// is the first, with Attempts > 0.
 	Pending []TaskState `json:"pending"`
@@ -19,8 +21,10 @@ type QueueState struct {
 
 // TaskState describes one task.
 type TaskState struct {
-	Hook     string    `json:"hook"`
-	Bindings []string  `json:"bindings"`
+	Hook     string   `json:"hook"`
+	Bindings []string `json:"bindings"`
+	// Key is the object of a task of a hook with parallelism.
+	Key      string    `json:"key,omitempty"`
 	Contexts int       `json:"contexts"`
 	Enqueued time.Time `json:"enqueued"`
 	// Started is when the running task's run started.
@@ -29,6 +33,8 @@ type TaskState struct {
 	Attempts int `json:"attempts"`
 	// LastError is the error of the last failed run.
 	LastError string `json:"lastError,omitempty"`
+	// RetryAt is when a task with a Key held after a failure runs again.
+	RetryAt time.Time `json:"retryAt,omitzero"`
 }
 
 // State describes every queue, sorted by name.
@@ -43,8 +49,18 @@ func (s *Set) State() []QueueState {
 			r.Started = q.started
 			st.Running = &r
 		}
+		for _, t := range q.keys {
+			r := taskState(t)
+			r.Started = t.started
+			st.Parallel = append(st.Parallel, r)
+		}
+		sort.Slice(st.Parallel, func(i, j int) bool { return st.Parallel[i].Key < st.Parallel[j].Key })
 		for _, t := range q.tasks {
-			st.Pending = append(st.Pending, taskState(t))
+			ts := taskState(t)
+			if h, ok := q.held[t.slot()]; ok && t.Key != "" && t.attempts > 0 {
+				ts.RetryAt = h.at
+			}
+			st.Pending = append(st.Pending, ts)
 		}
 		out = append(out, st)
 	}
@@ -53,7 +69,7 @@ func (s *Set) State() []QueueState {
 }
 
 func taskState(t *Task) TaskState {
-	st := TaskState{Hook: t.Hook.Name, Contexts: len(t.Contexts), Enqueued: t.enqueued, Attempts: t.attempts, Bindings: []string{}}
+	st := TaskState{Hook: t.Hook.Name, Key: t.Key, Contexts: len(t.Contexts), Enqueued: t.enqueued, Attempts: t.attempts, Bindings: []string{}}
 	seen := map[string]bool{}
 	for _, c := range t.Contexts {
 		if !seen[c.Binding] {

@@ -115,6 +115,11 @@ func newEngine(opts Options) (*engine, error) {
 		opts.Fixture = &fixture.Fixture{}
 	}
 	e := &engine{opts: opts, log: opts.Log, now: opts.Start}
+	for _, h := range opts.Hooks {
+		if n := h.Config.Settings.Parallelism; n > 1 {
+			opts.Log.WithField("hook", h.Name).Infof("settings.parallelism %d applies to start only: replay runs every context one at a time, in order, so that its runs are the same every time", n)
+		}
+	}
 	resolver, err := Resolver(opts.Fixture)
 	if err != nil {
 		return nil, err

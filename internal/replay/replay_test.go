@@ -1,6 +1,7 @@
 package replay_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -368,4 +369,49 @@ func writeEvents(t *testing.T, content string) string {
 	dir := t.TempDir()
 	writeFile(t, dir, "events.yaml", content)
 	return filepath.Join(dir, "events.yaml")
+}
+
+// A hook with settings.parallelism runs one context at a time in replay,
+// in the order the events came, and the log says the setting applies to
+// start only.
+func TestReplayIgnoresParallelism(t *testing.T) {
+	dir, lock := t.TempDir(), filepath.Join(t.TempDir(), "running")
+	writeScript(t, dir, "par.sh",
+		`{"configVersion":"v1","settings":{"parallelism":4},"kubernetes":[{"name":"cms","kind":"ConfigMap"}]}`,
+		`mkdir `+lock+` 2>/dev/null || { echo "another run is in progress" >&2; exit 1; }
+sleep 0.05
+rmdir `+lock)
+	fx := &fixture.Fixture{Events: []fixture.Event{
+		{Type: "Added", Object: object("v1", "ConfigMap", "ns", "a", nil)},
+		{Type: "Added", Object: object("v1", "ConfigMap", "ns", "b", nil)},
+		{Type: "Modified", Object: object("v1", "ConfigMap", "ns", "a", map[string]any{"data": map[string]any{"v": "1"}})},
+	}}
+	var logs bytes.Buffer
+	log := logrus.New()
+	log.SetOutput(&logs)
+	var runs []string
+	sum, err := replay.Run(context.Background(), replay.Options{
+		Hooks: loadHooks(t, dir), Fixture: fx, HookTimeout: time.Minute, Log: log, TmpDir: t.TempDir(),
+		Report: func(r operator.Report, _ []memcluster.Change) {
+			var cs []struct {
+				Type, WatchEvent string
+				Object           struct{ Metadata struct{ Name string } }
+			}
+			if err := json.Unmarshal(r.Contexts, &cs); err != nil {
+				t.Errorf("contexts: %v", err)
+			}
+			for _, c := range cs {
+				runs = append(runs, strings.TrimSuffix(c.Type+":"+c.WatchEvent+":"+c.Object.Metadata.Name, "::"))
+			}
+		},
+	})
+	if err != nil || sum.Failed != 0 {
+		t.Fatalf("replay: %v, %d failed runs (runs overlapped?)\n%s", err, sum.Failed, logs.String())
+	}
+	if want := "Synchronization Event:Added:a Event:Added:b Event:Modified:a"; strings.Join(runs, " ") != want {
+		t.Errorf("runs %q, want %q", strings.Join(runs, " "), want)
+	}
+	if !strings.Contains(logs.String(), "settings.parallelism 4 applies to start only") {
+		t.Errorf("the log does not say that parallelism applies to start only:\n%s", logs.String())
+	}
 }

@@ -40,8 +40,10 @@ func New(stdout io.Writer) *cobra.Command {
 		Short: "Show what a running operator's queues, hooks and snapshots hold, and its role",
 		Long: `debug asks a running "hook-operator start" what it holds now:
 
-  queues              every queue: the running task, and the pending ones with
-                      their attempts and last error (a failed task holds its queue)
+  queues              every queue: the running task (for a hook with
+                      settings.parallelism, the running tasks with their
+                      objects), and the pending ones with their attempts and
+                      last error (a failed task holds its queue, or its object)
   hooks               every hook: its bindings (objects held, synchronized or
                       waiting for their kind), runs, failures, last error
   snapshots HOOK      the objects each kubernetes binding of HOOK holds, as the
@@ -166,21 +168,35 @@ func ago(t time.Time) string {
 func queuesTable(w *tabwriter.Writer, qs []queue.QueueState) {
 	fmt.Fprintln(w, "QUEUE\tSTATE\tHOOK\tBINDINGS\tCONTEXTS\tATTEMPTS\tSINCE\tLAST ERROR")
 	for _, q := range qs {
+		running := q.Parallel
 		if q.Running != nil {
-			r := q.Running
-			fmt.Fprintf(w, "%s\trunning\t%s\t%s\t%d\t%d\t%s\t%s\n", q.Name, r.Hook, strings.Join(r.Bindings, ","), r.Contexts, r.Attempts, ago(r.Started), firstLine(r.LastError))
+			running = append([]queue.TaskState{*q.Running}, running...)
+		}
+		for _, r := range running {
+			fmt.Fprintf(w, "%s\trunning\t%s\t%s\t%d\t%d\t%s\t%s\n", q.Name, hookAndKey(r), strings.Join(r.Bindings, ","), r.Contexts, r.Attempts, ago(r.Started), firstLine(r.LastError))
 		}
 		for i, t := range q.Pending {
 			state := "pending"
-			if i == 0 && t.Attempts > 0 {
+			switch {
+			case !t.RetryAt.IsZero():
+				state = "retry in " + time.Until(t.RetryAt).Round(time.Second).String()
+			case i == 0 && t.Attempts > 0 && t.Key == "":
 				state = "retry in " + time.Until(q.RetryAt).Round(time.Second).String()
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", q.Name, state, t.Hook, strings.Join(t.Bindings, ","), t.Contexts, t.Attempts, ago(t.Enqueued), firstLine(t.LastError))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", q.Name, state, hookAndKey(t), strings.Join(t.Bindings, ","), t.Contexts, t.Attempts, ago(t.Enqueued), firstLine(t.LastError))
 		}
-		if q.Running == nil && len(q.Pending) == 0 {
+		if len(running) == 0 && len(q.Pending) == 0 {
 			fmt.Fprintf(w, "%s\tidle\t\t\t\t\t\t\n", q.Name)
 		}
 	}
+}
+
+// hookAndKey names a task's hook, with its object for a parallel run.
+func hookAndKey(t queue.TaskState) string {
+	if t.Key == "" {
+		return t.Hook
+	}
+	return t.Hook + " [" + t.Key + "]"
 }
 
 func hooksTable(w *tabwriter.Writer, hs []operator.HookState) {

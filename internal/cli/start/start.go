@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -45,6 +46,7 @@ type Flags struct {
 	RetryInitial  time.Duration
 	RetryMax      time.Duration
 	BatchWindow   time.Duration
+	MaxParallel   int
 	WatchIdle     time.Duration
 	ShutdownGrace time.Duration
 	// ListenAddress is the metrics and health listener; "" disables it.
@@ -128,6 +130,8 @@ removed. Secret data is masked unless --show-secrets.`,
 	envflag.Bind(fs, "watch-idle-timeout", "HOOK_OPERATOR_WATCH_IDLE_TIMEOUT")
 	fs.DurationVar(&f.BatchWindow, "batch-window", 20*time.Millisecond, "while events stream in, a queue runs at most once per window: after a run it waits for the window, or until no event came for half of it (0: no waiting)")
 	envflag.Bind(fs, "batch-window", "HOOK_OPERATOR_BATCH_WINDOW")
+	fs.IntVar(&f.MaxParallel, "max-parallel-hooks", 4*runtime.NumCPU(), "the most runs of hooks with settings.parallelism above 1 at once, across the operator (other runs, one per queue at a time, are not counted)")
+	envflag.Bind(fs, "max-parallel-hooks", "HOOK_OPERATOR_MAX_PARALLEL_HOOKS")
 	fs.DurationVar(&f.ShutdownGrace, "shutdown-grace-period", 30*time.Second, "how long running hooks may finish after SIGTERM/SIGINT")
 	envflag.Bind(fs, "shutdown-grace-period", "HOOK_OPERATOR_SHUTDOWN_GRACE_PERIOD")
 	fs.StringVar(&f.ListenAddress, "listen-address", ":9115", "serve /metrics, /healthz and /readyz on this host:port (empty: no listener)")
@@ -163,6 +167,9 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	}
 	if err := metrics.CheckPrefix(f.MetricsPrefix); err != nil {
 		return fmt.Errorf("--metrics-prefix: %w", err)
+	}
+	if f.MaxParallel < 1 {
+		return fmt.Errorf("--max-parallel-hooks=%d: use 1 or more (the default is 4 per CPU)", f.MaxParallel)
 	}
 	if f.BatchWindow < 0 || f.BatchWindow > time.Minute {
 		return fmt.Errorf("--batch-window=%s: use a duration from 0 (off) to 1m; a few milliseconds is usual", f.BatchWindow)
@@ -212,7 +219,7 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	opts := operator.Options{
 		TmpDir:        f.TmpDir,
 		HookTimeout:   f.HookTimeout,
-		Queue:         queue.Options{RetryInitial: f.RetryInitial, RetryMax: f.RetryMax, BatchWindow: f.BatchWindow},
+		Queue:         queue.Options{RetryInitial: f.RetryInitial, RetryMax: f.RetryMax, BatchWindow: f.BatchWindow, MaxParallel: f.MaxParallel},
 		ShutdownGrace: f.ShutdownGrace,
 		Env:           env,
 		Metrics:       m,
