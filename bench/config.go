@@ -10,7 +10,7 @@ import (
 )
 
 // The scenarios, in the order they run.
-var allScenarios = []string{"idle", "sync", "trickle", "burst", "admission", "failover", "scale"}
+var allScenarios = []string{"idle", "sync", "trickle", "burst", "admission", "failover", "parallel", "scale"}
 
 // The hook kinds: the bash hook (bench/hooks/bash) and the Go hook
 // (bench/hooks/go).
@@ -43,6 +43,9 @@ type Config struct {
 	// SIGTERM, and as many after SIGKILL.
 	FailoverObjects   int `json:"failover_objects"`
 	FailoverHandovers int `json:"failover_handovers"`
+	// ParallelObjects is how many ConfigMaps the parallel scenario's sleep
+	// variants create (a quarter of them for spin).
+	ParallelObjects int `json:"parallel_objects"`
 	// ScaleSizes are the object counts of the growth curve, ascending.
 	ScaleSizes []int `json:"scale_sizes"`
 	// Settle is how long after the Synchronization run memory is read again.
@@ -76,7 +79,8 @@ func parseFlags(args []string) (*Config, error) {
 	burstObjects := fs.Int("burst-objects", 3000, "ConfigMaps the burst scenario creates")
 	failoverObjects := fs.Int("failover-objects", 1000, "ConfigMaps the failover scenario's operators watch")
 	handovers := fs.Int("failover-handovers", 5, "handovers the failover scenario times after SIGTERM, and as many after SIGKILL; medians are reported")
-	quick := fs.Bool("quick", false, "small sizes for development: sync 1000, burst 300, scale 1000, trickle 3 s, settle 2 s, 1 run, 2 handovers (explicit flags win)")
+	parallelObjects := fs.Int("parallel-objects", 2000, "ConfigMaps the parallel scenario creates for its sleeping hook (a quarter of them for its spinning one)")
+	quick := fs.Bool("quick", false, "small sizes for development: sync 1000, burst 300, scale 1000, trickle 3 s, settle 2 s, 1 run, 2 handovers, parallel 200 (explicit flags win)")
 	profile := fs.Bool("profile", false, "add one profiled run per scenario and hook (not in the medians): pprof CPU and heap profiles in <out>/profiles-<time>/")
 	hookTmpDir := fs.String("hook-tmp-dir", "", "the operator's --tmp-dir for the hooks' per-run files (default: under the system temp dir); e.g. /dev/shm to compare with a tmpfs")
 	out := fs.String("out", "bench/results", "folder for the results")
@@ -100,6 +104,7 @@ func parseFlags(args []string) (*Config, error) {
 		AdmissionRequests: 1000,
 		FailoverObjects:   *failoverObjects,
 		FailoverHandovers: *handovers,
+		ParallelObjects:   *parallelObjects,
 		TrickleRate:       30,
 		TrickleFor:        10 * time.Second,
 		Settle:            5 * time.Second,
@@ -138,11 +143,14 @@ func parseFlags(args []string) (*Config, error) {
 		if !set["failover-handovers"] {
 			c.FailoverHandovers = 2
 		}
+		if !set["parallel-objects"] {
+			c.ParallelObjects = 200
+		}
 		c.TrickleFor = 3 * time.Second
 		c.Settle = 2 * time.Second
 	}
-	if c.Repeat < 1 || c.SyncObjects < 1 || c.BurstObjects < 1 || c.FailoverObjects < 1 || c.FailoverHandovers < 1 {
-		return nil, fmt.Errorf("--repeat, --sync-objects, --burst-objects, --failover-objects and --failover-handovers must be at least 1")
+	if c.Repeat < 1 || c.SyncObjects < 1 || c.BurstObjects < 1 || c.FailoverObjects < 1 || c.FailoverHandovers < 1 || c.ParallelObjects < 1 {
+		return nil, fmt.Errorf("--repeat, --sync-objects, --burst-objects, --failover-objects, --failover-handovers and --parallel-objects must be at least 1")
 	}
 	return c, nil
 }

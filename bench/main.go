@@ -68,6 +68,7 @@ var scenarios = map[string]func(context.Context, *bench) error{
 	"burst":     runBurst,
 	"admission": runAdmission,
 	"failover":  runFailover,
+	"parallel":  runParallel,
 	"scale":     runScale,
 }
 
@@ -249,7 +250,7 @@ func (b *bench) record(r Run, op *operator, err error) {
 		return
 	}
 	line := fmt.Sprintf("  %s, %s, %s hook, run %d:", name, r.Operator, r.Hook, r.Repeat)
-	for _, m := range []string{mFailover, mLeaseTaken, mTakeoverSync, mStandbyRSS, mLeaderRSS, mLeaderReqs, mStandbyReqs, mAdmBaseP50, mAdmAddedP50, mAdmAddedP99, mAdmRate, mFloor, mSync, mOverFloor, mRSS, mPeakRSS, mRSSLater, mRate, mDrain, mP50, mP99, mCPUPerEvent, mRuns, mMissed} {
+	for _, m := range []string{mObjectRate, mParallelCost, mFailover, mLeaseTaken, mTakeoverSync, mStandbyRSS, mLeaderRSS, mLeaderReqs, mStandbyReqs, mAdmBaseP50, mAdmAddedP50, mAdmAddedP99, mAdmRate, mFloor, mSync, mOverFloor, mRSS, mPeakRSS, mRSSLater, mRate, mDrain, mP50, mP99, mCPUPerEvent, mRuns, mMissed} {
 		if v, ok := r.Metrics[m]; ok {
 			line += fmt.Sprintf(" %s %s,", m, formatValue(m, v))
 		}

@@ -42,6 +42,9 @@ const (
 	mLeaderRSS    = "leader_rss_mb"            // the leader's VmRSS at the same moment
 	mLeaderReqs   = "leader_requests_per_min"  // API requests per minute of a settled leader
 	mStandbyReqs  = "standby_requests_per_min" // ... of a settled standby
+
+	mObjectRate   = "objects_per_s" // parallel: objects handled per second, first create to the last object's run
+	mParallelCost = "parallel_cost" // parallel: time per object at parallelism 16 ÷ at parallelism 1 (same repeat)
 )
 
 // Run is one measured run of a scenario with one hook: every figure it
@@ -183,6 +186,7 @@ var targets = []target{
 	{"burst", "", mP99, 0, 250, 0.4, standardBurst},
 	{"burst", "", mCPUPerEvent, 0, 0.25, 0.35, standardBurst},
 	{"failover", "SIGTERM", mFailover, 0, 3, none, always},
+	{"parallel", "sleep, parallelism 16", mParallelCost, 0, 0.1, none, always},
 	{"failover", "SIGKILL", mFailover, 0, 20, none, always},
 	{"scale", "keepFull=false", mOverFloor, 100000, 1.3, none, always},
 	{"scale", "keepFull=true", mOverFloor, 100000, 1.3, none, always},
@@ -325,6 +329,8 @@ var metricLabels = map[string]struct{ label, unit string }{
 	mAdmAddedP50:  {"latency the webhook adds, p50 (no target)", "ms"},
 	mAdmAddedP99:  {"latency the webhook adds, p99 (no target)", "ms"},
 	mAdmRate:      {"requests answered at the cap (no target)", "/s"},
+	mObjectRate:   {"objects handled per second", "/s"},
+	mParallelCost: {"time per object ÷ that at parallelism 1", "×"},
 	mFailover:     {"signal to the new leader's first hook run", "s"},
 	mLeaseTaken:   {"signal to the Lease taken (no target)", "s"},
 	mTakeoverSync: {"Lease taken to the first hook run (no target)", "s"},
@@ -354,6 +360,12 @@ var markdownRows = []struct{ scenario, variant, metric string }{
 	{"admission", "", mAdmAddedP50},
 	{"admission", "", mAdmAddedP99},
 	{"admission", "", mAdmRate},
+	{"parallel", "sleep, parallelism 1", mObjectRate},
+	{"parallel", "sleep, parallelism 4", mObjectRate},
+	{"parallel", "sleep, parallelism 16", mObjectRate},
+	{"parallel", "sleep, parallelism 16", mParallelCost},
+	{"parallel", "spin, parallelism 1", mObjectRate},
+	{"parallel", "spin, parallelism 16", mObjectRate},
 	{"failover", "SIGTERM", mFailover},
 	{"failover", "SIGTERM", mLeaseTaken},
 	{"failover", "SIGTERM", mTakeoverSync},
@@ -387,6 +399,12 @@ func scenarioLabel(c *Config, scenario, variant string) string {
 		return "burst " + count(c.BurstObjects)
 	case "admission":
 		return fmt.Sprintf("admission %s requests (hook-operator only)", count(c.AdmissionRequests))
+	case "parallel":
+		n := c.ParallelObjects
+		if strings.HasPrefix(variant, "spin") {
+			n = max(n/4, 1)
+		}
+		return fmt.Sprintf("parallel (%s; 50 ms per object), %s ConfigMaps (hook-operator only)", variant, count(n))
 	case "failover":
 		return fmt.Sprintf("failover after %s, %s ConfigMaps, %d handovers (hook-operator only)", variant, count(c.FailoverObjects), c.FailoverHandovers)
 	}

@@ -271,7 +271,6 @@ func (s *Set) work(q *fifo) {
 		if t.attempts == 0 {
 			s.Metrics.QueueWait(q.name, time.Since(t.enqueued))
 		}
-
 		s.Metrics.HookRunning(t.Hook.Name, s.keyed[t.Hook]+s.alone[t.Hook])
 		s.mu.Unlock()
 
