@@ -61,6 +61,9 @@ rm MARKS/running/$$
 	}
 	create("slow")
 	waitUntil(t, "the slow object's run", func() bool { return strings.Contains(read("times"), "slow-start") }, o.logs.String)
+	if n := o.metric(t, `hook_operator_hook_running{hook="par.sh"}`); n < 1 {
+		t.Errorf("hook_running during the slow run = %v, want at least 1", n)
+	}
 	const objects, updates = 30, 3
 	last := map[string]string{}
 	for i := range objects {
@@ -127,6 +130,9 @@ rm MARKS/running/$$
 	}
 	if during == 0 {
 		t.Errorf("no other object's run ended while the slow object's ran (%.2f–%.2f); the slow object held the others up:\n%s", slowStart, slowEnd, read("times"))
+	}
+	if n := o.metric(t, `hook_operator_parallel_wait_seconds_count{hook="par.sh"}`); n < objects+1 {
+		t.Errorf("parallel_wait_seconds counted %v runs, want at least one for each of the %d objects", n, objects+1)
 	}
 	t.Logf("%d runs of other objects ended during the slow object's 4 s run; at most %d processes at once", during, most)
 }

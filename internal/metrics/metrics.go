@@ -57,6 +57,7 @@ type Metrics struct {
 	queueWait   *prometheus.HistogramVec
 	combined    *prometheus.CounterVec
 	hookRunning *prometheus.GaugeVec
+	objectWait  *prometheus.HistogramVec
 
 	eventsReceived   *prometheus.CounterVec
 	eventsSuppressed *prometheus.CounterVec
@@ -104,7 +105,9 @@ func New(prefix string) *Metrics {
 		queueLength: f.gauge("queue_length", "Tasks waiting in the queue, the running one not counted.", "queue"),
 		queueWait: f.histogram("queue_wait_seconds", "How long tasks wait in their queue before their run starts.",
 			[]float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120}, "queue"),
-		combined:    f.counter("contexts_combined_total", "Binding contexts merged into a run that was already pending.", "hook", "queue"),
+		combined: f.counter("contexts_combined_total", "Binding contexts merged into a run that was already pending.", "hook", "queue"),
+		objectWait: f.histogram("parallel_wait_seconds", "How long a context about one object, of a hook with settings.parallelism, waited before its run started: for its object's earlier run, a free slot, or a run without a key before it.",
+			[]float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120}, "hook"),
 		hookRunning: f.gauge("hook_running", "Processes of the hook running now for its queued bindings (more than 1 only with settings.parallelism, or bindings in several queues).", "hook"),
 
 		eventsReceived:   f.counter("events_received_total", "Watch events received per binding (Added, Modified, Deleted).", "hook", "binding", "event"),
@@ -227,6 +230,14 @@ func (m *Metrics) HookRunning(hook string, n int) {
 		return
 	}
 	m.hookRunning.WithLabelValues(hook).Set(float64(n))
+}
+
+// ObjectWait records how long a task of a hook with parallelism waited.
+func (m *Metrics) ObjectWait(hook string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.objectWait.WithLabelValues(hook).Observe(d.Seconds())
 }
 
 // EventReceived counts a watch event of a binding.

@@ -75,6 +75,7 @@ func (s *Set) startParallelLocked(q *fifo) {
 		s.Metrics.QueueLength(q.name, len(q.tasks))
 		if run.attempts == 0 {
 			s.Metrics.QueueWait(q.name, now.Sub(run.enqueued))
+			s.Metrics.ObjectWait(run.Hook.Name, now.Sub(run.enqueued))
 		}
 		s.wg.Add(1)
 		go s.runParallel(q, run, k)
