@@ -10,6 +10,9 @@
 # HOOK_OPERATOR_CLUSTER=NAME starts (or reuses) another cluster, NAME, with
 # its state in <cache>/cluster-NAME/: tests that stop the control plane use
 # one of their own, so that they disturb no other test.
+# HOOK_OPERATOR_CLUSTER_FEATURE_GATES=Gate=true,... turns on Kubernetes
+# feature gates (kwokctl's --kube-feature-gates), for a cluster of its own
+# (alpha features are not turned on in the shared one).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -43,6 +46,10 @@ create_args=(
   --extra-args kube-controller-manager=leader-elect=false
   --extra-args kube-scheduler=leader-elect=false
 )
+if [[ -n "${HOOK_OPERATOR_CLUSTER_FEATURE_GATES:-}" ]]; then
+  [[ "$name" != hook-operator ]] || { echo "up.sh: HOOK_OPERATOR_CLUSTER_FEATURE_GATES needs a cluster of its own: set HOOK_OPERATOR_CLUSTER too" >&2; exit 2; }
+  create_args+=(--kube-feature-gates "$HOOK_OPERATOR_CLUSTER_FEATURE_GATES")
+fi
 stamp="$state/create-args"
 
 # Every control-plane process still runs (kwokctl does not restart them).
