@@ -12,13 +12,11 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/hook-operator/hook-operator/internal/cli/envflag"
+	"github.com/hook-operator/hook-operator/internal/election"
 	"github.com/hook-operator/hook-operator/internal/metrics"
 	"github.com/hook-operator/hook-operator/internal/operator"
 )
@@ -90,17 +88,12 @@ func runElected(ctx context.Context, f LeaderFlags, namespace string, cfg *rest.
 	if err := f.check(); err != nil {
 		return err
 	}
-	client, err := coordinationv1.NewForConfig(cfg)
+	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
 	id := f.identity()
 	log = log.WithFields(logrus.Fields{"identity": id, "lease": namespace + "/" + f.LeaseName})
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: namespace, Name: f.LeaseName},
-		Client:     client,
-		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-	}
 	op.SetIdentity(id)
 	op.SetStandby(true)
 	m.Leader(id, false)
@@ -131,28 +124,23 @@ func runElected(ctx context.Context, f LeaderFlags, namespace string, cfg *rest.
 		if err == nil && ctx.Err() == nil {
 			err = errLeaseLost
 		}
+		m.Leader(id, false)
 		ran <- err
 		stopElecting()
 	}
-	e := &election{
-		config: leaderelection.LeaderElectionConfig{
-			Lock: lock, Name: "hook-operator",
-			LeaseDuration: f.LeaseDuration, RenewDeadline: f.RenewDeadline, RetryPeriod: f.RetryPer,
-			ReleaseOnCancel: true,
+	elector, err := election.New(election.Config{
+		Client: dyn.Resource(election.Leases).Namespace(namespace), Name: f.LeaseName, Identity: id,
+		LeaseDuration: f.LeaseDuration, RenewDeadline: f.RenewDeadline, RetryPeriod: f.RetryPer, Log: log,
+		OnNewLeader: func(leader string) {
+			log.WithField("leader", leader).Info("leader election: standby; another replica leads")
 		},
-		leases: client.Leases(namespace), name: f.LeaseName, id: id, log: log,
-		lead: lead,
-		stopped: func() {
-			m.Leader(id, false)
-			log.Info("leader election: not leading")
-		},
-	}
-	if _, err := leaderelection.NewLeaderElector(e.withCallbacks(func(context.Context) {}, func() {})); err != nil {
-		return fmt.Errorf("leader election: %w", err)
+	})
+	if err != nil {
+		return err
 	}
 	electorDone := make(chan struct{})
 	go func() {
-		e.run(electCtx)
+		elector.Run(electCtx, lead)
 		close(electorDone)
 	}()
 	select {
@@ -160,7 +148,7 @@ func runElected(ctx context.Context, f LeaderFlags, namespace string, cfg *rest.
 		<-electorDone
 		return err
 	case <-ctx.Done():
-		if !e.leading() && !started.Load() {
+		if !elector.Leading() && !started.Load() {
 			stopElecting()
 		}
 	case <-electorDone:

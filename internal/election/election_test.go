@@ -1,0 +1,97 @@
+package election
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+)
+
+func candidates(t *testing.T, ids ...string) []*Elector {
+	t.Helper()
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{Leases: "LeaseList"}).Resource(Leases).Namespace("ops")
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	var out []*Elector
+	for _, id := range ids {
+		e, err := New(Config{Client: client, Name: "op", Identity: id, LeaseDuration: 15 * time.Second,
+			RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second, Log: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// The Lease record is client-go's: the first candidate creates it; another
+// does not take it while it is fresh; after a release it does, counting a
+// transition; the holder renews without a transition.
+func TestLeaseRecord(t *testing.T) {
+	ctx := context.Background()
+	es := candidates(t, "a", "b")
+	a, b := es[0], es[1]
+	if !a.try(ctx) || !a.Leading() {
+		t.Fatal("a did not create and take the Lease")
+	}
+	if b.try(ctx) {
+		t.Fatal("b took a Lease that a renewed just now")
+	}
+	if !a.try(ctx) {
+		t.Fatal("a could not renew")
+	}
+	lease, err := a.get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if holder(lease) != "a" || *lease.Spec.LeaseTransitions != 0 || *lease.Spec.LeaseDurationSeconds != 15 || lease.Spec.RenewTime == nil || lease.Spec.AcquireTime == nil {
+		t.Fatalf("record after a's renewal: %+v", lease.Spec)
+	}
+	a.release()
+	if lease, _ = a.get(ctx); holder(lease) != "" || *lease.Spec.LeaseDurationSeconds != 1 {
+		t.Fatalf("record after release: %+v", lease.Spec)
+	}
+	if !b.try(ctx) {
+		t.Fatal("b did not take the released Lease")
+	}
+	if lease, _ = b.get(ctx); holder(lease) != "b" || *lease.Spec.LeaseTransitions != 1 {
+		t.Fatalf("record after b took it: %+v", lease.Spec)
+	}
+}
+
+// A Lease that has not changed for its duration, timed from when the
+// candidate saw it change, is taken; one seen changing within it is not.
+func TestExpiryTimedFromTheLastChangeSeen(t *testing.T) {
+	ctx := context.Background()
+	es := candidates(t, "a", "b")
+	a, b := es[0], es[1]
+	if !a.try(ctx) {
+		t.Fatal("a did not take the Lease")
+	}
+	if b.try(ctx) {
+		t.Fatal("b took a fresh Lease")
+	}
+	b.mu.Lock()
+	b.observedAt = b.observedAt.Add(-16 * time.Second) // as if seen unchanged for 16 s
+	b.mu.Unlock()
+	if !b.try(ctx) {
+		t.Fatal("b did not take a Lease unchanged for longer than its duration")
+	}
+}
+
+func TestCheck(t *testing.T) {
+	ok := Config{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+	if err := ok.Check(); err != nil {
+		t.Error(err)
+	}
+	bad := Config{LeaseDuration: 11 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+	if bad.Check() == nil {
+		t.Error("retry + renew deadline above the lease duration passed")
+	}
+}
