@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"errors"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -61,14 +60,13 @@ func (s *Set) startParallelLocked(q *fifo) {
 		if s.keyed[t.Hook] >= t.Hook.Config.Settings.Parallelism || s.alone[t.Hook] > 0 {
 			continue
 		}
-		if s.opts.MaxParallel > 0 && s.parallel >= s.opts.MaxParallel {
+		if s.opts.MaxParallel > 0 && s.parallelLocked() >= s.opts.MaxParallel {
 			return
 		}
 		delete(q.held, k)
 		run := s.takeKeyLocked(q, i)
 		i--
 		q.keys[k] = run
-		s.parallel++
 		s.keyed[run.Hook]++
 		s.Metrics.HookRunning(run.Hook.Name, s.keyed[run.Hook]+s.alone[run.Hook])
 		run.started = now
@@ -80,6 +78,15 @@ func (s *Set) startParallelLocked(q *fifo) {
 		s.wg.Add(1)
 		go s.runParallel(q, run, k)
 	}
+}
+
+// parallelLocked counts the running tasks with a Key in the set.
+func (s *Set) parallelLocked() int {
+	n := 0
+	for _, c := range s.keyed {
+		n += c
+	}
+	return n
 }
 
 // takeKeyLocked removes task i from q with every later task of its hook and
@@ -98,10 +105,7 @@ func (s *Set) takeKeyLocked(q *fifo, i int) *Task {
 			kept = append(kept, t)
 			continue
 		}
-		s.Metrics.Combined(head.Hook.Name, q.name, len(t.Contexts))
-		head.Contexts = append(head.Contexts, t.Contexts...)
-		head.AllowFailure = head.AllowFailure && t.AllowFailure
-		head.done = append(head.done, t.done...)
+		s.mergeLocked(q, head, t)
 	}
 	q.tasks = kept
 	return head
@@ -121,49 +125,18 @@ func (s *Set) runParallel(q *fifo, t *Task, k string) {
 
 	s.mu.Lock()
 	delete(q.keys, k)
-	s.parallel--
 	s.keyed[t.Hook]--
 	s.Metrics.HookRunning(t.Hook.Name, s.keyed[t.Hook]+s.alone[t.Hook])
 	q.ended = time.Now()
-	// A slot of the set is free: every queue may start a task.
-	for _, other := range s.queues {
-		other.signal()
+	s.signalAllLocked() // a slot of the set is free: every queue may start a task
+	if stopped {
+		s.mu.Unlock()
+		return
 	}
-	log := s.log.WithFields(logrus.Fields{"hook": t.Hook.Name, "queue": q.name, "key": t.Key})
-	var outage *OutageError
-	switch {
-	case stopped:
-		s.mu.Unlock()
-	case err == nil:
-		s.mu.Unlock()
-		t.finish(nil)
-	case t.AllowFailure:
-		s.mu.Unlock()
-		log.WithError(err).Warn("hook failed; allowFailure is set, moving on")
-		t.finish(err)
-	case errors.As(err, &outage):
-		t.attempts++
-		t.outages++
-		t.lastErr = err
-		q.held[k] = heldKey{at: time.Now().Add(s.opts.RetryMax), outage: true}
-		q.resume = outage.Back
-		q.tasks = append([]*Task{t}, q.tasks...)
-		attempts := t.attempts // t may be running again once the lock is let go
-		s.mu.Unlock()
-		log.WithField("attempt", attempts).WithError(err).Warn("hook failed while the API server was away; retrying as soon as it answers")
-	default:
-		t.attempts++
-		t.lastErr = err
-		delay := s.backoff(t.attempts - t.outages)
-		q.held[k] = heldKey{at: time.Now().Add(delay)}
-		// Back to the front: it was taken before any task without a Key
-		// that is pending now, and stays before it.
-		q.tasks = append([]*Task{t}, q.tasks...)
-		attempts := t.attempts
-		s.mu.Unlock()
-		log.WithFields(logrus.Fields{"attempt": attempts, "retryIn": delay.Round(time.Millisecond).String()}).
-			WithError(err).Error("hook failed; retrying")
-	}
+	// A failed run goes back to the front: it was taken before any task
+	// without a Key that is pending now, and stays before it.
+	s.settleLocked(q, t, err, s.log.WithFields(logrus.Fields{"hook": t.Hook.Name, "queue": q.name, "key": t.Key}),
+		func(at time.Time, outage bool) { q.held[k] = heldKey{at: at, outage: outage} })
 }
 
 // headMayRunLocked reports whether q's head, a task without a Key, may run

@@ -101,9 +101,8 @@ type Set struct {
 	mu       sync.Mutex
 	queues   map[string]*fifo
 	limiters map[*hook.Hook]*rate.Limiter
-	// parallel counts the running tasks with a Key; keyed counts them per
-	// hook, alone the hook's running tasks without one.
-	parallel int
+	// keyed counts the running tasks with a Key per hook, alone the hook's
+	// running tasks without one.
 	keyed    map[*hook.Hook]int
 	alone    map[*hook.Hook]int
 	stopping bool
@@ -282,45 +281,59 @@ func (s *Set) work(q *fifo) {
 		s.alone[t.Hook]--
 		s.Metrics.HookRunning(t.Hook.Name, s.keyed[t.Hook]+s.alone[t.Hook])
 		if t.Hook.Config.Settings.Parallelism > 1 {
-			// The hook's tasks with a Key in other queues may start.
-			for _, other := range s.queues {
-				other.signal()
-			}
+			s.signalAllLocked() // the hook's tasks with a Key in other queues may start
 		}
-		var outage *OutageError
-		switch {
-		case err == nil:
-			q.retryAt, q.resume = time.Time{}, nil
-			s.mu.Unlock()
-			t.finish(nil)
-		case t.AllowFailure:
-			q.retryAt, q.resume = time.Time{}, nil
-			s.mu.Unlock()
-			s.log.WithFields(logrus.Fields{"hook": t.Hook.Name, "queue": q.name}).WithError(err).
-				Warn("hook failed; allowFailure is set, moving on")
-			t.finish(err)
-		case errors.As(err, &outage):
-			t.attempts++
-			t.outages++
-			t.lastErr = err
-			// Retried when the API server answers again; RetryMax bounds
-			// the wait should nobody say so.
-			q.retryAt = time.Now().Add(s.opts.RetryMax)
-			q.resume = outage.Back
-			q.tasks = append([]*Task{t}, q.tasks...) // hold the queue
-			s.mu.Unlock()
-			s.log.WithFields(logrus.Fields{"hook": t.Hook.Name, "queue": q.name, "attempt": t.attempts}).
-				WithError(err).Warn("hook failed while the API server was away; retrying as soon as it answers")
-		default:
-			t.attempts++
-			t.lastErr = err
-			delay := s.backoff(t.attempts - t.outages)
-			q.retryAt, q.resume = time.Now().Add(delay), nil
-			q.tasks = append([]*Task{t}, q.tasks...) // hold the queue
-			s.mu.Unlock()
-			s.log.WithFields(logrus.Fields{"hook": t.Hook.Name, "queue": q.name, "attempt": t.attempts, "retryIn": delay.Round(time.Millisecond).String()}).
-				WithError(err).Error("hook failed; retrying")
-		}
+		q.retryAt, q.resume = time.Time{}, nil
+		s.settleLocked(q, t, err, s.log.WithFields(logrus.Fields{"hook": t.Hook.Name, "queue": q.name}),
+			func(at time.Time, _ bool) { q.retryAt = at }) // the held head holds the queue
+	}
+}
+
+// settleLocked ends a run of t that returned err, and unlocks s.mu. A
+// succeeded run, or a failed one whose failure is allowed, finishes t. A
+// failed run goes back to the front of q to be retried: hold is told when
+// (after its backoff, or, failed during an outage of the API server, at
+// RetryMax at the latest and as soon as q.resume is closed).
+func (s *Set) settleLocked(q *fifo, t *Task, err error, log logrus.FieldLogger, hold func(at time.Time, outage bool)) {
+	var outage *OutageError
+	switch {
+	case err == nil:
+		s.mu.Unlock()
+		t.finish(nil)
+		return
+	case t.AllowFailure:
+		s.mu.Unlock()
+		log.WithError(err).Warn("hook failed; allowFailure is set, moving on")
+		t.finish(err)
+		return
+	}
+	t.attempts++
+	t.lastErr = err
+	var delay time.Duration
+	if errors.As(err, &outage) {
+		t.outages++
+		hold(time.Now().Add(s.opts.RetryMax), true)
+		q.resume = outage.Back
+	} else {
+		delay = s.backoff(t.attempts - t.outages)
+		hold(time.Now().Add(delay), false)
+	}
+	q.tasks = append([]*Task{t}, q.tasks...)
+	attempts := t.attempts // a parallel t may run again once the lock is let go
+	s.mu.Unlock()
+	log = log.WithField("attempt", attempts).WithError(err)
+	if outage != nil {
+		log.Warn("hook failed while the API server was away; retrying as soon as it answers")
+		return
+	}
+	log.WithField("retryIn", delay.Round(time.Millisecond).String()).Error("hook failed; retrying")
+}
+
+// signalAllLocked wakes every queue's worker: a run that others waited for
+// has ended.
+func (s *Set) signalAllLocked() {
+	for _, q := range s.queues {
+		q.signal()
 	}
 }
 
@@ -368,13 +381,18 @@ func (s *Set) takeLocked(q *fifo) *Task {
 			rest = append(rest, t)
 			continue
 		}
-		s.Metrics.Combined(head.Hook.Name, q.name, len(t.Contexts))
-		head.Contexts = append(head.Contexts, t.Contexts...)
-		head.AllowFailure = head.AllowFailure && t.AllowFailure
-		head.done = append(head.done, t.done...)
+		s.mergeLocked(q, head, t)
 	}
 	q.tasks = rest
 	return head
+}
+
+// mergeLocked adds the pending task t of q to head, which will run it.
+func (s *Set) mergeLocked(q *fifo, head, t *Task) {
+	s.Metrics.Combined(head.Hook.Name, q.name, len(t.Contexts))
+	head.Contexts = append(head.Contexts, t.Contexts...)
+	head.AllowFailure = head.AllowFailure && t.AllowFailure
+	head.done = append(head.done, t.done...)
 }
 
 func (t *Task) finish(err error) {
