@@ -48,14 +48,11 @@ jq -r '.[] | .type + " " + (.filterResult // "" | tostring)' "$BINDING_CONTEXT_P
 		data, _ := os.ReadFile(filepath.Join(records, name))
 		return string(data)
 	}
-	args := func(id string) []string {
-		return []string{"--leader-elect", "--operator-namespace", ns, "--leader-elect-lease-name", "lease-" + ns, "--leader-elect-identity", id}
-	}
 	hooksA := hooksFor("a")
 	kubeconfig := leastPrivilege(t, c, bin, hooksA, ns, "--leader-elect", "--leader-elect-lease-name", "lease-"+ns)
-	a := startObserved(t, bin, kubeconfig, hooksA, args("a")...)
+	a := startObserved(t, bin, kubeconfig, hooksA, electionArgs(ns, "a")...)
 	waitUntil(t, "a leading and running", func() bool { return strings.Contains(a.logs.String(), "all bindings started; running") }, a.logs.String)
-	b := startObserved(t, bin, kubeconfig, hooksFor("b"), args("b")...)
+	b := startObserved(t, bin, kubeconfig, hooksFor("b"), electionArgs(ns, "b")...)
 	waitUntil(t, "b a standby", func() bool { return strings.Contains(b.logs.String(), "leader election: standby") }, b.logs.String)
 	waitUntil(t, "b ready as a standby", func() bool { code, _ := b.get(t, "/readyz"); return code == 200 }, b.logs.String)
 	if out := b.debug(t, "role"); !strings.Contains(out, "standby") || !strings.Contains(out, "b") {
@@ -137,12 +134,9 @@ jq -r '.[] | select(.watchEvent == "Finalize") | .object.metadata.name' "$BINDIN
 		}
 		return out
 	}
-	args := func(id string) []string {
-		return []string{"--leader-elect", "--operator-namespace", ns, "--leader-elect-lease-name", "lease-" + ns, "--leader-elect-identity", id}
-	}
-	a := startObserved(t, bin, c.Kubeconfig, hooksFor("a"), args("a")...)
+	a := startObserved(t, bin, c.Kubeconfig, hooksFor("a"), electionArgs(ns, "a")...)
 	waitUntil(t, "a leading", func() bool { return strings.Contains(a.logs.String(), "leader election: leading") }, a.logs.String)
-	b := startObserved(t, bin, c.Kubeconfig, hooksFor("b"), args("b")...)
+	b := startObserved(t, bin, c.Kubeconfig, hooksFor("b"), electionArgs(ns, "b")...)
 	waitUntil(t, "b a standby", func() bool { return strings.Contains(b.logs.String(), "leader election: standby") }, b.logs.String)
 
 	create := func(from, to int) {
@@ -247,6 +241,12 @@ sleep 120
 	if err := syscall.Kill(pid, 0); err == nil {
 		t.Errorf("the hook (pid %d) still runs after the leader stopped; it must be stopped at once, not after the 60 s grace period", pid)
 	}
+}
+
+// electionArgs are the start flags of replica id of a test's two operators:
+// leader election with a Lease of the test's namespace.
+func electionArgs(ns, id string) []string {
+	return []string{"--leader-elect", "--operator-namespace", ns, "--leader-elect-lease-name", "lease-" + ns, "--leader-elect-identity", id}
 }
 
 // leastPrivilege applies what `hook-operator rbac` prints for hooksDir and

@@ -58,13 +58,12 @@ func (f LeaderFlags) identity() string {
 	return host + "-" + hex.EncodeToString(b)
 }
 
-// check refuses timings under which two replicas could run hooks at once:
-// a leader that cannot renew stops at the latest a retry period plus the
-// renew deadline after its last renewal, and a standby takes the Lease no
-// sooner than the lease duration after it saw that renewal.
+// check refuses timings under which two replicas could run hooks at once
+// (election.Config.Check), naming the flags.
 func (f LeaderFlags) check() error {
-	if f.RetryPer <= 0 || f.RetryPer >= f.RenewDeadline || f.RenewDeadline+f.RetryPer >= f.LeaseDuration {
-		return fmt.Errorf("leader election: want --leader-elect-retry-period (%s) < --leader-elect-renew-deadline (%s), and the two together < --leader-elect-lease-duration (%s), so that a leader that cannot renew stops before a standby may take the Lease", f.RetryPer, f.RenewDeadline, f.LeaseDuration)
+	c := election.Config{LeaseDuration: f.LeaseDuration, RenewDeadline: f.RenewDeadline, RetryPeriod: f.RetryPer}
+	if err := c.Check(); err != nil {
+		return fmt.Errorf("--leader-elect-retry-period %s, --leader-elect-renew-deadline %s, --leader-elect-lease-duration %s: %w", f.RetryPer, f.RenewDeadline, f.LeaseDuration, err)
 	}
 	return nil
 }
