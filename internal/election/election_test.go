@@ -7,15 +7,16 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
+// candidates are electors for one Lease in a namespace of the local
+// cluster's own.
 func candidates(t *testing.T, ids ...string) []*Elector {
 	t.Helper()
-	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{Leases: "LeaseList"}).Resource(Leases).Namespace("ops")
+	c := testcluster.Get(t)
+	client := c.Dynamic.Resource(Leases).Namespace(c.Namespace(t))
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	var out []*Elector
@@ -33,7 +34,7 @@ func candidates(t *testing.T, ids ...string) []*Elector {
 // The Lease record is client-go's: the first candidate creates it; another
 // does not take it while it is fresh; after a release it does, counting a
 // transition; the holder renews without a transition.
-func TestLeaseRecord(t *testing.T) {
+func TestIntegrationLeaseRecord(t *testing.T) {
 	ctx := context.Background()
 	es := candidates(t, "a", "b")
 	a, b := es[0], es[1]
@@ -66,8 +67,8 @@ func TestLeaseRecord(t *testing.T) {
 }
 
 // A Lease that has not changed for its duration, timed from when the
-// candidate saw it change, is taken; one seen changing within it is not.
-func TestExpiryTimedFromTheLastChangeSeen(t *testing.T) {
+// candidate saw it change, is taken; a take from a stale read conflicts.
+func TestIntegrationExpiryTimedFromTheLastChangeSeen(t *testing.T) {
 	ctx := context.Background()
 	es := candidates(t, "a", "b")
 	a, b := es[0], es[1]
@@ -77,8 +78,22 @@ func TestExpiryTimedFromTheLastChangeSeen(t *testing.T) {
 	if b.try(ctx) {
 		t.Fatal("b took a fresh Lease")
 	}
+	// a renews after b read the Lease: b's take, conditional on what it
+	// read, fails whatever b's clock says.
+	if !a.try(ctx) {
+		t.Fatal("a could not renew")
+	}
 	b.mu.Lock()
-	b.observedAt = b.observedAt.Add(-16 * time.Second) // as if seen unchanged for 16 s
+	stale := b.observed.DeepCopy()
+	b.mu.Unlock()
+	if err := b.update(ctx, stale, time.Now()); err == nil {
+		t.Fatal("b took the Lease with an update from before a's renewal")
+	}
+	if b.try(ctx) {
+		t.Fatal("b took the Lease just after seeing a renew it")
+	}
+	b.mu.Lock()
+	b.observedAt = b.observedAt.Add(-16 * time.Second) // as if seen unchanged for 16 s since
 	b.mu.Unlock()
 	if !b.try(ctx) {
 		t.Fatal("b did not take a Lease unchanged for longer than its duration")
