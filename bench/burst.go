@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -35,12 +37,7 @@ func measureBurst(ctx context.Context, b *bench, s subject, ns string, n int, r 
 	if err != nil {
 		return op, err
 	}
-	var last time.Time
-	for _, t := range returned {
-		if t.After(last) {
-			last = t
-		}
-	}
+	last := latest(slices.Values(returned))
 	missed, err := op.WaitSeen(ctx, time.Minute, objects)
 	r.LatenciesMS = latencies(objects, returned, op.out.seen)
 	setLatencyMetrics(r)
@@ -50,13 +47,7 @@ func measureBurst(ctx context.Context, b *bench, s subject, ns string, n int, r 
 	if err != nil {
 		return op, err
 	}
-	var lastSeen time.Time
-	for _, t := range op.out.seen {
-		if t.After(lastSeen) {
-			lastSeen = t
-		}
-	}
-	r.Metrics[mDrain] = seconds(last, lastSeen)
+	r.Metrics[mDrain] = seconds(last, latest(maps.Values(op.out.seen)))
 	// Let the last run finish (the operator reaps the hook, reads its
 	// files, logs) before reading the CPU time.
 	if err := sleep(ctx, 500*time.Millisecond); err != nil {

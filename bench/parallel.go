@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -143,13 +144,7 @@ func measureParallel(ctx context.Context, b *bench, s subject, hooksDir, ns stri
 	if err != nil {
 		return op, err
 	}
-	var last time.Time
-	for _, t := range op.out.seen {
-		if t.After(last) {
-			last = t
-		}
-	}
-	r.Metrics[mObjectRate] = float64(n) / seconds(begin, last)
+	r.Metrics[mObjectRate] = float64(n) / seconds(begin, latest(maps.Values(op.out.seen)))
 	r.Metrics[mRuns] = float64(op.out.runs)
 	return op, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"iter"
 	"math"
 	"slices"
 	"time"
@@ -57,4 +58,15 @@ func setLatencyMetrics(r *Run) {
 	r.Metrics[mP90] = percentile(r.LatenciesMS, 90)
 	r.Metrics[mP99] = percentile(r.LatenciesMS, 99)
 	r.Metrics[mMax] = percentile(r.LatenciesMS, 100)
+}
+
+// latest returns the latest of times, or the zero time.
+func latest(times iter.Seq[time.Time]) time.Time {
+	var last time.Time
+	for t := range times {
+		if t.After(last) {
+			last = t
+		}
+	}
+	return last
 }
