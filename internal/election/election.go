@@ -236,8 +236,8 @@ func (e *Elector) try(ctx context.Context) bool {
 func (e *Elector) heldByAnother(now time.Time) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	h := holder(e.observed)
-	return h != "" && h != e.cfg.Identity && now.Before(e.observedAt.Add(duration(e.observed)))
+	h := Holder(e.observed)
+	return h != "" && h != e.cfg.Identity && now.Before(e.observedAt.Add(Duration(e.observed)))
 }
 
 // update writes lease (as read, with its resourceVersion) with this
@@ -245,12 +245,12 @@ func (e *Elector) heldByAnother(now time.Time) bool {
 func (e *Elector) update(ctx context.Context, lease *coordv1.Lease, now time.Time) error {
 	mt := metav1.NewMicroTime(now)
 	secs := int32(e.cfg.LeaseDuration / time.Second)
-	if holder(lease) != e.cfg.Identity {
+	if Holder(lease) != e.cfg.Identity {
 		transitions := int32(0)
 		if lease.Spec.LeaseTransitions != nil {
 			transitions = *lease.Spec.LeaseTransitions
 		}
-		if holder(lease) != "" || lease.Spec.AcquireTime != nil {
+		if Holder(lease) != "" || lease.Spec.AcquireTime != nil {
 			transitions++
 		}
 		lease.Spec.LeaseTransitions = &transitions
@@ -258,7 +258,7 @@ func (e *Elector) update(ctx context.Context, lease *coordv1.Lease, now time.Tim
 	}
 	id := e.cfg.Identity
 	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &id, &secs, &mt
-	u, err := toUnstructured(lease)
+	u, err := Encode(lease)
 	if err != nil {
 		return err
 	}
@@ -278,7 +278,7 @@ func (e *Elector) create(ctx context.Context, now time.Time) error {
 		Spec: coordv1.LeaseSpec{HolderIdentity: &id, LeaseDurationSeconds: &secs, AcquireTime: &mt, RenewTime: &mt,
 			LeaseTransitions: &zero},
 	}
-	u, err := toUnstructured(lease)
+	u, err := Encode(lease)
 	if err != nil {
 		return err
 	}
@@ -292,7 +292,7 @@ func (e *Elector) create(ctx context.Context, now time.Time) error {
 
 // held records a Lease this candidate has just written.
 func (e *Elector) held(u *unstructured.Unstructured, now time.Time) error {
-	lease, err := fromUnstructured(u)
+	lease, err := Decode(u)
 	if err != nil {
 		return err
 	}
@@ -307,7 +307,7 @@ func (e *Elector) get(ctx context.Context) (*coordv1.Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fromUnstructured(u)
+	return Decode(u)
 }
 
 // observe notes lease as seen at now; a change of its resourceVersion
@@ -317,7 +317,7 @@ func (e *Elector) observe(lease *coordv1.Lease, now time.Time) {
 	if changed(e.observed, lease) {
 		e.observed, e.observedAt = lease, now
 	}
-	h := holder(lease)
+	h := Holder(lease)
 	report := h != "" && h != e.cfg.Identity && h != e.reported
 	if report {
 		e.reported = h
@@ -334,14 +334,14 @@ func (e *Elector) release() {
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.RenewDeadline)
 	defer cancel()
 	lease, err := e.get(ctx)
-	if err != nil || holder(lease) != e.cfg.Identity {
+	if err != nil || Holder(lease) != e.cfg.Identity {
 		return
 	}
 	now := metav1.NewMicroTime(time.Now())
 	one, none := int32(1), ""
 	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = &none, &one
 	lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
-	u, err := toUnstructured(lease)
+	u, err := Encode(lease)
 	if err == nil {
 		_, err = e.cfg.Client.Update(ctx, u, metav1.UpdateOptions{})
 	}
@@ -391,7 +391,7 @@ func (e *Elector) follow(ctx context.Context, w watch.Interface, expiry *time.Ti
 			return
 		case <-expiry.C:
 			e.mu.Lock()
-			h, d := holder(e.observed), duration(e.observed)
+			h, d := Holder(e.observed), Duration(e.observed)
 			e.mu.Unlock()
 			e.cfg.Log.WithFields(logrus.Fields{"holder": h, "leaseDuration": d.String()}).Info("leader election: the Lease expired (no renewal seen for its duration); trying it now")
 			e.poke()
@@ -403,14 +403,14 @@ func (e *Elector) follow(ctx context.Context, w watch.Interface, expiry *time.Ti
 			if !isObject || (ev.Type != watch.Added && ev.Type != watch.Modified) {
 				continue
 			}
-			lease, err := fromUnstructured(u)
+			lease, err := Decode(u)
 			if err != nil {
 				continue
 			}
 			now := time.Now()
 			e.observe(lease, now)
 			e.mu.Lock()
-			h, due := holder(e.observed), e.observedAt.Add(duration(e.observed))
+			h, due := Holder(e.observed), e.observedAt.Add(Duration(e.observed))
 			e.mu.Unlock()
 			if h == "" {
 				expiry.Stop()
@@ -453,24 +453,27 @@ func changed(a, b *coordv1.Lease) bool {
 		}
 		return l.Spec.RenewTime.Time
 	}
-	return a.ResourceVersion != b.ResourceVersion || holder(a) != holder(b) || !renewed(a).Equal(renewed(b))
+	return a.ResourceVersion != b.ResourceVersion || Holder(a) != Holder(b) || !renewed(a).Equal(renewed(b))
 }
 
-func holder(l *coordv1.Lease) string {
+// Holder returns the Lease's holderIdentity, or "".
+func Holder(l *coordv1.Lease) string {
 	if l == nil || l.Spec.HolderIdentity == nil {
 		return ""
 	}
 	return *l.Spec.HolderIdentity
 }
 
-func duration(l *coordv1.Lease) time.Duration {
+// Duration returns the Lease's leaseDurationSeconds as a duration.
+func Duration(l *coordv1.Lease) time.Duration {
 	if l == nil || l.Spec.LeaseDurationSeconds == nil {
 		return 0
 	}
 	return time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
 }
 
-func toUnstructured(l *coordv1.Lease) (*unstructured.Unstructured, error) {
+// Encode returns l as an object for the dynamic client.
+func Encode(l *coordv1.Lease) (*unstructured.Unstructured, error) {
 	l.APIVersion, l.Kind = "coordination.k8s.io/v1", "Lease"
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(l)
 	if err != nil {
@@ -479,7 +482,8 @@ func toUnstructured(l *coordv1.Lease) (*unstructured.Unstructured, error) {
 	return &unstructured.Unstructured{Object: m}, nil
 }
 
-func fromUnstructured(u *unstructured.Unstructured) (*coordv1.Lease, error) {
+// Decode returns the Lease u holds.
+func Decode(u *unstructured.Unstructured) (*coordv1.Lease, error) {
 	var l coordv1.Lease
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &l); err != nil {
 		return nil, fmt.Errorf("leader election: the Lease: %w", err)

@@ -51,17 +51,17 @@ func TestIntegrationLeaseRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if holder(lease) != "a" || *lease.Spec.LeaseTransitions != 0 || *lease.Spec.LeaseDurationSeconds != 15 || lease.Spec.RenewTime == nil || lease.Spec.AcquireTime == nil {
+	if Holder(lease) != "a" || *lease.Spec.LeaseTransitions != 0 || *lease.Spec.LeaseDurationSeconds != 15 || lease.Spec.RenewTime == nil || lease.Spec.AcquireTime == nil {
 		t.Fatalf("record after a's renewal: %+v", lease.Spec)
 	}
 	a.release()
-	if lease, _ = a.get(ctx); holder(lease) != "" || *lease.Spec.LeaseDurationSeconds != 1 {
+	if lease, _ = a.get(ctx); Holder(lease) != "" || *lease.Spec.LeaseDurationSeconds != 1 {
 		t.Fatalf("record after release: %+v", lease.Spec)
 	}
 	if !b.try(ctx) {
 		t.Fatal("b did not take the released Lease")
 	}
-	if lease, _ = b.get(ctx); holder(lease) != "b" || *lease.Spec.LeaseTransitions != 1 {
+	if lease, _ = b.get(ctx); Holder(lease) != "b" || *lease.Spec.LeaseTransitions != 1 {
 		t.Fatalf("record after b took it: %+v", lease.Spec)
 	}
 }

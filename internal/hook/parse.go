@@ -174,6 +174,7 @@ func (c *checker) settings(s *object) Settings {
 			st.Parallelism = n
 		}
 	}
+	st.Sharded = s.boolean("sharded", false)
 	s.finish()
 	return st
 }

@@ -425,6 +425,7 @@ func TestProblems(t *testing.T) {
 		{"parallelism zero", `{configVersion: v1, onStartup: 1, settings: {parallelism: 0}}`, []want{{"settings.parallelism", "use 1"}}},
 		{"parallelism with group", `{configVersion: v1, kubernetes: [{kind: Pod}, {name: b, kind: Pod, group: g}], settings: {parallelism: 4}}`, []want{
 			{"kubernetes[1].group", "cannot be used with settings.parallelism 4"}}},
+		{"sharded not a bool", `{configVersion: v1, onStartup: 1, settings: {sharded: "yes"}}`, []want{{"settings.sharded", "must be true or false"}}},
 		{"settings unknown key", `{configVersion: v1, onStartup: 1, settings: {executionMinInterva: 1s}}`, []want{
 			{"settings.executionMinInterva", `did you mean "executionMinInterval"?`}}},
 

@@ -67,6 +67,10 @@ type Settings struct {
 	// Parallelism is how many runs for different objects may run at once
 	// (EXT); 1 (the default) runs one at a time, as shell-operator does.
 	Parallelism int `json:"parallelism,omitempty"`
+	// Sharded (EXT): with --sharding, the hook's kubernetes bindings hold
+	// only the objects this replica owns, and the hook runs on every
+	// replica; hooks without it run on the leader alone.
+	Sharded bool `json:"sharded,omitempty"`
 }
 
 // Common holds the fields every binding kind shares.

@@ -75,6 +75,9 @@ type Metrics struct {
 
 	leader            *prometheus.GaugeVec
 	leaderTransitions prometheus.Counter
+	ringMembers       *prometheus.GaugeVec
+	ringShare         *prometheus.GaugeVec
+	ringChanges       prometheus.Counter
 }
 
 // New returns metrics registered in a new registry, with the Go runtime and
@@ -129,6 +132,10 @@ func New(prefix string) *Metrics {
 
 		leader:            f.gauge("leader", "1 while this replica holds the leader election's Lease and runs hooks, 0 while it is a standby (only with --leader-elect).", "identity"),
 		leaderTransitions: f.counterNoLabels("leader_transitions_total", "Times this replica became the leader."),
+
+		ringMembers: f.gauge("shard_ring_members", "Live members of the sharding ring as this replica sees it (only with --sharding); identity is this replica.", "identity"),
+		ringShare:   f.gauge("shard_ring_share", "The fraction of the hash space each member of the sharding ring owns, as this replica sees it (only with --sharding).", "member"),
+		ringChanges: f.counterNoLabels("shard_ring_changes_total", "Times this replica saw the sharding ring's members change."),
 	}
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), m.Hooks)
 	m.hooksRegistry.MustRegister(m.Hooks)
@@ -198,6 +205,20 @@ func (m *Metrics) Leader(identity string, leading bool) {
 		m.leaderTransitions.Inc()
 	}
 	m.leader.WithLabelValues(identity).Set(v)
+}
+
+// Ring records the sharding ring as this replica, identity, sees it: its
+// members and each one's share.
+func (m *Metrics) Ring(identity string, members []string, share func(string) float64) {
+	if m == nil {
+		return
+	}
+	m.ringChanges.Inc()
+	m.ringMembers.WithLabelValues(identity).Set(float64(len(members)))
+	m.ringShare.Reset()
+	for _, id := range members {
+		m.ringShare.WithLabelValues(id).Set(share(id))
+	}
 }
 
 // QueueLength sets the number of tasks waiting in queue.

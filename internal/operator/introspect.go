@@ -89,18 +89,40 @@ type RoleState struct {
 	// Identity is this replica's name in the Lease; empty without
 	// election.
 	Identity string `json:"identity,omitempty"`
+	// Ring is the sharding ring as this replica sees it (--sharding).
+	Ring *RingMembers `json:"ring,omitempty"`
+}
+
+// RingMembers is the sharding ring as this replica sees it.
+type RingMembers struct {
+	// ShardBy is what an object's owner is chosen by: uid or namespace.
+	ShardBy string `json:"shardBy"`
+	// Members are the live members, sorted, with the fraction of the
+	// hash space each owns.
+	Members []RingMember `json:"members"`
+}
+
+// RingMember is one member of the ring.
+type RingMember struct {
+	Identity string  `json:"identity"`
+	Share    float64 `json:"share"`
 }
 
 // Role reports the operator's part in leader election.
 func (o *Operator) Role() RoleState {
 	id, _ := o.identity.Load().(string)
+	st := RoleState{Role: "leader", Identity: id}
 	switch {
 	case id == "":
-		return RoleState{Role: "single"}
+		st = RoleState{Role: "single"}
 	case o.standby.Load():
-		return RoleState{Role: "standby", Identity: id}
+		st.Role = "standby"
 	}
-	return RoleState{Role: "leader", Identity: id}
+	if sh := o.opts.Sharding; sh != nil && sh.Ring != nil {
+		r := sh.Ring()
+		st.Ring = &r
+	}
+	return st
 }
 
 // SetIdentity records this replica's name in leader election's Lease.
@@ -188,9 +210,10 @@ func (o *Operator) Ready(ctx context.Context) (bool, []string) {
 			why = append(why, "the API server does not answer: "+err.Error())
 		}
 	}
-	if o.standby.Load() {
+	if o.standby.Load() && o.opts.Sharding == nil {
 		// A healthy standby is ready: it serves webhooks, and a rolling
-		// update must be able to go on while another replica leads.
+		// update must be able to go on while another replica leads. (With
+		// sharding it runs the sharded hooks, and is ready once they are.)
 		return len(why) == 0, why
 	}
 	if ok, waiting := o.watcher.Synced(); !ok {
@@ -211,7 +234,7 @@ func (o *Operator) Ready(ctx context.Context) (bool, []string) {
 // liveness loop, which also takes the queues' lock, has not ticked for a
 // while.
 func (o *Operator) Alive() error {
-	if o.standby.Load() {
+	if o.standby.Load() && o.opts.Sharding == nil {
 		return nil
 	}
 	last := time.Unix(0, o.lastTick.Load())

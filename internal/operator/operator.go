@@ -53,6 +53,21 @@ type Options struct {
 	// WatchIdleTimeout restarts, with a fresh list, a watch that delivered
 	// no event and no bookmark for that long; zero: never.
 	WatchIdleTimeout time.Duration
+	// Sharding, when set, runs the hooks with settings.sharded from the
+	// start, their kubernetes bindings holding only the objects this replica
+	// owns, and the other hooks only once Lead is called.
+	Sharding *Sharding
+}
+
+// Sharding says which objects this replica owns.
+type Sharding struct {
+	// By is the shard key: shard.ByUID or shard.ByNamespace.
+	By string
+	// Owns reports whether this replica owns the object whose key hashes
+	// to hash; Reshard replaces it.
+	Owns func(hash uint64) bool
+	// Ring describes the ring now, for debug.
+	Ring func() RingMembers
 }
 
 // Operator runs a set of hooks against a cluster.
@@ -91,7 +106,14 @@ type Operator struct {
 	slotsOnce sync.Once
 	// standby: leader election runs and another replica leads; nothing
 	// runs here, and readiness and liveness say so (see Ready, Alive).
+	// With sharding, a standby runs the sharded hooks.
 	standby  atomic.Bool
+	// lead is closed by Lead: with sharding, the leader's hooks start.
+	lead     chan struct{}
+	leadOnce sync.Once
+	// booting is set while hooks start: their bindings' first
+	// Synchronization runs are waited for (waitForSynchronization).
+	booting atomic.Bool
 	identity atomic.Value // string: the replica's name in the Lease
 	// stopNow: hooks still running when Run's context ends are stopped at
 	// once rather than after the grace period (the lease was lost).
@@ -108,6 +130,7 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 		opts:  opts,
 		log:   log,
 		dyn:   clients.Dynamic,
+		lead:  make(chan struct{}),
 	}
 	sink := opts.Sink
 	if sink == nil {
@@ -143,6 +166,9 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 		o.watcher.SetHealth(o.health)
 	}
 	o.watcher.SetIdleTimeout(opts.WatchIdleTimeout)
+	if sh := opts.Sharding; sh != nil {
+		o.watcher.Shard(sh.By, sh.Owns)
+	}
 	o.queues = queue.NewSet(func(ctx context.Context, t *queue.Task) error {
 		before, _ := o.health.State()
 		err := o.exec.Execute(ctx, t)
@@ -194,16 +220,62 @@ func (o *Operator) Run(ctx context.Context) error {
 		o.finalizers.Run(ctx, 2)
 	}
 
-	if err := o.runStartup(ctx); err != nil {
+	if o.opts.Sharding == nil {
+		if err := o.startHooks(ctx, o.hooks); err != nil {
+			return err
+		}
+		o.log.Info("all bindings started; running")
+		<-ctx.Done()
+		o.log.Info("stopping: no new work is taken; waiting for running hooks")
+		return nil
+	}
+	var sharded, leaders []*hook.Hook
+	for _, h := range o.hooks {
+		if h.Config.Settings.Sharded {
+			sharded = append(sharded, h)
+		} else {
+			leaders = append(leaders, h)
+		}
+	}
+	if err := o.startHooks(ctx, sharded); err != nil {
 		return err
 	}
-	if err := o.watcher.Start(ctx); err != nil {
+	o.log.WithField("hooks", len(sharded)).Info("sharded hooks started; the other hooks start when this replica leads")
+	select {
+	case <-ctx.Done():
+	case <-o.lead:
+		o.log.WithField("hooks", len(leaders)).Info("leading: starting the hooks that run on the leader only")
+		if err := o.startHooks(ctx, leaders); err != nil {
+			return err
+		}
+		o.log.Info("all bindings started; running")
+		<-ctx.Done()
+	}
+	o.log.Info("stopping: no new work is taken; waiting for running hooks")
+	return nil
+}
+
+// startHooks starts hooks in the contract's order: their onStartup runs,
+// then their kubernetes bindings, whose Synchronization runs complete (for
+// bindings with waitForSynchronization) before their schedules start. It
+// returns nil early when ctx ends.
+func (o *Operator) startHooks(ctx context.Context, hooks []*hook.Hook) error {
+	o.booting.Store(true)
+	defer o.booting.Store(false)
+	set := map[*hook.Hook]bool{}
+	for _, h := range hooks {
+		set[h] = true
+	}
+	if err := o.runStartup(ctx, hooks); err != nil {
 		return err
 	}
-	if err := o.waitForSynchronization(ctx); err != nil {
+	if err := o.watcher.Start(ctx, func(h *hook.Hook) bool { return set[h] }); err != nil {
+		return err
+	}
+	if err := o.waitForSynchronization(ctx, set); err != nil {
 		return nil // stopped while starting
 	}
-	if err := o.startSchedules(ctx); err != nil {
+	if err := o.startSchedules(ctx, hooks); err != nil {
 		return err
 	}
 	// The initial lists and Synchronization contexts leave much garbage
@@ -211,11 +283,16 @@ func (o *Operator) Run(ctx context.Context) error {
 	// the process never needs again (the benchmark's "RSS 5 s later").
 	debug.FreeOSMemory()
 	o.started.Store(true)
-	o.log.Info("all bindings started; running")
-	<-ctx.Done()
-	o.log.Info("stopping: no new work is taken; waiting for running hooks")
 	return nil
 }
+
+// Lead starts, with sharding, the hooks that run on the leader only (those
+// without settings.sharded); call it when this replica becomes the leader.
+func (o *Operator) Lead() { o.leadOnce.Do(func() { close(o.lead) }) }
+
+// Reshard changes, with sharding, which objects this replica owns: every
+// sharded binding delivers a Synchronization of its new share.
+func (o *Operator) Reshard(owns func(hash uint64) bool) { o.watcher.Reshard(owns) }
 
 // SetStandby marks the operator as a standby of leader election (true) or
 // the leader (false). A standby runs nothing; it is ready when the API
@@ -252,8 +329,8 @@ func (o *Operator) warnUnserved() {
 }
 
 // runStartup queues every onStartup hook in order and waits for them all.
-func (o *Operator) runStartup(ctx context.Context) error {
-	startup := StartupOrder(o.hooks)
+func (o *Operator) runStartup(ctx context.Context, hooks []*hook.Hook) error {
+	startup := StartupOrder(hooks)
 	var wg sync.WaitGroup
 	for _, h := range startup {
 		wg.Add(1)
@@ -282,12 +359,12 @@ func (o *Operator) runStartup(ctx context.Context) error {
 // A binding is Synced once the Sink has returned from its Synchronization,
 // which queued the run and counted it in startupSyncs: so when every
 // binding is Synced and the count is zero, every run is done.
-func (o *Operator) waitForSynchronization(ctx context.Context) error {
+func (o *Operator) waitForSynchronization(ctx context.Context, hooks map[*hook.Hook]bool) error {
 	for {
 		changed, finished := o.watcher.Changed(), o.startupSyncs.changes()
 		var pending []string
 		for _, b := range o.watcher.Bindings() {
-			if p := b.Phase(); b.Config().WaitForSynchronization && p != watch.Unserved && p != watch.Synced {
+			if p := b.Phase(); hooks[b.Hook] && b.Config().WaitForSynchronization && p != watch.Unserved && p != watch.Synced {
 				pending = append(pending, b.Hook.Name+"/"+b.Name())
 			}
 		}
@@ -393,7 +470,7 @@ func (o *Operator) Synchronization(b *watch.Binding, objects []binding.Object) {
 	}
 	c := binding.Context{Binding: cfg.Name, Type: binding.TypeSynchronization, Objects: objects}
 	var done func(error)
-	if cfg.WaitForSynchronization && !o.started.Load() {
+	if cfg.WaitForSynchronization && o.booting.Load() {
 		o.startupSyncs.add(1)
 		done = func(error) { o.startupSyncs.add(-1) }
 	}
@@ -423,9 +500,9 @@ func (o *Operator) push(h *hook.Hook, common *hook.Common, c binding.Context, do
 	}
 }
 
-func (o *Operator) startSchedules(ctx context.Context) error {
+func (o *Operator) startSchedules(ctx context.Context, hooks []*hook.Hook) error {
 	var entries []schedule.Entry
-	for _, h := range o.hooks {
+	for _, h := range hooks {
 		for i := range h.Config.Schedule {
 			s := &h.Config.Schedule[i]
 			entries = append(entries, schedule.Entry{

@@ -54,6 +54,9 @@ type GrantOptions struct {
 	// LeaseName names the Lease of --leader-elect in OperatorNamespace;
 	// "" without leader election.
 	LeaseName string
+	// Sharding: start runs with --sharding, whose members hold a Lease
+	// each (names made from their identities) beside the leader's.
+	Sharding bool
 }
 
 // Grants returns what the hooks need, one grant per need, in the order of
@@ -130,6 +133,14 @@ func Grants(hooks []*hook.Hook, r Resolver, opts GrantOptions) ([]Grant, error) 
 		// standby watches the Lease to see it released).
 		out = append(out, Grant{Group: "coordination.k8s.io", Resource: "leases", Namespace: opts.OperatorNamespace, Verbs: []string{"create"}, Why: why},
 			Grant{Group: "coordination.k8s.io", Resource: "leases", Namespace: opts.OperatorNamespace, Verbs: []string{"get", "list", "watch", "update"}, ResourceNames: []string{opts.LeaseName}, Why: why})
+	}
+	if opts.Sharding {
+		// Members' Lease names come from their identities, unknown here,
+		// and members list and watch the ring's Leases by label: none of
+		// it can be limited to names. Delete removes the Leases of
+		// members gone for good.
+		out = append(out, Grant{Group: "coordination.k8s.io", Resource: "leases", Namespace: opts.OperatorNamespace,
+			Verbs: []string{"get", "list", "watch", "create", "update", "delete"}, Why: "--sharding: the members' Leases of the sharding ring"})
 	}
 	if crds, who := conversionCRDs(hooks); len(crds) > 0 {
 		const group, res = "apiextensions.k8s.io", "customresourcedefinitions"

@@ -44,10 +44,15 @@ type Binding struct {
 	names map[string]bool
 	// metrics counts events received and suppressed; may be nil.
 	metrics *metrics.Metrics
+	// shard, set for the bindings of sharded hooks, keeps to the objects
+	// this replica owns; nil holds every object.
+	shard *shards
 
 	mu      sync.Mutex
 	sources map[string]*source // by namespace ("" = all namespaces)
 	waiting string             // why the kind is not served, or ""
+	// synced is set by the binding's first Synchronization.
+	synced bool
 	// owned are the objects the binding holds whose status (or ApplySet
 	// inventory) the hook writes itself, by entryKey; an object leaves when
 	// it leaves the binding.
@@ -139,7 +144,7 @@ func (b *Binding) object(src *source, e *entry) binding.Object {
 }
 
 func (b *Binding) matches(e *entry) bool {
-	return b.names == nil || b.names[e.Name]
+	return (b.names == nil || b.names[e.Name]) && b.shard.owns(e.shardHash)
 }
 
 // Count returns how many objects the binding holds.
@@ -185,6 +190,25 @@ func (b *Binding) snapshotLocked() []binding.Object {
 // this snapshot) or is delivered after.
 func (b *Binding) synchronize() {
 	b.mu.Lock()
+	b.synchronizeLocked()
+	b.mu.Unlock()
+	b.out.flush()
+}
+
+// reshard delivers a Synchronization of the objects the binding holds
+// under this replica's new share, unless its first Synchronization is yet
+// to come (it will hold the new share).
+func (b *Binding) reshard() {
+	b.mu.Lock()
+	if b.synced {
+		b.synchronizeLocked()
+	}
+	b.mu.Unlock()
+	b.out.flush()
+}
+
+func (b *Binding) synchronizeLocked() {
+	b.synced = true
 	objs := b.snapshotLocked()
 	for _, src := range b.sources {
 		src.live = true
@@ -201,8 +225,6 @@ func (b *Binding) synchronize() {
 			}
 		}
 	}
-	b.mu.Unlock()
-	b.out.flush()
 }
 
 // finalizerState handles the finalizer option for one object: an object

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hook-operator/hook-operator/internal/jq"
 	"github.com/hook-operator/hook-operator/internal/jsonenc"
+	"github.com/hook-operator/hook-operator/internal/shard"
 )
 
 // entry is what the watch cache keeps per object instead of the object:
@@ -30,6 +31,9 @@ type entry struct {
 	more *entryMore
 	// deleting is set once the object has a deletionTimestamp.
 	deleting bool
+	// shardHash is the hash of the object's shard key, for sharded
+	// bindings (see shards); zero otherwise.
+	shardHash uint64
 }
 
 // entryMore is the part of an entry that only some bindings need.
@@ -62,6 +66,12 @@ func newEntry(u *unstructured.Unstructured, bindings []*Binding, keepFull, final
 	e.Name, e.Namespace = u.GetName(), unique.Make(u.GetNamespace()).Value()
 	e.ResourceVersion = u.GetResourceVersion()
 	e.deleting = u.GetDeletionTimestamp() != nil
+	for _, b := range bindings {
+		if b.shard != nil {
+			e.shardHash = shard.Key(b.shard.by, e.Namespace, string(u.GetUID()))
+			break
+		}
+	}
 	if finalizers || keepFull {
 		e.more = &entryMore{}
 	}

@@ -34,6 +34,8 @@ type Watcher struct {
 	// streams opens the informers' watches; nil sends them through the
 	// dynamic client (no REST config, as in tests with fake clients).
 	streams *streams
+	// shards, when set, keeps sharded bindings to this replica's objects.
+	shards *shards
 	// health, when set, makes lists and watches wait out an outage of the
 	// API server and resume the moment it answers (see kube.Health).
 	health *kube.Health
@@ -109,16 +111,24 @@ func (w *Watcher) Binding(hookName, name string) *Binding {
 	return nil
 }
 
-// Start begins watching for every binding and returns at once. Bindings
-// whose kind is not served yet keep retrying in the background until it is
-// (its CRD is installed) or ctx ends. Each binding delivers its
-// Synchronization when its informers have listed.
-func (w *Watcher) Start(ctx context.Context) error {
+// Start begins watching for every binding of the hooks for which only
+// returns true (every binding when only is nil) and returns at once. It may
+// be called again for other hooks (as sharding does for the leader's
+// hooks); each binding is started once. Bindings whose kind is not served
+// yet keep retrying in the background until it is (its CRD is installed)
+// or ctx ends. Each binding delivers its Synchronization when its
+// informers have listed.
+func (w *Watcher) Start(ctx context.Context, only func(*hook.Hook) bool) error {
 	w.mu.Lock()
 	w.ctx = ctx
 	w.mu.Unlock()
-	var pending []*Binding
+	var mine, pending []*Binding
 	for _, b := range w.bindings {
+		if (only == nil || only(b.Hook)) && b.Phase() == Resolving {
+			mine = append(mine, b)
+		}
+	}
+	for _, b := range mine {
 		if err := w.resolve(b); err != nil {
 			if !errors.Is(err, kube.ErrUnknownKind) {
 				return fmt.Errorf("hook %s: binding %q: %w", b.Hook.Name, b.cfg.Name, err)
@@ -127,7 +137,7 @@ func (w *Watcher) Start(ctx context.Context) error {
 			pending = append(pending, b)
 		}
 	}
-	if w.needsNamespaces() {
+	if w.ns == nil && w.needsNamespaces(mine) {
 		w.ns = newNamespaces(w)
 		if err := w.ns.start(ctx); err != nil {
 			return err
@@ -136,7 +146,7 @@ func (w *Watcher) Start(ctx context.Context) error {
 	// Attach every resolved binding before starting any informer: an
 	// informer's binding set is fixed once it runs.
 	var ready []*Binding
-	for _, b := range w.bindings {
+	for _, b := range mine {
 		if b.served() {
 			w.attachInitial(b)
 			ready = append(ready, b)
@@ -153,8 +163,8 @@ func (w *Watcher) Start(ctx context.Context) error {
 	return nil
 }
 
-func (w *Watcher) needsNamespaces() bool {
-	for _, b := range w.bindings {
+func (w *Watcher) needsNamespaces(bindings []*Binding) bool {
+	for _, b := range bindings {
 		if ns := b.cfg.Namespace; ns != nil && ns.LabelSelector != nil {
 			return true
 		}
@@ -324,12 +334,12 @@ func statusWritten(bindings []*Binding, hookName, resource, namespace, name stri
 	}
 }
 
-// Synced reports whether every binding whose kind is served has delivered
-// its Synchronization, and names those that have not.
+// Synced reports whether every started binding whose kind is served has
+// delivered its Synchronization, and names those that have not.
 func (w *Watcher) Synced() (bool, []string) {
 	var waiting []string
 	for _, b := range w.bindings {
-		if p := b.Phase(); p != Synced && p != Unserved {
+		if p := b.Phase(); p != Synced && p != Unserved && p != Resolving {
 			waiting = append(waiting, b.Hook.Name+"/"+b.cfg.Name)
 		}
 	}

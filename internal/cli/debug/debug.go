@@ -85,12 +85,18 @@ start's --debug-socket), so in a Pod run it with
 			},
 		},
 		&cobra.Command{
-			Use: "role", Short: "Show whether the operator leads, stands by, or runs without leader election", Args: cobra.NoArgs,
+			Use: "role", Short: "Show whether the operator leads, stands by, or runs without leader election; with --sharding, the ring's members and shares", Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				var r operator.RoleState
 				return show(cmd.Context(), f, server.RolePath, &r, stdout, func(w *tabwriter.Writer) {
 					fmt.Fprintln(w, "ROLE\tIDENTITY")
 					fmt.Fprintf(w, "%s\t%s\n", r.Role, r.Identity)
+					if r.Ring != nil {
+						fmt.Fprintf(w, "\nRING MEMBER (by %s)\tSHARE\n", r.Ring.ShardBy)
+						for _, m := range r.Ring.Members {
+							fmt.Fprintf(w, "%s\t%.1f%%\n", m.Identity, 100*m.Share)
+						}
+					}
 				})
 			},
 		},

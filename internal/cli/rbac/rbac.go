@@ -39,6 +39,8 @@ type Flags struct {
 	// LeaseName is start's --leader-elect-lease-name when it runs with
 	// --leader-elect; "" otherwise.
 	LeaseName string
+	// Sharding is start's --sharding.
+	Sharding bool
 }
 
 // New returns the rbac command.
@@ -90,12 +92,13 @@ write needs each permission.`,
 	fs.StringVar(&f.WebhookCertSecret, "webhook-cert-secret", "hook-operator-webhook-certs", "start's --webhook-cert-secret")
 	var leaderElect bool
 	fs.BoolVar(&leaderElect, "leader-elect", false, "start runs with --leader-elect: grant its Lease in --namespace")
+	fs.BoolVar(&f.Sharding, "sharding", false, "start runs with --sharding: grant the Leases of the sharding ring and the leader's in --namespace")
 	fs.StringVar(&f.LeaseName, "leader-elect-lease-name", "hook-operator", "start's --leader-elect-lease-name")
 	cmd.PreRun = func(*cobra.Command, []string) {
 		if !selfSigned {
 			f.WebhookCertSecret = ""
 		}
-		if !leaderElect {
+		if !leaderElect && !f.Sharding {
 			f.LeaseName = ""
 		}
 	}
@@ -113,7 +116,7 @@ func Run(ctx context.Context, f Flags, out io.Writer, log *logrus.Logger) error 
 		return err
 	}
 	grants, err := rbac.Grants(hooks, resolver, rbac.GrantOptions{WebhookConfigurationName: f.WebhookConfigurationName,
-		WebhookCertSecret: f.WebhookCertSecret, OperatorNamespace: f.Namespace, LeaseName: f.LeaseName})
+		WebhookCertSecret: f.WebhookCertSecret, OperatorNamespace: f.Namespace, LeaseName: f.LeaseName, Sharding: f.Sharding})
 	if err != nil {
 		return err
 	}

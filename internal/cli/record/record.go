@@ -171,7 +171,7 @@ func record(ctx context.Context, clients *kube.Clients, hooks []*hook.Hook, dura
 	rec.expect(w.Bindings())
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	if err := w.Start(watchCtx); err != nil {
+	if err := w.Start(watchCtx, nil); err != nil {
 		return nil, err
 	}
 	if err := waitSynced(ctx, rec, w, log); err != nil {

@@ -80,7 +80,7 @@ var errLeaseLost = errors.New("leader election: the Lease could not be renewed, 
 // and never while a hook of this replica still runs. A leader that cannot
 // renew within the renew deadline stops its hooks at once, before the
 // lease duration could hand the Lease to another replica.
-func runElected(ctx context.Context, f LeaderFlags, namespace string, cfg *rest.Config, op *operator.Operator, m *metrics.Metrics, log logrus.FieldLogger) error {
+func runElected(ctx context.Context, f LeaderFlags, namespace string, cfg *rest.Config, op *operator.Operator, m *metrics.Metrics, log logrus.FieldLogger, sharded bool) error {
 	if namespace == "" {
 		return fmt.Errorf("--leader-elect keeps its Lease in the operator's namespace: set --operator-namespace (or run in a Pod)")
 	}
@@ -102,30 +102,44 @@ func runElected(ctx context.Context, f LeaderFlags, namespace string, cfg *rest.
 	defer stopElecting()
 	ran := make(chan error, 1)
 	var started atomic.Bool
-	lead := func(leading context.Context) {
+	// With sharding the operator runs from the start (its sharded hooks)
+	// and leading starts the rest; without, it runs only while leading.
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	run := func() {
+		err := op.Run(runCtx)
+		if err == nil && ctx.Err() == nil {
+			err = errLeaseLost
+		}
+		ran <- err
+		stopElecting()
+	}
+	if sharded {
 		started.Store(true)
+		go run()
+	}
+	lead := func(leading context.Context) {
 		log.Info("leader election: leading; starting the hooks")
 		op.SetStandby(false)
 		m.Leader(id, true)
-		runCtx, stop := context.WithCancel(ctx)
-		defer stop()
+		defer m.Leader(id, false)
 		go func() {
 			select {
 			case <-leading.Done():
 				if ctx.Err() == nil {
 					op.StopNow()
 				}
-				stop()
+				stopRun()
 			case <-runCtx.Done():
 			}
 		}()
-		err := op.Run(runCtx)
-		if err == nil && ctx.Err() == nil {
-			err = errLeaseLost
+		if sharded {
+			op.Lead()
+			<-runCtx.Done()
+			return
 		}
-		m.Leader(id, false)
-		ran <- err
-		stopElecting()
+		started.Store(true)
+		run()
 	}
 	elector, err := election.New(election.Config{
 		Client: dyn.Resource(election.Leases).Namespace(namespace), Name: f.LeaseName, Identity: id,

@@ -63,6 +63,7 @@ type Flags struct {
 	// Webhook configures the admission webhook server.
 	Webhook WebhookFlags
 	Leader  LeaderFlags
+	Shard   ShardFlags
 }
 
 // EnvDebugSocket sets the debug socket of start and of debug.
@@ -153,6 +154,7 @@ removed. Secret data is masked unless --show-secrets.`,
 	fs.BoolVar(&f.ShowSecrets, "show-secrets", false, "with --dry-run, print Secret data as it is instead of masking it")
 	bindWebhookFlags(fs, &f.Webhook)
 	bindLeaderFlags(fs, &f.Leader)
+	bindShardFlags(fs, &f.Shard)
 	return cmd
 }
 
@@ -174,8 +176,19 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	if f.BatchWindow < 0 || f.BatchWindow > time.Minute {
 		return fmt.Errorf("--batch-window=%s: use a duration from 0 (off) to 1m; a few milliseconds is usual", f.BatchWindow)
 	}
+	if f.Shard.Enabled && f.DryRun != "" {
+		return errors.New("--sharding with --dry-run: a dry run writes nothing, Leases included; run it without --sharding")
+	}
 	if f.Leader.Enabled && f.DryRun != "" {
 		return errors.New("--leader-elect with --dry-run: a dry run writes nothing, a Lease included; run it without --leader-elect")
+	}
+	if f.Shard.Enabled {
+		if err := f.Shard.check(); err != nil {
+			return err
+		}
+		if err := f.Leader.check(); err != nil {
+			return err
+		}
 	}
 	var w *transcript.Writer
 	if f.DryRun != "" {
@@ -231,6 +244,18 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		dryRun(&opts, f, clients, w, log)
 		log.WithField("mode", f.DryRun).Warn("dry-run: nothing is written to the cluster")
 	}
+	var ring *sharding
+	switch n := shardedHooks(hooks); {
+	case f.Shard.Enabled:
+		if n == 0 {
+			log.Warn("--sharding, and no hook sets settings.sharded: every hook runs on the leader alone")
+		}
+		if ring, opts.Sharding, err = joinRing(ctx, f, operatorNamespace(f.Webhook.Namespace), cfg, m, log); err != nil {
+			return err
+		}
+	case n > 0:
+		log.WithField("hooks", n).Info("settings.sharded applies with --sharding only; every object goes to this replica's hooks")
+	}
 	op := operator.New(hooks, clients, opts, log)
 	if f.ListenAddress != "" {
 		addr, err := server.Start(ctx, op, server.Options{
@@ -250,9 +275,12 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		defer cleanup()
 	}
 	op.SetWebhooksServed(admission, conversion)
-	if f.Leader.Enabled {
-		err = runElected(ctx, f.Leader, operatorNamespace(f.Webhook.Namespace), cfg, op, m, log)
-	} else {
+	switch {
+	case ring != nil:
+		err = runSharded(ctx, f.Leader, ring, operatorNamespace(f.Webhook.Namespace), cfg, op, m, log)
+	case f.Leader.Enabled:
+		err = runElected(ctx, f.Leader, operatorNamespace(f.Webhook.Namespace), cfg, op, m, log, false)
+	default:
 		err = op.Run(ctx)
 	}
 	if err != nil {

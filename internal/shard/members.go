@@ -1,0 +1,478 @@
+package shard
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	coordv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/hook-operator/hook-operator/internal/election"
+)
+
+// RingLabel marks the membership Leases of a ring; its value is the ring's
+// name.
+const RingLabel = "hook-operator.io/ring"
+
+// Config says how a replica takes part in a ring.
+type Config struct {
+	// Client is the Leases of the namespace that holds the ring.
+	Client dynamic.ResourceInterface
+	// Ring names the ring: the RingLabel value of its Leases and the
+	// prefix of their names.
+	Ring string
+	// Identity is this replica's name on the ring.
+	Identity string
+	// LeaseDuration is how long a member stays on the ring after its last
+	// renewal was seen; RenewPeriod how often a member renews.
+	LeaseDuration, RenewPeriod time.Duration
+	Log                        logrus.FieldLogger
+}
+
+// Check refuses timings under which members would drop off the ring
+// between their renewals.
+func (c Config) Check() error {
+	if c.RenewPeriod <= 0 || c.LeaseDuration < 2*c.RenewPeriod {
+		return fmt.Errorf("the lease duration (%s) must be at least twice the renew period (%s), so that one late renewal does not drop a member", c.LeaseDuration, c.RenewPeriod)
+	}
+	if c.LeaseDuration%time.Second != 0 {
+		return fmt.Errorf("the lease duration (%s) must be whole seconds: a Lease records it in seconds", c.LeaseDuration)
+	}
+	return nil
+}
+
+// Members keeps this replica's membership Lease and follows the others'.
+// A member is on the ring while it renews: from each change of its Lease
+// that this replica sees, it stays for the Lease's duration, timed on this
+// replica's clock. A Lease seen for the first time counts from its
+// renewTime, so that a member that died before this one started is not
+// waited for. This replica drops itself off its own ring when it could not
+// renew for the lease duration, as the others do.
+type Members struct {
+	cfg  Config
+	name string // this replica's Lease
+
+	mu      sync.Mutex
+	seen    map[string]*member // by Lease name
+	ring    *Ring
+	renewed time.Time // this replica's last successful renewal
+	own     *coordv1.Lease
+	changes chan struct{}
+
+	onChange func(*Ring)
+}
+
+// OnChange makes Run call f with every new ring, one call at a time, in
+// order. Call it before Run.
+func (m *Members) OnChange(f func(*Ring)) { m.onChange = f }
+
+type member struct {
+	identity string
+	rv       string
+	since    time.Time // when its last change was seen (or its renewTime)
+	duration time.Duration
+}
+
+func (m *member) expiry() time.Time { return m.since.Add(m.duration) }
+
+// NewMembers returns the membership of cfg.Identity in cfg.Ring.
+func NewMembers(cfg Config) (*Members, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	if cfg.Identity == "" || cfg.Ring == "" {
+		return nil, errors.New("sharding: a ring name and an identity are required")
+	}
+	return &Members{cfg: cfg, name: LeaseName(cfg.Ring, cfg.Identity), seen: map[string]*member{}, changes: make(chan struct{}, 1)}, nil
+}
+
+var dnsName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+
+// LeaseName returns the name of identity's membership Lease in ring: the
+// ring's name, "-member-" and the identity when that makes a valid name,
+// else a hash of the identity.
+func LeaseName(ring, identity string) string {
+	name := ring + "-member-" + identity
+	if len(name) <= 253 && dnsName.MatchString(name) {
+		return name
+	}
+	sum := sha256.Sum256([]byte(identity))
+	return ring + "-member-" + hex.EncodeToString(sum[:8])
+}
+
+// Ring returns the current ring.
+func (m *Members) Ring() *Ring {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ring
+}
+
+// Identity returns this replica's name on the ring.
+func (m *Members) Identity() string { return m.cfg.Identity }
+
+// Join writes this replica's Lease, reads the others' and returns the first
+// ring, which has this replica on it.
+func (m *Members) Join(ctx context.Context) (*Ring, error) {
+	if err := m.renew(ctx); err != nil {
+		return nil, fmt.Errorf("sharding: writing the membership Lease %s: %w", m.name, err)
+	}
+	if _, err := m.list(ctx); err != nil {
+		return nil, fmt.Errorf("sharding: listing the ring's Leases (label %s=%s): %w", RingLabel, m.cfg.Ring, err)
+	}
+	r, _ := m.recompute(time.Now())
+	return r, nil
+}
+
+// Run renews this replica's Lease and follows the ring until ctx ends, then
+// deletes the Lease so that the others take its share at once.
+func (m *Members) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); m.renewLoop(ctx) }()
+	go func() { defer wg.Done(); m.watchLoop(ctx) }()
+	m.notifyLoop(ctx)
+	wg.Wait()
+	m.leave()
+}
+
+// notifyLoop recomputes the ring when something changed or a member's
+// time is up, and tells OnChange.
+func (m *Members) notifyLoop(ctx context.Context) {
+	timer := time.NewTimer(m.cfg.LeaseDuration)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.changes:
+		case <-timer.C:
+		}
+		r, changed := m.recompute(time.Now())
+		if changed && m.onChange != nil {
+			m.onChange(r)
+		}
+		timer.Reset(m.nextExpiry(time.Now()))
+	}
+}
+
+func (m *Members) poke() {
+	select {
+	case m.changes <- struct{}{}:
+	default:
+	}
+}
+
+// recompute makes the ring of the members live at now and reports whether
+// its members changed. Leases expired for another whole duration are
+// deleted: their replicas are gone.
+func (m *Members) recompute(now time.Time) (*Ring, bool) {
+	m.mu.Lock()
+	var live []string
+	var stale []string
+	for name, mb := range m.seen {
+		exp := mb.expiry()
+		if name == m.name {
+			exp = m.renewed.Add(m.cfg.LeaseDuration)
+		}
+		switch {
+		case now.Before(exp):
+			live = append(live, mb.identity)
+		case now.After(exp.Add(mb.duration)) && name != m.name:
+			stale = append(stale, name)
+		}
+	}
+	old := m.ring
+	r := NewRing(live)
+	changed := old == nil || !slices.Equal(old.members, r.members)
+	if changed {
+		m.ring = r
+	} else {
+		r = old
+	}
+	m.mu.Unlock()
+	if changed {
+		m.cfg.Log.WithFields(logrus.Fields{"members": r.Members(), "share": fmt.Sprintf("%.3f", r.Share(m.cfg.Identity))}).Info("sharding: the ring changed")
+	}
+	for _, name := range stale {
+		m.collect(name)
+	}
+	return r, changed
+}
+
+// collect deletes the Lease of a member gone for good, unless it changed
+// since this replica saw it.
+func (m *Members) collect(name string) {
+	m.mu.Lock()
+	mb := m.seen[name]
+	delete(m.seen, name)
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.RenewPeriod)
+	defer cancel()
+	err := m.cfg.Client.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &mb.rv}})
+	if err == nil {
+		m.cfg.Log.WithFields(logrus.Fields{"lease": name, "member": mb.identity}).Info("sharding: deleted the Lease of a member gone for longer than twice its lease duration")
+	}
+}
+
+// nextExpiry returns how long until the next member's time on the ring is
+// up (at most a lease duration).
+func (m *Members) nextExpiry(now time.Time) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	next := m.cfg.LeaseDuration
+	for name, mb := range m.seen {
+		exp := mb.expiry()
+		if name == m.name {
+			exp = m.renewed.Add(m.cfg.LeaseDuration)
+		}
+		if d := exp.Sub(now); d > 0 && d < next {
+			next = d + time.Millisecond
+		}
+		if d := exp.Add(mb.duration).Sub(now); d > 0 && d < next {
+			next = d + time.Millisecond
+		}
+	}
+	return next
+}
+
+func (m *Members) renewLoop(ctx context.Context) {
+	t := time.NewTicker(m.cfg.RenewPeriod)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := m.renew(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil && !failing:
+			failing = true
+			m.cfg.Log.WithError(err).Warn("sharding: cannot renew the membership Lease; this replica leaves its own ring if that goes on for the lease duration")
+		case err == nil && failing:
+			failing = false
+			m.cfg.Log.Info("sharding: the membership Lease is renewed again")
+		}
+	}
+}
+
+// renew writes this replica's Lease renewed now, creating it if need be.
+func (m *Members) renew(ctx context.Context) error {
+	now := time.Now()
+	m.mu.Lock()
+	l := m.own
+	m.mu.Unlock()
+	mt := metav1.NewMicroTime(now)
+	secs, id := int32(m.cfg.LeaseDuration/time.Second), m.cfg.Identity
+	if l == nil {
+		l = &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: m.name, Labels: map[string]string{RingLabel: m.cfg.Ring}},
+			Spec: coordv1.LeaseSpec{HolderIdentity: &id, AcquireTime: &mt}}
+	}
+	l = l.DeepCopy()
+	l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &secs, &mt
+	u, err := election.Encode(l)
+	if err != nil {
+		return err
+	}
+	var out *unstructured.Unstructured
+	if l.ResourceVersion == "" {
+		out, err = m.cfg.Client.Create(ctx, u, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			out, err = m.cfg.Client.Get(ctx, m.name, metav1.GetOptions{})
+			if err == nil {
+				return m.retake(ctx, out)
+			}
+		}
+	} else {
+		out, err = m.cfg.Client.Update(ctx, u, metav1.UpdateOptions{})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			// Deleted as gone (we were away too long) or changed by
+			// someone else: start from what is there.
+			m.mu.Lock()
+			m.own = nil
+			m.mu.Unlock()
+			return m.renew(ctx)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return m.wrote(out, now)
+}
+
+// retake renews a Lease of this replica's name left by an earlier run.
+func (m *Members) retake(ctx context.Context, u *unstructured.Unstructured) error {
+	l, err := election.Decode(u)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	mt := metav1.NewMicroTime(now)
+	secs, id := int32(m.cfg.LeaseDuration/time.Second), m.cfg.Identity
+	l.Labels = map[string]string{RingLabel: m.cfg.Ring}
+	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime, l.Spec.AcquireTime = &id, &secs, &mt, &mt
+	if u, err = election.Encode(l); err != nil {
+		return err
+	}
+	out, err := m.cfg.Client.Update(ctx, u, metav1.UpdateOptions{})
+	if err != nil {
+		return err
+	}
+	return m.wrote(out, now)
+}
+
+func (m *Members) wrote(u *unstructured.Unstructured, now time.Time) error {
+	l, err := election.Decode(u)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	wasLive := !m.renewed.IsZero() && now.Before(m.renewed.Add(m.cfg.LeaseDuration))
+	m.own, m.renewed = l, now
+	m.seen[m.name] = &member{identity: m.cfg.Identity, rv: l.ResourceVersion, since: now, duration: m.cfg.LeaseDuration}
+	m.mu.Unlock()
+	if !wasLive {
+		m.poke()
+	}
+	return nil
+}
+
+// leave deletes this replica's Lease.
+func (m *Members) leave() {
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.RenewPeriod)
+	defer cancel()
+	m.mu.Lock()
+	own := m.own
+	m.mu.Unlock()
+	if own == nil {
+		return
+	}
+	rv := own.ResourceVersion
+	err := m.cfg.Client.Delete(ctx, m.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		m.cfg.Log.WithError(err).Warn("sharding: could not delete the membership Lease; the others take this replica's share when it expires")
+		return
+	}
+	m.cfg.Log.Info("sharding: left the ring")
+}
+
+func (m *Members) selector() metav1.ListOptions {
+	return metav1.ListOptions{LabelSelector: RingLabel + "=" + m.cfg.Ring}
+}
+
+// list reads every Lease of the ring: those it has not seen before count
+// from their renewTime, and those gone are forgotten. It returns the list's
+// resourceVersion.
+func (m *Members) list(ctx context.Context) (string, error) {
+	l, err := m.cfg.Client.List(ctx, m.selector())
+	if err != nil {
+		return "", err
+	}
+	now := time.Now()
+	present := map[string]bool{m.name: true}
+	for i := range l.Items {
+		present[l.Items[i].GetName()] = true
+		m.observe(&l.Items[i], now)
+	}
+	m.mu.Lock()
+	for name := range m.seen {
+		if !present[name] {
+			delete(m.seen, name)
+		}
+	}
+	m.mu.Unlock()
+	return l.GetResourceVersion(), nil
+}
+
+// observe notes a Lease of the ring as seen at now.
+func (m *Members) observe(u *unstructured.Unstructured, now time.Time) {
+	name := u.GetName()
+	if name == m.name {
+		return // this replica's own is timed from its renewals
+	}
+	l, err := election.Decode(u)
+	if err != nil || election.Holder(l) == "" {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := m.seen[name]
+	if old != nil && old.rv == l.ResourceVersion {
+		return
+	}
+	since := now
+	if old == nil && l.Spec.RenewTime != nil && l.Spec.RenewTime.Time.Before(now) {
+		since = l.Spec.RenewTime.Time
+	}
+	m.seen[name] = &member{identity: election.Holder(l), rv: l.ResourceVersion, since: since, duration: election.Duration(l)}
+}
+
+// watchLoop follows the ring's Leases; each break lists them again.
+func (m *Members) watchLoop(ctx context.Context) {
+	warned := false
+	for ctx.Err() == nil {
+		rv, err := m.list(ctx)
+		if err == nil {
+			m.poke()
+			opts := m.selector()
+			opts.ResourceVersion = rv
+			var w watch.Interface
+			if w, err = m.cfg.Client.Watch(ctx, opts); err == nil {
+				m.follow(ctx, w)
+				w.Stop()
+			}
+		}
+		if err != nil && ctx.Err() == nil && !warned {
+			warned = true
+			m.cfg.Log.WithError(err).Warn("sharding: cannot list or watch the ring's Leases; the ring is not updated until that works again")
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(m.cfg.RenewPeriod):
+		}
+	}
+}
+
+func (m *Members) follow(ctx context.Context, w watch.Interface) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return
+			}
+			u, isObject := ev.Object.(*unstructured.Unstructured)
+			if !isObject {
+				continue
+			}
+			switch ev.Type {
+			case watch.Added, watch.Modified:
+				m.observe(u, time.Now())
+			case watch.Deleted:
+				if u.GetName() == m.name {
+					continue // renew makes it again
+				}
+				m.mu.Lock()
+				delete(m.seen, u.GetName())
+				m.mu.Unlock()
+			default:
+				continue
+			}
+			m.poke()
+		}
+	}
+}
