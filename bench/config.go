@@ -10,7 +10,7 @@ import (
 )
 
 // The scenarios, in the order they run.
-var allScenarios = []string{"idle", "sync", "trickle", "burst", "admission", "failover", "parallel", "scale"}
+var allScenarios = []string{"idle", "sync", "trickle", "burst", "admission", "failover", "parallel", "sharded", "scale"}
 
 // The hook kinds: the bash hook (bench/hooks/bash) and the Go hook
 // (bench/hooks/go).

@@ -166,6 +166,12 @@ func sigName(sig syscall.Signal) string {
 // Requests returns the API requests the operator has made so far: the sum
 // of hook_operator_kube_requests_total on its /metrics.
 func (o *operator) Requests() (float64, error) {
+	return o.metricSum("hook_operator_kube_requests_total{")
+}
+
+// metricSum returns the sum of the series on the operator's /metrics whose
+// lines start with prefix.
+func (o *operator) metricSum(prefix string) (float64, error) {
 	o.mu.Lock()
 	addr := o.metricsAddr
 	o.mu.Unlock()
@@ -182,7 +188,7 @@ func (o *operator) Requests() (float64, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "hook_operator_kube_requests_total{") {
+		if !strings.HasPrefix(line, prefix) {
 			continue
 		}
 		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
@@ -192,4 +198,24 @@ func (o *operator) Requests() (float64, error) {
 		sum += v
 	}
 	return sum, sc.Err()
+}
+
+// waitMetric waits until the series starting with prefix on the
+// operator's /metrics add up to want.
+func (o *operator) waitMetric(ctx context.Context, timeout time.Duration, prefix string, want float64) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		got, err := o.metricSum(prefix)
+		if err == nil && got == want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s on /metrics: %v (%v), want %v, after %s; operator log:\n%s", prefix, got, err, want, timeout, o.Log(20))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

@@ -30,20 +30,9 @@ var parallelVariants = []struct {
 // of that at parallelism 1 (target: at most 0.1, that is 10 times the
 // rate). The spin variants show the bound the machine's cores set.
 func runParallel(ctx context.Context, b *bench) error {
-	dirs := map[string]string{}
-	data, err := os.ReadFile(filepath.Join(b.root, "bench", "hooks", "bash", "slow.sh"))
+	dirs, err := slowHookDirs(b)
 	if err != nil {
 		return err
-	}
-	for _, work := range []string{"sleep", "spin"} {
-		dir := filepath.Join(b.tmp, "hooks-"+work)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, work+".sh"), data, 0o755); err != nil {
-			return err
-		}
-		dirs[work] = dir
 	}
 	per, err := spinIterations()
 	if err != nil {
@@ -86,6 +75,27 @@ func runParallel(ctx context.Context, b *bench) error {
 		}
 	}
 	return nil
+}
+
+// slowHookDirs installs the slow hook as sleep.sh and spin.sh, each in a
+// hooks folder of its own, and returns the folders by work.
+func slowHookDirs(b *bench) (map[string]string, error) {
+	dirs := map[string]string{}
+	data, err := os.ReadFile(filepath.Join(b.root, "bench", "hooks", "bash", "slow.sh"))
+	if err != nil {
+		return nil, err
+	}
+	for _, work := range []string{"sleep", "spin"} {
+		dir := filepath.Join(b.tmp, "hooks-"+work)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, work+".sh"), data, 0o755); err != nil {
+			return nil, err
+		}
+		dirs[work] = dir
+	}
+	return dirs, nil
 }
 
 // spinIterations measures how many iterations of the spin hook's loop

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -220,5 +221,34 @@ echo run >>`+filepath.Join(records, id+".leader")+`
 		if len(by) != 1 || by[0] == victim {
 			t.Errorf("%s was handled by %v after the kill; want exactly one survivor", name, by)
 		}
+	}
+
+	// A replica stopped with SIGTERM leaves the ring (deletes its Lease)
+	// after its hooks finish: the leader takes its share at once, not
+	// after the lease duration.
+	other := survivors[0]
+	if other == leader {
+		other = survivors[1]
+	}
+	ls := lines(leader)
+	mark := len(ls)
+	must(t, ops[other].cmd.Process.Signal(syscall.SIGTERM))
+	stopped := time.Now()
+	if err := ops[other].cmd.Wait(); err != nil {
+		t.Errorf("%s's exit after SIGTERM: %v", other, err)
+	}
+	waitUntil(t, "the leader's Synchronization of every object", func() bool {
+		ls := lines(leader)
+		for _, l := range ls[min(mark, len(ls)):] {
+			if objs, ok := strings.CutPrefix(l, "S "); ok && len(strings.Split(objs, ",")) == n+30 {
+				return true
+			}
+		}
+		return false
+	}, allLogs)
+	took = time.Since(stopped)
+	t.Logf("share of the replica stopped with SIGTERM taken over after %s", took.Round(10*time.Millisecond))
+	if took > 3*time.Second {
+		t.Errorf("the leader took the stopped replica's share after %s; it left the ring, so that should be at once", took)
 	}
 }
