@@ -107,13 +107,13 @@ type Operator struct {
 	// standby: leader election runs and another replica leads; nothing
 	// runs here, and readiness and liveness say so (see Ready, Alive).
 	// With sharding, a standby runs the sharded hooks.
-	standby  atomic.Bool
+	standby atomic.Bool
 	// lead is closed by Lead: with sharding, the leader's hooks start.
 	lead     chan struct{}
 	leadOnce sync.Once
 	// booting is set while hooks start: their bindings' first
 	// Synchronization runs are waited for (waitForSynchronization).
-	booting atomic.Bool
+	booting  atomic.Bool
 	identity atomic.Value // string: the replica's name in the Lease
 	// stopNow: hooks still running when Run's context ends are stopped at
 	// once rather than after the grace period (the lease was lost).
