@@ -19,6 +19,19 @@ import (
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
+// On the shared cluster, whose API server does not filter by shard: the
+// replicas watch every object and keep their shares on their side.
+func TestIntegrationSharding(t *testing.T) {
+	testSharding(t, testcluster.Get(t), false)
+}
+
+// On a cluster of its own with Kubernetes' sharded list and watch
+// (KEP-5866, the alpha gate ShardedListAndWatch): each replica asks the
+// API server for its own share only, and holds only that in memory.
+func TestIntegrationShardingServerSide(t *testing.T) {
+	testSharding(t, testcluster.OwnedWithGates(t, "hook-operator-sharded", "ShardedListAndWatch=true").Cluster, true)
+}
+
 // Three replicas with --sharding, each with no more rights than
 // `hook-operator rbac --sharding` grants. The sharded hook's events for
 // each object reach exactly one replica, and the three shares together
@@ -27,8 +40,7 @@ import (
 // Synchronization of their new shares within the lease duration (after
 // the last renewal), which hold every object: none is lost, and new
 // objects again reach exactly one replica.
-func TestIntegrationSharding(t *testing.T) {
-	c := testcluster.Get(t)
+func testSharding(t *testing.T, c *testcluster.Cluster, serverSide bool) {
 	ns := c.Namespace(t)
 	bin := buildBinary(t)
 	records := t.TempDir()
@@ -144,6 +156,26 @@ echo run >>`+filepath.Join(records, id+".leader")+`
 	}
 	if leaders != 1 {
 		t.Fatalf("the hook without settings.sharded ran on %d replicas; want the leader alone\n%s", leaders, allLogs())
+	}
+	// What the replicas' watches hold: on the server-side path only their
+	// shares (together every object once, as the leader's own binding, which
+	// watches every object, holds on top of its share), else every object each.
+	const cached = `hook_operator_watch_cached_objects{resource="/v1, Resource=configmaps"}`
+	if !strings.Contains(allLogs(), map[bool]string{true: "the API server filters by shard", false: "the API server does not filter by shard"}[serverSide]) {
+		t.Errorf("the replicas did not say which way they shard (server side %v):\n%s", serverSide, allLogs())
+	}
+	for _, id := range ids {
+		got := ops[id].metric(t, cached)
+		want := float64(n)
+		if serverSide {
+			want = float64(share[id])
+			if id == leader {
+				want += n // the hook without settings.sharded watches every object
+			}
+		}
+		if got != want {
+			t.Errorf("%s's watches hold %v ConfigMaps; want %v (server side %v, share %d)", id, got, want, serverSide, share[id])
+		}
 	}
 	if strings.Contains(allLogs(), "forbidden") {
 		t.Errorf("a replica was refused something that hook-operator rbac --sharding did not grant:\n%s", allLogs())

@@ -66,6 +66,9 @@ type Sharding struct {
 	// Owns reports whether this replica owns the object whose key hashes
 	// to hash; Reshard replaces it.
 	Owns func(hash uint64) bool
+	// Selector is the same share as a shardSelector, asked of API servers
+	// that filter lists and watches by it.
+	Selector string
 	// Ring describes the ring now, for debug.
 	Ring func() RingMembers
 }
@@ -167,7 +170,7 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 	}
 	o.watcher.SetIdleTimeout(opts.WatchIdleTimeout)
 	if sh := opts.Sharding; sh != nil {
-		o.watcher.Shard(sh.By, sh.Owns)
+		o.watcher.Shard(sh.By, sh.Owns, sh.Selector)
 	}
 	o.queues = queue.NewSet(func(ctx context.Context, t *queue.Task) error {
 		before, _ := o.health.State()
@@ -290,9 +293,12 @@ func (o *Operator) startHooks(ctx context.Context, hooks []*hook.Hook) error {
 // without settings.sharded); call it when this replica becomes the leader.
 func (o *Operator) Lead() { o.leadOnce.Do(func() { close(o.lead) }) }
 
-// Reshard changes, with sharding, which objects this replica owns: every
-// sharded binding delivers a Synchronization of its new share.
-func (o *Operator) Reshard(owns func(hash uint64) bool) { o.watcher.Reshard(owns) }
+// Reshard changes, with sharding, which objects this replica owns (owns,
+// and the same as a shardSelector): every sharded binding delivers a
+// Synchronization of its new share.
+func (o *Operator) Reshard(owns func(hash uint64) bool, selector string) {
+	o.watcher.Reshard(owns, selector)
+}
 
 // SetStandby marks the operator as a standby of leader election (true) or
 // the leader (false). A standby runs nothing; it is ready when the API

@@ -202,6 +202,15 @@ func Key(by, namespace, uid string) uint64 {
 	return Hash(uid)
 }
 
+// Field is the object field whose hash places an object on the ring when
+// sharding by by, as a shardSelector names it.
+func Field(by string) string {
+	if by == ByNamespace {
+		return "object.metadata.namespace"
+	}
+	return "object.metadata.uid"
+}
+
 // The keys an operator can shard by.
 const (
 	ByUID       = "uid"

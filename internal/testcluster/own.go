@@ -33,12 +33,20 @@ var (
 // each other at the same time; the caller serializes them.
 func Owned(t testing.TB, name string) *Own {
 	t.Helper()
+	return OwnedWithGates(t, name, "")
+}
+
+// OwnedWithGates is Owned for a cluster whose control plane runs with the
+// Kubernetes feature gates gates ("Gate=true,..."; "" for none), such as
+// alpha features, which the shared cluster leaves off.
+func OwnedWithGates(t testing.TB, name, gates string) *Own {
+	t.Helper()
 	ownMu.Lock()
 	defer ownMu.Unlock()
 	if o := ownByID[name]; o != nil {
 		return o
 	}
-	o, err := startOwn(name)
+	o, err := startOwn(name, gates)
 	if err != nil {
 		t.Fatalf("testcluster: cluster %s is not available: %v", name, err)
 	}
@@ -46,8 +54,11 @@ func Owned(t testing.TB, name string) *Own {
 	return o
 }
 
-func startOwn(name string) (*Own, error) {
+func startOwn(name, gates string) (*Own, error) {
 	env := []string{"HOOK_OPERATOR_CLUSTER=" + name}
+	if gates != "" {
+		env = append(env, "HOOK_OPERATOR_CLUSTER_FEATURE_GATES="+gates)
+	}
 	kubeconfig, err := runScript("up.sh", env)
 	if err != nil {
 		return nil, err

@@ -53,6 +53,9 @@ type Binding struct {
 	waiting string             // why the kind is not served, or ""
 	// synced is set by the binding's first Synchronization.
 	synced bool
+	// due is set while a Synchronization is wanted and waits for sources
+	// that are still listing (a new share's, see Watcher.Reshard).
+	due bool
 	// owned are the objects the binding holds whose status (or ApplySet
 	// inventory) the hook writes itself, by entryKey; an object leaves when
 	// it leaves the binding.
@@ -201,10 +204,34 @@ func (b *Binding) synchronize() {
 func (b *Binding) reshard() {
 	b.mu.Lock()
 	if b.synced {
-		b.synchronizeLocked()
+		b.due = true
 	}
+	b.trySynchronizeLocked()
 	b.mu.Unlock()
 	b.out.flush()
+}
+
+// synchronizeWhenListed delivers the binding's Synchronization now, or,
+// while a source of a new share is still listing, once it has listed.
+func (b *Binding) synchronizeWhenListed() {
+	b.mu.Lock()
+	b.due = true
+	b.trySynchronizeLocked()
+	b.mu.Unlock()
+	b.out.flush()
+}
+
+func (b *Binding) trySynchronizeLocked() {
+	if !b.due {
+		return
+	}
+	for _, src := range b.sources {
+		if inf, ok := src.inf.(*informer); ok && inf.key.shardSelector != "" && !inf.listed() {
+			return // the source's informer calls reshard once it has listed
+		}
+	}
+	b.due = false
+	b.synchronizeLocked()
 }
 
 func (b *Binding) synchronizeLocked() {

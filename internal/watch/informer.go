@@ -27,6 +27,9 @@ type informerKey struct {
 	namespace     string // "" = all namespaces
 	labelSelector string
 	fieldSelector string
+	// shardSelector asks the API server for one share of the objects
+	// (KEP-5866): the replica's own, with --sharding.
+	shardSelector string
 }
 
 func (k informerKey) String() string {
@@ -39,6 +42,9 @@ func (k informerKey) String() string {
 	}
 	if k.fieldSelector != "" {
 		s += " fields " + k.fieldSelector
+	}
+	if k.shardSelector != "" {
+		s += " (this replica's shard)"
 	}
 	return s
 }
@@ -93,7 +99,7 @@ func newInformer(client dynamic.Interface, streams *streams, health *kube.Health
 	i := &informer{key: key, log: log.WithField("watch", key.String()), done: make(chan struct{}), client: nri}
 	i.lw = &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.LabelSelector, opts.FieldSelector = key.labelSelector, key.fieldSelector
+			opts.LabelSelector, opts.FieldSelector, opts.ShardSelector = key.labelSelector, key.fieldSelector, key.shardSelector
 			for {
 				if err := health.Wait(ctx); err != nil {
 					return nil, err
@@ -110,7 +116,7 @@ func newInformer(client dynamic.Interface, streams *streams, health *kube.Health
 			}
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.LabelSelector, opts.FieldSelector = key.labelSelector, key.fieldSelector
+			opts.LabelSelector, opts.FieldSelector, opts.ShardSelector = key.labelSelector, key.fieldSelector, key.shardSelector
 			for {
 				if err := health.Wait(ctx); err != nil {
 					return nil, err
@@ -275,3 +281,11 @@ func (i *informer) String() string { return fmt.Sprintf("informer(%s)", i.key) }
 // hasSynced reports whether the informer has handed every object of its
 // first list to its bindings.
 func (i *informer) hasSynced() bool { return i.ctrl.HasSynced() }
+
+// listed reports whether the informer has started and listed.
+func (i *informer) listed() bool {
+	i.mu.Lock()
+	started := i.started
+	i.mu.Unlock()
+	return started && i.ctrl.HasSynced()
+}

@@ -98,7 +98,7 @@ func (w *Watcher) SetMetrics(m *metrics.Metrics) {
 	for _, b := range w.bindings {
 		b.metrics = m
 	}
-	m.Registry().MustRegister(objectsCollector{w, objectsDesc(m)})
+	m.Registry().MustRegister(objectsCollector{w, objectsDesc(m), cachedDesc(m)})
 }
 
 // Binding returns the named kubernetes binding of a hook, or nil.
@@ -216,7 +216,7 @@ func (w *Watcher) namespacesOf(b *Binding) []string {
 }
 
 func (w *Watcher) keyFor(b *Binding, namespace string) informerKey {
-	k := informerKey{resource: b.res.GVR.String(), namespace: namespace, fieldSelector: b.cfg.FieldSelector}
+	k := informerKey{resource: b.res.GVR.String(), namespace: namespace, fieldSelector: b.cfg.FieldSelector, shardSelector: w.shardSelector(b)}
 	if b.cfg.LabelSelector != nil {
 		if sel, err := metav1.LabelSelectorAsSelector(b.cfg.LabelSelector); err == nil {
 			k.labelSelector = sel.String()
@@ -277,7 +277,7 @@ func (w *Watcher) run(ctx context.Context, b *Binding) error {
 		if !cache.WaitForCacheSync(ctx.Done(), syncs...) {
 			return
 		}
-		b.synchronize()
+		b.synchronizeWhenListed()
 		if p := b.cfg.ResynchronizationPeriod; p > 0 {
 			t := time.NewTicker(p)
 			defer t.Stop()
@@ -286,7 +286,7 @@ func (w *Watcher) run(ctx context.Context, b *Binding) error {
 				case <-ctx.Done():
 					return
 				case <-t.C:
-					b.synchronize()
+					b.synchronizeWhenListed()
 				}
 			}
 		}
@@ -387,17 +387,7 @@ func (w *Watcher) unsubscribe(b *Binding, ns string) {
 		return
 	}
 	b.log.WithField("namespace", ns).Info("namespace no longer matches; stopped watching it")
-	inf := src.inf.(*informer)
-	w.mu.Lock()
-	inf.refs--
-	stop := inf.refs == 0
-	if stop && w.informers[inf.key] == inf {
-		delete(w.informers, inf.key)
-	}
-	w.mu.Unlock()
-	if stop {
-		inf.stop()
-	}
+	w.release(src.inf.(*informer))
 }
 
 // Broken names the watches that failed and have not recovered. A failed

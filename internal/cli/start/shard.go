@@ -80,7 +80,7 @@ func joinRing(ctx context.Context, f Flags, namespace string, cfg *rest.Config, 
 	}
 	m.Ring(id, ring.Members(), ring.Share)
 	log.WithFields(logrus.Fields{"identity": id, "members": ring.Members(), "share": fmt.Sprintf("%.3f", ring.Share(id))}).Info("sharding: joined the ring")
-	return s, &operator.Sharding{By: f.Shard.By, Owns: ring.Owns(id), Ring: s.describe}, nil
+	return s, &operator.Sharding{By: f.Shard.By, Owns: ring.Owns(id), Selector: ring.Selector(shard.Field(s.by), id), Ring: s.describe}, nil
 }
 
 // describe is the ring as operator.RoleState shows it.
@@ -103,7 +103,7 @@ func runSharded(ctx context.Context, f LeaderFlags, s *sharding, namespace strin
 	id := s.members.Identity()
 	s.members.OnChange(func(r *shard.Ring) {
 		m.Ring(id, r.Members(), r.Share)
-		op.Reshard(r.Owns(id))
+		op.Reshard(r.Owns(id), r.Selector(shard.Field(s.by), id))
 	})
 	ringCtx, leaveRing := context.WithCancel(context.Background())
 	ringDone := make(chan struct{})
