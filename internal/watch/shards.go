@@ -41,8 +41,8 @@ func (s *shards) owns(h uint64) bool {
 // Shard makes the bindings of hooks with settings.sharded hold only the
 // objects whose shard key (by: shard.ByUID or shard.ByNamespace) hashes to
 // a value owns accepts. selector is the same share as a shardSelector
-// (see shard.Ring.Selector), asked of API servers that filter by it. Call
-// it before Start.
+// (see shard.Ring.Selector), asked of API servers that filter by it; ""
+// never asks. Call it before Start.
 func (w *Watcher) Shard(by string, owns func(hash uint64) bool, selector string) {
 	s := &shards{by: by, served: map[string]bool{}}
 	s.test.Store(&owns)
@@ -93,6 +93,9 @@ func (w *Watcher) shardSelector(b *Binding) string {
 // is not kept (asked again next time) and counts as no.
 func (w *Watcher) serverShards(b *Binding) bool {
 	s := b.shard
+	if *s.selector.Load() == "" {
+		return false // not to be asked
+	}
 	res := b.res.GVR.String()
 	s.mu.Lock()
 	served, known := s.served[res]

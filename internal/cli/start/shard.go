@@ -23,6 +23,9 @@ import (
 type ShardFlags struct {
 	Enabled bool
 	By      string
+	// ServerSide asks API servers that filter by shard for this replica's
+	// share only.
+	ServerSide bool
 }
 
 func bindShardFlags(fs *pflag.FlagSet, f *ShardFlags) {
@@ -30,6 +33,8 @@ func bindShardFlags(fs *pflag.FlagSet, f *ShardFlags) {
 	envflag.Bind(fs, "sharding", "HOOK_OPERATOR_SHARDING")
 	fs.StringVar(&f.By, "shard-by", shard.ByUID, "what decides an object's replica with --sharding: uid (objects spread evenly) or namespace (a namespace's objects stay together)")
 	envflag.Bind(fs, "shard-by", "HOOK_OPERATOR_SHARD_BY")
+	fs.BoolVar(&f.ServerSide, "shard-server-side", true, "with --sharding, list and watch only this replica's share where the API server filters by shard (Kubernetes' alpha ShardedListAndWatch, asked once per resource); false keeps every object in memory and filters on this side")
+	envflag.Bind(fs, "shard-server-side", "HOOK_OPERATOR_SHARD_SERVER_SIDE")
 }
 
 func (f ShardFlags) check() error {
@@ -46,8 +51,18 @@ func renewPeriod(lease time.Duration) time.Duration { return lease / 3 }
 
 // sharding is a replica's part in the ring.
 type sharding struct {
-	members *shard.Members
-	by      string
+	members    *shard.Members
+	by         string
+	serverSide bool
+}
+
+// selector is id's share of r as a shardSelector, or "" when the API
+// server is not to be asked for shares.
+func (s *sharding) selector(r *shard.Ring, id string) string {
+	if !s.serverSide {
+		return ""
+	}
+	return r.Selector(shard.Field(s.by), id)
 }
 
 // joinRing writes this replica's membership Lease and reads the ring, so
@@ -65,7 +80,7 @@ func joinRing(ctx context.Context, f Flags, namespace string, cfg *rest.Config, 
 		return nil, nil, err
 	}
 	id := f.Leader.identity()
-	s := &sharding{by: f.Shard.By}
+	s := &sharding{by: f.Shard.By, serverSide: f.Shard.ServerSide}
 	s.members, err = shard.NewMembers(shard.Config{
 		Client: dyn.Resource(election.Leases).Namespace(namespace), Ring: f.Leader.LeaseName, Identity: id,
 		LeaseDuration: f.Leader.LeaseDuration, RenewPeriod: renewPeriod(f.Leader.LeaseDuration),
@@ -80,7 +95,7 @@ func joinRing(ctx context.Context, f Flags, namespace string, cfg *rest.Config, 
 	}
 	m.Ring(id, ring.Members(), ring.Share)
 	log.WithFields(logrus.Fields{"identity": id, "members": ring.Members(), "share": fmt.Sprintf("%.3f", ring.Share(id))}).Info("sharding: joined the ring")
-	return s, &operator.Sharding{By: f.Shard.By, Owns: ring.Owns(id), Selector: ring.Selector(shard.Field(s.by), id), Ring: s.describe}, nil
+	return s, &operator.Sharding{By: f.Shard.By, Owns: ring.Owns(id), Selector: s.selector(ring, id), Ring: s.describe}, nil
 }
 
 // describe is the ring as operator.RoleState shows it.
@@ -103,7 +118,7 @@ func runSharded(ctx context.Context, f LeaderFlags, s *sharding, namespace strin
 	id := s.members.Identity()
 	s.members.OnChange(func(r *shard.Ring) {
 		m.Ring(id, r.Members(), r.Share)
-		op.Reshard(r.Owns(id), r.Selector(shard.Field(s.by), id))
+		op.Reshard(r.Owns(id), s.selector(r, id))
 	})
 	ringCtx, leaveRing := context.WithCancel(context.Background())
 	ringDone := make(chan struct{})
