@@ -82,7 +82,7 @@ fuzz: ## fuzz every parser for FUZZTIME each (default 30s); make test runs their
 	done
 
 .PHONY: bench
-bench: build cluster ## measure speed and memory on the local cluster beside shell-operator, the pinned reference (about 40 min); BENCH_FLAGS=--quick for a short run; results in bench/results/
+bench: build cluster ## measure speed and memory on the local cluster beside shell-operator, the pinned reference (about 55 min); BENCH_FLAGS=--quick for a short run; results in bench/results/
 	go run ./bench $(BENCH_FLAGS)
 
 clean: ## remove build output (not the cluster or its cached binaries)

@@ -210,6 +210,39 @@ func TestHelmTemplateValues(t *testing.T) {
 	}
 }
 
+// sharding.enabled sets the operator's sharding and grants the ring's
+// Leases beside the leader's; without leader election it is refused.
+func TestHelmTemplateSharding(t *testing.T) {
+	objs := objects(t, helmTemplate(t, "ops", "--set", "sharding.enabled=true,sharding.by=namespace"))
+	d := one(t, objs, "Deployment")
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	env := map[string]string{}
+	for _, e := range containers[0].(map[string]any)["env"].([]any) {
+		e := e.(map[string]any)
+		env[e["name"].(string)], _ = e["value"].(string)
+	}
+	if env["HOOK_OPERATOR_SHARDING"] != "true" || env["HOOK_OPERATOR_SHARD_BY"] != "namespace" || env["HOOK_OPERATOR_LEADER_ELECT"] != "true" {
+		t.Errorf("env %v", env)
+	}
+	granted := false
+	for _, r := range only(objs, "Role") {
+		var role rbacv1.Role
+		typed(t, r, &role)
+		for _, rule := range role.Rules {
+			if slices.Contains(rule.Resources, "leases") && len(rule.ResourceNames) == 0 && slices.Contains(rule.Verbs, "delete") && slices.Contains(rule.Verbs, "watch") {
+				granted = true
+			}
+		}
+	}
+	if !granted {
+		t.Error("sharding.enabled: no Role grants the ring's Leases")
+	}
+	out := helmTemplateFails(t, "--set", "sharding.enabled=true,leaderElection.enabled=false,replicas=1")
+	if !strings.Contains(out, "sharding.enabled needs leaderElection.enabled") {
+		t.Errorf("sharding without leader election: %s", out)
+	}
+}
+
 // equalRules compares rule lists, an empty list and a missing one alike.
 func equalRules(a, b []rbacv1.PolicyRule) bool {
 	ja, _ := yaml.Marshal(a)
