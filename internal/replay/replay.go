@@ -119,6 +119,9 @@ func newEngine(opts Options) (*engine, error) {
 		if n := h.Config.Settings.Parallelism; n > 1 {
 			opts.Log.WithField("hook", h.Name).Infof("settings.parallelism %d applies to start only: replay runs every context one at a time, in order, so that its runs are the same every time", n)
 		}
+		if h.Config.Settings.Sharded {
+			opts.Log.WithField("hook", h.Name).Info("settings.sharded applies to start --sharding only: replay gives the hook every object, as one replica that owns them all")
+		}
 	}
 	resolver, err := Resolver(opts.Fixture)
 	if err != nil {

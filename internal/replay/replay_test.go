@@ -377,7 +377,7 @@ func writeEvents(t *testing.T, content string) string {
 func TestReplayIgnoresParallelism(t *testing.T) {
 	dir, lock := t.TempDir(), filepath.Join(t.TempDir(), "running")
 	writeScript(t, dir, "par.sh",
-		`{"configVersion":"v1","settings":{"parallelism":4},"kubernetes":[{"name":"cms","kind":"ConfigMap"}]}`,
+		`{"configVersion":"v1","settings":{"parallelism":4,"sharded":true},"kubernetes":[{"name":"cms","kind":"ConfigMap"}]}`,
 		`mkdir `+lock+` 2>/dev/null || { echo "another run is in progress" >&2; exit 1; }
 sleep 0.05
 rmdir `+lock)
@@ -413,5 +413,9 @@ rmdir `+lock)
 	}
 	if !strings.Contains(logs.String(), "settings.parallelism 4 applies to start only") {
 		t.Errorf("the log does not say that parallelism applies to start only:\n%s", logs.String())
+	}
+	// settings.sharded: every object, as one replica owning them all.
+	if !strings.Contains(logs.String(), "settings.sharded applies to start --sharding only") {
+		t.Errorf("the log does not say that sharded applies to start --sharding only:\n%s", logs.String())
 	}
 }

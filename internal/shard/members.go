@@ -144,7 +144,7 @@ func (m *Members) Run(ctx context.Context) {
 	go func() { defer wg.Done(); m.watchLoop(ctx) }()
 	m.notifyLoop(ctx)
 	wg.Wait()
-	m.leave()
+	m.Leave()
 }
 
 // notifyLoop recomputes the ring when something changed or a member's
@@ -350,8 +350,9 @@ func (m *Members) wrote(u *unstructured.Unstructured, now time.Time) error {
 	return nil
 }
 
-// leave deletes this replica's Lease.
-func (m *Members) leave() {
+// Leave deletes this replica's Lease, if it still holds one; Run does so
+// when it ends.
+func (m *Members) Leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.RenewPeriod)
 	defer cancel()
 	m.mu.Lock()
@@ -366,6 +367,9 @@ func (m *Members) leave() {
 		m.cfg.Log.WithError(err).Warn("sharding: could not delete the membership Lease; the others take this replica's share when it expires")
 		return
 	}
+	m.mu.Lock()
+	m.own = nil
+	m.mu.Unlock()
 	m.cfg.Log.Info("sharding: left the ring")
 }
 

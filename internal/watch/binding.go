@@ -2,8 +2,10 @@ package watch
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -56,6 +58,10 @@ type Binding struct {
 	// due is set while a Synchronization is wanted and waits for sources
 	// that are still listing (a new share's, see Watcher.Reshard).
 	due bool
+	// resharding is set while the due Synchronization is for a new share;
+	// held is the share the binding last delivered (sharded bindings).
+	resharding bool
+	held       func(hash uint64) bool
 	// owned are the objects the binding holds whose status (or ApplySet
 	// inventory) the hook writes itself, by entryKey; an object leaves when
 	// it leaves the binding.
@@ -204,11 +210,43 @@ func (b *Binding) synchronize() {
 func (b *Binding) reshard() {
 	b.mu.Lock()
 	if b.synced {
-		b.due = true
+		b.due, b.resharding = true, true
 	}
 	b.trySynchronizeLocked()
 	b.mu.Unlock()
 	b.out.flush()
+}
+
+// waitListed waits until every source the binding has has listed, polling
+// as client-go's WaitForCacheSync does; false when ctx ended first.
+func (b *Binding) waitListed(ctx context.Context) bool {
+	t := time.NewTicker(listedPoll)
+	defer t.Stop()
+	for {
+		if b.listed() {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// listedPoll is how often waitListed looks.
+const listedPoll = 100 * time.Millisecond
+
+// listed reports whether every source of the binding has listed.
+func (b *Binding) listed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, src := range b.sources {
+		if inf, ok := src.inf.(*informer); ok && !inf.listed() {
+			return false
+		}
+	}
+	return true
 }
 
 // synchronizeWhenListed delivers the binding's Synchronization now, or,
@@ -231,11 +269,41 @@ func (b *Binding) trySynchronizeLocked() {
 		}
 	}
 	b.due = false
+	if b.resharding && !b.cfg.ExecuteHookOnSynchronization {
+		b.resharding = false
+		b.enteredLocked()
+		return
+	}
+	b.resharding = false
 	b.synchronizeLocked()
+}
+
+// enteredLocked delivers, for a binding that does not run its hook on
+// Synchronization, the objects that came with a new share as Added events
+// (Finalize for those being deleted), so that the new owner handles them
+// once: the objects that left the share leave without events.
+func (b *Binding) enteredLocked() {
+	held := b.held
+	for _, src := range b.sources {
+		src.live = true
+		for _, e := range src.inf.list() {
+			if !b.matches(e) || (held != nil && held(e.shardHash)) {
+				continue
+			}
+			if b.cfg.Finalizer != "" && b.finalizerState(src, nil, e) {
+				continue
+			}
+			if b.cfg.OnEvent(hook.Added) {
+				b.out.event(b, hook.Added, b.object(src, e))
+			}
+		}
+	}
+	b.held = b.shard.current()
 }
 
 func (b *Binding) synchronizeLocked() {
 	b.synced = true
+	b.held = b.shard.current()
 	objs := b.snapshotLocked()
 	for _, src := range b.sources {
 		src.live = true

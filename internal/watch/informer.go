@@ -79,6 +79,8 @@ type informer struct {
 	stale   atomic.Bool
 	client  dynamic.ResourceInterface
 	started bool
+	// stopped is set by stop: the informer never starts after it.
+	stopped bool
 	cancel  context.CancelFunc
 	refs    int // sources using it; stopped at zero
 	done    chan struct{}
@@ -189,8 +191,8 @@ func (i *informer) attach(b *Binding) int {
 func (i *informer) start(ctx context.Context) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if i.started {
-		return nil
+	if i.started || i.stopped {
+		return nil // running, or let go of before it started (a share replaced)
 	}
 	i.store, i.ctrl = cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: i.lw,
@@ -214,6 +216,7 @@ func (i *informer) start(ctx context.Context) error {
 func (i *informer) stop() {
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	i.stopped = true
 	if i.cancel != nil {
 		i.cancel()
 	}

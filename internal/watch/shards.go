@@ -38,6 +38,17 @@ func (s *shards) owns(h uint64) bool {
 	return f != nil && (*f)(h)
 }
 
+// current returns this replica's share now; nil for an unsharded binding.
+func (s *shards) current() func(hash uint64) bool {
+	if s == nil {
+		return nil
+	}
+	if f := s.test.Load(); f != nil {
+		return *f
+	}
+	return nil
+}
+
 // Shard makes the bindings of hooks with settings.sharded hold only the
 // objects whose shard key (by: shard.ByUID or shard.ByNamespace) hashes to
 // a value owns accepts. selector is the same share as a shardSelector

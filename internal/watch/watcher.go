@@ -16,7 +16,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
@@ -257,11 +256,12 @@ func (w *Watcher) attachInitial(b *Binding) {
 	}
 }
 
-// run starts b's informers and delivers its Synchronization once they have
-// listed; with a resynchronizationPeriod, it delivers it again every period.
+// run starts b's informers and delivers its Synchronization once its
+// sources have listed (those it has then: a namespace that starts matching,
+// or a new share, may replace or add some meanwhile); with a
+// resynchronizationPeriod, it delivers it again every period.
 func (w *Watcher) run(ctx context.Context, b *Binding) error {
 	b.mu.Lock()
-	var syncs []cache.InformerSynced
 	var infs []*informer
 	for _, src := range b.sources {
 		infs = append(infs, src.inf.(*informer))
@@ -271,10 +271,9 @@ func (w *Watcher) run(ctx context.Context, b *Binding) error {
 		if err := inf.start(ctx); err != nil {
 			return fmt.Errorf("hook %s: binding %q: %w", b.Hook.Name, b.cfg.Name, err)
 		}
-		syncs = append(syncs, inf.hasSynced)
 	}
 	go func() {
-		if !cache.WaitForCacheSync(ctx.Done(), syncs...) {
+		if !b.waitListed(ctx) {
 			return
 		}
 		b.synchronizeWhenListed()

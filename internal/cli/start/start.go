@@ -253,6 +253,9 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		if ring, opts.Sharding, err = joinRing(ctx, f, operatorNamespace(f.Webhook.Namespace), cfg, m, log); err != nil {
 			return err
 		}
+		// Leave the ring at once if start-up fails before the ring runs
+		// (it leaves by itself once it has run).
+		defer ring.members.Leave()
 	case n > 0:
 		log.WithField("hooks", n).Info("settings.sharded applies with --sharding only; every object goes to this replica's hooks")
 	}
