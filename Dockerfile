@@ -1,9 +1,10 @@
 # syntax=docker/dockerfile:1
 #
 # The hook-operator image: the operator, kubectl, bash and jq for bash hooks,
-# shell-operator's shell framework (/shell_lib.sh), and the shipped hooks in
-# /hooks. Mount your own hooks over /hooks (replacing
-# the shipped ones) or into a folder under it (adding to them).
+# shell-operator's shell framework (/shell_lib.sh), the bash helpers in
+# /hooks/lib, and the shipped demonstration hooks in /examples/hooks. It runs
+# only the hooks mounted at /hooks, or in a folder under it (next to lib/);
+# `start --hooks-dir /examples/hooks` runs the demonstrations instead.
 #
 #   docker build --build-arg VERSION=v0.1.0 --build-arg COMMIT=$(git rev-parse --short HEAD) -t hook-operator .
 #
@@ -88,7 +89,10 @@ RUN apt-get update \
 COPY --from=build /out/hook-operator /usr/local/bin/hook-operator
 COPY --from=build /out/kubectl /usr/local/bin/kubectl
 # Owned by root: the operator's user can run the hooks but not change them.
-COPY --from=build /out/hooks/ /hooks/
+# The demonstrations are not in /hooks, so that a folder of hooks mounted
+# beside lib/ runs alone; lib/ is never taken for hooks.
+COPY --from=build /out/hooks/ /examples/hooks/
+COPY --from=build /out/hooks/lib/ /hooks/lib/
 # shell-operator's shell framework at the paths its image has it.
 COPY --from=build /out/shell-framework/shell_lib.sh /shell_lib.sh
 COPY --from=build /out/shell-framework/frameworks/ /frameworks/

@@ -41,7 +41,7 @@ vet: ## go vet and gofmt check
 unit: ## unit tests only (no cluster)
 	go test -race -count=1 -skip 'Integration' ./...
 
-test: vet cross cluster ## vet, cross-builds, then unit and integration tests against the local cluster
+test: vet cross cluster image ## vet, cross-builds, the image, then unit and integration tests against the local cluster (the image's run with podman among them)
 	go test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 cluster-binaries: ## build the pinned cluster binaries into the per-user cache (once)
@@ -52,6 +52,11 @@ cluster: ## start (or reuse) the local cluster; prints its kubeconfig
 
 cluster-down: ## stop and remove the local cluster (binaries stay cached)
 	@hack/cluster/down.sh
+
+.PHONY: image
+IMAGE ?= hook-operator:dev
+image: ## build the image from the Dockerfile: docker if a daemon answers, else podman (installed from Debian's packages on first use; base images assembled here when no registry answers)
+	@hack/image/build.sh $(IMAGE)
 
 .PHONY: helm deploy shell-operator conformance
 helm: ## build the pinned helm (hack/tools/helm) into the per-user cache (once); prints its path

@@ -334,8 +334,19 @@ func TestDockerfile(t *testing.T) {
 	if strings.Join(cmd, " ") != strings.Join(want, " ") {
 		t.Errorf("CMD %v, want %v", cmd, want)
 	}
-	if in, ok := copied["/hooks"]; !ok || in.flags["from"] == "" {
-		t.Errorf("no COPY --from=... of the built hooks into /hooks/ (targets: %v)", keys(copied))
+	// The demonstrations go to /examples/hooks, the bash helpers to
+	// /hooks/lib: /hooks holds no hook of its own (the image runs only what
+	// is mounted there).
+	if in, ok := copied["/examples/hooks"]; !ok || in.flags["from"] == "" {
+		t.Errorf("no COPY --from=... of the built hooks into /examples/hooks/ (targets: %v)", keys(copied))
+	}
+	if in, ok := copied["/hooks/lib"]; !ok || in.flags["from"] == "" {
+		t.Errorf("no COPY --from=... of the bash helpers into /hooks/lib/ (targets: %v)", keys(copied))
+	}
+	for target := range copied {
+		if target == "/hooks" || (strings.HasPrefix(target, "/hooks/") && target != "/hooks/lib") {
+			t.Errorf("the runtime stage copies %s: /hooks must hold lib/ only, so that the image runs only the hooks mounted there", target)
+		}
 	}
 	if in, ok := copied["/usr/local/bin/kubectl"]; !ok || in.flags["from"] == "" {
 		t.Errorf("no COPY of kubectl into /usr/local/bin/ for bash hooks")

@@ -82,12 +82,28 @@ func TestHelmLint(t *testing.T) {
 	run(t, repoRoot(t), nil, helm(t), append([]string{"lint", "--strict", chart(t)}, exampleHooksArgs(t)...)...)
 }
 
-// The default values: the shipped hooks with the generated rules, the
-// CRDs, no hooks of one's own.
+// The default values: no hooks of one's own and no demonstrations, so the
+// operator runs nothing until hooks are given; its ClusterRole holds only
+// the operator's own need (Events about failed runs); no CRDs.
 func TestHelmTemplateDefaults(t *testing.T) {
 	objs := objects(t, helmTemplate(t, "ops"))
 	checkDeployment(t, objs, deployment{namespace: "ops"})
+	if got := names(only(objs, "CustomResourceDefinition")); len(got) != 0 {
+		t.Errorf("CRDs %v without examples.enabled", got)
+	}
+	var role rbacv1.ClusterRole
+	typed(t, one(t, objs, "ClusterRole"), &role)
+	events := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}}}
+	if !equalRules(role.Rules, events) {
+		t.Errorf("ClusterRole rules %v, want the Events rule alone", role.Rules)
+	}
+}
 
+// examples.enabled runs the image's demonstrations (/examples/hooks) with
+// their CRDs (kept on uninstall) and the generated rules from values.yaml;
+// with hooks of one's own as well it is refused.
+func TestHelmTemplateExamples(t *testing.T) {
+	objs := objects(t, helmTemplate(t, "ops", "--set", "examples.enabled=true"))
 	if got, want := names(only(objs, "CustomResourceDefinition")), crdNames(t); !slices.Equal(got, want) {
 		t.Errorf("CRDs %v, want those of deploy/crds %v", got, want)
 	}
@@ -96,12 +112,16 @@ func TestHelmTemplateDefaults(t *testing.T) {
 			t.Errorf("CRD %s is not kept on uninstall: uninstalling would delete every object of its kind", crd.GetName())
 		}
 	}
-
-	// The ClusterRole holds the generated rules from values.yaml.
+	d := one(t, objs, "Deployment")
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	args, _ := containers[0].(map[string]any)["args"].([]any)
+	if len(args) < 3 || args[2] != "/examples/hooks" {
+		t.Errorf("args %v, want --hooks-dir /examples/hooks", args)
+	}
 	var values struct {
-		RBAC struct {
+		Examples struct {
 			Rules []rbacv1.PolicyRule `json:"rules"`
-		} `json:"rbac"`
+		} `json:"examples"`
 	}
 	data, err := os.ReadFile(filepath.Join(chart(t), "values.yaml"))
 	if err != nil {
@@ -110,13 +130,19 @@ func TestHelmTemplateDefaults(t *testing.T) {
 	if err := yaml.Unmarshal(data, &values); err != nil {
 		t.Fatal(err)
 	}
-	if len(values.RBAC.Rules) == 0 {
-		t.Fatal("values.yaml has no rbac.rules: run make deploy")
+	if len(values.Examples.Rules) == 0 {
+		t.Fatal("values.yaml has no examples.rules: run make deploy")
 	}
 	var role rbacv1.ClusterRole
 	typed(t, one(t, objs, "ClusterRole"), &role)
-	if !equalRules(role.Rules, values.RBAC.Rules) {
-		t.Errorf("ClusterRole rules %v, want values.yaml's rbac.rules %v", role.Rules, values.RBAC.Rules)
+	for _, want := range values.Examples.Rules {
+		if !slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return equalRules([]rbacv1.PolicyRule{r}, []rbacv1.PolicyRule{want}) }) {
+			t.Errorf("ClusterRole lacks the generated rule %v", want)
+		}
+	}
+	out := helmTemplateFails(t, "--set", "examples.enabled=true", "--set", "hooks.configMap=mine")
+	if !strings.Contains(out, "examples.enabled runs the image's demonstrations instead of your hooks") {
+		t.Errorf("examples with hooks of one's own: %s", out)
 	}
 }
 

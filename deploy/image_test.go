@@ -243,10 +243,12 @@ func podRoot(t *testing.T) string {
 	return pod
 }
 
-// The image holds the binary and the shipped hooks: bash hooks and their
-// libraries, the Go hooks built, no Go sources; with the example ConfigMap
-// mounted at /hooks/custom, `hook-operator hooks list` finds and accepts
-// every hook.
+// The image holds the binary, the shipped demonstration hooks in
+// /examples/hooks (bash hooks and their libraries, the Go hooks built, no Go
+// sources), and in /hooks the bash helpers alone. With the example ConfigMap
+// mounted at /hooks/custom, `hook-operator hooks list --hooks-dir /hooks`
+// finds that hook and nothing else; in /examples/hooks it finds and accepts
+// every demonstration.
 func TestImageHooks(t *testing.T) {
 	pod := podRoot(t)
 	bin := filepath.Join(pod, "usr", "local", "bin", "hook-operator")
@@ -280,16 +282,16 @@ func TestImageHooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	imageHooks := filepath.Join(pod, "hooks")
+	imageHooks := filepath.Join(pod, "examples", "hooks")
 	for _, rel := range want {
 		src, _ := os.Stat(filepath.Join(repoHooks, rel))
 		got, err := os.Stat(filepath.Join(imageHooks, rel))
 		if err != nil {
-			t.Errorf("/hooks/%s is missing: %v", rel, err)
+			t.Errorf("/examples/hooks/%s is missing: %v", rel, err)
 			continue
 		}
 		if got.Mode().Perm() != src.Mode().Perm() {
-			t.Errorf("/hooks/%s has mode %v, the repository's %v", rel, got.Mode().Perm(), src.Mode().Perm())
+			t.Errorf("/examples/hooks/%s has mode %v, the repository's %v", rel, got.Mode().Perm(), src.Mode().Perm())
 		}
 	}
 	var goHooks []string
@@ -298,7 +300,7 @@ func TestImageHooks(t *testing.T) {
 			return err
 		}
 		if strings.HasSuffix(p, ".go") || d.Name() == "go.mod" || d.Name() == "testdata" {
-			t.Errorf("the image's /hooks holds Go source or test data: %s", p)
+			t.Errorf("the image's /examples/hooks holds Go source or test data: %s", p)
 		}
 		return nil
 	})
@@ -310,7 +312,7 @@ func TestImageHooks(t *testing.T) {
 		if e.IsDir() && isGoMain(t, filepath.Join(repoHooks, e.Name())) {
 			exe := filepath.Join(imageHooks, e.Name(), e.Name())
 			if info, err := os.Stat(exe); err != nil || info.Mode()&0o111 == 0 {
-				t.Errorf("the Go hook hooks/%s is not built into /hooks/%s/%s: %v", e.Name(), e.Name(), e.Name(), err)
+				t.Errorf("the Go hook hooks/%s is not built into /examples/hooks/%s/%s: %v", e.Name(), e.Name(), e.Name(), err)
 			}
 			goHooks = append(goHooks, e.Name()+"/"+e.Name())
 		}
@@ -319,22 +321,39 @@ func TestImageHooks(t *testing.T) {
 		t.Error("no Go hook found in hooks/; the image build of Go hooks is untested")
 	}
 
-	// Every hook is found and its configuration is valid.
-	out := run(t, pod, nil, bin, "hooks", "list", "--hooks-dir", imageHooks, "-o", "json")
-	var listed []struct {
-		Name string `json:"name"` // the path under the hooks folder
-	}
-	if err := json.Unmarshal(out, &listed); err != nil {
-		t.Fatalf("hooks list -o json: %v\n%s", err, out)
-	}
-	var found []string
-	for _, h := range listed {
-		found = append(found, h.Name)
-	}
-	for _, h := range append(goHooks, "custom/example.sh", "hello/greet-configmaps.sh") {
-		if !slices.Contains(found, h) {
-			t.Errorf("hooks list does not list %s:\n%s", h, out)
+	// Every demonstration is found and its configuration is valid.
+	list := func(dir string) []string {
+		out := run(t, pod, nil, bin, "hooks", "list", "--hooks-dir", dir, "-o", "json")
+		var listed []struct {
+			Name string `json:"name"` // the path under the hooks folder
 		}
+		if err := json.Unmarshal(out, &listed); err != nil {
+			t.Fatalf("hooks list -o json: %v\n%s", err, out)
+		}
+		var found []string
+		for _, h := range listed {
+			found = append(found, h.Name)
+		}
+		return found
+	}
+	found := list(imageHooks)
+	for _, h := range append(goHooks, "hello/greet-configmaps.sh") {
+		if !slices.Contains(found, h) {
+			t.Errorf("hooks list --hooks-dir /examples/hooks does not list %s: %v", h, found)
+		}
+	}
+	// /hooks: the bash helpers, and the mounted hooks alone.
+	entries, _ = os.ReadDir(filepath.Join(pod, "hooks"))
+	for _, e := range entries {
+		if e.Name() != "lib" && e.Name() != "custom" {
+			t.Errorf("the image's /hooks holds %s; it must hold lib/ only", e.Name())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(pod, "hooks", "lib", "hook.sh")); err != nil {
+		t.Errorf("the bash helpers are not at /hooks/lib: %v", err)
+	}
+	if got := list(filepath.Join(pod, "hooks")); !slices.Equal(got, []string{"custom/example.sh"}) {
+		t.Errorf("hooks list --hooks-dir /hooks with deploy/hooks at /hooks/custom: %v, want the mounted hook alone", got)
 	}
 }
 

@@ -385,7 +385,9 @@ func crdNames(t *testing.T) []string {
 			t.Fatal(err)
 		}
 		for _, o := range objects(t, data) {
-			names = append(names, o.GetName())
+			if o.GetKind() == "CustomResourceDefinition" { // not the folder's kustomization.yaml
+				names = append(names, o.GetName())
+			}
 		}
 	}
 	slices.Sort(names)

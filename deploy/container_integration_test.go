@@ -1,0 +1,256 @@
+package deploy_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hook-operator/hook-operator/internal/testcluster"
+)
+
+// testImage is the tag the tests build and run (make image builds the same).
+const testImage = "hook-operator:dev"
+
+// imageSizeBudget is the most the image may take, unpacked: Debian slim
+// with bash, jq and tini, kubectl, the operator and the shipped hooks.
+const imageSizeBudget = 260 << 20
+
+// engine is the container engine that builds and runs the image here: its
+// command line (docker, or podman with this machine's settings) and its
+// environment.
+type engine struct {
+	cmd []string
+	env []string
+}
+
+var built struct {
+	sync.Once
+	engine engine
+	err    error
+}
+
+// builtImage builds the image from the Dockerfile with hack/image/build.sh
+// (a cache hit after make image, which make test runs first), once per test
+// binary, and returns the engine to run it with.
+func builtImage(t *testing.T) engine {
+	t.Helper()
+	built.Do(func() {
+		root := repoRoot(t)
+		out, err := exec.Command(filepath.Join(root, "hack", "image", "engine.sh")).Output()
+		if err != nil {
+			built.err = fmt.Errorf("hack/image/engine.sh: %w", err)
+			return
+		}
+		built.engine = engine{cmd: strings.Fields(strings.TrimSpace(string(out))),
+			env: append(os.Environ(), "CONTAINERS_CONF="+filepath.Join(root, "hack", "image", "containers.conf"))}
+		build := exec.Command(filepath.Join(root, "hack", "image", "build.sh"), testImage)
+		build.Env = built.engine.env
+		if out, err := build.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("hack/image/build.sh: %w\n%s", err, tail(string(out), 40))
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.engine
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// run runs the engine with args and returns its output.
+func (e engine) run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(e.cmd[0], append(e.cmd[1:], args...)...)
+	cmd.Env = e.env
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+func (e engine) must(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := e.run(t, args...)
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", strings.Join(e.cmd, " "), strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// The image, built from the Dockerfile and run as deploy/ runs it (user
+// 65532, read-only root, /tmp a tmpfs, no capabilities), with a folder of
+// hooks mounted read-only:
+//   - at /hooks, replacing the shipped hooks: the operator is ready, its
+//     hook acts on the local cluster both through the operator (an
+//     operation) and through the image's kubectl, it runs as 65532, and
+//     SIGTERM stops it well within the grace period with exit code 0;
+//   - at /hooks/custom, next to the bash helpers in /hooks/lib: it is the
+//     only hook loaded (the shipped demonstrations are in /examples/hooks,
+//     and run only when asked for), and it acts as above.
+// The image stays within its size budget.
+func TestIntegrationImageRunsMountedHooks(t *testing.T) {
+	c := testcluster.Get(t)
+	e := builtImage(t)
+	size, err := strconv.ParseInt(e.must(t, "image", "inspect", "--format", "{{.Size}}", testImage), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("image size: %.1f MB (budget %.0f MB)", float64(size)/(1<<20), float64(imageSizeBudget)/(1<<20))
+	if size > imageSizeBudget {
+		t.Errorf("the image takes %.1f MB, over its budget of %.0f MB", float64(size)/(1<<20), float64(imageSizeBudget)/(1<<20))
+	}
+
+	t.Run("at /hooks", func(t *testing.T) {
+		ns := c.Namespace(t)
+		ctr := startContainer(t, e, c, ns, "/hooks")
+		cms := c.Client.CoreV1().ConfigMaps(ns)
+		ping(t, c, ns)
+		waitFor(t, "the hook's operation and its kubectl annotation", time.Minute, func() bool {
+			ack, err := cms.Get(context.Background(), "ping-ack", metav1.GetOptions{})
+			return err == nil && ack.Data["uid"] != "" && annotated(c, ns)
+		}, ctr.logs)
+		if ack, _ := cms.Get(context.Background(), "ping-ack", metav1.GetOptions{}); ack.Data["uid"] != "65532" {
+			t.Errorf("the hook ran as uid %q, want 65532", ack.Data["uid"])
+		}
+		if code, body := get("http://" + ctr.addr + "/healthz"); code != http.StatusOK {
+			t.Errorf("/healthz: %d %s", code, body)
+		}
+		if code, body := get("http://" + ctr.addr + "/metrics"); code != http.StatusOK || !strings.Contains(body, "hook_operator_hook_runs_total") {
+			t.Errorf("/metrics: %d, no hook_operator_hook_runs_total", code)
+		}
+		start := time.Now()
+		e.must(t, "stop", "--time", "30", ctr.name)
+		took := time.Since(start)
+		code := e.must(t, "inspect", "--format", "{{.State.ExitCode}}", ctr.name)
+		t.Logf("stopped by SIGTERM in %s, exit code %s", took.Round(10*time.Millisecond), code)
+		if code != "0" {
+			t.Errorf("exit code %s after SIGTERM, want 0\n%s", code, ctr.logs())
+		}
+		if took > 20*time.Second {
+			t.Errorf("SIGTERM took %s to stop the container; the operator should stop within its grace period, well before the engine's 30 s kill", took)
+		}
+	})
+
+	t.Run("at /hooks/custom", func(t *testing.T) {
+		ns := c.Namespace(t)
+		ctr := startContainer(t, e, c, ns, "/hooks/custom")
+		ping(t, c, ns)
+		waitFor(t, "the hook's operation and its kubectl annotation", time.Minute, func() bool {
+			_, err := c.Client.CoreV1().ConfigMaps(ns).Get(context.Background(), "ping-ack", metav1.GetOptions{})
+			return err == nil && annotated(c, ns)
+		}, ctr.logs)
+		// Only what is mounted runs: the demonstrations are in
+		// /examples/hooks, and /hooks/lib holds no hook.
+		logs := ctr.logs()
+		if n := strings.Count(logs, `"msg":"hook loaded"`); n != 1 || !strings.Contains(logs, `"hook":"custom/ack.sh"`) {
+			t.Errorf("the operator loaded %d hooks; want the mounted custom/ack.sh alone:\n%s", n, logs)
+		}
+	})
+}
+
+// container is one run of the image.
+type container struct {
+	name, addr string
+	logs       func() string
+}
+
+// startContainer runs the image as deploy/ runs it, with its own CMD and
+// the ack hook (see ackHook) for namespace ns mounted read-only at mount; it
+// returns once /readyz answers 200.
+func startContainer(t *testing.T, e engine, c *testcluster.Cluster, ns, mount string) container {
+	t.Helper()
+	dir := t.TempDir()
+	must(t, os.Chmod(dir, 0o755)) // the container's user reads what is mounted from it
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	flat, err := exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "config", "view", "--flatten", "--minify").Output()
+	must(t, err)
+	must(t, os.WriteFile(kubeconfig, flat, 0o644))
+	hooks := filepath.Join(dir, "hooks")
+	must(t, os.Mkdir(hooks, 0o755))
+	must(t, os.WriteFile(filepath.Join(hooks, "ack.sh"), []byte(ackHook(ns)), 0o755))
+
+	addr := freeAddress(t)
+	name := "hook-operator-test-" + ns
+	run := []string{"run", "-d", "--name", name, "--network", "host",
+		"--user", "65532:65532", "--read-only", "--tmpfs", "/tmp", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+		"-v", kubeconfig + ":/kube/config:ro", "-e", "KUBECONFIG=/kube/config",
+		"-v", hooks + ":" + mount + ":ro", "-e", "HOOK_OPERATOR_LISTEN_ADDRESS=" + addr, "-e", "HOOK_OPERATOR_LOG_FORMAT=json",
+		testImage}
+	e.must(t, run...)
+	t.Cleanup(func() { _, _ = e.run(t, "rm", "-f", name) })
+	ctr := container{name: name, addr: addr, logs: func() string { out, _ := e.run(t, "logs", name); return tail(out, 60) }}
+	waitFor(t, "/readyz 200 from the container", 90*time.Second, func() bool {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, ctr.logs)
+	return ctr
+}
+
+// ackHook is a bash hook for ConfigMaps labelled ping=yes in ns: for each
+// one added, it annotates it with the image's kubectl and asks the
+// operator to create <name>-ack holding the uid the hook ran as.
+func ackHook(ns string) string {
+	return `#!/usr/bin/env bash
+set -euo pipefail
+if [[ "${1:-}" == "--config" ]]; then
+  echo '{"configVersion":"v1","kubernetes":[{"name":"pings","kind":"ConfigMap","executeHookOnSynchronization":false,
+    "namespace":{"nameSelector":{"matchNames":["` + ns + `"]}},"labelSelector":{"matchLabels":{"ping":"yes"}}}]}'
+  exit 0
+fi
+for name in $(jq -r '.[] | select(.type == "Event" and .watchEvent == "Added") | .object.metadata.name' "$BINDING_CONTEXT_PATH"); do
+  kubectl -n ` + ns + ` annotate configmap "$name" seen-by-kubectl=yes --overwrite >/dev/null
+  jq -n --arg name "$name-ack" --arg uid "$(id -u)" \
+    '{operation: "CreateOrUpdate", object: {apiVersion: "v1", kind: "ConfigMap", metadata: {name: $name, namespace: "` + ns + `"}, data: {uid: $uid}}}' \
+    >>"$KUBERNETES_PATCH_PATH"
+done
+`
+}
+
+func ping(t *testing.T, c *testcluster.Cluster, ns string) {
+	t.Helper()
+	_, err := c.Client.CoreV1().ConfigMaps(ns).Create(context.Background(),
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ping", Labels: map[string]string{"ping": "yes"}}}, metav1.CreateOptions{})
+	must(t, err)
+}
+
+func annotated(c *testcluster.Cluster, ns string) bool {
+	cm, err := c.Client.CoreV1().ConfigMaps(ns).Get(context.Background(), "ping", metav1.GetOptions{})
+	return err == nil && cm.Annotations["seen-by-kubectl"] == "yes"
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool, logs func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s; the container's log:\n%s", what, timeout, logs())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
