@@ -102,6 +102,7 @@ func (e engine) must(t *testing.T, args ...string) string {
 //   - at /hooks/custom, next to the bash helpers in /hooks/lib: it is the
 //     only hook loaded (the shipped demonstrations are in /examples/hooks,
 //     and run only when asked for), and it acts as above.
+//
 // The image stays within its size budget.
 func TestIntegrationImageRunsMountedHooks(t *testing.T) {
 	c := testcluster.Get(t)

@@ -99,4 +99,3 @@ func TestKustomizeExamples(t *testing.T) {
 		t.Errorf("args %v, want --hooks-dir /examples/hooks", args)
 	}
 }
-
