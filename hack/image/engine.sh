@@ -24,7 +24,10 @@ if ! command -v podman >/dev/null || ! command -v runc >/dev/null || ! command -
     exit 1
   fi
   sudo=()
-  [[ $(id -u) == 0 ]] || sudo=(sudo)
+  if [[ $(id -u) != 0 ]]; then
+    command -v sudo >/dev/null || { echo "engine.sh: installing podman needs root: run as root, install sudo, or install podman, runc and mmdebstrap yourself" >&2; exit 1; }
+    sudo=(sudo)
+  fi
   log "installing podman, buildah, runc and mmdebstrap from Debian's packages (once)"
   "${sudo[@]}" apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
