@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -189,6 +190,9 @@ func runCase(t *testing.T, cs *Case, op operator, c *testcluster.Cluster, module
 		for _, bc := range r.contexts {
 			v, keep := n.context(bc)
 			if !keep {
+				continue
+			}
+			if b, _ := bc["binding"].(string); bc["type"] == "Schedule" && slices.Contains(cs.ClockBound, b) {
 				continue
 			}
 			// How often a schedule fires in a case depends on timing:

@@ -59,6 +59,10 @@ type Case struct {
 	// Objects are the resources (as kubectl names them) whose objects in the
 	// case's namespace are compared at the end.
 	Objects []string `json:"objects"`
+	// ClockBound names schedule bindings that fire so seldom (every 15
+	// minutes) that whether they fire within a run depends only on the wall
+	// clock: their Schedule contexts are left out of the comparison.
+	ClockBound []string `json:"clockBound"`
 }
 
 // A Step is one change of the cluster. $NS in it is the run's namespace.
