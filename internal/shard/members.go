@@ -64,10 +64,11 @@ type Members struct {
 	cfg  Config
 	name string // this replica's Lease
 
-	mu      sync.Mutex
-	seen    map[string]*member // by Lease name
+	mu sync.Mutex
+	// seen holds every member's Lease by name, this replica's too (timed
+	// from its last successful renewal).
+	seen    map[string]*member
 	ring    *Ring
-	renewed time.Time // this replica's last successful renewal
 	own     *coordv1.Lease
 	changes chan struct{}
 
@@ -183,9 +184,6 @@ func (m *Members) recompute(now time.Time) (*Ring, bool) {
 	var stale []string
 	for name, mb := range m.seen {
 		exp := mb.expiry()
-		if name == m.name {
-			exp = m.renewed.Add(m.cfg.LeaseDuration)
-		}
 		switch {
 		case now.Before(exp):
 			live = append(live, mb.identity)
@@ -232,11 +230,8 @@ func (m *Members) nextExpiry(now time.Time) time.Duration {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	next := m.cfg.LeaseDuration
-	for name, mb := range m.seen {
+	for _, mb := range m.seen {
 		exp := mb.expiry()
-		if name == m.name {
-			exp = m.renewed.Add(m.cfg.LeaseDuration)
-		}
 		if d := exp.Sub(now); d > 0 && d < next {
 			next = d + time.Millisecond
 		}
@@ -269,19 +264,48 @@ func (m *Members) renewLoop(ctx context.Context) {
 	}
 }
 
-// renew writes this replica's Lease renewed now, creating it if need be.
+// renew writes this replica's Lease renewed now: the one it holds, or,
+// when that is gone or changed by someone else, a new one, or the one of
+// its name that an earlier run left.
 func (m *Members) renew(ctx context.Context) error {
-	now := time.Now()
 	m.mu.Lock()
-	l := m.own
+	own := m.own
 	m.mu.Unlock()
+	if own != nil {
+		err := m.write(ctx, own.DeepCopy(), false)
+		if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return err
+		}
+		m.mu.Lock()
+		m.own = nil
+		m.mu.Unlock()
+	}
+	err := m.write(ctx, &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: m.name}}, true)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	u, err := m.cfg.Client.Get(ctx, m.name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	l, err := election.Decode(u)
+	if err != nil {
+		return err
+	}
+	return m.write(ctx, l, true)
+}
+
+// write stores l as this replica's Lease renewed now: created when it has
+// no resourceVersion, else updated. taken makes it this replica's anew: the
+// ring's label, this holder, acquired now.
+func (m *Members) write(ctx context.Context, l *coordv1.Lease, taken bool) error {
+	now := time.Now()
 	mt := metav1.NewMicroTime(now)
 	secs, id := int32(m.cfg.LeaseDuration/time.Second), m.cfg.Identity
-	if l == nil {
-		l = &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: m.name, Labels: map[string]string{RingLabel: m.cfg.Ring}},
-			Spec: coordv1.LeaseSpec{HolderIdentity: &id, AcquireTime: &mt}}
+	if taken {
+		l.Labels = map[string]string{RingLabel: m.cfg.Ring}
+		l.Spec.HolderIdentity, l.Spec.AcquireTime = &id, &mt
 	}
-	l = l.DeepCopy()
 	l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &secs, &mt
 	u, err := election.Encode(l)
 	if err != nil {
@@ -290,44 +314,9 @@ func (m *Members) renew(ctx context.Context) error {
 	var out *unstructured.Unstructured
 	if l.ResourceVersion == "" {
 		out, err = m.cfg.Client.Create(ctx, u, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			out, err = m.cfg.Client.Get(ctx, m.name, metav1.GetOptions{})
-			if err == nil {
-				return m.retake(ctx, out)
-			}
-		}
 	} else {
 		out, err = m.cfg.Client.Update(ctx, u, metav1.UpdateOptions{})
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			// Deleted as gone (we were away too long) or changed by
-			// someone else: start from what is there.
-			m.mu.Lock()
-			m.own = nil
-			m.mu.Unlock()
-			return m.renew(ctx)
-		}
 	}
-	if err != nil {
-		return err
-	}
-	return m.wrote(out, now)
-}
-
-// retake renews a Lease of this replica's name left by an earlier run.
-func (m *Members) retake(ctx context.Context, u *unstructured.Unstructured) error {
-	l, err := election.Decode(u)
-	if err != nil {
-		return err
-	}
-	now := time.Now()
-	mt := metav1.NewMicroTime(now)
-	secs, id := int32(m.cfg.LeaseDuration/time.Second), m.cfg.Identity
-	l.Labels = map[string]string{RingLabel: m.cfg.Ring}
-	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime, l.Spec.AcquireTime = &id, &secs, &mt, &mt
-	if u, err = election.Encode(l); err != nil {
-		return err
-	}
-	out, err := m.cfg.Client.Update(ctx, u, metav1.UpdateOptions{})
 	if err != nil {
 		return err
 	}
@@ -340,8 +329,9 @@ func (m *Members) wrote(u *unstructured.Unstructured, now time.Time) error {
 		return err
 	}
 	m.mu.Lock()
-	wasLive := !m.renewed.IsZero() && now.Before(m.renewed.Add(m.cfg.LeaseDuration))
-	m.own, m.renewed = l, now
+	old := m.seen[m.name]
+	wasLive := old != nil && now.Before(old.expiry())
+	m.own = l
 	m.seen[m.name] = &member{identity: m.cfg.Identity, rv: l.ResourceVersion, since: now, duration: m.cfg.LeaseDuration}
 	m.mu.Unlock()
 	if !wasLive {
