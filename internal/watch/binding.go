@@ -241,8 +241,14 @@ const listedPoll = 100 * time.Millisecond
 func (b *Binding) listed() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.listedLocked(false)
+}
+
+// listedLocked reports whether the binding's sources have listed: all of
+// them, or with shares only those that ask for a share (a new share's).
+func (b *Binding) listedLocked(shares bool) bool {
 	for _, src := range b.sources {
-		if inf, ok := src.inf.(*informer); ok && !inf.listed() {
+		if inf, ok := src.inf.(*informer); ok && (!shares || inf.key.shardSelector != "") && !inf.listed() {
 			return false
 		}
 	}
@@ -263,10 +269,8 @@ func (b *Binding) trySynchronizeLocked() {
 	if !b.due {
 		return
 	}
-	for _, src := range b.sources {
-		if inf, ok := src.inf.(*informer); ok && inf.key.shardSelector != "" && !inf.listed() {
-			return // the source's informer calls reshard once it has listed
-		}
+	if !b.listedLocked(true) {
+		return // the new share's informers call reshard once they have listed
 	}
 	b.due = false
 	if b.resharding && !b.cfg.ExecuteHookOnSynchronization {

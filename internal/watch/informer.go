@@ -281,11 +281,8 @@ func (i *informer) list() []*entry {
 
 func (i *informer) String() string { return fmt.Sprintf("informer(%s)", i.key) }
 
-// hasSynced reports whether the informer has handed every object of its
-// first list to its bindings.
-func (i *informer) hasSynced() bool { return i.ctrl.HasSynced() }
-
-// listed reports whether the informer has started and listed.
+// listed reports whether the informer has started and handed every object
+// of its first list to its bindings.
 func (i *informer) listed() bool {
 	i.mu.Lock()
 	started := i.started

@@ -209,7 +209,7 @@ func (w *Watcher) reshardSources(b *Binding) {
 		if err := s.inf.start(ctx); err != nil {
 			b.log.WithError(err).Error("sharding: cannot watch the new share")
 		}
-		syncs = append(syncs, s.inf.hasSynced)
+		syncs = append(syncs, s.inf.listed)
 	}
 	for _, inf := range append(old, unused...) {
 		w.release(inf)
