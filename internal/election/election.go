@@ -167,12 +167,8 @@ func (e *Elector) acquire(ctx context.Context) bool {
 // the renew deadline, or ctx ends.
 func (e *Elector) renew(ctx context.Context) {
 	for {
-		timer := time.NewTimer(e.cfg.RetryPeriod)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		if !sleep(ctx, e.cfg.RetryPeriod) {
 			return
-		case <-timer.C:
 		}
 		deadline := time.Now().Add(e.cfg.RenewDeadline)
 		for {
@@ -189,12 +185,8 @@ func (e *Elector) renew(ctx context.Context) {
 				e.cfg.Log.WithField("renewDeadline", e.cfg.RenewDeadline.String()).Warn("leader election: could not renew the Lease within the renew deadline; leading ends")
 				return
 			}
-			timer := time.NewTimer(e.cfg.RetryPeriod)
-			select {
-			case <-ctx.Done():
-				timer.Stop()
+			if !sleep(ctx, e.cfg.RetryPeriod) {
 				return
-			case <-timer.C:
 			}
 		}
 	}
@@ -419,6 +411,18 @@ func (e *Elector) follow(ctx context.Context, w watch.Interface, expiry *time.Ti
 			}
 			expiry.Reset(max(time.Until(due), 0))
 		}
+	}
+}
+
+// sleep waits d, and reports false when ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
 	}
 }
 
