@@ -210,10 +210,9 @@ func (o *Operator) Ready(ctx context.Context) (bool, []string) {
 			why = append(why, "the API server does not answer: "+err.Error())
 		}
 	}
-	if o.standby.Load() && o.opts.Sharding == nil {
+	if o.idle() {
 		// A healthy standby is ready: it serves webhooks, and a rolling
-		// update must be able to go on while another replica leads. (With
-		// sharding it runs the sharded hooks, and is ready once they are.)
+		// update must be able to go on while another replica leads.
 		return len(why) == 0, why
 	}
 	if ok, waiting := o.watcher.Synced(); !ok {
@@ -234,7 +233,7 @@ func (o *Operator) Ready(ctx context.Context) (bool, []string) {
 // liveness loop, which also takes the queues' lock, has not ticked for a
 // while.
 func (o *Operator) Alive() error {
-	if o.standby.Load() && o.opts.Sharding == nil {
+	if o.idle() {
 		return nil
 	}
 	last := time.Unix(0, o.lastTick.Load())
@@ -243,6 +242,11 @@ func (o *Operator) Alive() error {
 	}
 	return nil
 }
+
+// idle reports whether the operator runs no hook at all: a standby of
+// leader election without sharding (with sharding a standby runs the
+// sharded hooks, and is ready and alive as any operator running hooks).
+func (o *Operator) idle() bool { return o.standby.Load() && o.opts.Sharding == nil }
 
 // livenessTimeout is how long the liveness loop may go without ticking.
 const livenessTimeout = 30 * time.Second
