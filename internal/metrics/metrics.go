@@ -66,6 +66,7 @@ type Metrics struct {
 
 	operations *prometheus.CounterVec
 	events     *prometheus.CounterVec
+	reloads    *prometheus.CounterVec
 
 	webhookRequests *prometheus.CounterVec
 	webhookSeconds  *prometheus.HistogramVec
@@ -120,6 +121,7 @@ func New(prefix string) *Metrics {
 			"resource", "reason"),
 
 		operations: f.counter("operations_total", "Object operations of hooks by type and result (applied, failed, not_applied: after a failed one).", "hook", "type", "result"),
+		reloads:    f.counter("hooks_reload_total", "Reloads of the hooks folder after it changed, by result: applied (hooks started, stopped or changed), unchanged (no configuration changed; changed scripts take effect at their next run), invalid (a configuration is not valid; the running hooks stay) or failed.", "result"),
 		events:     f.counter("kube_events_total", "Kubernetes Events about failed runs, by what became of them: sent, limited (folded into the next one sent) or dropped.", "result"),
 
 		webhookRequests: f.counter("webhook_requests_total", "Admission requests by hook, binding, kind (validating, mutating), result (allowed, denied, error: the hook gave no valid answer) and the code of the answer (200, 403, 500).",
@@ -308,6 +310,15 @@ func (m *Metrics) KubeEvent(result string) {
 		return
 	}
 	m.events.WithLabelValues(result).Inc()
+}
+
+// HooksReload counts a reload of the hooks folder by its result: applied,
+// unchanged, invalid or failed.
+func (m *Metrics) HooksReload(result string) {
+	if m == nil {
+		return
+	}
+	m.reloads.WithLabelValues(result).Inc()
 }
 
 // Tick counts one tick of the liveness loop.

@@ -18,7 +18,7 @@ import (
 // in the order of the hooks and of their bindings.
 func (o *Operator) Admissions(mutating bool) []webhook.Admission {
 	var out []webhook.Admission
-	for _, h := range o.hooks {
+	for _, h := range o.current() {
 		list := h.Config.Validating
 		if mutating {
 			list = h.Config.Mutating
@@ -143,7 +143,7 @@ func kindOf(mutating bool) string {
 
 // hook returns the hook named name.
 func (o *Operator) hook(name string) *hook.Hook {
-	for _, h := range o.hooks {
+	for _, h := range o.current() {
 		if h.Name == name {
 			return h
 		}

@@ -42,7 +42,7 @@ type conversionCRD struct {
 // be a matter of chance.
 func (o *Operator) conversions() (map[string]*conversionCRD, error) {
 	crds := map[string]*conversionCRD{}
-	for _, h := range o.hooks {
+	for _, h := range o.current() {
 		for _, b := range h.Config.Conversion {
 			c := crds[b.CRDName]
 			if c == nil {
@@ -67,7 +67,7 @@ func (o *Operator) conversions() (map[string]*conversionCRD, error) {
 func (o *Operator) ConversionCRDs() []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, h := range o.hooks {
+	for _, h := range o.current() {
 		for _, b := range h.Config.Conversion {
 			if !seen[b.CRDName] {
 				seen[b.CRDName] = true

@@ -130,8 +130,8 @@ func (o *Operator) SetIdentity(id string) { o.identity.Store(id) }
 
 // Hooks describes every hook, sorted by name.
 func (o *Operator) Hooks() []HookState {
-	out := make([]HookState, 0, len(o.hooks))
-	for _, h := range o.hooks {
+	out := make([]HookState, 0, len(o.current()))
+	for _, h := range o.current() {
 		st := HookState{Name: h.Name, Bindings: []BindingState{}}
 		o.stats.mu.Lock()
 		if s := o.stats.hooks[h.Name]; s != nil {
@@ -142,7 +142,7 @@ func (o *Operator) Hooks() []HookState {
 			st.Bindings = append(st.Bindings, BindingState{Name: "onStartup", Kind: "onStartup"})
 		}
 		for _, b := range o.watcher.Bindings() {
-			if b.Hook != h {
+			if b.Hook.Name != h.Name {
 				continue
 			}
 			p := b.Phase()
@@ -165,7 +165,7 @@ func (o *Operator) Hooks() []HookState {
 // Snapshots returns the snapshots of the kubernetes bindings of hook.
 func (o *Operator) Snapshots(hook string) ([]SnapshotState, error) {
 	found := false
-	for _, h := range o.hooks {
+	for _, h := range o.current() {
 		found = found || h.Name == hook
 	}
 	if !found {

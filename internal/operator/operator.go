@@ -53,10 +53,18 @@ type Options struct {
 	// WatchIdleTimeout restarts, with a fresh list, a watch that delivered
 	// no event and no bookmark for that long; zero: never.
 	WatchIdleTimeout time.Duration
+	// Pod is the operator's own Pod, when it runs in one: Events about
+	// the operator itself (a reload that failed) are about it.
+	Pod PodRef
 	// Sharding, when set, runs the hooks with settings.sharded from the
 	// start, their kubernetes bindings holding only the objects this replica
 	// owns, and the other hooks only once Lead is called.
 	Sharding *Sharding
+}
+
+// PodRef names a Pod; Name is empty when the operator runs in none.
+type PodRef struct {
+	Namespace, Name, UID string
 }
 
 // Sharding says which objects this replica owns.
@@ -75,7 +83,9 @@ type Sharding struct {
 
 // Operator runs a set of hooks against a cluster.
 type Operator struct {
-	hooks   []*hook.Hook
+	// hooks is the hook set, replaced whole by Reload; read it with
+	// current.
+	hooks   atomic.Pointer[[]*hook.Hook]
 	opts    Options
 	log     logrus.FieldLogger
 	exec    *Executor
@@ -124,17 +134,28 @@ type Operator struct {
 	// dyn reads CRDs (their uids, for Events about failed conversions).
 	dyn     dynamic.Interface
 	crdUIDs uidCache
+
+	// mu is held while hooks start and while a reload applies, so that
+	// the two never interleave. The fields below are guarded by it.
+	mu sync.Mutex
+	// runCtx is Run's context once hooks may start; nil before.
+	runCtx context.Context
+	// leading is set, with sharding, once the leader's hooks started.
+	leading bool
+	// schedules stops the running schedules of each hook, by name.
+	schedules map[string]context.CancelFunc
 }
 
 // New returns an operator for hooks on the cluster of clients.
 func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.FieldLogger) *Operator {
 	o := &Operator{
-		hooks: hooks,
-		opts:  opts,
-		log:   log,
-		dyn:   clients.Dynamic,
-		lead:  make(chan struct{}),
+		opts:      opts,
+		log:       log,
+		dyn:       clients.Dynamic,
+		lead:      make(chan struct{}),
+		schedules: map[string]context.CancelFunc{},
 	}
+	o.hooks.Store(&hooks)
 	sink := opts.Sink
 	if sink == nil {
 		o.finalizers = finalizer.New(clients.Dynamic, log)
@@ -173,6 +194,9 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 		o.watcher.Shard(sh.By, sh.Owns, sh.Selector)
 	}
 	o.queues = queue.NewSet(func(ctx context.Context, t *queue.Task) error {
+		if t = o.retarget(t); t == nil {
+			return nil // its hook or bindings were removed by a reload
+		}
 		before, _ := o.health.State()
 		err := o.exec.Execute(ctx, t)
 		o.stats.record(t.Hook.Name, err)
@@ -224,7 +248,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	}
 
 	if o.opts.Sharding == nil {
-		if err := o.startHooks(ctx, o.hooks); err != nil {
+		if err := o.begin(ctx, func(*hook.Hook) bool { return true }); err != nil {
 			return err
 		}
 		o.log.Info("all bindings started; running")
@@ -232,23 +256,16 @@ func (o *Operator) Run(ctx context.Context) error {
 		o.log.Info("stopping: no new work is taken; waiting for running hooks")
 		return nil
 	}
-	var sharded, leaders []*hook.Hook
-	for _, h := range o.hooks {
-		if h.Config.Settings.Sharded {
-			sharded = append(sharded, h)
-		} else {
-			leaders = append(leaders, h)
-		}
-	}
-	if err := o.startHooks(ctx, sharded); err != nil {
+	sharded := func(h *hook.Hook) bool { return h.Config.Settings.Sharded }
+	if err := o.begin(ctx, sharded); err != nil {
 		return err
 	}
-	o.log.WithField("hooks", len(sharded)).Info("sharded hooks started; the other hooks start when this replica leads")
+	o.log.Info("sharded hooks started; the other hooks start when this replica leads")
 	select {
 	case <-ctx.Done():
 	case <-o.lead:
-		o.log.WithField("hooks", len(leaders)).Info("leading: starting the hooks that run on the leader only")
-		if err := o.startHooks(ctx, leaders); err != nil {
+		o.log.Info("leading: starting the hooks that run on the leader only")
+		if err := o.begin(ctx, func(h *hook.Hook) bool { return !sharded(h) }); err != nil {
 			return err
 		}
 		o.log.Info("all bindings started; running")
@@ -258,18 +275,50 @@ func (o *Operator) Run(ctx context.Context) error {
 	return nil
 }
 
-// startHooks starts hooks in the contract's order: their onStartup runs,
-// then their kubernetes bindings, whose Synchronization runs complete (for
-// bindings with waitForSynchronization) before their schedules start. It
-// returns nil early when ctx ends.
-func (o *Operator) startHooks(ctx context.Context, hooks []*hook.Hook) error {
+// begin starts the hooks that which picks from the current set, and from
+// then on a reload starts the hooks it adds that which picks (see live).
+func (o *Operator) begin(ctx context.Context, which func(*hook.Hook) bool) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.runCtx == nil {
+		o.runCtx = ctx
+	} else {
+		o.leading = true
+	}
+	var hooks []*hook.Hook
+	for _, h := range o.current() {
+		if which(h) {
+			hooks = append(hooks, h)
+		}
+	}
+	return o.startHooks(ctx, hooks, hooks)
+}
+
+// liveLocked reports whether h runs now: Run has started, and, with
+// sharding, h is sharded or this replica leads.
+func (o *Operator) liveLocked(h *hook.Hook) bool {
+	if o.runCtx == nil {
+		return false
+	}
+	return o.opts.Sharding == nil || h.Config.Settings.Sharded || o.leading
+}
+
+// current returns the hook set, sorted by name.
+func (o *Operator) current() []*hook.Hook { return *o.hooks.Load() }
+
+// startHooks starts hooks in the contract's order: the onStartup runs of
+// those in startup, then their kubernetes bindings that have not started,
+// whose Synchronization runs complete (for bindings with
+// waitForSynchronization) before their schedules start. It returns nil
+// early when ctx ends. Call it with o.mu held.
+func (o *Operator) startHooks(ctx context.Context, hooks, startup []*hook.Hook) error {
 	o.booting.Store(true)
 	defer o.booting.Store(false)
 	set := map[*hook.Hook]bool{}
 	for _, h := range hooks {
 		set[h] = true
 	}
-	if err := o.runStartup(ctx, hooks); err != nil {
+	if err := o.runStartup(ctx, startup); err != nil {
 		return err
 	}
 	if err := o.watcher.Start(ctx, func(h *hook.Hook) bool { return set[h] }); err != nil {
@@ -323,7 +372,7 @@ func (o *Operator) SetWebhooksServed(admission, conversion bool) {
 // them silently: admission and conversion bindings when the webhook server
 // does not serve them.
 func (o *Operator) warnUnserved() {
-	for _, h := range o.hooks {
+	for _, h := range o.current() {
 		c := h.Config
 		if n := len(c.Conversion); n > 0 && !o.conversionServed {
 			o.log.WithField("hook", h.Name).Warnf("the hook has %d conversion binding(s), and the webhook server does not serve them (--webhook-listen-address is empty, or dry-run), so they will not run", n)
@@ -496,6 +545,9 @@ func (o *Operator) EnsureFinalizer(b *watch.Binding, namespace, name string) {
 }
 
 func (o *Operator) push(h *hook.Hook, common *hook.Common, c binding.Context, done func(error)) {
+	if cur := o.hook(h.Name); cur != nil {
+		h = cur // a binding a reload kept runs the reloaded hook
+	}
 	t := NewTask(h, common, c)
 	t.Done = done
 	if err := o.queues.Push(t); err != nil {
@@ -506,9 +558,15 @@ func (o *Operator) push(h *hook.Hook, common *hook.Common, c binding.Context, do
 	}
 }
 
+// startSchedules starts the schedule bindings of hooks, each hook's
+// replacing those it had (a reload changed it). Call it with o.mu held.
 func (o *Operator) startSchedules(ctx context.Context, hooks []*hook.Hook) error {
-	var entries []schedule.Entry
 	for _, h := range hooks {
+		if stop := o.schedules[h.Name]; stop != nil {
+			stop()
+			delete(o.schedules, h.Name)
+		}
+		var entries []schedule.Entry
 		for i := range h.Config.Schedule {
 			s := &h.Config.Schedule[i]
 			entries = append(entries, schedule.Entry{
@@ -518,11 +576,17 @@ func (o *Operator) startSchedules(ctx context.Context, hooks []*hook.Hook) error
 				},
 			})
 		}
+		if len(entries) == 0 {
+			continue
+		}
+		sctx, stop := context.WithCancel(ctx)
+		if err := schedule.Run(sctx, entries); err != nil {
+			stop()
+			return err
+		}
+		o.schedules[h.Name] = stop
 	}
-	if len(entries) == 0 {
-		return nil
-	}
-	return schedule.Run(ctx, entries)
+	return nil
 }
 
 // runCount is a count of runs that tells when it changes.

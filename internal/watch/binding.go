@@ -66,6 +66,11 @@ type Binding struct {
 	// inventory) the hook writes itself, by entryKey; an object leaves when
 	// it leaves the binding.
 	owned map[string]struct{}
+	// ctx ends, by cancel, when the binding is removed (Watcher.Remove),
+	// which also sets removed: it takes no sources after that.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	removed bool
 }
 
 // feed is where a binding's entries come from: an informer on a live

@@ -90,7 +90,7 @@ func (n *namespaces) remove(obj any) {
 // reconcile subscribes or unsubscribes every label-selecting binding for
 // namespace ns.
 func (n *namespaces) reconcile(ns string, set labels.Set, exists bool) {
-	for _, b := range n.w.bindings {
+	for _, b := range n.w.all() {
 		sel := b.cfg.Namespace
 		if sel == nil || sel.LabelSelector == nil || !b.served() || !b.res.Namespaced {
 			continue

@@ -26,7 +26,7 @@ type objectsCollector struct {
 func (c objectsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc; ch <- c.cached }
 
 func (c objectsCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, b := range c.w.bindings {
+	for _, b := range c.w.all() {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(b.Count()), b.Hook.Name, b.cfg.Name)
 	}
 	c.w.mu.Lock()

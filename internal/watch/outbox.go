@@ -126,6 +126,36 @@ func (o *outbox) register(bindings []*Binding) {
 	}
 }
 
+// unregister drops bindings (Watcher.Remove): their phases, their held
+// and queued deliveries; the bindings that depended on them are released
+// if they waited only for them. Calls about them afterwards are ignored.
+func (o *outbox) unregister(bindings []*Binding) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	gone := func(b *Binding) bool { return slices.Contains(bindings, b) }
+	o.bindings = slices.DeleteFunc(o.bindings, gone)
+	for _, b := range bindings {
+		delete(o.phase, b)
+		delete(o.deps, b)
+		delete(o.held, b)
+	}
+	for _, b := range o.bindings {
+		o.deps[b] = dependencies(b, o.bindings)
+	}
+	kept := slices.DeleteFunc(o.queue[o.head:], func(d delivery) bool { return gone(d.b) })
+	o.queue = o.queue[:o.head+len(kept)]
+	close(o.changed)
+	o.changed = make(chan struct{})
+	o.releaseLocked()
+}
+
+// registeredLocked reports whether b is one of the outbox's bindings: not
+// removed.
+func (o *outbox) registeredLocked(b *Binding) bool {
+	_, ok := o.phase[b]
+	return ok
+}
+
 // dependencies returns the bindings of b's hook whose snapshots b's
 // contexts carry: the other members of its group and its
 // includeSnapshotsFrom.
@@ -133,7 +163,7 @@ func dependencies(b *Binding, all []*Binding) []*Binding {
 	cfg := b.cfg
 	var out []*Binding
 	for _, d := range all {
-		if d == b || d.Hook != b.Hook {
+		if d == b || d.Hook.Name != b.Hook.Name { // by name: a reload keeps some bindings of a changed hook
 			continue
 		}
 		name := d.cfg.Name
@@ -168,7 +198,7 @@ func (o *outbox) setPhase(b *Binding, p Phase) {
 }
 
 func (o *outbox) setPhaseLocked(b *Binding, p Phase) {
-	if o.phase[b] == p {
+	if o.phase[b] == p || !o.registeredLocked(b) {
 		return
 	}
 	o.phase[b] = p
@@ -185,6 +215,9 @@ func (o *outbox) setPhaseLocked(b *Binding, p Phase) {
 func (o *outbox) synchronization(b *Binding, objects []binding.Object) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if !o.registeredLocked(b) {
+		return
+	}
 	d := delivery{b: b, kind: deliverSynchronization, objects: objects}
 	if o.phase[b] < Held {
 		o.held[b] = append(o.held[b], d)
@@ -207,10 +240,16 @@ func (o *outbox) event(b *Binding, watchEvent string, obj binding.Object) {
 func (o *outbox) ensureFinalizer(b *Binding, namespace, name string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if !o.registeredLocked(b) {
+		return
+	}
 	o.queue = append(o.queue, delivery{b: b, kind: deliverEnsureFinalizer, obj: binding.Object{Namespace: namespace, Name: name}})
 }
 
 func (o *outbox) addLocked(d delivery) {
+	if !o.registeredLocked(d.b) {
+		return
+	}
 	if len(o.held[d.b]) > 0 {
 		o.held[d.b] = append(o.held[d.b], d)
 		return
@@ -242,7 +281,7 @@ func (o *outbox) readyLocked(b *Binding) bool {
 		if e == b {
 			break
 		}
-		if e.Hook == b.Hook && o.phase[e] != Unserved && o.phase[e] < Delivering {
+		if e.Hook.Name == b.Hook.Name && o.phase[e] != Unserved && o.phase[e] < Delivering {
 			return false
 		}
 	}

@@ -59,7 +59,7 @@ func (w *Watcher) Shard(by string, owns func(hash uint64) bool, selector string)
 	s.test.Store(&owns)
 	s.selector.Store(&selector)
 	w.shards = s
-	for _, b := range w.bindings {
+	for _, b := range w.all() {
 		if b.Hook.Config.Settings.Sharded {
 			b.shard = s
 		}
@@ -77,7 +77,7 @@ func (w *Watcher) Reshard(owns func(hash uint64) bool, selector string) {
 	}
 	w.shards.test.Store(&owns)
 	w.shards.selector.Store(&selector)
-	for _, b := range w.bindings {
+	for _, b := range w.all() {
 		if b.shard == nil {
 			continue
 		}

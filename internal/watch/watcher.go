@@ -10,8 +10,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -39,8 +41,11 @@ type Watcher struct {
 	// API server and resume the moment it answers (see kube.Health).
 	health *kube.Health
 
+	// bindings are every binding, in hook and configuration order; Add and
+	// Remove replace the slice (under mu), readers load it without a lock.
+	bindings atomic.Pointer[[]*Binding]
+
 	mu        sync.Mutex
-	bindings  []*Binding
 	informers map[informerKey]*informer
 	ns        *namespaces
 	ctx       context.Context
@@ -63,13 +68,67 @@ func New(clients *kube.Clients, hooks []*hook.Hook, sink Sink, log logrus.FieldL
 	if clients != nil {
 		w.streams = newStreams(clients.Unversioned, log)
 	}
+	var all []*Binding
 	for _, h := range hooks {
 		for i := range h.Config.Kubernetes {
-			w.bindings = append(w.bindings, newBinding(h, &h.Config.Kubernetes[i], w.out, log))
+			all = append(all, newBinding(h, &h.Config.Kubernetes[i], w.out, log))
 		}
 	}
-	w.out.register(w.bindings)
+	w.bindings.Store(&all)
+	w.out.register(all)
 	return w
+}
+
+// all returns every binding, in hook and configuration order.
+func (w *Watcher) all() []*Binding { return *w.bindings.Load() }
+
+// Add registers the kubernetes bindings cfgs of h (a hook added or changed
+// by a reload), in phase Resolving: Start starts them.
+func (w *Watcher) Add(h *hook.Hook, cfgs []*hook.KubernetesBinding) []*Binding {
+	added := make([]*Binding, 0, len(cfgs))
+	for _, cfg := range cfgs {
+		b := newBinding(h, cfg, w.out, w.log)
+		b.metrics = w.metrics
+		if w.shards != nil && h.Config.Settings.Sharded {
+			b.shard = w.shards
+		}
+		added = append(added, b)
+	}
+	w.mu.Lock()
+	next := append(slices.Clone(w.all()), added...)
+	w.bindings.Store(&next)
+	w.mu.Unlock()
+	w.out.register(added)
+	return added
+}
+
+// Remove stops bindings (of a hook removed or changed by a reload): they
+// deliver nothing more, what they had yet to deliver is dropped, and their
+// informers stop unless other bindings use them.
+func (w *Watcher) Remove(bindings []*Binding) {
+	if len(bindings) == 0 {
+		return
+	}
+	w.mu.Lock()
+	next := slices.DeleteFunc(slices.Clone(w.all()), func(b *Binding) bool { return slices.Contains(bindings, b) })
+	w.bindings.Store(&next)
+	w.mu.Unlock()
+	w.out.unregister(bindings)
+	for _, b := range bindings {
+		b.mu.Lock()
+		sources, cancel := b.sources, b.cancel
+		b.sources, b.removed = map[string]*source{}, true
+		b.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+		for _, src := range sources {
+			if inf, ok := src.inf.(*informer); ok {
+				w.release(inf)
+			}
+		}
+		b.log.Info("binding stopped")
+	}
 }
 
 // SetHealth makes the watches wait for h during outages of the API server,
@@ -87,14 +146,14 @@ func (w *Watcher) SetIdleTimeout(d time.Duration) {
 }
 
 // Bindings returns every binding, in hook and configuration order.
-func (w *Watcher) Bindings() []*Binding { return w.bindings }
+func (w *Watcher) Bindings() []*Binding { return w.all() }
 
 // SetMetrics makes the watcher count events and watch errors in m, and
 // serve the number of objects each binding holds
 // (binding_objects, after the metric prefix). Call it before Start.
 func (w *Watcher) SetMetrics(m *metrics.Metrics) {
 	w.metrics = m
-	for _, b := range w.bindings {
+	for _, b := range w.all() {
 		b.metrics = m
 	}
 	m.Registry().MustRegister(objectsCollector{w, objectsDesc(m), cachedDesc(m)})
@@ -102,7 +161,7 @@ func (w *Watcher) SetMetrics(m *metrics.Metrics) {
 
 // Binding returns the named kubernetes binding of a hook, or nil.
 func (w *Watcher) Binding(hookName, name string) *Binding {
-	for _, b := range w.bindings {
+	for _, b := range w.all() {
 		if b.Hook.Name == hookName && b.cfg.Name == name {
 			return b
 		}
@@ -122,10 +181,18 @@ func (w *Watcher) Start(ctx context.Context, only func(*hook.Hook) bool) error {
 	w.ctx = ctx
 	w.mu.Unlock()
 	var mine, pending []*Binding
-	for _, b := range w.bindings {
+	for _, b := range w.all() {
 		if (only == nil || only(b.Hook)) && b.Phase() == Resolving {
 			mine = append(mine, b)
 		}
+	}
+	// Each binding's own goroutines (its Synchronization, resynchronization
+	// and wait for its kind) end when it is removed.
+	for _, b := range mine {
+		bctx, cancel := context.WithCancel(ctx)
+		b.mu.Lock()
+		b.ctx, b.cancel = bctx, cancel
+		b.mu.Unlock()
 	}
 	for _, b := range mine {
 		if err := w.resolve(b); err != nil {
@@ -160,6 +227,17 @@ func (w *Watcher) Start(ctx context.Context, only func(*hook.Hook) bool) error {
 		go w.waitForKind(ctx, b)
 	}
 	return nil
+}
+
+// bindingContext is the context of b's own goroutines: ctx, ended early
+// when b is removed.
+func bindingContext(ctx context.Context, b *Binding) context.Context {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ctx != nil {
+		return b.ctx
+	}
+	return ctx
 }
 
 func (w *Watcher) needsNamespaces(bindings []*Binding) bool {
@@ -251,8 +329,14 @@ func (w *Watcher) attachInitial(b *Binding) {
 	for _, ns := range w.namespacesOf(b) {
 		inf := w.informerFor(b, w.keyFor(b, ns))
 		b.mu.Lock()
-		b.sources[ns] = &source{inf: inf, slot: inf.attach(b)}
+		removed := b.removed
+		if !removed {
+			b.sources[ns] = &source{inf: inf, slot: inf.attach(b)}
+		}
 		b.mu.Unlock()
+		if removed {
+			w.release(inf) // removed meanwhile (a reload)
+		}
 	}
 }
 
@@ -272,6 +356,7 @@ func (w *Watcher) run(ctx context.Context, b *Binding) error {
 			return fmt.Errorf("hook %s: binding %q: %w", b.Hook.Name, b.cfg.Name, err)
 		}
 	}
+	ctx = bindingContext(ctx, b)
 	go func() {
 		if !b.waitListed(ctx) {
 			return
@@ -297,9 +382,10 @@ func (w *Watcher) run(ctx context.Context, b *Binding) error {
 // when a CRD is added, see Refresh) until it resolves, then starts b.
 func (w *Watcher) waitForKind(ctx context.Context, b *Binding) {
 	delay := w.kindRetryMin
+	bctx := bindingContext(ctx, b)
 	for {
 		select {
-		case <-ctx.Done():
+		case <-bctx.Done():
 			return
 		case <-time.After(delay):
 		}
@@ -322,7 +408,7 @@ func (w *Watcher) waitForKind(ctx context.Context, b *Binding) {
 // its bindings ignore the resulting status-only modification. Bindings
 // forget the object when it leaves them.
 func (w *Watcher) StatusWritten(hookName, resource, namespace, name string) {
-	statusWritten(w.bindings, hookName, resource, namespace, name)
+	statusWritten(w.all(), hookName, resource, namespace, name)
 }
 
 func statusWritten(bindings []*Binding, hookName, resource, namespace, name string) {
@@ -337,7 +423,7 @@ func statusWritten(bindings []*Binding, hookName, resource, namespace, name stri
 // delivered its Synchronization, and names those that have not.
 func (w *Watcher) Synced() (bool, []string) {
 	var waiting []string
-	for _, b := range w.bindings {
+	for _, b := range w.all() {
 		if p := b.Phase(); p != Synced && p != Unserved && p != Resolving {
 			waiting = append(waiting, b.Hook.Name+"/"+b.cfg.Name)
 		}
@@ -363,6 +449,11 @@ func (w *Watcher) subscribe(b *Binding, ns string) {
 	}
 	inf := w.informerFor(b, w.keyFor(b, ns))
 	b.mu.Lock()
+	if b.removed {
+		b.mu.Unlock()
+		w.release(inf)
+		return
+	}
 	// Once the binding has synchronized, the namespace's objects are new
 	// to it: they arrive as Added events.
 	src := &source{inf: inf, slot: inf.attach(b), live: b.out.phaseOf(b) >= Held}

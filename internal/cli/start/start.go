@@ -64,6 +64,7 @@ type Flags struct {
 	Webhook WebhookFlags
 	Leader  LeaderFlags
 	Shard   ShardFlags
+	Reload  ReloadFlags
 }
 
 // EnvDebugSocket sets the debug socket of start and of debug.
@@ -155,6 +156,7 @@ removed. Secret data is masked unless --show-secrets.`,
 	bindWebhookFlags(fs, &f.Webhook)
 	bindLeaderFlags(fs, &f.Leader)
 	bindShardFlags(fs, &f.Shard)
+	bindReloadFlags(fs, &f.Reload)
 	return cmd
 }
 
@@ -175,6 +177,9 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	}
 	if f.BatchWindow < 0 || f.BatchWindow > time.Minute {
 		return fmt.Errorf("--batch-window=%s: use a duration from 0 (off) to 1m; a few milliseconds is usual", f.BatchWindow)
+	}
+	if err := f.Reload.check(); err != nil {
+		return err
 	}
 	if f.Shard.Enabled && f.DryRun != "" {
 		return errors.New("--sharding with --dry-run: a dry run writes nothing, Leases included; run it without --sharding")
@@ -201,11 +206,14 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		}
 	}
 	env := os.Environ()
-	hooks, err := hook.Load(ctx, f.HooksDir, hook.LoadOptions{
+	load := hook.LoadOptions{
 		ConfigTimeout: f.ConfigTimeout,
 		Env:           env,
 		Warn:          func(msg string) { log.Warn(msg) },
-	})
+	}
+	// Taken before the load, so that a change made during it is reloaded.
+	fingerprint := hook.Fingerprint(f.HooksDir)
+	hooks, err := hook.Load(ctx, f.HooksDir, load)
 	if err != nil {
 		return fmt.Errorf("hooks in %s are not valid; nothing was started:\n%w", f.HooksDir, err)
 	}
@@ -239,6 +247,7 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		// A dry-run writes nothing, Events included.
 		Events:           w == nil,
 		WatchIdleTimeout: f.WatchIdle,
+		Pod:              operator.PodRef{Namespace: os.Getenv("POD_NAMESPACE"), Name: os.Getenv("POD_NAME"), UID: os.Getenv("POD_UID")},
 	}
 	if w != nil {
 		dryRun(&opts, f, clients, w, log)
@@ -278,6 +287,11 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		defer cleanup()
 	}
 	op.SetWebhooksServed(admission, conversion)
+	if f.Reload.Enabled {
+		rctx, stopReload := context.WithCancel(ctx)
+		defer stopReload()
+		go watchHooks(rctx, f.HooksDir, fingerprint, f.Reload, load, op, m, log)
+	}
 	switch {
 	case ring != nil:
 		err = runSharded(ctx, f.Leader, ring, operatorNamespace(f.Webhook.Namespace), cfg, op, m, log)

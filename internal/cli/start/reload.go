@@ -1,0 +1,71 @@
+package start
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/pflag"
+
+	"github.com/hook-operator/hook-operator/internal/cli/envflag"
+	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/metrics"
+	"github.com/hook-operator/hook-operator/internal/operator"
+)
+
+// ReloadFlags configure the reload of the hooks folder when it changes.
+type ReloadFlags struct {
+	Enabled bool
+	Poll    time.Duration
+}
+
+func bindReloadFlags(fs *pflag.FlagSet, f *ReloadFlags) {
+	fs.BoolVar(&f.Enabled, "hooks-reload", true, "reload the hooks when the hooks folder changes (a ConfigMap volume's update included): start new hooks and bindings, stop removed ones, restart changed ones; an invalid change is reported and the running hooks stay")
+	envflag.Bind(fs, "hooks-reload", "HOOK_OPERATOR_HOOKS_RELOAD")
+	fs.DurationVar(&f.Poll, "hooks-reload-poll-period", hook.DefaultWatchPoll, "with --hooks-reload, also compare the hooks folder with how it was this often (inotify tells of most changes at once; this catches those it cannot see, as on NFS)")
+	envflag.Bind(fs, "hooks-reload-poll-period", "HOOK_OPERATOR_HOOKS_RELOAD_POLL_PERIOD")
+}
+
+func (f ReloadFlags) check() error {
+	if f.Enabled && f.Poll < time.Second {
+		return errors.New("--hooks-reload-poll-period: use at least 1s (10s is the default)")
+	}
+	return nil
+}
+
+// watchHooks reloads the hooks of dir into op each time the folder changes
+// from the fingerprint since, until ctx ends. A folder whose hooks are not
+// all valid changes nothing: the errors go to the log, to
+// hooks_reload_total{result="invalid"} and to an Event on the operator's
+// Pod.
+func watchHooks(ctx context.Context, dir, since string, f ReloadFlags, load hook.LoadOptions, op *operator.Operator, m *metrics.Metrics, log logrus.FieldLogger) {
+	log = log.WithField("hooksDir", dir)
+	hook.WatchDir(ctx, dir, since, hook.WatchOptions{Poll: f.Poll, Warn: func(msg string) { log.Warn(msg) }}, func() {
+		log.Info("the hooks folder changed; loading every hook's configuration")
+		hooks, err := hook.Load(ctx, dir, load)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			m.HooksReload("invalid")
+			log.WithError(err).Error("the hooks folder changed, and its hooks are not valid; nothing was reloaded, the hooks loaded before keep running. Fix the errors; the folder is reloaded at its next change")
+			op.ReloadFailed(err)
+			return
+		}
+		res, err := op.Reload(hooks)
+		switch {
+		case errors.Is(err, operator.ErrStopping):
+			return
+		case err != nil:
+			m.HooksReload("failed")
+			log.WithError(err).Error("reloading the hooks failed")
+			op.ReloadFailed(err)
+		case res.Unchanged():
+			m.HooksReload("unchanged")
+			log.Info("no hook's configuration changed; changed scripts take effect at their next run")
+		default:
+			m.HooksReload("applied")
+		}
+	})
+}

@@ -1,0 +1,114 @@
+package hook
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// configMapVolume lays dir out as the kubelet lays out a ConfigMap volume:
+// the files in a hidden timestamped folder, "..data" a symlink to it, and
+// each key a symlink through "..data". Each call writes a new version and
+// swaps "..data" atomically, as the kubelet's atomic writer does, and gives
+// every file the same modification time, so that only the swap tells the
+// versions apart.
+func configMapVolume(t *testing.T, dir, version string, files map[string]string) {
+	t.Helper()
+	ts := filepath.Join(dir, "..v"+version)
+	must(t, os.Mkdir(ts, 0o755))
+	stamp := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for name, content := range files {
+		p := filepath.Join(ts, name)
+		must(t, os.WriteFile(p, []byte(content), 0o755))
+		must(t, os.Chtimes(p, stamp, stamp))
+		link := filepath.Join(dir, name)
+		if _, err := os.Lstat(link); os.IsNotExist(err) {
+			must(t, os.Symlink(filepath.Join("..data", name), link))
+		}
+	}
+	tmp := filepath.Join(dir, "..data_tmp")
+	must(t, os.Symlink(filepath.Base(ts), tmp))
+	must(t, os.Rename(tmp, filepath.Join(dir, "..data")))
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFingerprintSeesAConfigMapSwap(t *testing.T) {
+	dir := t.TempDir()
+	configMapVolume(t, dir, "1", map[string]string{"a.sh": "#!/bin/sh\necho 1\n"})
+	first := Fingerprint(dir)
+	if again := Fingerprint(dir); again != first {
+		t.Fatal("the fingerprint of an unchanged folder changed")
+	}
+	configMapVolume(t, dir, "2", map[string]string{"a.sh": "#!/bin/sh\necho 2\n"})
+	if Fingerprint(dir) == first {
+		t.Error("swapping ..data to a new version (same sizes and times) left the fingerprint as it was")
+	}
+	// A hidden file is not a hook and is not looked at.
+	second := Fingerprint(dir)
+	must(t, os.WriteFile(filepath.Join(dir, ".notes"), []byte("x"), 0o644))
+	if Fingerprint(dir) != second {
+		t.Error("a dot-file changed the fingerprint")
+	}
+	must(t, os.Chmod(filepath.Join(dir, "..v2", "a.sh"), 0o644))
+	if Fingerprint(dir) == second {
+		t.Error("a hook losing its executable bit left the fingerprint as it was")
+	}
+}
+
+// WatchDir tells of a new hook, of a ConfigMap swap, and of a file in a
+// folder added after it started; a burst of writes is one change, and a
+// folder that did not change calls nothing.
+func TestWatchDirCallsOnChange(t *testing.T) {
+	dir := t.TempDir()
+	configMapVolume(t, dir, "1", map[string]string{"a.sh": "#!/bin/sh\n"})
+	since := Fingerprint(dir)
+	changes := make(chan string, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		WatchDir(ctx, dir, since, WatchOptions{Quiet: 100 * time.Millisecond, Poll: time.Hour, Warn: func(m string) { t.Log(m) }}, func() {
+			changes <- Fingerprint(dir)
+		})
+	}()
+	expect := func(what string) {
+		t.Helper()
+		select {
+		case <-changes:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: no change reported within 5s", what)
+		}
+	}
+	none := func(what string) {
+		t.Helper()
+		select {
+		case <-changes:
+			t.Fatalf("%s: a change was reported", what)
+		case <-time.After(400 * time.Millisecond):
+		}
+	}
+	none("nothing changed")
+	configMapVolume(t, dir, "2", map[string]string{"a.sh": "#!/bin/sh\necho two\n", "b.sh": "#!/bin/sh\n"})
+	expect("a ConfigMap swap adding b.sh")
+	none("after the swap")
+	sub := filepath.Join(dir, "sub")
+	must(t, os.Mkdir(sub, 0o755))
+	for i := range 5 {
+		must(t, os.WriteFile(filepath.Join(sub, "c.sh"), []byte("#!/bin/sh\n# "+string(rune('0'+i))+"\n"), 0o755))
+	}
+	expect("a new folder with a hook written five times")
+	none("a burst of writes is one change")
+	must(t, os.WriteFile(filepath.Join(sub, "c.sh"), []byte("#!/bin/sh\n# changed\n"), 0o755))
+	expect("a hook changed in the new folder")
+	cancel()
+	<-done
+}
