@@ -162,12 +162,44 @@ func TestIntegrationImageRunsMountedHooks(t *testing.T) {
 			t.Errorf("the operator loaded %d hooks; want the mounted custom/ack.sh alone:\n%s", n, logs)
 		}
 	})
+
+	// The mounted folder changes while the container runs (from the host,
+	// as a ConfigMap volume's update does): a hook added acts without a
+	// restart; a configuration broken is reported and changes nothing;
+	// fixed, it applies.
+	t.Run("reloaded in place", func(t *testing.T) {
+		ns := c.Namespace(t)
+		ctr := startContainer(t, e, c, ns, "/hooks/custom")
+		second := filepath.Join(ctr.hooks, "second.sh")
+		must(t, os.WriteFile(second, []byte(ackHookFor(ns, "second")), 0o755))
+		waitFor(t, "the reload of the added hook", time.Minute, func() bool {
+			return strings.Contains(ctr.logs(), `"msg":"hooks reloaded"`)
+		}, ctr.logs)
+		pingAs(t, c, ns, "two", "second")
+		waitFor(t, "the added hook's ack", time.Minute, func() bool { return acked(c, ns, "two") }, ctr.logs)
+
+		must(t, os.WriteFile(second, []byte("#!/usr/bin/env bash\necho 'not a configuration'\n"), 0o755))
+		waitFor(t, "the report of the broken configuration", time.Minute, func() bool {
+			return strings.Contains(ctr.logs(), "the hooks loaded before keep running")
+		}, ctr.logs)
+		pingAs(t, c, ns, "three", "ping")
+		waitFor(t, "the running hook's ack after the broken change", time.Minute, func() bool { return acked(c, ns, "three") }, ctr.logs)
+
+		must(t, os.WriteFile(second, []byte(ackHookFor(ns, "fixed")), 0o755))
+		pingAs(t, c, ns, "four", "fixed")
+		waitFor(t, "the fixed hook's ack", time.Minute, func() bool { return acked(c, ns, "four") }, ctr.logs)
+		if code, body := get("http://" + ctr.addr + "/metrics"); !strings.Contains(body, `hook_operator_hooks_reload_total{result="invalid"} 1`) {
+			t.Errorf("/metrics (%d) does not count the invalid reload once:\n%s", code, body)
+		}
+	})
 }
 
 // container is one run of the image.
 type container struct {
 	name, addr string
-	logs       func() string
+	// hooks is the host folder mounted into the container.
+	hooks string
+	logs  func() string
 }
 
 // startContainer runs the image as deploy/ runs it, with its own CMD and
@@ -194,7 +226,7 @@ func startContainer(t *testing.T, e engine, c *testcluster.Cluster, ns, mount st
 		testImage}
 	e.must(t, run...)
 	t.Cleanup(func() { _, _ = e.run(t, "rm", "-f", name) })
-	ctr := container{name: name, addr: addr, logs: func() string { out, _ := e.run(t, "logs", name); return tail(out, 60) }}
+	ctr := container{name: name, addr: addr, hooks: hooks, logs: func() string { out, _ := e.run(t, "logs", name); return tail(out, 60) }}
 	waitFor(t, "/readyz 200 from the container", 90*time.Second, func() bool {
 		resp, err := http.Get("http://" + addr + "/readyz")
 		if err != nil {
@@ -209,12 +241,15 @@ func startContainer(t *testing.T, e engine, c *testcluster.Cluster, ns, mount st
 // ackHook is a bash hook for ConfigMaps labelled ping=yes in ns: for each
 // one added, it annotates it with the image's kubectl and asks the
 // operator to create <name>-ack holding the uid the hook ran as.
-func ackHook(ns string) string {
+func ackHook(ns string) string { return ackHookFor(ns, "ping") }
+
+// ackHookFor is ackHook for ConfigMaps labelled <label>=yes.
+func ackHookFor(ns, label string) string {
 	return `#!/usr/bin/env bash
 set -euo pipefail
 if [[ "${1:-}" == "--config" ]]; then
   echo '{"configVersion":"v1","kubernetes":[{"name":"pings","kind":"ConfigMap","executeHookOnSynchronization":false,
-    "namespace":{"nameSelector":{"matchNames":["` + ns + `"]}},"labelSelector":{"matchLabels":{"ping":"yes"}}}]}'
+    "namespace":{"nameSelector":{"matchNames":["` + ns + `"]}},"labelSelector":{"matchLabels":{"` + label + `":"yes"}}}]}'
   exit 0
 fi
 for name in $(jq -r '.[] | select(.type == "Event" and .watchEvent == "Added") | .object.metadata.name' "$BINDING_CONTEXT_PATH"); do
@@ -226,11 +261,20 @@ done
 `
 }
 
-func ping(t *testing.T, c *testcluster.Cluster, ns string) {
+func ping(t *testing.T, c *testcluster.Cluster, ns string) { pingAs(t, c, ns, "ping", "ping") }
+
+// pingAs creates the ConfigMap name labelled <label>=yes.
+func pingAs(t *testing.T, c *testcluster.Cluster, ns, name, label string) {
 	t.Helper()
 	_, err := c.Client.CoreV1().ConfigMaps(ns).Create(context.Background(),
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ping", Labels: map[string]string{"ping": "yes"}}}, metav1.CreateOptions{})
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{label: "yes"}}}, metav1.CreateOptions{})
 	must(t, err)
+}
+
+// acked reports whether the ack hook answered the ConfigMap name.
+func acked(c *testcluster.Cluster, ns, name string) bool {
+	_, err := c.Client.CoreV1().ConfigMaps(ns).Get(context.Background(), name+"-ack", metav1.GetOptions{})
+	return err == nil
 }
 
 func annotated(c *testcluster.Cluster, ns string) bool {

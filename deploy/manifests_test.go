@@ -165,7 +165,7 @@ func checkDeployment(t *testing.T, objs []*unstructured.Unstructured, want deplo
 	if env["HOOK_OPERATOR_LEADER_ELECT"].Value != "true" {
 		t.Errorf("HOOK_OPERATOR_LEADER_ELECT is %q, want true", env["HOOK_OPERATOR_LEADER_ELECT"].Value)
 	}
-	for name, field := range map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"} {
+	for name, field := range map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace", "POD_UID": "metadata.uid"} {
 		if v := env[name].ValueFrom; v == nil || v.FieldRef == nil || v.FieldRef.FieldPath != field {
 			t.Errorf("%s is not the downward API's %s", name, field)
 		}

@@ -38,11 +38,19 @@ type observed struct {
 // port and a debug socket of its own, and waits for the listener.
 func startObserved(t *testing.T, bin, kubeconfig, hooksDir string, extra ...string) *observed {
 	t.Helper()
+	return startObservedEnv(t, bin, kubeconfig, hooksDir, nil, extra...)
+}
+
+// startObservedEnv is startObserved with env added to the operator's
+// environment.
+func startObservedEnv(t *testing.T, bin, kubeconfig, hooksDir string, env []string, extra ...string) *observed {
+	t.Helper()
 	o := &observed{logs: &testoperator.Buffer{}, socket: filepath.Join(t.TempDir(), "debug.sock"), bin: bin}
 	args := append([]string{"start", "--hooks-dir", hooksDir, "--kubeconfig", kubeconfig, "--log-format", "json",
 		"--listen-address", "127.0.0.1:0", "--debug-socket", o.socket,
 		"--retry-initial-delay", "500ms", "--retry-max-delay", "1s"}, extra...)
 	o.cmd = exec.Command(bin, args...)
+	o.cmd.Env = append(os.Environ(), env...)
 	o.cmd.Stderr = o.logs
 	must(t, o.cmd.Start())
 	t.Cleanup(func() {

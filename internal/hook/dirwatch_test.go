@@ -6,31 +6,13 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
-// configMapVolume lays dir out as the kubelet lays out a ConfigMap volume:
-// the files in a hidden timestamped folder, "..data" a symlink to it, and
-// each key a symlink through "..data". Each call writes a new version and
-// swaps "..data" atomically, as the kubelet's atomic writer does, and gives
-// every file the same modification time, so that only the swap tells the
-// versions apart.
+// configMapVolume writes a version of a ConfigMap volume's files into dir.
 func configMapVolume(t *testing.T, dir, version string, files map[string]string) {
-	t.Helper()
-	ts := filepath.Join(dir, "..v"+version)
-	must(t, os.Mkdir(ts, 0o755))
-	stamp := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for name, content := range files {
-		p := filepath.Join(ts, name)
-		must(t, os.WriteFile(p, []byte(content), 0o755))
-		must(t, os.Chtimes(p, stamp, stamp))
-		link := filepath.Join(dir, name)
-		if _, err := os.Lstat(link); os.IsNotExist(err) {
-			must(t, os.Symlink(filepath.Join("..data", name), link))
-		}
-	}
-	tmp := filepath.Join(dir, "..data_tmp")
-	must(t, os.Symlink(filepath.Base(ts), tmp))
-	must(t, os.Rename(tmp, filepath.Join(dir, "..data")))
+	testoperator.ConfigMapVolume(t, dir, version, files)
 }
 
 func must(t *testing.T, err error) {

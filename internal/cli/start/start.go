@@ -86,6 +86,13 @@ stops with every configuration error at once if any is invalid, connects to the
 cluster, and runs the hooks: onStartup hooks first, then the kubernetes
 bindings (Synchronization, then events), then schedules.
 
+While it runs, a change of the hooks folder (a ConfigMap volume's update
+included) is reloaded without a restart: new hooks and bindings start, removed
+ones stop, changed bindings start anew with a Synchronization, unchanged ones go
+on. If any configuration is then invalid, nothing changes and the error is
+logged, counted (hooks_reload_total) and left as an Event on the operator's Pod.
+--hooks-reload=false reads the hooks at start-up only.
+
 The cluster comes from --kubeconfig, else $KUBECONFIG, else ~/.kube/config,
 else the Pod's ServiceAccount. On SIGTERM or SIGINT the operator takes no new
 work, lets running hooks finish within --shutdown-grace-period, and exits 0.
