@@ -244,3 +244,44 @@ func TestMemoryGroupOrder(t *testing.T) {
 	e.mem.Synchronize()
 	e.expect("h1/alone: Synchronization []", "h1/first: Synchronization []", "h1/second: Synchronization []")
 }
+
+// A binding removed by a reload delivers nothing more: its held
+// Synchronization and events are dropped, later calls about it are
+// ignored, and a group member that waited only for it is released.
+func TestOutboxUnregister(t *testing.T) {
+	o, sink, b := outboxEnv(t, groupBindings)
+	for _, n := range []string{"first", "second", "alone"} {
+		o.setPhase(b[n], Listing)
+	}
+	synchronizeEmpty(o, b["alone"])
+	synchronizeEmpty(o, b["first"])
+	addEvent(o, b["first"], "held")
+	sink.take()
+	changed := o.changes()
+	o.unregister([]*Binding{b["second"]})
+	select {
+	case <-changed:
+	default:
+		t.Error("unregister did not tell the phase watchers")
+	}
+	o.flush()
+	want := []string{"h1/first: Synchronization []", "h1/first: Added ns/held"}
+	if got := sink.take(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("after the member it waited for was removed, the sink was told %q, want %q", got, want)
+	}
+
+	o.unregister([]*Binding{b["first"]})
+	addEvent(o, b["first"], "after")
+	synchronizeEmpty(o, b["first"])
+	o.setPhase(b["first"], Synced)
+	if got := sink.take(); len(got) != 0 {
+		t.Errorf("a removed binding delivered %q", got)
+	}
+	if p := b["first"].Phase(); p != Resolving {
+		t.Errorf("a removed binding's phase: %s, want resolving (none)", p)
+	}
+	addEvent(o, b["alone"], "still")
+	if got := sink.take(); fmt.Sprint(got) != "[h1/alone: Added ns/still]" {
+		t.Errorf("the remaining binding delivered %q", got)
+	}
+}
