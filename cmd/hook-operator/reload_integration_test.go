@@ -130,15 +130,15 @@ func TestIntegrationHooksReload(t *testing.T) {
 		"b.sh": reloadHook(ns, records, "b", bV1, "script1", false),
 	})
 	waitUntil(t, "the changed binding's Synchronization", has("a", "S cms a2-1"), o.logs.String)
+	mkcm("a-late", "a")
+	mkcm("a2-2", "a2")
+	waitUntil(t, "an event of the changed binding's new selector", has("a", "E cms Added a2-2 script1"), o.logs.String)
 	if n := count("a", "S others"); n != 1 {
 		t.Errorf("the unchanged binding got %d Synchronizations, want its first alone: %q", n, lines("a"))
 	}
 	if n := count("b", "S "); n != 1 {
 		t.Errorf("changing hook a gave hook b new Synchronizations: %q", lines("b"))
 	}
-	mkcm("a-late", "a")
-	mkcm("a2-2", "a2")
-	waitUntil(t, "an event of the changed binding's new selector", has("a", "E cms Added a2-2 script1"), o.logs.String)
 
 	// A script changed, its configuration not.
 	write(map[string]string{
