@@ -17,8 +17,11 @@ CROSS_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 
-build: ## build bin/hook-operator
-	go build -ldflags '$(LDFLAGS)' -o bin/hook-operator ./cmd/hook-operator
+# Built as the Dockerfile builds it (without cgo, paths trimmed), so that
+# make bench measures the binary the image ships: with cgo, the binary also
+# maps libc and its resolver, 1.6 MB more resident memory at idle.
+build: ## build bin/hook-operator as the image does (CGO_ENABLED=0)
+	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/hook-operator ./cmd/hook-operator
 
 cross: ## build ./cmd/hook-operator for $(CROSS_PLATFORMS) (output discarded) and vet for darwin
 	@for p in $(CROSS_PLATFORMS); do \
