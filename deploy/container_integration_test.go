@@ -103,6 +103,11 @@ func (e engine) must(t *testing.T, args ...string) string {
 //     only hook loaded (the shipped demonstrations are in /examples/hooks,
 //     and run only when asked for), and it acts as above.
 //
+//   - at /hooks/custom, changed while the container runs (from the host, as
+//     a ConfigMap volume is updated): a hook added acts without a restart,
+//     a configuration broken is reported and changes nothing, and fixed it
+//     applies.
+//
 // The image stays within its size budget.
 func TestIntegrationImageRunsMountedHooks(t *testing.T) {
 	c := testcluster.Get(t)
@@ -171,23 +176,31 @@ func TestIntegrationImageRunsMountedHooks(t *testing.T) {
 		ns := c.Namespace(t)
 		ctr := startContainer(t, e, c, ns, "/hooks/custom")
 		second := filepath.Join(ctr.hooks, "second.sh")
+		// A reload is counted once its new bindings have listed: objects
+		// made after that are events to them.
+		reloads := func(result string, n int) func() bool {
+			return func() bool {
+				_, body := get("http://" + ctr.addr + "/metrics")
+				return strings.Contains(body, fmt.Sprintf("hook_operator_hooks_reload_total{result=%q} %d\n", result, n))
+			}
+		}
 		must(t, os.WriteFile(second, []byte(ackHookFor(ns, "second")), 0o755))
-		waitFor(t, "the reload of the added hook", time.Minute, func() bool {
-			return strings.Contains(ctr.logs(), `"msg":"hooks reloaded"`)
-		}, ctr.logs)
+		waitFor(t, "the reload of the added hook", time.Minute, reloads("applied", 1), ctr.logs)
 		pingAs(t, c, ns, "two", "second")
 		waitFor(t, "the added hook's ack", time.Minute, func() bool { return acked(c, ns, "two") }, ctr.logs)
 
 		must(t, os.WriteFile(second, []byte("#!/usr/bin/env bash\necho 'not a configuration'\n"), 0o755))
-		waitFor(t, "the report of the broken configuration", time.Minute, func() bool {
-			return strings.Contains(ctr.logs(), "the hooks loaded before keep running")
-		}, ctr.logs)
+		waitFor(t, "the report of the broken configuration", time.Minute, reloads("invalid", 1), ctr.logs)
 		pingAs(t, c, ns, "three", "ping")
 		waitFor(t, "the running hook's ack after the broken change", time.Minute, func() bool { return acked(c, ns, "three") }, ctr.logs)
 
 		must(t, os.WriteFile(second, []byte(ackHookFor(ns, "fixed")), 0o755))
+		waitFor(t, "the reload of the fixed hook", time.Minute, reloads("applied", 2), ctr.logs)
 		pingAs(t, c, ns, "four", "fixed")
 		waitFor(t, "the fixed hook's ack", time.Minute, func() bool { return acked(c, ns, "four") }, ctr.logs)
+		if !strings.Contains(ctr.logs(), "the hooks loaded before keep running") {
+			t.Error("the log does not say that the running hooks stay after the broken change")
+		}
 		if code, body := get("http://" + ctr.addr + "/metrics"); !strings.Contains(body, `hook_operator_hooks_reload_total{result="invalid"} 1`) {
 			t.Errorf("/metrics (%d) does not count the invalid reload once:\n%s", code, body)
 		}
