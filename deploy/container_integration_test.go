@@ -95,10 +95,12 @@ func (e engine) must(t *testing.T, args ...string) string {
 // The image, built from the Dockerfile and run as deploy/ runs it (user
 // 65532, read-only root, /tmp a tmpfs, no capabilities), with a folder of
 // hooks mounted read-only:
+//
 //   - at /hooks, replacing the shipped hooks: the operator is ready, its
 //     hook acts on the local cluster both through the operator (an
 //     operation) and through the image's kubectl, it runs as 65532, and
 //     SIGTERM stops it well within the grace period with exit code 0;
+//
 //   - at /hooks/custom, next to the bash helpers in /hooks/lib: it is the
 //     only hook loaded (the shipped demonstrations are in /examples/hooks,
 //     and run only when asked for), and it acts as above.
