@@ -94,23 +94,18 @@ func (e engine) must(t *testing.T, args ...string) string {
 
 // The image, built from the Dockerfile and run as deploy/ runs it (user
 // 65532, read-only root, /tmp a tmpfs, no capabilities), with a folder of
-// hooks mounted read-only:
-//
+// hooks mounted read-only, and within its size budget:
 //   - at /hooks, replacing the shipped hooks: the operator is ready, its
 //     hook acts on the local cluster both through the operator (an
 //     operation) and through the image's kubectl, it runs as 65532, and
 //     SIGTERM stops it well within the grace period with exit code 0;
-//
 //   - at /hooks/custom, next to the bash helpers in /hooks/lib: it is the
 //     only hook loaded (the shipped demonstrations are in /examples/hooks,
-//     and run only when asked for), and it acts as above.
-//
+//     and run only when asked for), and it acts as above;
 //   - at /hooks/custom, changed while the container runs (from the host, as
 //     a ConfigMap volume is updated): a hook added acts without a restart,
 //     a configuration broken is reported and changes nothing, and fixed it
 //     applies.
-//
-// The image stays within its size budget.
 func TestIntegrationImageRunsMountedHooks(t *testing.T) {
 	c := testcluster.Get(t)
 	e := builtImage(t)
