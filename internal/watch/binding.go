@@ -66,6 +66,9 @@ type Binding struct {
 	// inventory) the hook writes itself, by entryKey; an object leaves when
 	// it leaves the binding.
 	owned map[string]struct{}
+	// reloaded is set for bindings a reload added (Watcher.Add): readiness
+	// does not wait for their Synchronization.
+	reloaded bool
 	// ctx ends, by cancel, when the binding is removed (Watcher.Remove),
 	// which also sets removed: it takes no sources after that.
 	ctx     context.Context

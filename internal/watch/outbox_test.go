@@ -285,3 +285,33 @@ func TestOutboxUnregister(t *testing.T) {
 		t.Errorf("the remaining binding delivered %q", got)
 	}
 }
+
+// Readiness does not wait for bindings a reload added: an operator that
+// was ready stays ready while they list.
+func TestSyncedIgnoresReloadedBindings(t *testing.T) {
+	cfg, err := hook.ParseConfig("h1", []byte(groupBindings))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hook.Hook{Name: "h1", Config: cfg}
+	w := New(nil, []*hook.Hook{h}, &recordingSink{}, discardLog())
+	first := w.Binding("h1", "alone")
+	w.out.setPhase(first, Listing)
+	if ok, waiting := w.Synced(); ok || len(waiting) != 1 {
+		t.Fatalf("a binding of the start listing: Synced = %v %q, want false and it named", ok, waiting)
+	}
+	w.out.setPhase(first, Synced)
+	h2 := &hook.Hook{Name: "h2", Config: cfg}
+	added := w.Add(h2, []*hook.KubernetesBinding{&h2.Config.Kubernetes[0]})
+	w.out.setPhase(added[0], Listing)
+	if ok, waiting := w.Synced(); !ok {
+		t.Errorf("a binding added by a reload, listing: Synced = false %q, want true", waiting)
+	}
+	if b := w.Binding("h2", "alone"); b != added[0] {
+		t.Error("the added binding is not found by name")
+	}
+	w.Remove(added)
+	if b := w.Binding("h2", "alone"); b != nil || len(w.Bindings()) != 3 {
+		t.Errorf("after Remove: %d bindings, h2's found: %v", len(w.Bindings()), b != nil)
+	}
+}

@@ -88,7 +88,7 @@ func (w *Watcher) Add(h *hook.Hook, cfgs []*hook.KubernetesBinding) []*Binding {
 	added := make([]*Binding, 0, len(cfgs))
 	for _, cfg := range cfgs {
 		b := newBinding(h, cfg, w.out, w.log)
-		b.metrics = w.metrics
+		b.metrics, b.reloaded = w.metrics, true
 		if w.shards != nil && h.Config.Settings.Sharded {
 			b.shard = w.shards
 		}
@@ -420,11 +420,14 @@ func statusWritten(bindings []*Binding, hookName, resource, namespace, name stri
 }
 
 // Synced reports whether every started binding whose kind is served has
-// delivered its Synchronization, and names those that have not.
+// delivered its Synchronization, and names those that have not. Bindings
+// added by a reload (Add) are not waited for: an operator that was ready
+// stays ready while they list (a watch of theirs that fails shows in
+// Broken).
 func (w *Watcher) Synced() (bool, []string) {
 	var waiting []string
 	for _, b := range w.all() {
-		if p := b.Phase(); p != Synced && p != Unserved && p != Resolving {
+		if p := b.Phase(); p != Synced && p != Unserved && p != Resolving && !b.reloaded {
 			waiting = append(waiting, b.Hook.Name+"/"+b.cfg.Name)
 		}
 	}
