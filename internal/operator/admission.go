@@ -140,13 +140,3 @@ func kindOf(mutating bool) string {
 	}
 	return "validating"
 }
-
-// hook returns the hook named name.
-func (o *Operator) hook(name string) *hook.Hook {
-	for _, h := range o.current() {
-		if h.Name == name {
-			return h
-		}
-	}
-	return nil
-}

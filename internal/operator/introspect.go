@@ -164,11 +164,7 @@ func (o *Operator) Hooks() []HookState {
 
 // Snapshots returns the snapshots of the kubernetes bindings of hook.
 func (o *Operator) Snapshots(hook string) ([]SnapshotState, error) {
-	found := false
-	for _, h := range o.current() {
-		found = found || h.Name == hook
-	}
-	if !found {
+	if o.hook(hook) == nil {
 		return nil, fmt.Errorf("no hook %q (hook-operator debug hooks lists them)", hook)
 	}
 	out := []SnapshotState{}

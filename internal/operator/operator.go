@@ -84,8 +84,8 @@ type Sharding struct {
 // Operator runs a set of hooks against a cluster.
 type Operator struct {
 	// hooks is the hook set, replaced whole by Reload; read it with
-	// current.
-	hooks   atomic.Pointer[[]*hook.Hook]
+	// current and hook.
+	hooks   atomic.Pointer[hookSet]
 	opts    Options
 	log     logrus.FieldLogger
 	exec    *Executor
@@ -155,7 +155,7 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 		lead:      make(chan struct{}),
 		schedules: map[string]context.CancelFunc{},
 	}
-	o.hooks.Store(&hooks)
+	o.setHooks(hooks)
 	sink := opts.Sink
 	if sink == nil {
 		o.finalizers = finalizer.New(clients.Dynamic, log)
@@ -248,7 +248,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	}
 
 	if o.opts.Sharding == nil {
-		if err := o.begin(ctx, func(*hook.Hook) bool { return true }); err != nil {
+		if err := o.begin(ctx, false); err != nil {
 			return err
 		}
 		o.log.Info("all bindings started; running")
@@ -256,8 +256,7 @@ func (o *Operator) Run(ctx context.Context) error {
 		o.log.Info("stopping: no new work is taken; waiting for running hooks")
 		return nil
 	}
-	sharded := func(h *hook.Hook) bool { return h.Config.Settings.Sharded }
-	if err := o.begin(ctx, sharded); err != nil {
+	if err := o.begin(ctx, false); err != nil {
 		return err
 	}
 	o.log.Info("sharded hooks started; the other hooks start when this replica leads")
@@ -265,7 +264,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	case <-o.lead:
 		o.log.Info("leading: starting the hooks that run on the leader only")
-		if err := o.begin(ctx, func(h *hook.Hook) bool { return !sharded(h) }); err != nil {
+		if err := o.begin(ctx, true); err != nil {
 			return err
 		}
 		o.log.Info("all bindings started; running")
@@ -275,19 +274,24 @@ func (o *Operator) Run(ctx context.Context) error {
 	return nil
 }
 
-// begin starts the hooks that which picks from the current set, and from
-// then on a reload starts the hooks it adds that which picks (see live).
-func (o *Operator) begin(ctx context.Context, which func(*hook.Hook) bool) error {
+// begin lets hooks run from now on (with sharding and lead, the leader's
+// too: see liveLocked) and starts those of the current set that run now and
+// did not before; a reload starts the hooks it adds that run.
+func (o *Operator) begin(ctx context.Context, lead bool) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	cur := o.current()
+	before := make([]bool, len(cur))
+	for i, h := range cur {
+		before[i] = o.liveLocked(h)
+	}
 	if o.runCtx == nil {
 		o.runCtx = ctx
-	} else {
-		o.leading = true
 	}
+	o.leading = o.leading || lead
 	var hooks []*hook.Hook
-	for _, h := range o.current() {
-		if which(h) {
+	for i, h := range cur {
+		if !before[i] && o.liveLocked(h) {
 			hooks = append(hooks, h)
 		}
 	}
@@ -303,8 +307,27 @@ func (o *Operator) liveLocked(h *hook.Hook) bool {
 	return o.opts.Sharding == nil || h.Config.Settings.Sharded || o.leading
 }
 
+// hookSet is the operator's hooks, sorted by name, and by name: every
+// event looks its hook up (a reload may have replaced it).
+type hookSet struct {
+	list   []*hook.Hook
+	byName map[string]*hook.Hook
+}
+
+// setHooks makes hooks, sorted by name, the hook set.
+func (o *Operator) setHooks(hooks []*hook.Hook) {
+	s := &hookSet{list: hooks, byName: make(map[string]*hook.Hook, len(hooks))}
+	for _, h := range hooks {
+		s.byName[h.Name] = h
+	}
+	o.hooks.Store(s)
+}
+
 // current returns the hook set, sorted by name.
-func (o *Operator) current() []*hook.Hook { return *o.hooks.Load() }
+func (o *Operator) current() []*hook.Hook { return o.hooks.Load().list }
+
+// hook returns the hook named name, or nil.
+func (o *Operator) hook(name string) *hook.Hook { return o.hooks.Load().byName[name] }
 
 // startHooks starts hooks in the contract's order: the onStartup runs of
 // those in startup, then their kubernetes bindings that have not started,
@@ -562,10 +585,7 @@ func (o *Operator) push(h *hook.Hook, common *hook.Common, c binding.Context, do
 // replacing those it had (a reload changed it). Call it with o.mu held.
 func (o *Operator) startSchedules(ctx context.Context, hooks []*hook.Hook) error {
 	for _, h := range hooks {
-		if stop := o.schedules[h.Name]; stop != nil {
-			stop()
-			delete(o.schedules, h.Name)
-		}
+		o.stopSchedulesLocked(h.Name)
 		var entries []schedule.Entry
 		for i := range h.Config.Schedule {
 			s := &h.Config.Schedule[i]

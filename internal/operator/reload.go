@@ -89,7 +89,7 @@ func (o *Operator) Reload(hooks []*hook.Hook) (ReloadResult, error) {
 		o.stopSchedulesLocked(c.prev.Name)
 	}
 	o.watcher.Remove(stop)
-	o.hooks.Store(&p.hooks)
+	o.setHooks(p.hooks)
 
 	var start, startup []*hook.Hook
 	for _, h := range p.added {

@@ -105,8 +105,7 @@ func TestRetarget(t *testing.T) {
 	old.Config.Schedule = []hook.ScheduleBinding{{Common: hook.Common{Name: "tick"}, Crontab: "* * * * *"}}
 	cur := testHook("h.sh", kb("a", "Pod"))
 	o := &Operator{log: discard()}
-	set := []*hook.Hook{cur}
-	o.hooks.Store(&set)
+	o.setHooks([]*hook.Hook{cur})
 
 	task := &queue.Task{Hook: old, Contexts: []binding.Context{
 		{Binding: "a", Type: binding.TypeEvent},
