@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -45,7 +44,22 @@ type WatchOptions struct {
 // fingerprints mean no reload is needed. A folder that cannot be read
 // gives a fingerprint of its error, so that it changes again when it can.
 func Fingerprint(dir string) string {
+	fp, _ := scan(dir)
+	return fp
+}
+
+// scan walks dir once for both Fingerprint and the notifier: it returns
+// the fingerprint and the real paths of dir and every folder under it.
+func scan(dir string) (fingerprint string, folders []string) {
 	h := sha256.New()
+	seen := map[string]bool{}
+	addFolder := func(p string) {
+		if real, err := filepath.EvalSymlinks(p); err == nil && !seen[real] {
+			seen[real] = true
+			folders = append(folders, real)
+		}
+	}
+	addFolder(dir)
 	var walk func(rel string, depth int)
 	walk = func(rel string, depth int) {
 		full := filepath.Join(dir, filepath.FromSlash(rel))
@@ -69,12 +83,13 @@ func Fingerprint(dir string) string {
 			real, _ := filepath.EvalSymlinks(p)
 			fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%s\n", relName, info.Mode(), info.Size(), info.ModTime().UnixNano(), real)
 			if info.IsDir() && depth < maxWatchDepth {
+				addFolder(p)
 				walk(relName, depth+1)
 			}
 		}
 	}
 	walk("", 0)
-	return hex.EncodeToString(h.Sum(nil))
+	return hex.EncodeToString(h.Sum(nil)), folders
 }
 
 // maxWatchDepth bounds how deep Fingerprint and WatchDir go, so that a
@@ -105,6 +120,7 @@ func WatchDir(ctx context.Context, dir, since string, opts WatchOptions, changed
 	poll := time.NewTicker(opts.Poll)
 	defer poll.Stop()
 	for {
+		polled := false
 		select {
 		case <-ctx.Done():
 			return
@@ -118,25 +134,27 @@ func WatchDir(ctx context.Context, dir, since string, opts WatchOptions, changed
 			warn(fmt.Sprintf("hooks folder %s: inotify: %v", dir, err))
 			continue
 		case <-poll.C:
+			polled = true
 		}
-		fp := Fingerprint(dir)
-		if fp == last {
-			continue
-		}
-		// Look again after the quiet period: a change seen by polling may
-		// be halfway through.
-		for {
+		fp, folders := scan(dir)
+		// A change seen by polling may be halfway through: it counts once
+		// the folder looks the same after the quiet period (inotify's
+		// events have been waited out already).
+		for polled && fp != last {
 			if !sleep(ctx, opts.Quiet) {
 				return
 			}
-			again := Fingerprint(dir)
+			again, againFolders := scan(dir)
 			if again == fp {
 				break
 			}
-			fp = again
+			fp, folders = again, againFolders
+		}
+		if fp == last {
+			continue
 		}
 		last = fp
-		n.rewatch()
+		n.watch(folders)
 		changed()
 	}
 }
@@ -171,7 +189,8 @@ func newNotifier(dir string, warn func(string)) *notifier {
 		return n
 	}
 	n.w = w
-	n.rewatch()
+	_, folders := scan(dir)
+	n.watch(folders)
 	return n
 }
 
@@ -213,44 +232,15 @@ func (n *notifier) quiet(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// rewatch watches the folders that are under dir now, and stops watching
-// those that are gone.
-func (n *notifier) rewatch() {
+// watch watches folders (real paths), and stops watching those no longer
+// among them.
+func (n *notifier) watch(folders []string) {
 	if n.w == nil {
 		return
 	}
 	want := map[string]bool{}
-	var walk func(p string, depth int)
-	walk = func(p string, depth int) {
-		real, err := filepath.EvalSymlinks(p)
-		if err != nil || want[real] {
-			return
-		}
-		want[real] = true
-		if depth >= maxWatchDepth {
-			return
-		}
-		entries, err := os.ReadDir(real)
-		if err != nil {
-			return
-		}
-		for _, e := range entries {
-			c := filepath.Join(p, e.Name())
-			if strings.HasPrefix(e.Name(), ".") {
-				continue
-			}
-			if info, err := os.Stat(c); err == nil && info.IsDir() {
-				walk(c, depth+1)
-			}
-		}
-	}
-	walk(n.dir, 0)
-	var paths []string
-	for p := range want {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	for _, p := range paths {
+	for _, p := range folders {
+		want[p] = true
 		if n.watched[p] {
 			continue
 		}

@@ -10,11 +10,6 @@ import (
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
-// configMapVolume writes a version of a ConfigMap volume's files into dir.
-func configMapVolume(t *testing.T, dir, version string, files map[string]string) {
-	testoperator.ConfigMapVolume(t, dir, version, files)
-}
-
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
@@ -24,12 +19,12 @@ func must(t *testing.T, err error) {
 
 func TestFingerprintSeesAConfigMapSwap(t *testing.T) {
 	dir := t.TempDir()
-	configMapVolume(t, dir, "1", map[string]string{"a.sh": "#!/bin/sh\necho 1\n"})
+	testoperator.ConfigMapVolume(t, dir, "1", map[string]string{"a.sh": "#!/bin/sh\necho 1\n"})
 	first := Fingerprint(dir)
 	if again := Fingerprint(dir); again != first {
 		t.Fatal("the fingerprint of an unchanged folder changed")
 	}
-	configMapVolume(t, dir, "2", map[string]string{"a.sh": "#!/bin/sh\necho 2\n"})
+	testoperator.ConfigMapVolume(t, dir, "2", map[string]string{"a.sh": "#!/bin/sh\necho 2\n"})
 	if Fingerprint(dir) == first {
 		t.Error("swapping ..data to a new version (same sizes and times) left the fingerprint as it was")
 	}
@@ -50,7 +45,7 @@ func TestFingerprintSeesAConfigMapSwap(t *testing.T) {
 // folder that did not change calls nothing.
 func TestWatchDirCallsOnChange(t *testing.T) {
 	dir := t.TempDir()
-	configMapVolume(t, dir, "1", map[string]string{"a.sh": "#!/bin/sh\n"})
+	testoperator.ConfigMapVolume(t, dir, "1", map[string]string{"a.sh": "#!/bin/sh\n"})
 	since := Fingerprint(dir)
 	changes := make(chan string, 10)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -79,7 +74,7 @@ func TestWatchDirCallsOnChange(t *testing.T) {
 		}
 	}
 	none("nothing changed")
-	configMapVolume(t, dir, "2", map[string]string{"a.sh": "#!/bin/sh\necho two\n", "b.sh": "#!/bin/sh\n"})
+	testoperator.ConfigMapVolume(t, dir, "2", map[string]string{"a.sh": "#!/bin/sh\necho two\n", "b.sh": "#!/bin/sh\n"})
 	expect("a ConfigMap swap adding b.sh")
 	none("after the swap")
 	sub := filepath.Join(dir, "sub")
@@ -91,6 +86,40 @@ func TestWatchDirCallsOnChange(t *testing.T) {
 	none("a burst of writes is one change")
 	must(t, os.WriteFile(filepath.Join(sub, "c.sh"), []byte("#!/bin/sh\n# changed\n"), 0o755))
 	expect("a hook changed in the new folder")
+	cancel()
+	<-done
+}
+
+// A hook that is a symlink to a file outside the folder changes where
+// inotify does not look: the poll sees it, once it holds still for the
+// quiet period.
+func TestWatchDirPollsWhatInotifyCannotSee(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	target := filepath.Join(outside, "real.sh")
+	must(t, os.WriteFile(target, []byte("#!/bin/sh\n"), 0o755))
+	must(t, os.Symlink(target, filepath.Join(dir, "a.sh")))
+	since := Fingerprint(dir)
+	changes := make(chan struct{}, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		WatchDir(ctx, dir, since, WatchOptions{Quiet: 100 * time.Millisecond, Poll: 300 * time.Millisecond}, func() {
+			changes <- struct{}{}
+		})
+	}()
+	must(t, os.WriteFile(target, []byte("#!/bin/sh\necho changed\n"), 0o755))
+	select {
+	case <-changes:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a change of a symlinked hook outside the folder was not reported within 5s")
+	}
+	select {
+	case <-changes:
+		t.Fatal("one change was reported twice")
+	case <-time.After(time.Second):
+	}
 	cancel()
 	<-done
 }
