@@ -81,13 +81,25 @@ func TestIntegrationHooksReload(t *testing.T) {
 	aV2 := `[` + cmBinding("cms", "a2") + `,` + cmBinding("others", "other") + `]`
 	bV1 := `[` + cmBinding("bs", "b") + `]`
 	bV2 := `[` + cmBinding("bs", "b-new") + `]`
+	// hookVersion is what one version of the folder holds of a hook: its
+	// bindings, the version its runs record, and whether --config is broken.
+	type hookVersion struct {
+		bindings, script string
+		broken           bool
+	}
 	version := 0
-	write := func(files map[string]string) {
+	// write puts a new version of the folder in place with hooks a and b
+	// (b left out when nil).
+	write := func(a hookVersion, b *hookVersion) {
 		t.Helper()
 		version++
+		files := map[string]string{"a.sh": reloadHook(ns, records, "a", a.bindings, a.script, a.broken)}
+		if b != nil {
+			files["b.sh"] = reloadHook(ns, records, "b", b.bindings, b.script, b.broken)
+		}
 		testoperator.ConfigMapVolume(t, hooks, fmt.Sprint(version), files)
 	}
-	write(map[string]string{"a.sh": reloadHook(ns, records, "a", aV1, "script1", false)})
+	write(hookVersion{aV1, "script1", false}, nil)
 
 	o := startObservedEnv(t, bin, c.Kubeconfig, hooks,
 		[]string{"POD_NAME=" + pod.Name, "POD_NAMESPACE=" + ns, "POD_UID=" + string(pod.UID)})
@@ -114,10 +126,7 @@ func TestIntegrationHooksReload(t *testing.T) {
 	waitUntil(t, "a's Synchronizations", has("a", "S cms a1"), o.logs.String)
 
 	// A hook added.
-	write(map[string]string{
-		"a.sh": reloadHook(ns, records, "a", aV1, "script1", false),
-		"b.sh": reloadHook(ns, records, "b", bV1, "script1", false),
-	})
+	write(hookVersion{aV1, "script1", false}, &hookVersion{bV1, "script1", false})
 	waitUntil(t, "the added hook's Synchronization", has("b", "S bs b1"), o.logs.String)
 	waitUntil(t, "hooks_reload_total{result=applied}", reloads("applied"), o.logs.String)
 	if n := count("a", "S "); n != 2 {
@@ -125,10 +134,7 @@ func TestIntegrationHooksReload(t *testing.T) {
 	}
 
 	// A binding changed: it alone starts anew.
-	write(map[string]string{
-		"a.sh": reloadHook(ns, records, "a", aV2, "script1", false),
-		"b.sh": reloadHook(ns, records, "b", bV1, "script1", false),
-	})
+	write(hookVersion{aV2, "script1", false}, &hookVersion{bV1, "script1", false})
 	waitUntil(t, "the changed binding's Synchronization", has("a", "S cms a2-1"), o.logs.String)
 	mkcm("a-late", "a")
 	mkcm("a2-2", "a2")
@@ -141,10 +147,7 @@ func TestIntegrationHooksReload(t *testing.T) {
 	}
 
 	// A script changed, its configuration not.
-	write(map[string]string{
-		"a.sh": reloadHook(ns, records, "a", aV2, "script2", false),
-		"b.sh": reloadHook(ns, records, "b", bV1, "script1", false),
-	})
+	write(hookVersion{aV2, "script2", false}, &hookVersion{bV1, "script1", false})
 	waitUntil(t, "hooks_reload_total{result=unchanged}", reloads("unchanged"), o.logs.String)
 	mkcm("a2-3", "a2")
 	waitUntil(t, "the changed script's run", has("a", "E cms Added a2-3 script2"), o.logs.String)
@@ -153,10 +156,7 @@ func TestIntegrationHooksReload(t *testing.T) {
 	}
 
 	// A configuration broken: nothing changes, and it is reported.
-	write(map[string]string{
-		"a.sh": reloadHook(ns, records, "a", aV2, "script2", false),
-		"b.sh": reloadHook(ns, records, "b", bV2, "script2", true),
-	})
+	write(hookVersion{aV2, "script2", false}, &hookVersion{bV2, "script2", true})
 	waitUntil(t, "hooks_reload_total{result=invalid}", reloads("invalid"), o.logs.String)
 	waitUntil(t, "the Event on the operator's Pod", func() bool {
 		evs, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod.Name})
@@ -180,14 +180,11 @@ func TestIntegrationHooksReload(t *testing.T) {
 	}, o.logs.String)
 
 	// Fixed, with b's binding changed.
-	write(map[string]string{
-		"a.sh": reloadHook(ns, records, "a", aV2, "script2", false),
-		"b.sh": reloadHook(ns, records, "b", bV2, "script3", false),
-	})
+	write(hookVersion{aV2, "script2", false}, &hookVersion{bV2, "script3", false})
 	waitUntil(t, "the fixed hook's new Synchronization", has("b", "S bs bn1"), o.logs.String)
 
 	// A hook removed.
-	write(map[string]string{"a.sh": reloadHook(ns, records, "a", aV2, "script2", false)})
+	write(hookVersion{aV2, "script2", false}, nil)
 	waitUntil(t, "the log of b's removal", func() bool { return strings.Contains(o.logs.String(), `"removed":["b.sh"]`) }, o.logs.String)
 	mkcm("bn2", "b-new")
 	mkcm("a2-5", "a2")
