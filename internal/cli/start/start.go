@@ -219,7 +219,10 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		Warn:          func(msg string) { log.Warn(msg) },
 	}
 	// Taken before the load, so that a change made during it is reloaded.
-	fingerprint := hook.Fingerprint(f.HooksDir)
+	var fingerprint string
+	if f.Reload.Enabled {
+		fingerprint = hook.Fingerprint(f.HooksDir)
+	}
 	hooks, err := hook.Load(ctx, f.HooksDir, load)
 	if err != nil {
 		return fmt.Errorf("hooks in %s are not valid; nothing was started:\n%w", f.HooksDir, err)
