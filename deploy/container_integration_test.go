@@ -181,17 +181,27 @@ func TestIntegrationImageRunsMountedHooks(t *testing.T) {
 				return strings.Contains(body, fmt.Sprintf("hook_operator_hooks_reload_total{result=%q} %d\n", result, n))
 			}
 		}
-		must(t, os.WriteFile(second, []byte(ackHookFor(ns, "second")), 0o755))
+		// Each version is written beside the folder and renamed into it,
+		// as deployment tools and the kubelet replace files: writing a
+		// script in place while the operator runs it fails with "text
+		// file busy".
+		replace := func(content string) {
+			t.Helper()
+			tmp := filepath.Join(filepath.Dir(ctr.hooks), "second.sh.new")
+			must(t, os.WriteFile(tmp, []byte(content), 0o755))
+			must(t, os.Rename(tmp, second))
+		}
+		replace(ackHookFor(ns, "second"))
 		waitFor(t, "the reload of the added hook", time.Minute, reloads("applied", 1), ctr.logs)
 		pingAs(t, c, ns, "two", "second")
 		waitFor(t, "the added hook's ack", time.Minute, func() bool { return acked(c, ns, "two") }, ctr.logs)
 
-		must(t, os.WriteFile(second, []byte("#!/usr/bin/env bash\necho 'not a configuration'\n"), 0o755))
+		replace("#!/usr/bin/env bash\necho 'not a configuration'\n")
 		waitFor(t, "the report of the broken configuration", time.Minute, reloads("invalid", 1), ctr.logs)
 		pingAs(t, c, ns, "three", "ping")
 		waitFor(t, "the running hook's ack after the broken change", time.Minute, func() bool { return acked(c, ns, "three") }, ctr.logs)
 
-		must(t, os.WriteFile(second, []byte(ackHookFor(ns, "fixed")), 0o755))
+		replace(ackHookFor(ns, "fixed"))
 		waitFor(t, "the reload of the fixed hook", time.Minute, reloads("applied", 2), ctr.logs)
 		pingAs(t, c, ns, "four", "fixed")
 		waitFor(t, "the fixed hook's ack", time.Minute, func() bool { return acked(c, ns, "four") }, ctr.logs)
