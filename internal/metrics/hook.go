@@ -12,8 +12,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The actions of a hook metric operation.
@@ -151,12 +149,15 @@ func parseHookOp(n int, line []byte) (HookOp, error) {
 	return op, nil
 }
 
-// HookMetrics holds the metrics hooks write, and is a prometheus.Collector
-// serving them. A metric name keeps the kind (counter, gauge, histogram),
-// label names and buckets of its first use, by any hook.
+// HookMetrics holds the metrics hooks write, and is the Collector serving
+// them. A metric name keeps the kind (counter, gauge, histogram), label
+// names and buckets of its first use, by any hook.
 type HookMetrics struct {
 	mu       sync.Mutex
 	families map[string]*family
+	// reserved says whether a name is one of the operator's own metrics,
+	// which hooks cannot take; nil reserves none.
+	reserved func(name string) bool
 }
 
 type family struct {
@@ -188,6 +189,10 @@ func (h *HookMetrics) Check(hook string, ops []HookOp) error {
 	var errs []error
 	for _, op := range ops {
 		if op.Action == ActionExpire {
+			continue
+		}
+		if h.reserved != nil && h.reserved(op.Name) {
+			errs = append(errs, fmt.Errorf("line %d: metric %s: the name is one of the operator's own metrics; choose another", op.Line, op.Name))
 			continue
 		}
 		want := newFamily(op)
@@ -304,29 +309,29 @@ func (f *family) key(hook string, labels map[string]string) (string, []string) {
 	return strings.Join(values, "\x00"), values
 }
 
-// Describe implements prometheus.Collector. It describes nothing: the
-// metrics hooks write are not known in advance.
-func (h *HookMetrics) Describe(chan<- *prometheus.Desc) {}
+// Names implements Collector: the names hooks write are not known in
+// advance.
+func (h *HookMetrics) Names() []string { return nil }
 
-// Collect implements prometheus.Collector.
-func (h *HookMetrics) Collect(ch chan<- prometheus.Metric) {
+// Collect implements Collector.
+func (h *HookMetrics) Collect() []Family {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	out := make([]Family, 0, len(h.families))
 	for name, f := range h.families {
-		desc := prometheus.NewDesc(name, "Written by hooks to $METRICS_PATH.", f.labels, nil)
-		for _, s := range f.series {
-			switch f.kind {
-			case ActionAdd:
-				ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, s.value, s.labels...)
-			case ActionSet:
-				ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, s.value, s.labels...)
-			case ActionObserve:
-				b := make(map[float64]uint64, len(f.buckets))
-				for i, ub := range f.buckets {
-					b[ub] = s.buckets[i]
-				}
-				ch <- prometheus.MustNewConstHistogram(desc, s.count, s.sum, b, s.labels...)
-			}
+		fam := Family{Name: name, Help: "Written by hooks to $METRICS_PATH.", Labels: f.labels, Series: make([]Series, 0, len(f.series))}
+		switch f.kind {
+		case ActionAdd:
+			fam.Kind = Counter
+		case ActionSet:
+			fam.Kind = Gauge
+		case ActionObserve:
+			fam.Kind, fam.Buckets = Histogram, f.buckets
 		}
+		for _, s := range f.series {
+			fam.Series = append(fam.Series, Series{Values: s.labels, Value: s.value, Count: s.count, Sum: s.sum, Cumulative: slices.Clone(s.buckets)})
+		}
+		out = append(out, fam)
 	}
+	return out
 }

@@ -1,11 +1,10 @@
 package metrics_test
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/hook-operator/hook-operator/internal/metrics"
 )
@@ -51,7 +50,8 @@ func TestParseHookOpsErrors(t *testing.T) {
 }
 
 func TestHookMetricsKindsGroupsAndExpire(t *testing.T) {
-	h := metrics.NewHookMetrics()
+	m := metrics.New(metrics.DefaultPrefix)
+	h := m.Hooks
 	apply := func(hook, lines string) {
 		t.Helper()
 		ops := parse(t, lines)
@@ -86,12 +86,18 @@ size_count{hook="a.sh"} 1
 # TYPE temp gauge
 temp{hook="a.sh"} 3
 `
-	if err := testutil.CollectAndCompare(h, strings.NewReader(want)); err != nil {
-		t.Error(err)
+	if got := "\n" + serve(t, m.HooksHandler()); got != want {
+		t.Errorf("/metrics/hooks serves\n%s\nwant\n%s", got, want)
+	}
+	all := serve(t, m.Handler())
+	for _, family := range append(strings.Split(want, "# HELP ")[1:], "# TYPE go_goroutines gauge\n") {
+		if !strings.Contains(all, family) {
+			t.Errorf("/metrics lacks\n%s\nit serves:\n%s", family, all)
+		}
 	}
 	apply("b.sh", `{"group":"g","action":"expire"}`)
-	if n := testutil.CollectAndCount(h, "objects"); n != 0 {
-		t.Errorf("after expire: %d objects series", n)
+	if got := serve(t, m.HooksHandler()); strings.Contains(got, "objects") {
+		t.Errorf("after expire:\n%s", got)
 	}
 	// A name keeps its kind and labels.
 	ops := parse(t, `{"name":"temp","add":1}
@@ -101,10 +107,22 @@ temp{hook="a.sh"} 3
 		!strings.Contains(err.Error(), "line 2: metric runs_total: has the labels") {
 		t.Errorf("conflicts: %v", err)
 	}
-	// Served through a registry as a whole.
-	r := prometheus.NewRegistry()
-	r.MustRegister(h)
-	if _, err := r.Gather(); err != nil {
-		t.Errorf("gather: %v", err)
+	// The operator's own names are not for hooks.
+	err = h.Check("b.sh", parse(t, `{"name":"hook_operator_hook_runs_total","add":1}
+{"name":"go_goroutines","set":1}`))
+	if err == nil || !strings.Contains(err.Error(), "line 1: metric hook_operator_hook_runs_total: the name is one of the operator's own metrics") ||
+		!strings.Contains(err.Error(), "line 2: metric go_goroutines: the name is one") {
+		t.Errorf("reserved names: %v", err)
 	}
+}
+
+// serve returns what h serves to a GET.
+func serve(t *testing.T, h http.Handler) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != metrics.ContentType {
+		t.Fatalf("answer %d, %q", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	return rec.Body.String()
 }

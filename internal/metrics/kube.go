@@ -5,7 +5,6 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	clientmetrics "k8s.io/client-go/tools/metrics"
 )
 
@@ -25,14 +24,14 @@ func (m *Metrics) ObserveKubeClient() {
 	})
 }
 
-type latencyAdapter struct{ h *prometheus.HistogramVec }
+type latencyAdapter struct{ h *vec }
 
 func (a latencyAdapter) Observe(_ context.Context, verb string, _ url.URL, d time.Duration) {
-	a.h.WithLabelValues(verb).Observe(d.Seconds())
+	a.h.observe(d.Seconds(), verb)
 }
 
-type resultAdapter struct{ c *prometheus.CounterVec }
+type resultAdapter struct{ c *vec }
 
 func (a resultAdapter) Increment(_ context.Context, code, method, _ string) {
-	a.c.WithLabelValues(code, method).Inc()
+	a.c.add(1, code, method)
 }

@@ -14,10 +14,6 @@ import (
 	"regexp"
 	"strconv"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // DefaultPrefix starts the names of the operator's own metrics unless
@@ -38,47 +34,47 @@ func CheckPrefix(prefix string) error {
 // Metrics are the operator's own metrics and the hooks' metrics, in one
 // registry.
 type Metrics struct {
-	registry *prometheus.Registry
+	registry *registry
 	// hooksRegistry holds only the hooks' metrics, for /metrics/hooks.
-	hooksRegistry *prometheus.Registry
+	hooksRegistry *registry
 	prefix        string
 	// Hooks holds the metrics hooks write.
 	Hooks *HookMetrics
 
-	runs          *prometheus.CounterVec
-	runErrors     *prometheus.CounterVec
-	allowedErrors *prometheus.CounterVec
-	runSeconds    *prometheus.HistogramVec
-	userCPU       *prometheus.CounterVec
-	systemCPU     *prometheus.CounterVec
-	maxRSS        *prometheus.GaugeVec
+	runs          *vec
+	runErrors     *vec
+	allowedErrors *vec
+	runSeconds    *vec
+	userCPU       *vec
+	systemCPU     *vec
+	maxRSS        *vec
 
-	queueLength *prometheus.GaugeVec
-	queueWait   *prometheus.HistogramVec
-	combined    *prometheus.CounterVec
-	hookRunning *prometheus.GaugeVec
-	objectWait  *prometheus.HistogramVec
+	queueLength *vec
+	queueWait   *vec
+	combined    *vec
+	hookRunning *vec
+	objectWait  *vec
 
-	eventsReceived   *prometheus.CounterVec
-	eventsSuppressed *prometheus.CounterVec
-	watchErrors      *prometheus.CounterVec
-	watchRestarts    *prometheus.CounterVec
+	eventsReceived   *vec
+	eventsSuppressed *vec
+	watchErrors      *vec
+	watchRestarts    *vec
 
-	operations *prometheus.CounterVec
-	events     *prometheus.CounterVec
-	reloads    *prometheus.CounterVec
+	operations *vec
+	events     *vec
+	reloads    *vec
 
-	webhookRequests *prometheus.CounterVec
-	webhookSeconds  *prometheus.HistogramVec
-	webhookTimeouts *prometheus.CounterVec
+	webhookRequests *vec
+	webhookSeconds  *vec
+	webhookTimeouts *vec
 
-	liveTicks prometheus.Counter
+	liveTicks *vec
 
-	leader            *prometheus.GaugeVec
-	leaderTransitions prometheus.Counter
-	ringMembers       *prometheus.GaugeVec
-	ringShare         *prometheus.GaugeVec
-	ringChanges       prometheus.Counter
+	leader            *vec
+	leaderTransitions *vec
+	ringMembers       *vec
+	ringShare         *vec
+	ringChanges       *vec
 }
 
 // New returns metrics registered in a new registry, with the Go runtime and
@@ -89,12 +85,12 @@ func New(prefix string) *Metrics {
 	if err := CheckPrefix(prefix); err != nil {
 		panic("metrics.New: " + err.Error())
 	}
-	r := prometheus.NewRegistry()
+	r := &registry{}
 	f := factory{r, prefix}
 	runLabels := []string{"hook", "binding", "queue"}
 	m := &Metrics{
 		registry:      r,
-		hooksRegistry: prometheus.NewRegistry(),
+		hooksRegistry: &registry{},
 		prefix:        prefix,
 		Hooks:         NewHookMetrics(),
 		runs:          f.counter("hook_runs_total", "Hook runs, successful or not.", runLabels...),
@@ -139,8 +135,11 @@ func New(prefix string) *Metrics {
 		ringShare:   f.gauge("shard_ring_share", "The fraction of the hash space each member of the sharding ring owns, as this replica sees it (only with --sharding).", "member"),
 		ringChanges: f.counterNoLabels("shard_ring_changes_total", "Times this replica saw the sharding ring's members change."),
 	}
-	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), m.Hooks)
-	m.hooksRegistry.MustRegister(m.Hooks)
+	r.Register(goCollector{})
+	r.Register(processCollector{})
+	r.Register(m.Hooks)
+	m.hooksRegistry.Register(m.Hooks)
+	m.Hooks.reserved = r.has
 	return m
 }
 
@@ -148,20 +147,19 @@ func New(prefix string) *Metrics {
 // other packages.
 func (m *Metrics) Name(name string) string { return m.prefix + name }
 
-// Registry returns the registry, for collectors added by other parts of
-// the runtime (objects held per binding).
-func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
+// Register adds a collector of another part of the runtime (objects held
+// per binding) to /metrics.
+func (m *Metrics) Register(c Collector) { m.registry.Register(c) }
+
+// Gather returns what /metrics serves.
+func (m *Metrics) Gather() []Family { return m.registry.Gather() }
 
 // Handler serves the metrics in the Prometheus text format.
-func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
-}
+func (m *Metrics) Handler() http.Handler { return m.registry.handler() }
 
 // HooksHandler serves only the hooks' metrics, as shell-operator does on
 // /metrics/hooks.
-func (m *Metrics) HooksHandler() http.Handler {
-	return promhttp.HandlerFor(m.hooksRegistry, promhttp.HandlerOpts{})
-}
+func (m *Metrics) HooksHandler() http.Handler { return m.hooksRegistry.handler() }
 
 // Run records one finished hook run. allowed says the failure (err) was
 // allowed by allowFailure.
@@ -169,18 +167,18 @@ func (m *Metrics) Run(hook, binding, queue string, d, user, system time.Duration
 	if m == nil {
 		return
 	}
-	m.runs.WithLabelValues(hook, binding, queue).Inc()
+	m.runs.add(1, hook, binding, queue)
 	switch {
 	case err != nil && allowed:
-		m.allowedErrors.WithLabelValues(hook, binding, queue).Inc()
+		m.allowedErrors.add(1, hook, binding, queue)
 	case err != nil:
-		m.runErrors.WithLabelValues(hook, binding, queue).Inc()
+		m.runErrors.add(1, hook, binding, queue)
 	}
-	m.runSeconds.WithLabelValues(hook, binding, queue).Observe(d.Seconds())
-	m.userCPU.WithLabelValues(hook, binding, queue).Add(user.Seconds())
-	m.systemCPU.WithLabelValues(hook, binding, queue).Add(system.Seconds())
+	m.runSeconds.observe(d.Seconds(), hook, binding, queue)
+	m.userCPU.add(user.Seconds(), hook, binding, queue)
+	m.systemCPU.add(system.Seconds(), hook, binding, queue)
 	if maxRSS > 0 {
-		m.maxRSS.WithLabelValues(hook, binding, queue).Set(float64(maxRSS))
+		m.maxRSS.set(float64(maxRSS), hook, binding, queue)
 	}
 }
 
@@ -189,10 +187,10 @@ func (m *Metrics) Admission(hook, binding, kind, result string, code int, d time
 	if m == nil {
 		return
 	}
-	m.webhookRequests.WithLabelValues(hook, binding, kind, result, strconv.Itoa(code)).Inc()
-	m.webhookSeconds.WithLabelValues(hook, binding, kind).Observe(d.Seconds())
+	m.webhookRequests.add(1, hook, binding, kind, result, strconv.Itoa(code))
+	m.webhookSeconds.observe(d.Seconds(), hook, binding, kind)
 	if timedOut {
-		m.webhookTimeouts.WithLabelValues(hook, binding).Inc()
+		m.webhookTimeouts.add(1, hook, binding)
 	}
 }
 
@@ -204,9 +202,9 @@ func (m *Metrics) Leader(identity string, leading bool) {
 	v := 0.0
 	if leading {
 		v = 1
-		m.leaderTransitions.Inc()
+		m.leaderTransitions.add(1)
 	}
-	m.leader.WithLabelValues(identity).Set(v)
+	m.leader.set(v, identity)
 }
 
 // Ring records the sharding ring as this replica, identity, sees it: its
@@ -215,11 +213,11 @@ func (m *Metrics) Ring(identity string, members []string, share func(string) flo
 	if m == nil {
 		return
 	}
-	m.ringChanges.Inc()
-	m.ringMembers.WithLabelValues(identity).Set(float64(len(members)))
-	m.ringShare.Reset()
+	m.ringChanges.add(1)
+	m.ringMembers.set(float64(len(members)), identity)
+	m.ringShare.reset()
 	for _, id := range members {
-		m.ringShare.WithLabelValues(id).Set(share(id))
+		m.ringShare.set(share(id), id)
 	}
 }
 
@@ -228,7 +226,7 @@ func (m *Metrics) QueueLength(queue string, n int) {
 	if m == nil {
 		return
 	}
-	m.queueLength.WithLabelValues(queue).Set(float64(n))
+	m.queueLength.set(float64(n), queue)
 }
 
 // QueueWait records how long a task waited in queue.
@@ -236,7 +234,7 @@ func (m *Metrics) QueueWait(queue string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.queueWait.WithLabelValues(queue).Observe(d.Seconds())
+	m.queueWait.observe(d.Seconds(), queue)
 }
 
 // Combined counts contexts merged into a pending run of hook.
@@ -244,7 +242,7 @@ func (m *Metrics) Combined(hook, queue string, n int) {
 	if m == nil || n <= 0 {
 		return
 	}
-	m.combined.WithLabelValues(hook, queue).Add(float64(n))
+	m.combined.add(float64(n), hook, queue)
 }
 
 // HookRunning sets how many runs of hook are in progress.
@@ -252,7 +250,7 @@ func (m *Metrics) HookRunning(hook string, n int) {
 	if m == nil {
 		return
 	}
-	m.hookRunning.WithLabelValues(hook).Set(float64(n))
+	m.hookRunning.set(float64(n), hook)
 }
 
 // ObjectWait records how long a task of a hook with parallelism waited.
@@ -260,7 +258,7 @@ func (m *Metrics) ObjectWait(hook string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.objectWait.WithLabelValues(hook).Observe(d.Seconds())
+	m.objectWait.observe(d.Seconds(), hook)
 }
 
 // EventReceived counts a watch event of a binding.
@@ -268,7 +266,7 @@ func (m *Metrics) EventReceived(hook, binding, event string) {
 	if m == nil {
 		return
 	}
-	m.eventsReceived.WithLabelValues(hook, binding, event).Inc()
+	m.eventsReceived.add(1, hook, binding, event)
 }
 
 // EventSuppressed counts a watch event that ran nothing, and why.
@@ -276,7 +274,7 @@ func (m *Metrics) EventSuppressed(hook, binding, reason string) {
 	if m == nil {
 		return
 	}
-	m.eventsSuppressed.WithLabelValues(hook, binding, reason).Inc()
+	m.eventsSuppressed.add(1, hook, binding, reason)
 }
 
 // WatchError counts a failed watch of resource.
@@ -284,7 +282,7 @@ func (m *Metrics) WatchError(resource string) {
 	if m == nil {
 		return
 	}
-	m.watchErrors.WithLabelValues(resource).Inc()
+	m.watchErrors.add(1, resource)
 }
 
 // WatchRestart counts a watch stream of resource that ended, by reason.
@@ -292,7 +290,7 @@ func (m *Metrics) WatchRestart(resource, reason string) {
 	if m == nil {
 		return
 	}
-	m.watchRestarts.WithLabelValues(resource, reason).Inc()
+	m.watchRestarts.add(1, resource, reason)
 }
 
 // Operation counts an operation of hook by type and result.
@@ -300,7 +298,7 @@ func (m *Metrics) Operation(hook, typ, result string) {
 	if m == nil {
 		return
 	}
-	m.operations.WithLabelValues(hook, typ, result).Inc()
+	m.operations.add(1, hook, typ, result)
 }
 
 // KubeEvent counts a Kubernetes Event about a failed run by what became
@@ -309,7 +307,7 @@ func (m *Metrics) KubeEvent(result string) {
 	if m == nil {
 		return
 	}
-	m.events.WithLabelValues(result).Inc()
+	m.events.add(1, result)
 }
 
 // HooksReload counts a reload of the hooks folder by its result: applied,
@@ -318,7 +316,7 @@ func (m *Metrics) HooksReload(result string) {
 	if m == nil {
 		return
 	}
-	m.reloads.WithLabelValues(result).Inc()
+	m.reloads.add(1, result)
 }
 
 // Tick counts one tick of the liveness loop.
@@ -326,35 +324,25 @@ func (m *Metrics) Tick() {
 	if m == nil {
 		return
 	}
-	m.liveTicks.Inc()
+	m.liveTicks.add(1)
 }
 
 // factory makes metrics registered in one registry.
 type factory struct {
-	r      prometheus.Registerer
+	r      *registry
 	prefix string
 }
 
-func (f factory) counter(name, help string, labels ...string) *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: f.prefix + name, Help: help}, labels)
-	f.r.MustRegister(c)
-	return c
+func (f factory) counter(name, help string, labels ...string) *vec {
+	return f.r.addVec(newVec(f.prefix+name, help, Counter, nil, labels...))
 }
 
-func (f factory) counterNoLabels(name, help string) prometheus.Counter {
-	c := prometheus.NewCounter(prometheus.CounterOpts{Name: f.prefix + name, Help: help})
-	f.r.MustRegister(c)
-	return c
+func (f factory) counterNoLabels(name, help string) *vec { return f.counter(name, help) }
+
+func (f factory) gauge(name, help string, labels ...string) *vec {
+	return f.r.addVec(newVec(f.prefix+name, help, Gauge, nil, labels...))
 }
 
-func (f factory) gauge(name, help string, labels ...string) *prometheus.GaugeVec {
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: f.prefix + name, Help: help}, labels)
-	f.r.MustRegister(g)
-	return g
-}
-
-func (f factory) histogram(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
-	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: f.prefix + name, Help: help, Buckets: buckets}, labels)
-	f.r.MustRegister(h)
-	return h
+func (f factory) histogram(name, help string, buckets []float64, labels ...string) *vec {
+	return f.r.addVec(newVec(f.prefix+name, help, Histogram, buckets, labels...))
 }

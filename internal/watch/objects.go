@@ -1,33 +1,26 @@
 package watch
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/hook-operator/hook-operator/internal/metrics"
 )
-
-func objectsDesc(m *metrics.Metrics) *prometheus.Desc {
-	return prometheus.NewDesc(m.Name("binding_objects"),
-		"Objects each kubernetes binding holds now.", []string{"hook", "binding"}, nil)
-}
-
-func cachedDesc(m *metrics.Metrics) *prometheus.Desc {
-	return prometheus.NewDesc(m.Name("watch_cached_objects"),
-		"Objects the watches of a resource hold in memory now (with --sharding, only this replica's share where the API server filters by shard).", []string{"resource"}, nil)
-}
 
 // objectsCollector serves how many objects each binding holds, and how
 // many the watches of each resource cache, counted when scraped.
 type objectsCollector struct {
-	w            *Watcher
-	desc, cached *prometheus.Desc
+	w               *Watcher
+	objects, cached string
 }
 
-func (c objectsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc; ch <- c.cached }
+func newObjectsCollector(w *Watcher, m *metrics.Metrics) objectsCollector {
+	return objectsCollector{w: w, objects: m.Name("binding_objects"), cached: m.Name("watch_cached_objects")}
+}
 
-func (c objectsCollector) Collect(ch chan<- prometheus.Metric) {
+func (c objectsCollector) Names() []string { return []string{c.objects, c.cached} }
+
+func (c objectsCollector) Collect() []metrics.Family {
+	objects := metrics.Family{Name: c.objects, Help: "Objects each kubernetes binding holds now.", Kind: metrics.Gauge, Labels: []string{"hook", "binding"}}
 	for _, b := range c.w.all() {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(b.Count()), b.Hook.Name, b.cfg.Name)
+		objects.Series = append(objects.Series, metrics.Series{Values: []string{b.Hook.Name, b.cfg.Name}, Value: float64(b.Count())})
 	}
 	c.w.mu.Lock()
 	infs := make([]*informer, 0, len(c.w.informers))
@@ -41,7 +34,10 @@ func (c objectsCollector) Collect(ch chan<- prometheus.Metric) {
 			byResource[inf.key.resource] += len(inf.store.ListKeys())
 		}
 	}
+	cached := metrics.Family{Name: c.cached, Help: "Objects the watches of a resource hold in memory now (with --sharding, only this replica's share where the API server filters by shard).",
+		Kind: metrics.Gauge, Labels: []string{"resource"}}
 	for res, n := range byResource {
-		ch <- prometheus.MustNewConstMetric(c.cached, prometheus.GaugeValue, float64(n), res)
+		cached.Series = append(cached.Series, metrics.Series{Values: []string{res}, Value: float64(n)})
 	}
+	return []metrics.Family{objects, cached}
 }

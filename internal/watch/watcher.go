@@ -156,7 +156,7 @@ func (w *Watcher) SetMetrics(m *metrics.Metrics) {
 	for _, b := range w.all() {
 		b.metrics = m
 	}
-	m.Registry().MustRegister(objectsCollector{w, objectsDesc(m), cachedDesc(m)})
+	m.Register(newObjectsCollector(w, m))
 }
 
 // Binding returns the named kubernetes binding of a hook, or nil.
