@@ -67,8 +67,11 @@ type informer struct {
 	// finalizers is set when a binding manages a finalizer: entries then
 	// keep the object's finalizers.
 	finalizers bool
-	log        logrus.FieldLogger
-	metrics    *metrics.Metrics
+	// lean, set by start, is what its watches decode of each object when
+	// the bindings read only some of it (see lean.go); nil: everything.
+	lean    leanKeep
+	log     logrus.FieldLogger
+	metrics *metrics.Metrics
 
 	// broken is set when the watch fails, and cleared by the next event or
 	// by a successful probe (see Watcher.Broken).
@@ -130,6 +133,7 @@ func newInformer(client dynamic.Interface, streams *streams, health *kube.Health
 						failed:   func(err error) { i.failed(ctx, err) },
 						ended:    i.ended,
 						received: func() { i.stale.Store(false) },
+						lean:     i.lean,
 					})
 				} else {
 					w, err = nri.Watch(ctx, opts)
@@ -194,6 +198,7 @@ func (i *informer) start(ctx context.Context) error {
 	if i.started || i.stopped {
 		return nil // running, or let go of before it started (a share replaced)
 	}
+	i.lean = leanKeys(i.bindings, i.keepFull)
 	i.store, i.ctrl = cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: i.lw,
 		ObjectType:    &unstructured.Unstructured{},
@@ -288,4 +293,28 @@ func (i *informer) listed() bool {
 	started := i.started
 	i.mu.Unlock()
 	return started && i.ctrl.HasSynced()
+}
+
+// leanKeys returns the top-level keys the bindings' jqFilters read, when
+// that is all they need of an object: no full objects kept, and every
+// filter analysed (jq.Filter.TopLevelKeys). Otherwise nil: objects are
+// decoded whole.
+func leanKeys(bindings []*Binding, keepFull bool) leanKeep {
+	if keepFull || len(bindings) == 0 {
+		return nil
+	}
+	keep := leanKeep{}
+	for _, b := range bindings {
+		if b.cfg.Filter == nil {
+			return nil
+		}
+		keys, ok := b.cfg.Filter.TopLevelKeys()
+		if !ok {
+			return nil
+		}
+		for _, k := range keys {
+			keep[k] = true
+		}
+	}
+	return keep
 }

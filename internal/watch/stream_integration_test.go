@@ -20,8 +20,14 @@ var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmap
 // TestIntegrationStreamWatch runs the watch requests informers make against
 // the API server: the streamed start-up list (sendInitialEvents) with its
 // closing bookmark, then a live change, and the errors the reflector must
-// be able to tell apart.
+// be able to tell apart; objects decoded whole, and lean (only .data and
+// the metadata the runtime reads).
 func TestIntegrationStreamWatch(t *testing.T) {
+	t.Run("whole", func(t *testing.T) { testStreamWatch(t, nil) })
+	t.Run("lean", func(t *testing.T) { testStreamWatch(t, leanKeep{"data": true}) })
+}
+
+func testStreamWatch(t *testing.T, lean leanKeep) {
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	ctx := context.Background()
@@ -43,7 +49,7 @@ func TestIntegrationStreamWatch(t *testing.T) {
 		SendInitialEvents:    &sendInitial,
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 		AllowWatchBookmarks:  true,
-	}, streamHooks{})
+	}, streamHooks{lean: lean})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +65,12 @@ func TestIntegrationStreamWatch(t *testing.T) {
 	e := next()
 	if u, ok := e.Object.(*unstructured.Unstructured); e.Type != watch.Added || !ok || u.GetName() != "two" {
 		t.Fatalf("first event %s %v, want ADDED two (the label selector leaves out one)", e.Type, e.Object)
+	}
+	u := e.Object.(*unstructured.Unstructured)
+	_, hasCreated := u.Object["metadata"].(map[string]any)["creationTimestamp"]
+	if u.GetNamespace() != ns || u.GetUID() == "" || u.GetResourceVersion() == "" || u.Object["data"].(map[string]any)["n"] != "two" ||
+		hasCreated != (lean == nil) {
+		t.Errorf("object decoded (lean %v): %v", lean != nil, u.Object)
 	}
 	for {
 		e = next()
