@@ -126,14 +126,14 @@ func New(prefix string) *Metrics {
 			[]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}, "hook", "binding", "kind"),
 		webhookTimeouts: f.counter("webhook_hook_timeouts_total", "Admission requests denied because the hook did not answer within the binding's timeoutSeconds.", "hook", "binding"),
 
-		liveTicks: f.counterNoLabels("live_ticks_total", "Increments every 10 seconds while the operator's loops are alive."),
+		liveTicks: f.counter("live_ticks_total", "Increments every 10 seconds while the operator's loops are alive."),
 
 		leader:            f.gauge("leader", "1 while this replica holds the leader election's Lease and runs hooks, 0 while it is a standby (only with --leader-elect).", "identity"),
-		leaderTransitions: f.counterNoLabels("leader_transitions_total", "Times this replica became the leader."),
+		leaderTransitions: f.counter("leader_transitions_total", "Times this replica became the leader."),
 
 		ringMembers: f.gauge("shard_ring_members", "Live members of the sharding ring as this replica sees it (only with --sharding); identity is this replica.", "identity"),
 		ringShare:   f.gauge("shard_ring_share", "The fraction of the hash space each member of the sharding ring owns, as this replica sees it (only with --sharding).", "member"),
-		ringChanges: f.counterNoLabels("shard_ring_changes_total", "Times this replica saw the sharding ring's members change."),
+		ringChanges: f.counter("shard_ring_changes_total", "Times this replica saw the sharding ring's members change."),
 	}
 	r.Register(goCollector{})
 	r.Register(processCollector{})
@@ -336,8 +336,6 @@ type factory struct {
 func (f factory) counter(name, help string, labels ...string) *vec {
 	return f.r.addVec(newVec(f.prefix+name, help, Counter, nil, labels...))
 }
-
-func (f factory) counterNoLabels(name, help string) *vec { return f.counter(name, help) }
 
 func (f factory) gauge(name, help string, labels ...string) *vec {
 	return f.r.addVec(newVec(f.prefix+name, help, Gauge, nil, labels...))

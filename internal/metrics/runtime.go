@@ -8,6 +8,7 @@ import (
 	rtmetrics "runtime/metrics"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -46,32 +47,29 @@ func (goCollector) Collect() []Family {
 		}
 		return float64(settings[i].Value.Uint64())
 	}
-	one := func(name, help string, kind Kind, v float64) Family {
-		return Family{Name: name, Help: help, Kind: kind, Series: []Series{{Value: v}}}
-	}
 	return []Family{
-		one("go_goroutines", "Number of goroutines that currently exist.", Gauge, float64(runtime.NumGoroutine())),
-		one("go_threads", "Number of OS threads created.", Gauge, float64(threads)),
+		single("go_goroutines", "Number of goroutines that currently exist.", Gauge, float64(runtime.NumGoroutine())),
+		single("go_threads", "Number of OS threads created.", Gauge, float64(threads)),
 		{Name: "go_info", Help: "Information about the Go environment.", Kind: Gauge, Labels: []string{"version"},
 			Series: []Series{{Values: []string{runtime.Version()}, Value: 1}}},
 		{Name: "go_gc_duration_seconds", Help: "A summary of the wall-time pause (stop-the-world) duration in garbage collection cycles.", Kind: Summary,
 			Series: []Series{{Quantiles: quantiles, Count: uint64(gc.NumGC), Sum: gc.PauseTotal.Seconds()}}},
-		one("go_memstats_alloc_bytes", "Number of heap bytes allocated and currently in use.", Gauge, float64(ms.Alloc)),
-		one("go_memstats_alloc_bytes_total", "Total number of heap bytes allocated, even if freed.", Counter, float64(ms.TotalAlloc)),
-		one("go_memstats_sys_bytes", "Number of bytes obtained from the system.", Gauge, float64(ms.Sys)),
-		one("go_memstats_heap_alloc_bytes", "Number of heap bytes allocated and currently in use.", Gauge, float64(ms.HeapAlloc)),
-		one("go_memstats_heap_inuse_bytes", "Number of heap bytes in spans that are in use.", Gauge, float64(ms.HeapInuse)),
-		one("go_memstats_heap_idle_bytes", "Number of heap bytes waiting to be used.", Gauge, float64(ms.HeapIdle)),
-		one("go_memstats_heap_released_bytes", "Number of heap bytes released to the OS.", Gauge, float64(ms.HeapReleased)),
-		one("go_memstats_heap_objects", "Number of currently allocated objects.", Gauge, float64(ms.HeapObjects)),
-		one("go_memstats_stack_inuse_bytes", "Number of bytes in use by the stack allocator.", Gauge, float64(ms.StackInuse)),
-		one("go_memstats_next_gc_bytes", "Number of heap bytes when the next garbage collection will take place.", Gauge, float64(ms.NextGC)),
-		one("go_memstats_last_gc_time_seconds", "Number of seconds since 1970 of the last garbage collection.", Gauge, float64(ms.LastGC)/1e9),
-		one("go_memstats_mallocs_total", "Total number of heap objects allocated.", Counter, float64(ms.Mallocs)),
-		one("go_memstats_frees_total", "Total number of heap objects freed.", Counter, float64(ms.Frees)),
-		one("go_gc_gogc_percent", "The GOGC setting.", Gauge, setting(0)),
-		one("go_gc_gomemlimit_bytes", "The GOMEMLIMIT setting.", Gauge, setting(1)),
-		one("go_sched_gomaxprocs_threads", "The GOMAXPROCS setting.", Gauge, float64(runtime.GOMAXPROCS(0))),
+		single("go_memstats_alloc_bytes", "Number of heap bytes allocated and currently in use.", Gauge, float64(ms.Alloc)),
+		single("go_memstats_alloc_bytes_total", "Total number of heap bytes allocated, even if freed.", Counter, float64(ms.TotalAlloc)),
+		single("go_memstats_sys_bytes", "Number of bytes obtained from the system.", Gauge, float64(ms.Sys)),
+		single("go_memstats_heap_alloc_bytes", "Number of heap bytes allocated and currently in use.", Gauge, float64(ms.HeapAlloc)),
+		single("go_memstats_heap_inuse_bytes", "Number of heap bytes in spans that are in use.", Gauge, float64(ms.HeapInuse)),
+		single("go_memstats_heap_idle_bytes", "Number of heap bytes waiting to be used.", Gauge, float64(ms.HeapIdle)),
+		single("go_memstats_heap_released_bytes", "Number of heap bytes released to the OS.", Gauge, float64(ms.HeapReleased)),
+		single("go_memstats_heap_objects", "Number of currently allocated objects.", Gauge, float64(ms.HeapObjects)),
+		single("go_memstats_stack_inuse_bytes", "Number of bytes in use by the stack allocator.", Gauge, float64(ms.StackInuse)),
+		single("go_memstats_next_gc_bytes", "Number of heap bytes when the next garbage collection will take place.", Gauge, float64(ms.NextGC)),
+		single("go_memstats_last_gc_time_seconds", "Number of seconds since 1970 of the last garbage collection.", Gauge, float64(ms.LastGC)/1e9),
+		single("go_memstats_mallocs_total", "Total number of heap objects allocated.", Counter, float64(ms.Mallocs)),
+		single("go_memstats_frees_total", "Total number of heap objects freed.", Counter, float64(ms.Frees)),
+		single("go_gc_gogc_percent", "The GOGC setting.", Gauge, setting(0)),
+		single("go_gc_gomemlimit_bytes", "The GOMEMLIMIT setting.", Gauge, setting(1)),
+		single("go_sched_gomaxprocs_threads", "The GOMAXPROCS setting.", Gauge, float64(runtime.GOMAXPROCS(0))),
 	}
 }
 
@@ -111,51 +109,40 @@ func (processCollector) Collect() []Family {
 		v, _ := strconv.ParseFloat(fields[field-3], 64)
 		return v
 	}
-	one := func(name, help string, kind Kind, v float64) Family {
-		return Family{Name: name, Help: help, Kind: kind, Series: []Series{{Value: v}}}
-	}
 	out := []Family{
-		one("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", Counter, (num(14)+num(15))/userHZ),
-		one("process_virtual_memory_bytes", "Virtual memory size in bytes.", Gauge, num(23)),
-		one("process_resident_memory_bytes", "Resident memory size in bytes.", Gauge, num(24)*float64(os.Getpagesize())),
+		single("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", Counter, (num(14)+num(15))/userHZ),
+		single("process_virtual_memory_bytes", "Virtual memory size in bytes.", Gauge, num(23)),
+		single("process_resident_memory_bytes", "Resident memory size in bytes.", Gauge, num(24)*float64(os.Getpagesize())),
 	}
 	if boot := bootTime(); boot > 0 {
-		out = append(out, one("process_start_time_seconds", "Start time of the process since unix epoch in seconds.", Gauge, boot+num(22)/userHZ))
+		out = append(out, single("process_start_time_seconds", "Start time of the process since unix epoch in seconds.", Gauge, boot+num(22)/userHZ))
 	}
 	if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
-		out = append(out, one("process_open_fds", "Number of open file descriptors.", Gauge, float64(len(fds))))
+		out = append(out, single("process_open_fds", "Number of open file descriptors.", Gauge, float64(len(fds))))
 	}
 	if max := maxFDs(); max > 0 {
-		out = append(out, one("process_max_fds", "Maximum number of open file descriptors.", Gauge, max))
+		out = append(out, single("process_max_fds", "Maximum number of open file descriptors.", Gauge, max))
 	}
 	return out
 }
 
-// bootTime is the btime line of /proc/stat: when the machine booted, in
-// seconds since 1970; 0 when unknown.
-func bootTime() float64 {
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "btime "); ok {
-			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return f
-		}
-	}
-	return 0
-}
+// bootTime is when the machine booted, in seconds since 1970 (the btime
+// line of /proc/stat); 0 when unknown. It is read once.
+var bootTime = sync.OnceValue(func() float64 { return procField("/proc/stat", "btime") })
 
-// maxFDs is the soft limit on open files from /proc/self/limits; 0 when
+// maxFDs is the soft limit on open files (/proc/self/limits); 0 when
 // unknown or unlimited.
-func maxFDs() float64 {
-	data, err := os.ReadFile("/proc/self/limits")
+func maxFDs() float64 { return procField("/proc/self/limits", "Max open files") }
+
+// procField returns the number that follows prefix on the first line of
+// the file at path that starts with it; 0 when there is none.
+func procField(path, prefix string) float64 {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "Max open files"); ok {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
 			if f := strings.Fields(rest); len(f) > 0 {
 				v, _ := strconv.ParseFloat(f[0], 64)
 				return v
@@ -163,4 +150,9 @@ func maxFDs() float64 {
 		}
 	}
 	return 0
+}
+
+// single is a family of one series without labels.
+func single(name, help string, kind Kind, v float64) Family {
+	return Family{Name: name, Help: help, Kind: kind, Series: []Series{{Value: v}}}
 }

@@ -238,7 +238,7 @@ func (w *streamWatch) receive() {
 	// the server for each read of 4 KB or more, and the decoder's own reads
 	// are small, so without the buffer a list of 100,000 objects costs
 	// some 17,000 WINDOW_UPDATE writes (7% of the operator's CPU in it).
-	next := func() (event, error) { return event{}, nil }
+	var next func() (event, error)
 	if w.lean != nil {
 		next = newLeanReader(w.body, w.lean).next
 	} else {
