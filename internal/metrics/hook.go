@@ -64,10 +64,15 @@ type rawOp struct {
 // lines ignored. Every line is checked; the error joins one error per bad
 // line, each naming its line number.
 func ParseHookOps(data []byte) ([]HookOp, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, nil // the common case: a run without metrics
+	}
 	var ops []HookOp
 	var errs []error
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	// No line is longer than data: a buffer of its size (at least 4 KiB,
+	// at most 16 MiB) is never grown, and small files do not pay for 64 KiB.
+	sc.Buffer(make([]byte, min(max(len(data)+1, 4096), 16*1024*1024)), 16*1024*1024)
 	for n := 1; sc.Scan(); n++ {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {

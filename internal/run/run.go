@@ -134,6 +134,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, fmt.Errorf("hook %s: start: %w", h.Name, err)
 	}
 	log.WithField("pid", cmd.Process.Pid).Debug("hook started")
+	awaitExit(cmd.Process.Pid)
 	waitErr := cmd.Wait()
 	signalled := p.signalled.Load()
 
