@@ -11,21 +11,25 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// Lean decoding: an informer whose bindings keep no full objects and whose
-// jqFilters read only some top-level keys of an object (see
-// jq.Filter.TopLevelKeys: .data, {name: .metadata.name, spec: .spec}, ...)
-// decodes only those keys, apiVersion and kind, and the few metadata
-// fields the runtime reads (name, namespace, uid, resourceVersion,
-// deletionTimestamp, finalizers, annotations). Everything else (managed
-// fields, status, the rest of the metadata) is skipped without being
-// decoded. A watch stream is one compact JSON event per line (the API
-// server writes them so), which is what lets a line be parsed by the
-// skipping parser below instead of encoding/json's validating scanner,
-// the largest cost of decoding. A line it cannot parse is decoded by
-// encoding/json as before.
+// Decoding a watch stream. The API server writes one compact JSON event
+// per line, which lets each line be parsed by the small parser below
+// instead of encoding/json's validating scanner, the largest cost of
+// decoding; a line it cannot parse is decoded by encoding/json, which says
+// what is wrong with it.
+//
+// Objects are decoded whole, into the same values encoding/json makes with
+// UseNumber (maps, slices, strings, json.Number, bools, nil), or lean: an
+// informer whose bindings keep no full objects and whose jqFilters read
+// only some top-level keys of an object (see jq.Filter.TopLevelKeys:
+// .data, {name: .metadata.name, spec: .spec}, ...) decodes only those
+// keys, apiVersion and kind, and the few metadata fields the runtime reads
+// (name, namespace, uid, resourceVersion, deletionTimestamp, finalizers,
+// annotations). Everything else (managed fields, status, the rest of the
+// metadata) is skipped without being decoded.
 
-// leanKeep is what a lean stream decodes of each object besides apiVersion,
+// leanKeep is what a stream decodes of each object besides apiVersion,
 // kind and the metadata fields above: the top-level keys the filters read.
+// nil means the whole object.
 type leanKeep map[string]bool
 
 // leanReader reads the events of a watch stream line by line.
@@ -33,6 +37,7 @@ type leanReader struct {
 	r    *bufio.Reader
 	keep leanKeep
 	line []byte
+	keys keyTable
 }
 
 func newLeanReader(r io.Reader, keep leanKeep) *leanReader {
@@ -53,7 +58,7 @@ func (l *leanReader) next() (event, error) {
 		if err != nil && !errors.Is(err, io.EOF) {
 			return event{}, err
 		}
-		return decodeLeanEvent(line, l.keep)
+		return l.keys.decodeEvent(line, l.keep)
 	}
 }
 
@@ -78,13 +83,18 @@ func (l *leanReader) readLine() ([]byte, error) {
 	}
 }
 
-// decodeLeanEvent decodes one line: the event's type, and its object lean
-// (an ERROR's Status in full). A line the lean parser cannot read is
+// decodeLeanEvent decodes one line: the event's type, and its object as
+// keep says (an ERROR's Status whole). A line the lean parser cannot read is
 // decoded by encoding/json, which says what is wrong with it.
 func decodeLeanEvent(line []byte, keep leanKeep) (event, error) {
+	var keys keyTable
+	return keys.decodeEvent(line, keep)
+}
+
+func (keys *keyTable) decodeEvent(line []byte, keep leanKeep) (event, error) {
 	var e event
 	var raw []byte
-	p := leanParser{b: line}
+	p := leanParser{b: line, keys: keys}
 	err := p.object(func(key []byte) error {
 		switch string(key) {
 		case "type":
@@ -103,7 +113,7 @@ func decodeLeanEvent(line []byte, keep leanKeep) (event, error) {
 		if e.Type == watch.Error {
 			err = decodeNumbers(raw, &e.Object) // a Status, whole
 		} else {
-			e.Object, err = decodeLeanObject(raw, keep)
+			e.Object, err = keys.decodeObject(raw, keep)
 		}
 		if err == nil {
 			return e, nil
@@ -121,13 +131,20 @@ func decodeNumbers(data []byte, v any) error {
 	return dec.Decode(v)
 }
 
-// decodeLeanObject decodes what the runtime and the filters read of one
-// object.
-func decodeLeanObject(raw []byte, keep leanKeep) (map[string]any, error) {
+// decodeObject decodes what the runtime and the filters read of one
+// object: all of it when keep is nil.
+func (keys *keyTable) decodeObject(raw []byte, keep leanKeep) (map[string]any, error) {
+	p := leanParser{b: raw, keys: keys}
+	if keep == nil {
+		out, err := p.objectValue()
+		if err == nil && !p.end() {
+			err = errLean
+		}
+		return out, err
+	}
 	out := map[string]any{}
-	p := leanParser{b: raw}
 	err := p.object(func(key []byte) error {
-		k := string(key)
+		k := p.keys.key(key)
 		switch {
 		case keep[k] || k == "apiVersion" || k == "kind":
 			v, err := p.value()
@@ -149,13 +166,54 @@ func decodeLeanObject(raw []byte, keep leanKeep) (map[string]any, error) {
 var errLean = errors.New("not one compact JSON object")
 
 // leanParser walks JSON that encoding/json wrote (the API server's): it
-// finds where values end without checking them, and decodes only the
-// values asked for, with encoding/json. Malformed input gives an error,
-// never a panic.
+// finds where values end without checking them, and decodes the values
+// asked for (strings with escapes, or bytes that are not UTF-8, with
+// encoding/json). Malformed input gives an error, never a panic.
 type leanParser struct {
 	b []byte
 	i int
+	// depth is how deeply value is nested now; like encoding/json, it
+	// gives up beyond maxDepth.
+	depth int
+	keys  *keyTable
 }
+
+// keyTable makes the keys of decoded objects share their strings: the
+// objects of one watch repeat the same keys (metadata, name, namespace,
+// managedFields, the keys of their data and labels), and a key decoded
+// once is not allocated again, for each object, nor kept once per object
+// in the watch's cache. Only short keys are shared, and at most
+// maxSharedKeys of them per stream, so that keys that never repeat (each
+// object's own data keys, say) cannot make the table grow without end.
+type keyTable struct {
+	shared map[string]string
+}
+
+const (
+	maxSharedKeys   = 2048
+	maxSharedKeyLen = 64
+)
+
+// key returns key as a string, shared when it was seen before.
+func (t *keyTable) key(key []byte) string {
+	if t == nil || len(key) > maxSharedKeyLen {
+		return string(key)
+	}
+	if s, ok := t.shared[string(key)]; ok {
+		return s
+	}
+	s := string(key)
+	if len(t.shared) < maxSharedKeys {
+		if t.shared == nil {
+			t.shared = map[string]string{}
+		}
+		t.shared[s] = s
+	}
+	return s
+}
+
+// maxDepth is encoding/json's limit of nesting.
+const maxDepth = 10000
 
 func (p *leanParser) ws() {
 	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\n' || p.b[p.i] == '\r') {
@@ -315,14 +373,12 @@ func (p *leanParser) value() (any, error) {
 	case '"':
 		return p.str()
 	case '{':
-		m := map[string]any{}
-		err := p.object(func(key []byte) error {
-			v, err := p.value()
-			m[string(key)] = v
-			return err
-		})
-		return m, err
+		return p.objectValue()
 	case '[':
+		if p.depth++; p.depth > maxDepth {
+			return nil, errLean
+		}
+		defer func() { p.depth-- }()
 		p.i++
 		out := []any{}
 		for {
@@ -368,6 +424,21 @@ func (p *leanParser) value() (any, error) {
 	return nil, errLean
 }
 
+// objectValue decodes the object at p.i whole.
+func (p *leanParser) objectValue() (map[string]any, error) {
+	if p.depth++; p.depth > maxDepth {
+		return nil, errLean
+	}
+	defer func() { p.depth-- }()
+	m := map[string]any{}
+	err := p.object(func(key []byte) error {
+		v, err := p.value()
+		m[p.keys.key(key)] = v
+		return err
+	})
+	return m, err
+}
+
 // isNumber says whether b is a JSON number.
 func isNumber(b []byte) bool {
 	i := 0
@@ -411,7 +482,7 @@ func isNumber(b []byte) bool {
 func (p *leanParser) metadata() (map[string]any, error) {
 	m := map[string]any{}
 	err := p.object(func(key []byte) error {
-		switch k := string(key); k {
+		switch k := p.keys.key(key); k {
 		case "name", "namespace", "uid", "resourceVersion", "deletionTimestamp":
 			if p.i < len(p.b) && p.b[p.i] == 'n' { // null
 				return p.skip()

@@ -37,10 +37,11 @@ func full(t testing.TB, line string) (event, bool) {
 	return e, true
 }
 
-// restrict is what a lean decode keeps of a fully decoded object.
+// restrict is what a lean decode keeps of a fully decoded object: all of
+// it for a nil keep.
 func restrict(o map[string]any, keep leanKeep) map[string]any {
-	if o == nil {
-		return nil
+	if o == nil || keep == nil {
+		return o
 	}
 	out := map[string]any{}
 	for k, v := range o {
@@ -73,7 +74,7 @@ func restrict(o map[string]any, keep leanKeep) map[string]any {
 // checkLean: on a line encoding/json reads as one event, the lean decode
 // gives the same type, and the object restricted to what lean decoding
 // keeps, or (an ERROR's Status, or a line the lean parser gave up on) the
-// whole object.
+// whole object. With a nil keep, that is the whole object either way.
 func checkLean(t *testing.T, line string, keep leanKeep) {
 	t.Helper()
 	want, ok := full(t, line)
@@ -98,6 +99,23 @@ func TestLeanDecodeEvents(t *testing.T) {
 		checkLean(t, line, leanKeep{"data": true, "spec": true})
 		checkLean(t, line, leanKeep{"metadata": true})
 		checkLean(t, line, leanKeep{})
+		checkLean(t, line, nil)
+	}
+	// Whole objects are parsed too, not given up on; nesting deeper than
+	// encoding/json reads is given up on, and then refused as it refuses.
+	for _, line := range slices.Concat(leanLines[:3], leanLines[4:]) {
+		p := leanParser{b: []byte(line)}
+		if _, err := p.objectValue(); err != nil || !p.end() {
+			t.Errorf("%s: not parsed whole: %v", line, err)
+		}
+	}
+	deep := `{"type":"ADDED","object":{"metadata":{"name":"deep"},"data":` + strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth) + `}}`
+	p := leanParser{b: []byte(deep)}
+	if _, err := p.objectValue(); err == nil {
+		t.Errorf("nesting of %d parsed; encoding/json refuses it", maxDepth+2)
+	}
+	if _, err := decodeLeanEvent([]byte(deep), nil); err == nil {
+		t.Errorf("nesting of %d decoded; encoding/json refuses it", maxDepth+2)
 	}
 	// The lines of a Kubernetes stream are decoded lean, not given up on.
 	for _, line := range slices.Concat(leanLines[:3], leanLines[4:]) {
@@ -129,6 +147,7 @@ func FuzzLeanDecodeEvent(f *testing.F) {
 			return // one line is one event
 		}
 		checkLean(t, line, leanKeep{"data": true, "spec": true})
+		checkLean(t, line, nil)
 	})
 }
 
@@ -156,20 +175,31 @@ func TestLeanReaderLines(t *testing.T) {
 }
 
 // BenchmarkDecodeStream compares decoding a stream of ConfigMap events
-// whole (encoding/json, as for full objects) and lean for a .data filter.
+// with encoding/json (as full objects were decoded before the line
+// parser), whole with the line parser, and lean for a .data filter.
 func BenchmarkDecodeStream(b *testing.B) {
 	var buf bytes.Buffer
 	for i := range 10000 {
 		buf.WriteString(strings.Replace(leanLines[0], `"b-1"`, `"b-`+strings.Repeat("0", 5)+string(rune('0'+i%10))+`"`, 1) + "\n")
 	}
 	data := buf.Bytes()
-	b.Run("full", func(b *testing.B) {
+	b.Run("encoding-json", func(b *testing.B) {
 		for b.Loop() {
 			dec := json.NewDecoder(bytes.NewReader(data))
 			dec.UseNumber()
 			for {
 				var e event
 				if dec.Decode(&e) != nil {
+					break
+				}
+			}
+		}
+	})
+	b.Run("whole", func(b *testing.B) {
+		for b.Loop() {
+			r := newLeanReader(bytes.NewReader(data), nil)
+			for {
+				if _, err := r.next(); err != nil {
 					break
 				}
 			}
