@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/metrics"
 )
@@ -53,15 +52,15 @@ func (k informerKey) String() string {
 // list is fixed before the informer starts, because every stored entry
 // holds one filter result per attached binding.
 //
-// It is client-go's plain informer (a reflector, a FIFO and a store), not a
-// SharedIndexInformer: the bindings sharing it are already handled by
-// dispatch, and a shared informer's per-handler goroutines would pass every
-// event through two more goroutines, each handoff a thread wake-up.
+// It is client-go's reflector feeding an objectStore, not an informer of
+// client-go's: the bindings sharing it are already handled by dispatch, and
+// a SharedIndexInformer's per-handler goroutines, or even a plain
+// informer's FIFO, would pass every event through more goroutines, each
+// handoff a thread wake-up (see objectStore).
 type informer struct {
 	key      informerKey
 	lw       *cache.ListWatch
-	store    cache.Store
-	ctrl     cache.Controller
+	store    *objectStore
 	bindings []*Binding
 	keepFull bool
 	// finalizers is set when a binding manages a finalizer: entries then
@@ -199,21 +198,13 @@ func (i *informer) start(ctx context.Context) error {
 		return nil // running, or let go of before it started (a share replaced)
 	}
 	i.lean = leanKeys(i.bindings, i.keepFull)
-	i.store, i.ctrl = cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: i.lw,
-		ObjectType:    &unstructured.Unstructured{},
-		Transform:     i.transform,
-		Handler: cache.ResourceEventHandlerDetailedFuncs{
-			AddFunc:    func(obj any, _ bool) { i.dispatch(hook.Added, nil, obj) },
-			UpdateFunc: func(old, obj any) { i.dispatch(hook.Modified, old, obj) },
-			DeleteFunc: func(obj any) { i.dispatch(hook.Deleted, nil, obj) },
-		},
-	})
+	i.store = &objectStore{transform: i.transform, notify: i.dispatch, items: map[string]*entry{}}
+	r := cache.NewReflectorWithOptions(i.lw, &unstructured.Unstructured{}, i.store, cache.ReflectorOptions{Name: i.key.String()})
 	ctx, i.cancel = context.WithCancel(ctx)
 	i.started = true
 	go func() {
 		defer close(i.done)
-		i.ctrl.RunWithContext(ctx)
+		r.RunWithContext(ctx)
 	}()
 	return nil
 }
@@ -260,29 +251,11 @@ func (i *informer) dispatch(event string, oldObj, obj any) {
 
 // get returns the cached entry of one object, or nil.
 func (i *informer) get(namespace, name string) *entry {
-	key := name
-	if namespace != "" {
-		key = namespace + "/" + name
-	}
-	item, ok, err := i.store.GetByKey(key)
-	if err != nil || !ok {
-		return nil
-	}
-	e, _ := item.(*entry)
-	return e
+	return i.store.get(entryKey(namespace, name))
 }
 
 // list returns the entries in the informer's cache.
-func (i *informer) list() []*entry {
-	items := i.store.List()
-	out := make([]*entry, 0, len(items))
-	for _, it := range items {
-		if e, ok := it.(*entry); ok {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+func (i *informer) list() []*entry { return i.store.list() }
 
 func (i *informer) String() string { return fmt.Sprintf("informer(%s)", i.key) }
 
@@ -292,7 +265,7 @@ func (i *informer) listed() bool {
 	i.mu.Lock()
 	started := i.started
 	i.mu.Unlock()
-	return started && i.ctrl.HasSynced()
+	return started && i.store.synced.Load()
 }
 
 // leanKeys returns the top-level keys the bindings' jqFilters read, when

@@ -31,7 +31,7 @@ func (c objectsCollector) Collect() []metrics.Family {
 	byResource := map[string]int{}
 	for _, inf := range infs {
 		if inf.listed() {
-			byResource[inf.key.resource] += len(inf.store.ListKeys())
+			byResource[inf.key.resource] += inf.store.len()
 		}
 	}
 	cached := metrics.Family{Name: c.cached, Help: "Objects the watches of a resource hold in memory now (with --sharding, only this replica's share where the API server filters by shard).",
