@@ -224,26 +224,14 @@ func (i *informer) stop() {
 func (i *informer) transform(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
-		return obj, nil // already an entry, or a tombstone
+		return obj, nil // already an entry (a streamed list's, made as it arrived)
 	}
 	return newEntry(u, i.bindings, i.keepFull, i.finalizers), nil
 }
 
 // dispatch hands one notification to every attached binding.
-func (i *informer) dispatch(event string, oldObj, obj any) {
+func (i *informer) dispatch(event string, old, e *entry) {
 	i.broken.Store(false)
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	e, ok := obj.(*entry)
-	if !ok {
-		i.log.Errorf("unexpected object %T in the watch cache", obj)
-		return
-	}
-	var old *entry
-	if oldObj != nil {
-		old, _ = oldObj.(*entry)
-	}
 	for slot, b := range i.bindings {
 		b.notify(i, i.key.namespace, slot, event, old, e)
 	}

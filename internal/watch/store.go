@@ -20,16 +20,18 @@ import (
 // a thread wake-up on a machine with idle cores, and passes through the
 // FIFO's lock and bookkeeping. The notifications are the same as its
 // (RealFIFO's): a watch event for an object the cache holds is an update,
-// else an add; a list (Replace) first deletes what it no longer holds, as
-// cache.DeletedFinalStateUnknown, then adds or updates its objects in list
+// else an add; a list (Replace) first deletes what it no longer holds (with
+// the last state the cache had, which client-go wraps as a
+// DeletedFinalStateUnknown), then adds or updates its objects in list
 // order.
 type objectStore struct {
 	// transform makes the entry of a decoded object (and returns an entry
 	// as it is).
 	transform cache.TransformFunc
 	// notify hands one change to the bindings: an event name, the entry
-	// before (updates), and the entry or tombstone after.
-	notify func(event string, old, obj any)
+	// before (updates, else nil), and the entry after (for a deletion, the
+	// object's last state).
+	notify func(event string, old, e *entry)
 
 	mu    sync.RWMutex
 	items map[string]*entry
@@ -99,7 +101,7 @@ func (s *objectStore) Replace(list []any, _ string) error {
 	s.mu.Unlock()
 	for key, e := range old {
 		if _, ok := items[key]; !ok {
-			s.notify(hook.Deleted, nil, cache.DeletedFinalStateUnknown{Key: key, Obj: e})
+			s.notify(hook.Deleted, nil, e)
 		}
 	}
 	for n, e := range entries {

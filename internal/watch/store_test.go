@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/hook-operator/hook-operator/internal/hook"
 )
@@ -15,7 +14,6 @@ import (
 // held of that object when the notification came.
 type storeNote struct {
 	event, old, obj string
-	tombstone       bool
 	cached          string
 }
 
@@ -36,18 +34,9 @@ func testStore(t *testing.T) (*objectStore, *[]storeNote) {
 		}
 		return e.Name + "@" + e.ResourceVersion
 	}
-	s.notify = func(event string, old, obj any) {
-		n := storeNote{event: event}
-		if o, ok := old.(*entry); ok {
-			n.old = version(o)
-		}
-		if ts, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			n.tombstone, obj = true, ts.Obj
-		}
-		e := obj.(*entry)
-		n.obj = version(e)
-		n.cached = version(s.get(entryKey(e.Namespace, e.Name)))
-		notes = append(notes, n)
+	s.notify = func(event string, old, e *entry) {
+		notes = append(notes, storeNote{event: event, old: version(old), obj: version(e),
+			cached: version(s.get(entryKey(e.Namespace, e.Name)))})
 	}
 	return s, &notes
 }
@@ -64,9 +53,9 @@ func storeObject(name, rv string) *unstructured.Unstructured {
 
 // TestObjectStoreNotifiesAsClientGoInformers: the notifications are those
 // client-go's informer gives (an event for a cached object is an update,
-// else an add; a list deletes what it no longer holds first, with
-// tombstones, then adds or updates in its order), each given after the
-// cache holds the change.
+// else an add; a list deletes what it no longer holds first, with the
+// cache's last state of it, then adds or updates in its order), each given
+// after the cache holds the change.
 func TestObjectStoreNotifiesAsClientGoInformers(t *testing.T) {
 	s, notes := testStore(t)
 	if s.synced.Load() {
@@ -96,7 +85,7 @@ func TestObjectStoreNotifiesAsClientGoInformers(t *testing.T) {
 		{event: hook.Modified, old: "a@1", obj: "a@4", cached: "a@4"},
 		{event: hook.Modified, old: "b@2", obj: "b@5", cached: "b@5"},
 		{event: hook.Deleted, obj: "c@6", cached: ""},
-		{event: hook.Deleted, obj: "a@4", tombstone: true, cached: ""},
+		{event: hook.Deleted, obj: "a@4", cached: ""}, // the cache's last state of a
 		{event: hook.Added, obj: "d@7", cached: "d@7"},
 		{event: hook.Modified, old: "b@5", obj: "b@8", cached: "b@8"},
 	}
