@@ -107,6 +107,9 @@ func (keys *keyTable) decodeEvent(line []byte, keep leanKeep) (event, error) {
 			raw = p.b[start:p.i]
 			return err
 		}
+		if bytes.EqualFold(key, []byte("type")) || bytes.EqualFold(key, []byte("object")) {
+			return errLean // encoding/json matches these in any case: let it read the line
+		}
 		return p.skip()
 	})
 	if err == nil && p.end() && raw != nil {
