@@ -83,17 +83,13 @@ func (l *leanReader) readLine() ([]byte, error) {
 	}
 }
 
-// decodeLeanEvent decodes one line: the event's type, and its object as
-// keep says (an ERROR's Status whole). A line the lean parser cannot read is
+// decodeEvent decodes one line: the event's type, and its object as keep
+// says (an ERROR's Status whole). A line the lean parser cannot read is
 // decoded by encoding/json, which says what is wrong with it.
-func decodeLeanEvent(line []byte, keep leanKeep) (event, error) {
-	var keys keyTable
-	return keys.decodeEvent(line, keep)
-}
-
 func (keys *keyTable) decodeEvent(line []byte, keep leanKeep) (event, error) {
 	var e event
-	var raw []byte
+	var raw []byte // an object found before its event's type, decoded after
+	decoded := false
 	p := leanParser{b: line, keys: keys}
 	err := p.object(func(key []byte) error {
 		switch string(key) {
@@ -102,9 +98,16 @@ func (keys *keyTable) decodeEvent(line []byte, keep leanKeep) (event, error) {
 			e.Type = watch.EventType(s)
 			return err
 		case "object":
+			if e.Type != "" && e.Type != watch.Error {
+				// The API server writes the type first: the object is
+				// decoded where it is, not skipped and read again.
+				obj, err := p.objectAt(keep)
+				e.Object, raw, decoded = obj, nil, true
+				return err
+			}
 			start := p.i
 			err := p.skip()
-			raw = p.b[start:p.i]
+			raw, decoded = p.b[start:p.i], false
 			return err
 		}
 		if bytes.EqualFold(key, []byte("type")) || bytes.EqualFold(key, []byte("object")) {
@@ -112,10 +115,14 @@ func (keys *keyTable) decodeEvent(line []byte, keep leanKeep) (event, error) {
 		}
 		return p.skip()
 	})
-	if err == nil && p.end() && raw != nil {
-		if e.Type == watch.Error {
+	// An object decoded for a type that a later "type" made ERROR is read
+	// again below, whole.
+	if err == nil && p.end() && (raw != nil || decoded && e.Type != watch.Error) {
+		switch {
+		case raw == nil:
+		case e.Type == watch.Error:
 			err = decodeNumbers(raw, &e.Object) // a Status, whole
-		} else {
+		default:
 			e.Object, err = keys.decodeObject(raw, keep)
 		}
 		if err == nil {
@@ -138,12 +145,17 @@ func decodeNumbers(data []byte, v any) error {
 // object: all of it when keep is nil.
 func (keys *keyTable) decodeObject(raw []byte, keep leanKeep) (map[string]any, error) {
 	p := leanParser{b: raw, keys: keys}
+	out, err := p.objectAt(keep)
+	if err == nil && !p.end() {
+		err = errLean
+	}
+	return out, err
+}
+
+// objectAt decodes, as keep says, the object at p.i.
+func (p *leanParser) objectAt(keep leanKeep) (map[string]any, error) {
 	if keep == nil {
-		out, err := p.objectValue()
-		if err == nil && !p.end() {
-			err = errLean
-		}
-		return out, err
+		return p.objectValue()
 	}
 	out := map[string]any{}
 	err := p.object(func(key []byte) error {
@@ -160,9 +172,6 @@ func (keys *keyTable) decodeObject(raw []byte, keep leanKeep) (map[string]any, e
 		}
 		return p.skip()
 	})
-	if err == nil && !p.end() {
-		err = errLean
-	}
 	return out, err
 }
 

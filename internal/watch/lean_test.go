@@ -23,6 +23,13 @@ var leanLines = []string{
 	`{"type":"ADDED","object":{"metadata":{"name":"big"},"data":{"n":12345678901234567890}}}`,
 }
 
+// decodeLeanEvent decodes one line as a stream's reader does, with a key
+// table of its own.
+func decodeLeanEvent(line []byte, keep leanKeep) (event, error) {
+	var keys keyTable
+	return keys.decodeEvent(line, keep)
+}
+
 // full decodes a line as the stream did before lean decoding.
 func full(t testing.TB, line string) (event, bool) {
 	dec := json.NewDecoder(strings.NewReader(line))
@@ -101,6 +108,11 @@ func TestLeanDecodeEvents(t *testing.T) {
 		checkLean(t, line, leanKeep{})
 		checkLean(t, line, nil)
 	}
+	// The object is decoded in place when its type came first; a later
+	// "type" that makes the event an ERROR still gets the whole Status.
+	for _, keep := range []leanKeep{nil, {"data": true}} {
+		checkLean(t, retyped, keep)
+	}
 	// Whole objects are parsed too, not given up on; nesting deeper than
 	// encoding/json reads is given up on, and then refused as it refuses.
 	for _, line := range slices.Concat(leanLines[:3], leanLines[4:]) {
@@ -138,10 +150,15 @@ func TestLeanDecodeEvents(t *testing.T) {
 	}
 }
 
+// retyped is an event whose type is given twice, the second time after
+// its object.
+const retyped = `{"type":"ADDED","object":{"kind":"Status","apiVersion":"v1","metadata":{"name":"x"},"status":"Failure","code":410},"type":"ERROR"}`
+
 func FuzzLeanDecodeEvent(f *testing.F) {
 	for _, l := range leanLines {
 		f.Add(l)
 	}
+	f.Add(retyped)
 	f.Fuzz(func(t *testing.T, line string) {
 		if strings.ContainsAny(line, "\n") {
 			return // one line is one event
