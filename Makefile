@@ -44,8 +44,8 @@ vet: ## go vet and gofmt check
 unit: ## unit tests only (no cluster)
 	go test -race -count=1 -skip 'Integration' ./...
 
-test: vet cross cluster image ## vet, cross-builds, the image, then unit and integration tests against the local cluster (the image's run with podman among them)
-	go test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+test: vet cross cluster image ## vet, cross-builds, the image, then unit and integration tests against the local cluster (the image's run with podman among them); removes the clusters the tests started for themselves when they end
+	rc=0; go test -race -count=1 -timeout $(TEST_TIMEOUT) ./... || rc=$$?; hack/cluster/down.sh --tests; exit $$rc
 
 cluster-binaries: ## build the pinned cluster binaries into the per-user cache (once)
 	@hack/cluster/build.sh >/dev/null
@@ -90,7 +90,8 @@ fuzz: ## fuzz every parser for FUZZTIME each (default 30s); make test runs their
 	done
 
 .PHONY: bench
-bench: build cluster ## measure speed and memory on the local cluster beside shell-operator, the pinned reference (about 55 min); BENCH_FLAGS=--quick for a short run; results in bench/results/
+bench: build cluster ## measure speed and memory on the local cluster beside shell-operator, the pinned reference (about 55 min; first removes the clusters make test started for itself, whose control planes would skew the figures); BENCH_FLAGS=--quick for a short run; results in bench/results/
+	hack/cluster/down.sh --tests
 	go run ./bench $(BENCH_FLAGS)
 
 clean: ## remove build output (not the cluster or its cached binaries)

@@ -1,10 +1,25 @@
 #!/usr/bin/env bash
 # Stops and removes the local cluster started by up.sh. The built binaries
 # stay cached. HOOK_OPERATOR_CLUSTER=NAME removes the cluster NAME instead
-# (see up.sh).
+# (see up.sh). With --tests it removes instead every cluster the tests
+# started for themselves (internal/testcluster.Owned: named hook-operator-*),
+# and leaves the shared one: make test runs it when its tests end, and make
+# bench before it measures, so that no idle control plane is left running.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${HOOK_OPERATOR_CACHE:-$HOME/.cache/hook-operator}
+if [[ "${1:-}" == --tests ]]; then
+  rc=0
+  for dir in "$cache"/cluster-hook-operator-*/; do
+    [[ -d "$dir" ]] || continue
+    dir=${dir%/}
+    HOOK_OPERATOR_CLUSTER=${dir#"$cache"/cluster-} "$0" || rc=$?
+  done
+  exit "$rc"
+elif [[ $# -gt 0 ]]; then
+  echo "usage: down.sh [--tests]" >&2
+  exit 2
+fi
 name=hook-operator
 state="$cache/cluster"
 if [[ -n "${HOOK_OPERATOR_CLUSTER:-}" && "$HOOK_OPERATOR_CLUSTER" != hook-operator ]]; then

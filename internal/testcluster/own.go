@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,13 +23,17 @@ type Own struct {
 	workdir string
 }
 
+// ownPrefix begins the name of every cluster a test starts for itself.
+const ownPrefix = "hook-operator-"
+
 var (
 	ownMu   sync.Mutex
 	ownByID = map[string]*Own{}
 )
 
-// Owned returns the cluster named name (a lowercase name other than the
-// shared cluster's), starting it with hack/cluster/up.sh or reusing it when
+// Owned returns the cluster named name (hook-operator-<purpose>, a
+// lowercase name: make test removes every such cluster when its tests end,
+// with hack/cluster/down.sh --tests), starting it with hack/cluster/up.sh or reusing it when
 // it is healthy. Tests that stop its control plane must not share it with
 // each other at the same time; the caller serializes them.
 func Owned(t testing.TB, name string) *Own {
@@ -41,6 +46,9 @@ func Owned(t testing.TB, name string) *Own {
 // alpha features, which the shared cluster leaves off.
 func OwnedWithGates(t testing.TB, name, gates string) *Own {
 	t.Helper()
+	if !strings.HasPrefix(name, ownPrefix) || name == ownPrefix {
+		t.Fatalf("testcluster: a test's own cluster is named %s<purpose>, not %q: make test removes those when it ends", ownPrefix, name)
+	}
 	ownMu.Lock()
 	defer ownMu.Unlock()
 	if o := ownByID[name]; o != nil {
