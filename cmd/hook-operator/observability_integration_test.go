@@ -11,11 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -371,4 +373,36 @@ fi
 	}
 	p.restart(t)
 	waitUntil(t, "ready again", func() bool { code, _ := o.get(t, "/readyz"); return code == 200 }, o.logs.String)
+}
+
+// GOMAXPROCS follows the load (internal/procs): an idle operator runs its
+// Go code on one processor, which go_sched_gomaxprocs_threads shows;
+// --adapt-gomaxprocs=false and a GOMAXPROCS variable leave the setting as
+// the runtime has it.
+func TestIntegrationGOMAXPROCSFollowsTheLoad(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	bin := buildBinary(t)
+	hooks := t.TempDir()
+	writeHook(t, hooks, "idle.sh", `#!/usr/bin/env bash
+if [[ "${1:-}" == "--config" ]]; then
+  echo '{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}}}]}'
+fi
+`)
+	const series = "go_sched_gomaxprocs_threads"
+	adapted := startObserved(t, bin, c.Kubeconfig, hooks)
+	waitUntil(t, "GOMAXPROCS 1 while idle", func() bool { return adapted.metric(t, series) == 1 }, adapted.logs.String)
+
+	fixed := startObservedEnv(t, bin, c.Kubeconfig, hooks, []string{"GOMAXPROCS=3"})
+	off := startObserved(t, bin, c.Kubeconfig, hooks, "--adapt-gomaxprocs=false")
+	// The governor lowers after a calm second; give it three.
+	time.Sleep(3 * time.Second)
+	if got := fixed.metric(t, series); got != 3 {
+		t.Errorf("with GOMAXPROCS=3 set, %s is %v, want 3: the variable fixes it", series, got)
+	}
+	// This test process runs with the runtime's default too (same CPUs and
+	// cgroup quota, no GOMAXPROCS variable, or the check above would say so).
+	if got, want := off.metric(t, series), float64(runtime.GOMAXPROCS(0)); got != want {
+		t.Errorf("with --adapt-gomaxprocs=false, %s is %v, want the runtime's default %v", series, got, want)
+	}
 }
