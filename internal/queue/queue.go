@@ -75,12 +75,14 @@ type Options struct {
 	// RetryInitial is the first pause after a failure; it doubles per
 	// failure up to RetryMax. Each pause varies by up to ±20%.
 	RetryInitial, RetryMax time.Duration
-	// BatchWindow bounds how often a queue runs while events stream in.
-	// After a run ends, the next one waits until BatchWindow has passed, or
-	// until no new task has arrived for half of it, whichever comes first:
-	// events arriving back to back join one run, instead of a fast hook
-	// running for every one or two of them (each run costs a process start
-	// and its files), while a lone event waits half a window at most. A queue that was idle for BatchWindow starts its next run at
+	// BatchWindow bounds how often a queue runs while events stream in,
+	// each less than half a window after the one before. After a run
+	// ends, the next one waits until BatchWindow has passed, or until no
+	// new task has arrived for half of it, whichever comes first: events
+	// arriving back to back join one run, instead of a fast hook running
+	// for every one or two of them (each run costs a process start and its
+	// files). A task pushed more than half a window after the one before,
+	// and the first of a queue idle for BatchWindow, start their run at
 	// once. Retries do not wait for it, nor do parallel runs. Zero turns
 	// batching off.
 	BatchWindow time.Duration
@@ -125,8 +127,10 @@ type fifo struct {
 	// the head failed during an outage of the API server, which has ended.
 	resume <-chan struct{}
 	// ended is when the last run ended, pushed when the last task was
-	// pushed (see Options.BatchWindow).
+	// pushed, and gap how long after the task before it (see
+	// Options.BatchWindow).
 	ended, pushed time.Time
+	gap           time.Duration
 	// keys are the tasks with a Key running now, by hook and key; held are
 	// the keys whose task failed and waits to be retried.
 	keys map[string]*Task
@@ -183,6 +187,7 @@ func (s *Set) Push(t *Task) error {
 		t.Done = nil
 	}
 	t.enqueued = time.Now()
+	q.gap = t.enqueued.Sub(q.pushed)
 	q.pushed = t.enqueued
 	q.tasks = append(q.tasks, t)
 	s.Metrics.QueueLength(q.name, len(q.tasks))
@@ -337,9 +342,11 @@ func (s *Set) signalAllLocked() {
 	}
 }
 
-// batch waits, after a recent run of q, until BatchWindow has passed since
-// it ended or no task has been pushed for half of BatchWindow. It
-// returns false when the set stops meanwhile.
+// batch waits, after a recent run of q, while events stream in: until
+// BatchWindow has passed since the run ended, or no task has been pushed
+// for half of BatchWindow. A task pushed more than half a window after
+// the one before it is no stream, and does not wait. It returns false
+// when the set stops meanwhile.
 func (s *Set) batch(q *fifo) bool {
 	window := s.opts.BatchWindow
 	if window <= 0 {
@@ -348,9 +355,9 @@ func (s *Set) batch(q *fifo) bool {
 	quiet := window / 2
 	for {
 		s.mu.Lock()
-		ended, pushed := q.ended, q.pushed
+		ended, pushed, gap := q.ended, q.pushed, q.gap
 		s.mu.Unlock()
-		if ended.IsZero() {
+		if ended.IsZero() || gap > quiet {
 			return true
 		}
 		now := time.Now()

@@ -244,9 +244,10 @@ func equal(a, b [][]string) bool {
 }
 
 // With a batch window, a stream of events right after a run waits for the
-// window and runs together; a lone event waits only until half a window
-// passes without another; a queue idle for longer than the window runs at
-// once; retries do not wait for it.
+// window and runs together; an event close behind another waits only until
+// half a window passes without another; one that comes more than half a
+// window after the one before runs at once, as does the first of a queue
+// idle for longer than the window; retries do not wait for it.
 func TestBatchWindow(t *testing.T) {
 	const window = 400 * time.Millisecond // wide, so that a loaded machine's delays do not blur the cases
 	r := &recorder{fail: map[string]int{}}
@@ -312,6 +313,19 @@ func TestBatchWindow(t *testing.T) {
 	waitDone(t, done)
 	if d := started(n).Sub(pushed); d < window/2-20*time.Millisecond || d >= window {
 		t.Errorf("a lone event after a run started %s after its push; want about half a window, %s", d, window/2)
+	}
+
+	// An event pushed more than half a window after the one before is no
+	// stream: it runs at once, even within a window of the last run.
+	time.Sleep(window + 50*time.Millisecond)
+	push("spaced-a")
+	waitDone(t, done)
+	n = len(r.snapshot())
+	time.Sleep(window/2 + 50*time.Millisecond)
+	pushed = push("spaced-b")
+	waitDone(t, done)
+	if d := started(n).Sub(pushed); d > window/4 {
+		t.Errorf("an event %s after the one before (and after the last run) started %s after its push; want at once", window/2+50*time.Millisecond, d)
 	}
 
 	// After an idle window, the next event runs at once again.

@@ -140,7 +140,7 @@ removed. Secret data is masked unless --show-secrets.`,
 	envflag.Bind(fs, "retry-max-delay", "HOOK_OPERATOR_RETRY_MAX_DELAY")
 	fs.DurationVar(&f.WatchIdle, "watch-idle-timeout", 3*time.Minute, "list again and restart a watch that delivered no event and no bookmark for this long (the API server sends a bookmark about every minute; 0: never)")
 	envflag.Bind(fs, "watch-idle-timeout", "HOOK_OPERATOR_WATCH_IDLE_TIMEOUT")
-	fs.DurationVar(&f.BatchWindow, "batch-window", 20*time.Millisecond, "while events stream in, a queue runs at most once per window: after a run it waits for the window, or until no event came for half of it (0: no waiting)")
+	fs.DurationVar(&f.BatchWindow, "batch-window", 40*time.Millisecond, "while events stream in (each less than half a window after the one before), a queue runs at most once per window: after a run it waits for the window, or until no event came for half of it; an event that follows the one before by more runs at once (0: no waiting)")
 	envflag.Bind(fs, "batch-window", "HOOK_OPERATOR_BATCH_WINDOW")
 	fs.IntVar(&f.MaxParallel, "max-parallel-hooks", 4*runtime.NumCPU(), "the most runs of hooks with settings.parallelism above 1 at once, across the operator (other runs, one per queue at a time, are not counted)")
 	envflag.Bind(fs, "max-parallel-hooks", "HOOK_OPERATOR_MAX_PARALLEL_HOOKS")
