@@ -302,6 +302,17 @@ func TestBatchWindow(t *testing.T) {
 	if n := len(runs[1]) - 1; n < 20 {
 		t.Errorf("the second run took %d events of the stream; want those of the whole window (about 40)", n)
 	}
+	// Waiting loses and reorders nothing: the runs took the stream whole,
+	// in its order.
+	var stream []string
+	for _, run := range runs[1:] {
+		stream = append(stream, run[1:]...)
+	}
+	for i, b := range stream {
+		if want := fmt.Sprint("s", i); b != want || len(stream) != 50 {
+			t.Fatalf("the stream's runs took %v; want s0 to s49 in order", stream)
+		}
+	}
 
 	// A lone event right after a run waits half a window, not a whole one.
 	time.Sleep(window + 50*time.Millisecond)
