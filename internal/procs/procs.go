@@ -58,9 +58,9 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Fixed reports why the governor must not run, or "" when it may: the
+// fixed reports why the governor must not run, or "" when it may: the
 // GOMAXPROCS environment variable sets the count for good.
-func Fixed(lookup func(string) (string, bool)) string {
+func fixed(lookup func(string) (string, bool)) string {
 	if v, ok := lookup("GOMAXPROCS"); ok && v != "" {
 		return "GOMAXPROCS=" + v + " is set"
 	}
@@ -71,7 +71,7 @@ func Fixed(lookup func(string) (string, bool)) string {
 // gives the runtime back its default. It returns at once, doing nothing,
 // when GOMAXPROCS is set in the environment.
 func Govern(ctx context.Context, opts Options, log logrus.FieldLogger) {
-	if why := Fixed(os.LookupEnv); why != "" {
+	if why := fixed(os.LookupEnv); why != "" {
 		log.WithField("reason", why).Debug("GOMAXPROCS stays fixed")
 		return
 	}

@@ -97,15 +97,15 @@ func TestGovernorLoadFromCPUTime(t *testing.T) {
 func TestFixedByTheEnvironment(t *testing.T) {
 	env := map[string]string{"GOMAXPROCS": "3"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	if Fixed(lookup) == "" {
+	if fixed(lookup) == "" {
 		t.Error("GOMAXPROCS=3 in the environment: the governor must not run")
 	}
 	env["GOMAXPROCS"] = ""
-	if why := Fixed(lookup); why != "" {
+	if why := fixed(lookup); why != "" {
 		t.Errorf("GOMAXPROCS empty: %q, want the governor to run", why)
 	}
 	delete(env, "GOMAXPROCS")
-	if why := Fixed(lookup); why != "" {
+	if why := fixed(lookup); why != "" {
 		t.Errorf("no GOMAXPROCS: %q, want the governor to run", why)
 	}
 }
@@ -114,7 +114,7 @@ func TestFixedByTheEnvironment(t *testing.T) {
 // goes to one processor; spinning goroutines bring back the default; when
 // its context ends, the default stays.
 func TestGovernOnTheRuntime(t *testing.T) {
-	if Fixed(os.LookupEnv) != "" {
+	if fixed(os.LookupEnv) != "" {
 		t.Skip("GOMAXPROCS is set in the environment; the governor does not run then, as TestFixedByTheEnvironment checks")
 	}
 	runtime.SetDefaultGOMAXPROCS()
