@@ -27,7 +27,8 @@ if [[ -n "${HOOK_OPERATOR_CLUSTER:-}" && "$HOOK_OPERATOR_CLUSTER" != hook-operat
   state="$cache/cluster-$name"
 fi
 export KWOK_WORKDIR="$state/kwok"
-[[ -d "$state" ]] || exit 0
+# Nothing to remove: no cluster state, or only the lock of one removed before.
+[[ -d "$KWOK_WORKDIR" || -e "$state/kubeconfig" ]] || exit 0
 exec 9>"$state/.lock"
 flock 9
 kwokctl="$("$here/build.sh" --dir)/kwokctl"
