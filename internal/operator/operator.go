@@ -171,7 +171,7 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 	o.exec = &Executor{
 		Objects:  o.watcher,
 		Resolver: clients.Resolver,
-		Runner:   &run.Runner{TmpDir: opts.TmpDir, Env: opts.Env, DefaultTimeout: opts.HookTimeout, Log: log},
+		Runner:   &run.Runner{TmpDir: opts.TmpDir, Env: opts.Env, DefaultTimeout: opts.HookTimeout, Log: log, ReuseDirs: true},
 		Sink:     sink,
 		Requeue:  func(r RequeueRequest) { o.requeues.schedule(r, o.fireRequeue) },
 		Report:   opts.Report,
@@ -241,6 +241,9 @@ func (o *Operator) Run(ctx context.Context) error {
 			grace = 0
 		}
 		o.queues.Stop(grace)
+		if err := o.exec.Runner.Close(); err != nil {
+			o.log.WithError(err).Warn("removing the hooks' temp dirs")
+		}
 	}()
 	defer o.requeues.stop()
 	if o.finalizers != nil {

@@ -20,7 +20,7 @@ const (
 	envConversionResponse = "CONVERSION_RESPONSE_PATH"
 )
 
-// runDir is the private temp dir of one run and the files in it.
+// runDir is the private temp dir of one run at a time and the files in it.
 //
 // A run is on the path of every event, so an output file the hook left
 // empty is only stat'ed, not opened, and the dir is removed file by file

@@ -85,6 +85,13 @@ type Runner struct {
 	MaxLineBytes int
 	// Log receives the hook's output lines; nil means the standard logger.
 	Log logrus.FieldLogger
+	// ReuseDirs keeps a run's temp dir, its files emptied, for a later
+	// run, instead of creating and removing one per run: when no process
+	// of the run is left and the hook changed nothing in the dir but the
+	// files' content. Close removes the dirs kept.
+	ReuseDirs bool
+
+	pool dirPool
 }
 
 // devNull is every hook's stdin, opened once per process.
@@ -97,8 +104,9 @@ var (
 // Run runs req.Hook once and waits for it and its output to finish. A
 // non-nil error means the run failed: the hook could not start, exited
 // non-zero, was killed by a signal, timed out (the error wraps
-// context.DeadlineExceeded) or ctx ended (it wraps ctx's error). The temp
-// dir is removed before Run returns.
+// context.DeadlineExceeded) or ctx ended (it wraps ctx's error). Before
+// Run returns, the run's temp dir is removed, or, with ReuseDirs, emptied
+// and kept for a later run.
 func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	h := req.Hook
 	if h == nil {
@@ -107,13 +115,14 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, fmt.Errorf("hook %s: not started: %w", h.Name, err)
 	}
-	dir, err := newRunDir(r.TmpDir, req.Contexts)
+	dir, err := r.takeDir(req.Contexts)
 	if err != nil {
 		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
 	}
 	log := r.logger().WithFields(logrus.Fields{"hook": h.Name, "binding": req.Binding, "queue": req.Queue})
+	pgid := 0 // the hook's process group, once started
 	defer func() {
-		if err := dir.remove(); err != nil {
+		if err := r.releaseDir(dir, pgid); err != nil {
 			log.WithError(err).Warn("removing the hook's temp dir")
 		}
 	}()
@@ -133,6 +142,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	if err := cmd.Start(); err != nil {
 		return Result{}, fmt.Errorf("hook %s: start: %w", h.Name, err)
 	}
+	pgid = cmd.Process.Pid
 	log.WithField("pid", cmd.Process.Pid).Debug("hook started")
 	awaitExit(cmd.Process.Pid)
 	waitErr := cmd.Wait()

@@ -17,10 +17,18 @@ import (
 // (its own CPU time, user and system, per run: "cpu-us/op"), with
 // /bin/true as the hook, so that the figure is the runtime's overhead per
 // run: the run dir, starting and reaping the process, reading the outputs.
+// new-dir creates and removes the run dir each run, reused-dir keeps it
+// (ReuseDirs, as the operator runs hooks).
 func BenchmarkRun(b *testing.B) {
+	b.Run("new-dir", func(b *testing.B) { benchmarkRun(b, false) })
+	b.Run("reused-dir", func(b *testing.B) { benchmarkRun(b, true) })
+}
+
+func benchmarkRun(b *testing.B, reuse bool) {
 	logger := logrus.New()
 	logger.SetOutput(io.Discard)
-	r := &Runner{TmpDir: b.TempDir(), Env: os.Environ(), Log: logger}
+	r := &Runner{TmpDir: b.TempDir(), Env: os.Environ(), Log: logger, ReuseDirs: reuse}
+	defer r.Close()
 	h := &hook.Hook{Name: "true", Path: "/bin/true", Dir: b.TempDir()}
 	req := Request{Hook: h, Contexts: []byte(`[{"binding":"b","type":"Event","watchEvent":"Added","object":{"metadata":{"name":"x"}}}]`)}
 	ctx := context.Background()

@@ -2,6 +2,8 @@ package testoperator_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,7 +19,8 @@ import (
 func TestIntegrationHelloHook(t *testing.T) {
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
-	op := testoperator.Start(t, c, testoperator.Hooks(t, "hello"))
+	tmp := t.TempDir()
+	op := testoperator.Start(t, c, testoperator.Hooks(t, "hello"), "HOOK_OPERATOR_TMP_DIR="+tmp)
 	const hook = "hello/greet-configmaps.sh"
 	testoperator.Eventually(t, 30*time.Second, "the Synchronization run", func(context.Context) (bool, error) {
 		return op.Runs(hook) >= 1, nil
@@ -39,4 +42,32 @@ func TestIntegrationHelloHook(t *testing.T) {
 	if op.Runs(hook) != runs || op.Failures(hook) != 0 {
 		t.Errorf("runs went from %d to %d while nothing changed (failures %d)", runs, op.Runs(hook), op.Failures(hook))
 	}
+	// The runs' temp dir is kept between runs, without the binding
+	// contexts, and removed when the operator stops.
+	kept := runDirs(t, tmp)
+	if len(kept) != 1 {
+		t.Errorf("between runs %s holds %v, want the one run dir kept", tmp, kept)
+	}
+	for _, d := range kept {
+		if _, err := os.Stat(filepath.Join(tmp, d, "binding-context.json")); !os.IsNotExist(err) {
+			t.Errorf("the kept dir %s holds binding contexts between runs (%v)", d, err)
+		}
+	}
+	op.Stop(t)
+	if left := runDirs(t, tmp); len(left) != 0 {
+		t.Errorf("after the operator stopped, %s holds %v", tmp, left)
+	}
+}
+
+func runDirs(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }
