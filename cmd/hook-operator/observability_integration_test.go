@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -405,4 +406,74 @@ fi
 	if got, want := off.metric(t, series), float64(runtime.GOMAXPROCS(0)); got != want {
 		t.Errorf("with --adapt-gomaxprocs=false, %s is %v, want the runtime's default %v", series, got, want)
 	}
+}
+
+// The operator starts itself again in place with the runtime's monitor kept
+// steady (GODEBUG's schedtrace), its hooks without the setting; the flag
+// off, or a schedtrace of the user's, leave the environment as it was.
+func TestIntegrationSteadySysmon(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	bin := buildBinary(t)
+	for _, tc := range []struct {
+		name              string
+		env, args         []string
+		operator, forHook string
+	}{
+		{"default", nil, nil, "schedtrace=2147483647", "unset"},
+		{"other settings", []string{"GODEBUG=gctrace=0"}, nil, "gctrace=0,schedtrace=2147483647", "gctrace=0"},
+		{"flag off", nil, []string{"--steady-sysmon=false"}, "unset", "unset"},
+		{"user's schedtrace", []string{"GODEBUG=schedtrace=600000"}, nil, "schedtrace=600000", "schedtrace=600000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hooks := t.TempDir()
+			out := filepath.Join(hooks, "godebug")
+			writeHook(t, hooks, "env.sh", `#!/usr/bin/env bash
+if [[ "${1:-}" == "--config" ]]; then
+  echo '{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}}}]}'
+  exit 0
+fi
+echo "${GODEBUG-unset}" > `+out+`.tmp && mv `+out+`.tmp `+out+`
+`)
+			env := tc.env
+			if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "GODEBUG=") }) {
+				env = append(env, "GODEBUG=") // this test process's own GODEBUG does not count
+			}
+			o := startObservedEnv(t, bin, c.Kubeconfig, hooks, env, tc.args...)
+			// The process the test started is the operator: started again
+			// in place, the pid is the same.
+			environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", o.cmd.Process.Pid))
+			must(t, err)
+			got := "unset"
+			for _, kv := range strings.Split(string(environ), "\x00") {
+				if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok && v != "" {
+					got = v
+				}
+			}
+			if got != tc.operator {
+				t.Errorf("the operator runs with GODEBUG %q, want %q", got, tc.operator)
+			}
+			waitUntil(t, "the hook's Synchronization run", func() bool { _, err := os.Stat(out); return err == nil }, o.logs.String)
+			b, err := os.ReadFile(out)
+			must(t, err)
+			if got := strings.TrimSpace(string(b)); got != tc.forHook {
+				t.Errorf("the hook ran with GODEBUG %q, want %q", got, tc.forHook)
+			}
+			// schedtrace prints once its interval has passed since the
+			// machine booted: for ours, 24.8 days.
+			if tc.name != "user's schedtrace" && uptime(t) < 24*24*time.Hour && strings.Contains(o.logs.String(), "SCHED ") {
+				t.Errorf("the operator printed the scheduler's state:\n%s", o.logs.String())
+			}
+		})
+	}
+}
+
+func uptime(t *testing.T) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile("/proc/uptime")
+	must(t, err)
+	f, _, _ := strings.Cut(string(b), " ")
+	sec, err := strconv.ParseFloat(f, 64)
+	must(t, err)
+	return time.Duration(sec * float64(time.Second))
 }

@@ -1,6 +1,8 @@
 // Package procs fits the number of processors that run the operator's Go
 // code (GOMAXPROCS) to its load: one while it uses little CPU, the
 // runtime's default (every core the process may use) while it needs more.
+// It also keeps the runtime's monitor thread from being woken after every
+// idle moment (SteadySysmon, sysmon.go).
 //
 // An operator mostly waits. Each watch event wakes it for a fraction of a
 // millisecond, and passes from goroutine to goroutine (the HTTP/2 read

@@ -52,6 +52,9 @@ type Flags struct {
 	ShutdownGrace time.Duration
 	// AdaptProcs has GOMAXPROCS follow the load (internal/procs).
 	AdaptProcs bool
+	// SteadySysmon starts the operator again with the Go runtime's monitor
+	// thread kept from its deep sleep (internal/procs).
+	SteadySysmon bool
 	// ListenAddress is the metrics and health listener; "" disables it.
 	ListenAddress string
 	// MetricsPrefix starts the names of the operator's own metrics.
@@ -114,6 +117,12 @@ removed. Secret data is masked unless --show-secrets.`,
   HOOK_OPERATOR_HOOKS_DIR=/hooks hook-operator start --log-format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.SteadySysmon {
+				// First, before anything starts: the process is replaced.
+				if err := procs.SteadySysmon(); err != nil {
+					log.WithError(err).Warn("--steady-sysmon: going on without")
+				}
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
 			return Run(ctx, f, stdout, log)
@@ -146,6 +155,8 @@ removed. Secret data is masked unless --show-secrets.`,
 	envflag.Bind(fs, "max-parallel-hooks", "HOOK_OPERATOR_MAX_PARALLEL_HOOKS")
 	fs.BoolVar(&f.AdaptProcs, "adapt-gomaxprocs", true, "run the operator's Go code on one processor while it uses under 0.35 of a core (for a second), and on the runtime's default (every core it may use) from half a core: thread wake-ups cost less; a GOMAXPROCS environment variable turns this off")
 	envflag.Bind(fs, "adapt-gomaxprocs", "HOOK_OPERATOR_ADAPT_GOMAXPROCS")
+	fs.BoolVar(&f.SteadySysmon, "steady-sysmon", true, "start the operator with GODEBUG=schedtrace=2147483647 (unless GODEBUG sets schedtrace), so that the Go runtime's monitor thread checks every 10 ms instead of being woken after every idle moment: a quarter less CPU per event, about 2 ms of CPU a second more while idle; hooks do not get the setting")
+	envflag.Bind(fs, "steady-sysmon", "HOOK_OPERATOR_STEADY_SYSMON")
 	fs.DurationVar(&f.ShutdownGrace, "shutdown-grace-period", 30*time.Second, "how long running hooks may finish after SIGTERM/SIGINT")
 	envflag.Bind(fs, "shutdown-grace-period", "HOOK_OPERATOR_SHUTDOWN_GRACE_PERIOD")
 	fs.StringVar(&f.ListenAddress, "listen-address", ":9115", "serve /metrics, /healthz and /readyz on this host:port (empty: no listener)")
@@ -217,7 +228,7 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 			return fmt.Errorf("--output: %w", err)
 		}
 	}
-	env := os.Environ()
+	env := procs.HookEnv(os.Environ())
 	load := hook.LoadOptions{
 		ConfigTimeout: f.ConfigTimeout,
 		Env:           env,
