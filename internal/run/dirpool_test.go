@@ -42,20 +42,6 @@ func runReport(t *testing.T, r *Runner, req Request, contexts string) map[string
 	return report
 }
 
-// dirsIn lists the run dirs under parent.
-func dirsIn(t *testing.T, parent string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(parent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
 func TestReusedDirIsLikeANewOne(t *testing.T) {
 	r, _ := testRunner(t)
 	r.ReuseDirs = true
@@ -119,9 +105,7 @@ func TestDirNotReusedAfterChanges(t *testing.T) {
 			if _, err := os.Stat(first["dir"]); !os.IsNotExist(err) {
 				t.Errorf("the changed dir %s was kept: %v", first["dir"], err)
 			}
-			if left := dirsIn(t, r.TmpDir); len(left) != 0 {
-				t.Errorf("left in TmpDir: %v", left)
-			}
+			assertEmptyDir(t, r.TmpDir)
 			second := runReport(t, r, req, `[]`)
 			if second["dir"] == first["dir"] {
 				t.Errorf("the second run got the first's dir")
@@ -155,8 +139,8 @@ func TestReusedDirsAreOnePerRunningRun(t *testing.T) {
 			}
 			seen[d] = true
 		}
-		if got := len(dirsIn(t, r.TmpDir)); got != n {
-			t.Errorf("round %d: %d dirs kept, want %d", round, got, n)
+		if kept, _ := filepath.Glob(filepath.Join(r.TmpDir, "*")); len(kept) != n {
+			t.Errorf("round %d: %d dirs kept, want %d", round, len(kept), n)
 		}
 	}
 	if err := r.Close(); err != nil {
