@@ -62,6 +62,29 @@ func TestLatencies(t *testing.T) {
 	}
 }
 
+func TestFloorMetrics(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	names := []string{"a", "b"}
+	returned := []time.Time{t0, t0}
+	floor := map[string]time.Time{"a": t0.Add(2 * time.Millisecond), "b": t0.Add(4 * time.Millisecond)}
+	seen := map[string]time.Time{"a": t0.Add(12 * time.Millisecond), "b": t0.Add(24 * time.Millisecond)}
+	r := Run{Metrics: map[string]float64{}}
+	setFloorMetrics(&r, names, returned, floor, seen)
+	if r.Metrics[mWatchP99] != 4 || r.Metrics[mAfterP99] != 20 || r.Metrics[mAfterP50] != 10 {
+		t.Errorf("metrics = %v, want watch p99 4, after p50 10 and p99 20", r.Metrics)
+	}
+}
+
+func TestFirstName(t *testing.T) {
+	line := []byte(`{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"b-000042","namespace":"x"},"data":{"name":"other"}}}`)
+	if got := firstName(line); got != "b-000042" {
+		t.Errorf("firstName = %q, want b-000042", got)
+	}
+	if got := firstName([]byte(`{"type":"ADDED","object":{"name":"unterminated`)); got != "" {
+		t.Errorf("firstName of a cut line = %q, want empty", got)
+	}
+}
+
 const status = `Name:	hook-operator
 VmPeak:	 1300000 kB
 VmHWM:	   57320 kB

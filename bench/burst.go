@@ -26,6 +26,11 @@ func measureBurst(ctx context.Context, b *bench, s subject, ns string, n int, r 
 		return op, err
 	}
 	objects := names("b-", 0, n)
+	floor, err := b.cluster.WatchFloor(ctx, ns)
+	if err != nil {
+		return op, err
+	}
+	defer floor.Stop()
 	cpuBefore, err := op.CPU()
 	if err != nil {
 		return op, err
@@ -41,6 +46,11 @@ func measureBurst(ctx context.Context, b *bench, s subject, ns string, n int, r 
 	missed, err := op.WaitSeen(ctx, time.Minute, objects)
 	r.LatenciesMS = latencies(objects, returned, op.out.seen)
 	setLatencyMetrics(r)
+	arrived, ferr := floor.Stop()
+	if ferr != nil {
+		return op, ferr
+	}
+	setFloorMetrics(r, objects, returned, arrived, op.out.seen)
 	r.Metrics[mMissed] = float64(missed)
 	r.Metrics[mRuns] = float64(op.out.runs)
 	r.Metrics[mRate] = float64(n) / seconds(begin, last)

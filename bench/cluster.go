@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -27,6 +29,9 @@ const benchLabel = "hook-operator.dev/bench"
 type cluster struct {
 	kubeconfig string
 	client     kubernetes.Interface
+	// watcher has a connection of its own, so that a floor watch does not
+	// share one with the creates it watches.
+	watcher kubernetes.Interface
 
 	mu         sync.Mutex
 	namespaces []string
@@ -55,7 +60,15 @@ func connect(ctx context.Context, root, kubeconfig string) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &cluster{kubeconfig: kubeconfig, client: client}, nil
+	// A Dial of its own keeps client-go from sharing the transport (and its
+	// HTTP/2 connection) of the client above.
+	wcfg := rest.CopyConfig(cfg)
+	wcfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	watcher, err := kubernetes.NewForConfig(wcfg)
+	if err != nil {
+		return nil, err
+	}
+	return &cluster{kubeconfig: kubeconfig, client: client, watcher: watcher}, nil
 }
 
 // Namespace creates a fresh namespace for scenario, deleted by Cleanup, and
@@ -272,4 +285,77 @@ func (c *cluster) StreamingList(ctx context.Context, ns string) (time.Duration, 
 func (c *cluster) DryRunCreate(ctx context.Context, ns, name string) error {
 	_, err := c.client.CoreV1().ConfigMaps(ns).Create(ctx, newConfigMap(name), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	return err
+}
+
+// floorWatch is a bare watch of the ConfigMaps of a namespace: the time
+// each object's first event reached the harness, read line by line without
+// decoding. It is the floor of a latency: what the API server takes to
+// deliver an event, which no operator can go under.
+type floorWatch struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+	seen   map[string]time.Time // valid after Stop
+}
+
+// WatchFloor opens a floor watch on ns and returns once the API server has
+// answered the request, so that every later change reaches it.
+func (c *cluster) WatchFloor(ctx context.Context, ns string) (*floorWatch, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	stream, err := c.watcher.CoreV1().RESTClient().Get().
+		Namespace(ns).Resource("configmaps").
+		Param("watch", "true").
+		SetHeader("Accept", "application/json").
+		Stream(ctx)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("watch of configmaps in %s: %w", ns, err)
+	}
+	w := &floorWatch{cancel: cancel, done: make(chan struct{}), seen: map[string]time.Time{}}
+	go func() {
+		defer close(w.done)
+		defer stream.Close()
+		sc := bufio.NewScanner(stream)
+		sc.Buffer(make([]byte, 256<<10), 16<<20)
+		for sc.Scan() {
+			at := time.Now()
+			line := sc.Bytes()
+			if !bytes.HasPrefix(line, []byte(`{"type":"ADDED"`)) {
+				continue
+			}
+			if name := firstName(line); name != "" {
+				if _, ok := w.seen[name]; !ok {
+					w.seen[name] = at
+				}
+			}
+		}
+		if err := sc.Err(); err != nil && ctx.Err() == nil {
+			w.err = fmt.Errorf("watch of configmaps in %s: %w", ns, err)
+		}
+	}()
+	return w, nil
+}
+
+// Stop ends the watch and returns when each object's first event came.
+func (w *floorWatch) Stop() (map[string]time.Time, error) {
+	w.cancel()
+	<-w.done
+	return w.seen, w.err
+}
+
+// firstName is the value of the first "name" key of a watch event's line:
+// the object's metadata.name, which the API server writes first in
+// metadata.
+func firstName(line []byte) string {
+	key := []byte(`"name":"`)
+	i := bytes.Index(line, key)
+	if i < 0 {
+		return ""
+	}
+	rest := line[i+len(key):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return ""
+	}
+	return string(rest[:j])
 }

@@ -10,25 +10,29 @@ import (
 
 // Metric names, as they appear in results JSON.
 const (
-	mSync        = "sync_s"            // process start to the hook's Synchronization run
-	mRSS         = "rss_mb"            // RSS after start and settle (idle)
-	mPeakRSS     = "peak_rss_mb"       // VmHWM after the settle
-	mRSSLater    = "rss_later_mb"      // VmRSS after the settle
-	mRSSAtSync   = "rss_at_sync_mb"    // VmRSS when the Synchronization mark was read
-	mRSSAnon     = "rss_anon_mb"       // RssAnon with rss_mb or rss_later_mb: heap, stacks
-	mRSSFile     = "rss_file_mb"       // RssFile with rss_mb or rss_later_mb: the binary's pages
-	mConnected   = "connected_s"       // process start to the "connected to the cluster" log line
-	mP50         = "latency_p50_ms"    // create returned to hook start
-	mP90         = "latency_p90_ms"    //
-	mP99         = "latency_p99_ms"    //
-	mMax         = "latency_max_ms"    //
-	mMissed      = "missed_events"     // objects the hook never saw
-	mDrain       = "drain_s"           // last create returned to the last event's hook start
-	mRate        = "create_rate_per_s" // creates per second the API server took
-	mCPUPerEvent = "cpu_per_event_ms"  // operator CPU (not hooks) per created object
-	mRuns        = "hook_runs"         // runs that delivered the events
-	mFloor       = "floor_s"           // scale: a bare streaming list of the same objects
-	mOverFloor   = "sync_over_floor"   // scale: sync_s as a multiple of floor_s
+	mSync        = "sync_s"             // process start to the hook's Synchronization run
+	mRSS         = "rss_mb"             // RSS after start and settle (idle)
+	mPeakRSS     = "peak_rss_mb"        // VmHWM after the settle
+	mRSSLater    = "rss_later_mb"       // VmRSS after the settle
+	mRSSAtSync   = "rss_at_sync_mb"     // VmRSS when the Synchronization mark was read
+	mRSSAnon     = "rss_anon_mb"        // RssAnon with rss_mb or rss_later_mb: heap, stacks
+	mRSSFile     = "rss_file_mb"        // RssFile with rss_mb or rss_later_mb: the binary's pages
+	mConnected   = "connected_s"        // process start to the "connected to the cluster" log line
+	mP50         = "latency_p50_ms"     // create returned to hook start
+	mP90         = "latency_p90_ms"     //
+	mP99         = "latency_p99_ms"     //
+	mMax         = "latency_max_ms"     //
+	mMissed      = "missed_events"      // objects the hook never saw
+	mWatchP50    = "watch_p50_ms"       // create returned to a bare watch's event (the floor)
+	mWatchP99    = "watch_p99_ms"       //
+	mAfterP50    = "after_watch_p50_ms" // a bare watch's event to the hook start: the operator's own part
+	mAfterP99    = "after_watch_p99_ms" //
+	mDrain       = "drain_s"            // last create returned to the last event's hook start
+	mRate        = "create_rate_per_s"  // creates per second the API server took
+	mCPUPerEvent = "cpu_per_event_ms"   // operator CPU (not hooks) per created object
+	mRuns        = "hook_runs"          // runs that delivered the events
+	mFloor       = "floor_s"            // scale: a bare streaming list of the same objects
+	mOverFloor   = "sync_over_floor"    // scale: sync_s as a multiple of floor_s
 
 	mAdmBaseP50  = "admission_base_p50_ms"  // a dry-run create the webhook does not match
 	mAdmAddedP50 = "admission_added_p50_ms" // what the webhook adds to a create, p50
@@ -335,6 +339,10 @@ var metricLabels = map[string]struct{ label, unit string }{
 	mRSSLater:     {"RSS %s after Synchronization", "MB"},
 	mP50:          {"latency p50", "ms"},
 	mP99:          {"latency p99", "ms"},
+	mWatchP50:     {"a bare watch's event, p50 (the floor, not a target)", "ms"},
+	mWatchP99:     {"a bare watch's event, p99 (the floor, not a target)", "ms"},
+	mAfterP50:     {"bare watch's event to hook start, p50 (not a target)", "ms"},
+	mAfterP99:     {"bare watch's event to hook start, p99 (not a target)", "ms"},
 	mDrain:        {"last create to last event seen", "s"},
 	mCPUPerEvent:  {"operator CPU per event", "ms"},
 	mRate:         {"create rate (not a target)", "/s"},
@@ -369,10 +377,15 @@ var markdownRows = []struct{ scenario, variant, metric string }{
 	{"sync", "keepFull=true", mRSSLater},
 	{"trickle", "", mP50},
 	{"trickle", "", mP99},
+	{"trickle", "", mWatchP99},
+	{"trickle", "", mAfterP99},
 	{"burst", "", mRate},
 	{"burst", "", mRuns},
 	{"burst", "", mDrain},
 	{"burst", "", mP99},
+	{"burst", "", mWatchP99},
+	{"burst", "", mAfterP50},
+	{"burst", "", mAfterP99},
 	{"burst", "", mCPUPerEvent},
 	{"admission", "", mAdmBaseP50},
 	{"admission", "", mAdmAddedP50},

@@ -60,6 +60,24 @@ func setLatencyMetrics(r *Run) {
 	r.Metrics[mMax] = percentile(r.LatenciesMS, 100)
 }
 
+// setFloorMetrics adds the floor of r's latencies, from the create's return
+// to a bare watch's event (floor), and the rest, from that event to the
+// start of the hook run that had it (seen), to r's metrics.
+func setFloorMetrics(r *Run, names []string, returned []time.Time, floor, seen map[string]time.Time) {
+	arrived := make([]time.Time, len(names))
+	for i, n := range names {
+		arrived[i] = floor[n]
+	}
+	if l := latencies(names, returned, floor); len(l) > 0 {
+		r.Metrics[mWatchP50] = percentile(l, 50)
+		r.Metrics[mWatchP99] = percentile(l, 99)
+	}
+	if l := latencies(names, arrived, seen); len(l) > 0 {
+		r.Metrics[mAfterP50] = percentile(l, 50)
+		r.Metrics[mAfterP99] = percentile(l, 99)
+	}
+}
+
 // latest returns the latest of times, or the zero time.
 func latest(times iter.Seq[time.Time]) time.Time {
 	var last time.Time

@@ -23,6 +23,11 @@ func measureTrickle(ctx context.Context, b *bench, s subject, ns string, n int, 
 		return op, err
 	}
 	objects := names("t-", 0, n)
+	floor, err := b.cluster.WatchFloor(ctx, ns)
+	if err != nil {
+		return op, err
+	}
+	defer floor.Stop()
 	returned := make([]time.Time, n)
 	period := time.Second / time.Duration(b.cfg.TrickleRate)
 	wait := prof.cpu(ctx, op, b.cfg.TrickleFor+time.Second)
@@ -39,6 +44,11 @@ func measureTrickle(ctx context.Context, b *bench, s subject, ns string, n int, 
 	missed, err := op.WaitSeen(ctx, 30*time.Second, objects)
 	r.LatenciesMS = latencies(objects, returned, op.out.seen)
 	setLatencyMetrics(r)
+	arrived, ferr := floor.Stop()
+	if ferr != nil {
+		return op, ferr
+	}
+	setFloorMetrics(r, objects, returned, arrived, op.out.seen)
 	r.Metrics[mMissed] = float64(missed)
 	r.Metrics[mRuns] = float64(op.out.runs)
 	return op, err
