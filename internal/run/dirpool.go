@@ -88,14 +88,6 @@ func (r *Runner) Close() error {
 	return r.pool.close()
 }
 
-// writeContexts writes the binding contexts of a kept dir.
-func (d *runDir) writeContexts(contexts []byte) error {
-	if len(contexts) == 0 {
-		contexts = []byte("[]")
-	}
-	return createFile(d.contexts, contexts)
-}
-
 // reset empties d for a later run and reports whether d is now as
 // newRunDir leaves a dir, but for the binding contexts, which it removes
 // (the next run writes its own). It is not when a process of the run's

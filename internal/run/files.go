@@ -45,19 +45,26 @@ func newRunDir(parent string, contexts []byte) (*runDir, error) {
 		validating: filepath.Join(path, "validating-response"),
 		conversion: filepath.Join(path, "conversion-response"),
 	}
-	if len(contexts) == 0 {
-		contexts = []byte("[]")
-	}
-	for _, f := range []struct {
-		name    string
-		content []byte
-	}{{d.contexts, contexts}, {d.patch, nil}, {d.metrics, nil}, {d.validating, nil}, {d.conversion, nil}} {
-		if err := createFile(f.name, f.content); err != nil {
+	for _, name := range []string{d.patch, d.metrics, d.validating, d.conversion} {
+		if err := createFile(name, nil); err != nil {
 			_ = d.remove()
 			return nil, fmt.Errorf("preparing the run's files: %w", err)
 		}
 	}
+	if err := d.writeContexts(contexts); err != nil {
+		_ = d.remove()
+		return nil, fmt.Errorf("preparing the run's files: %w", err)
+	}
 	return d, nil
+}
+
+// writeContexts writes the binding contexts file of d, which must not
+// exist: "[]" when there are none.
+func (d *runDir) writeContexts(contexts []byte) error {
+	if len(contexts) == 0 {
+		contexts = []byte("[]")
+	}
+	return createFile(d.contexts, contexts)
 }
 
 // createFile creates name, which must not exist, 0600, holding content.
