@@ -47,18 +47,13 @@ func dryRunSetup(t *testing.T) (c *testcluster.Cluster, ns, hooksDir string, crd
 		}
 	}
 	hooksDir = t.TempDir()
-	writeHook(t, hooksDir, "change.sh", `#!/usr/bin/env bash
-if [[ "${1:-}" == "--config" ]]; then
-  echo '{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"executeHookOnEvent":[]}]}'
-  exit 0
-fi
-cat >> "$KUBERNETES_PATCH_PATH" <<'EOF'
+	writeHook(t, hooksDir, "change.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"executeHookOnEvent":[]}]}`, `cat >> "$KUBERNETES_PATCH_PATH" <<'EOF'
 {"operation":"MergePatch","kind":"ConfigMap","namespace":"`+ns+`","name":"cm","mergePatch":{"data":{"a":"2"}}}
 {"operation":"Create","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"new","namespace":"`+ns+`"},"data":{"b":"1"}}}
 {"operation":"Delete","kind":"ConfigMap","namespace":"`+ns+`","name":"gone"}
 {"operation":"Create","object":{"apiVersion":"`+crd.Group+`/v1","kind":"Ticket","metadata":{"name":"t","namespace":"`+ns+`"},"spec":{"number":11}}}
 EOF
-`)
+`))
 	return c, ns, hooksDir, crd
 }
 

@@ -44,13 +44,8 @@ func TestIntegrationInClusterWithGeneratedRBAC(t *testing.T) {
 	bin := testoperator.Binary(t)
 	testoperator.InstallCRDs(t, c, "memcacheds.cache.example.com.yaml", "flighttickets.flights.com.yaml")
 	hooks := testoperator.Hooks(t, "hello", "memcached", "flights")
-	writeHook(t, hooks, "rogue.sh", `#!/usr/bin/env bash
-if [[ "${1:-}" == "--config" ]]; then
-  echo '{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"labelSelector":{"matchLabels":{"rogue":"yes"}},"executeHookOnSynchronization":false}]}'
-  exit 0
-fi
-echo '{"operation":"Create","object":{"apiVersion":"v1","kind":"Secret","metadata":{"name":"stolen","namespace":"`+ns+`"}}}' >> "$KUBERNETES_PATCH_PATH"
-`)
+	writeHook(t, hooks, "rogue.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"labelSelector":{"matchLabels":{"rogue":"yes"}},"executeHookOnSynchronization":false}]}`, `echo '{"operation":"Create","object":{"apiVersion":"v1","kind":"Secret","metadata":{"name":"stolen","namespace":"`+ns+`"}}}' >> "$KUBERNETES_PATCH_PATH"
+`))
 
 	// The ServiceAccount, and the generated RBAC bound to it.
 	sa := "op-" + ns

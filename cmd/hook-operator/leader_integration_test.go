@@ -34,14 +34,9 @@ func TestIntegrationLeaderElection(t *testing.T) {
 	records := t.TempDir()
 	hooksFor := func(name string) string {
 		dir := t.TempDir()
-		writeHook(t, dir, "watch.sh", `#!/usr/bin/env bash
-set -euo pipefail
-if [[ "${1:-}" == "--config" ]]; then
-  echo '{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"jqFilter":".metadata.name"}]}'
-  exit 0
-fi
+		writeHook(t, dir, "watch.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"jqFilter":".metadata.name"}]}`, `set -euo pipefail
 jq -r '.[] | .type + " " + (.filterResult // "" | tostring)' "$BINDING_CONTEXT_PATH" >>`+filepath.Join(records, name)+`
-`)
+`))
 		return dir
 	}
 	read := func(name string) string {
@@ -112,18 +107,13 @@ func TestIntegrationLeaderKilled(t *testing.T) {
 	records := t.TempDir()
 	hooksFor := func(name string) string {
 		dir := t.TempDir()
-		writeHook(t, dir, "watch.sh", `#!/usr/bin/env bash
-set -euo pipefail
-if [[ "${1:-}" == "--config" ]]; then
-  echo '{"configVersion":"v1","kubernetes":[
+		writeHook(t, dir, "watch.sh", bashHook(`{"configVersion":"v1","kubernetes":[
     {"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"jqFilter":".metadata.name","labelSelector":{"matchLabels":{"churn":"yes"}}},
     {"name":"held","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"labelSelector":{"matchLabels":{"held":"yes"}},
-     "executeHookOnSynchronization":false,"finalizer":"test.hook-operator.dev/held"}]}'
-  exit 0
-fi
+     "executeHookOnSynchronization":false,"finalizer":"test.hook-operator.dev/held"}]}`, `set -euo pipefail
 jq -r '.[] | select(.binding == "cms") | if .type == "Synchronization" then .objects[].filterResult else .filterResult end' "$BINDING_CONTEXT_PATH" >>`+filepath.Join(records, name)+`
 jq -r '.[] | select(.watchEvent == "Finalize") | .object.metadata.name' "$BINDING_CONTEXT_PATH" >>`+filepath.Join(records, name+".finalized")+`
-`)
+`))
 		return dir
 	}
 	seen := func(name string) map[string]bool {
@@ -200,14 +190,9 @@ func TestIntegrationLeaderLosesAPIServer(t *testing.T) {
 	p, kubeconfig := proxiedKubeconfig(t, c.Kubeconfig)
 
 	hooks, marks := t.TempDir(), t.TempDir()
-	writeHook(t, hooks, "slow.sh", fmt.Sprintf(`#!/usr/bin/env bash
-if [[ "${1:-}" == "--config" ]]; then
-  echo '{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","executeHookOnSynchronization":false,"namespace":{"nameSelector":{"matchNames":["%s"]}}}]}'
-  exit 0
-fi
-echo $$ >%s/pid
+	writeHook(t, hooks, "slow.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","executeHookOnSynchronization":false,"namespace":{"nameSelector":{"matchNames":["`+ns+`"]}}}]}`, `echo $$ >`+marks+`/pid
 sleep 120
-`, ns, marks))
+`))
 	o := startObserved(t, bin, kubeconfig, hooks, "--leader-elect", "--operator-namespace", ns, "--leader-elect-lease-name", "lease-"+ns,
 		"--leader-elect-lease-duration", "10s", "--leader-elect-renew-deadline", "5s", "--leader-elect-retry-period", "1s",
 		"--shutdown-grace-period", "60s")

@@ -34,6 +34,12 @@ func writeHook(t *testing.T, dir, name, script string) {
 	must(t, os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755))
 }
 
+// bashHook is the text of a bash hook that prints config (JSON with no
+// single quote) for --config and runs body otherwise.
+func bashHook(config, body string) string {
+	return "#!/usr/bin/env bash\nif [[ \"${1:-}\" == \"--config\" ]]; then\n  echo '" + config + "'\n  exit 0\nfi\n" + body
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {

@@ -119,17 +119,12 @@ func TestIntegrationMetricsEventsAndDebug(t *testing.T) {
 	bin := buildBinary(t)
 	hooks, marks := t.TempDir(), t.TempDir()
 	must(t, os.WriteFile(filepath.Join(marks, "broken"), nil, 0o600))
-	writeHook(t, hooks, "watch.sh", `#!/usr/bin/env bash
-if [[ "${1:-}" == "--config" ]]; then
-  echo '{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"labelSelector":{"matchLabels":{"app":"obs"}},"jqFilter":".data"}]}'
-  exit 0
-fi
-jq -c '.[] | (.objects // [{object: .object}])[] | .object.metadata.name | {name: "test_obs_seen_total", action: "add", value: 1, labels: {cm: .}}' "$BINDING_CONTEXT_PATH" >> "$METRICS_PATH"
+	writeHook(t, hooks, "watch.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"labelSelector":{"matchLabels":{"app":"obs"}},"jqFilter":".data"}]}`, `jq -c '.[] | (.objects // [{object: .object}])[] | .object.metadata.name | {name: "test_obs_seen_total", action: "add", value: 1, labels: {cm: .}}' "$BINDING_CONTEXT_PATH" >> "$METRICS_PATH"
 if [[ -f `+marks+`/broken ]] && jq -e 'any(.[]; .object.metadata.name == "bad")' "$BINDING_CONTEXT_PATH" >/dev/null; then
   echo "boom: cannot handle bad" >&2
   exit 3
 fi
-`)
+`))
 	o := startObserved(t, bin, c.Kubeconfig, hooks)
 	waitUntil(t, "ready", func() bool { code, _ := o.get(t, "/readyz"); return code == 200 }, o.logs.String)
 	if code, body := o.get(t, "/healthz"); code != 200 {
@@ -298,13 +293,8 @@ func TestIntegrationMetricsPrefixAndHooksPath(t *testing.T) {
 	ns := c.Namespace(t)
 	bin := buildBinary(t)
 	hooks := t.TempDir()
-	writeHook(t, hooks, "count.sh", `#!/usr/bin/env bash
-if [[ "${1:-}" == "--config" ]]; then
-  echo '{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}}}]}'
-  exit 0
-fi
-echo '{"name":"test_prefix_runs_total","action":"add","value":1}' >> "$METRICS_PATH"
-`)
+	writeHook(t, hooks, "count.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}}}]}`, `echo '{"name":"test_prefix_runs_total","action":"add","value":1}' >> "$METRICS_PATH"
+`))
 	t.Setenv("SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX", "shell_operator_")
 	o := startObserved(t, bin, c.Kubeconfig, hooks)
 	runs := `shell_operator_hook_runs_total{binding="cms",hook="count.sh",queue="main"}`
@@ -348,15 +338,11 @@ func TestIntegrationReadiness(t *testing.T) {
 	p, kubeconfig := proxiedKubeconfig(t, c.Kubeconfig)
 
 	hooks, marks := t.TempDir(), t.TempDir()
-	writeHook(t, hooks, "slow.sh", fmt.Sprintf(`#!/usr/bin/env bash
-if [[ "${1:-}" == "--config" ]]; then
-  echo '{"configVersion":"v1","onStartup":1,"kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["%s"]}}}]}'
-  exit 0
-fi
+	writeHook(t, hooks, "slow.sh", bashHook(`{"configVersion":"v1","onStartup":1,"kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}}}]}`, `
 if jq -e '.[0].binding == "onStartup"' "$BINDING_CONTEXT_PATH" >/dev/null; then
-  until [[ -f %s/go ]]; do sleep 0.1; done
+  until [[ -f `+marks+`/go ]]; do sleep 0.1; done
 fi
-`, ns, marks))
+`))
 	o := startObserved(t, bin, kubeconfig, hooks)
 	if code, body := o.get(t, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "starting") {
 		t.Errorf("during onStartup: /readyz %d %q, want 503 naming start-up", code, body)
@@ -385,11 +371,7 @@ func TestIntegrationGOMAXPROCSFollowsTheLoad(t *testing.T) {
 	ns := c.Namespace(t)
 	bin := buildBinary(t)
 	hooks := t.TempDir()
-	writeHook(t, hooks, "idle.sh", `#!/usr/bin/env bash
-if [[ "${1:-}" == "--config" ]]; then
-  echo '{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}}}]}'
-fi
-`)
+	writeHook(t, hooks, "idle.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}}}]}`, ""))
 	const series = "go_sched_gomaxprocs_threads"
 	adapted := startObserved(t, bin, c.Kubeconfig, hooks)
 	waitUntil(t, "GOMAXPROCS 1 while idle", func() bool { return adapted.metric(t, series) == 1 }, adapted.logs.String)
@@ -428,13 +410,8 @@ func TestIntegrationSteadySysmon(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			hooks := t.TempDir()
 			out := filepath.Join(hooks, "godebug")
-			writeHook(t, hooks, "env.sh", `#!/usr/bin/env bash
-if [[ "${1:-}" == "--config" ]]; then
-  echo '{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}}}]}'
-  exit 0
-fi
-echo "${GODEBUG-unset}" > `+out+`.tmp && mv `+out+`.tmp `+out+`
-`)
+			writeHook(t, hooks, "env.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}}}]}`, `echo "${GODEBUG-unset}" > `+out+`.tmp && mv `+out+`.tmp `+out+`
+`))
 			env := tc.env
 			if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "GODEBUG=") }) {
 				env = append(env, "GODEBUG=") // this test process's own GODEBUG does not count

@@ -75,16 +75,11 @@ func TestIntegrationRecordThenReplayMatchesLive(t *testing.T) {
 	bin := buildBinary(t)
 	ctx := context.Background()
 	dir, hooks := t.TempDir(), t.TempDir()
-	writeHook(t, hooks, "log.sh", `#!/usr/bin/env bash
-if [[ "${1:-}" == "--config" ]]; then
-  echo '{"configVersion":"v1","kubernetes":[
+	writeHook(t, hooks, "log.sh", bashHook(`{"configVersion":"v1","kubernetes":[
     {"name":"data","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"jqFilter":".data"},
     {"name":"labelled","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},
-     "labelSelector":{"matchLabels":{"app":"demo"}},"keepFullObjectsInMemory":false,"jqFilter":".metadata.labels"}]}'
-  exit 0
-fi
-jq -c . "$BINDING_CONTEXT_PATH" >> "$CONTEXT_LOG"
-`)
+     "labelSelector":{"matchLabels":{"app":"demo"}},"keepFullObjectsInMemory":false,"jqFilter":".metadata.labels"}]}`, `jq -c . "$BINDING_CONTEXT_PATH" >> "$CONTEXT_LOG"
+`))
 	cms := c.Dynamic.Resource(configMapsGVR).Namespace(ns)
 	newCM := func(name string, labels map[string]any, data map[string]any) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{

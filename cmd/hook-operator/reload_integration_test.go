@@ -25,15 +25,10 @@ func reloadHook(ns, records, name, bindings, version string, broken bool) string
 	if broken {
 		config = `this is not JSON`
 	}
-	return `#!/usr/bin/env bash
-set -euo pipefail
-if [[ "${1:-}" == "--config" ]]; then
-  echo '` + strings.ReplaceAll(config, "NS", ns) + `'
-  exit 0
-fi
-jq -r --arg v ` + version + ` '.[] | if .type == "Synchronization" then "S \(.binding) \([.objects[].object.metadata.name] | sort | join(","))"
-  elif .type == "Event" then "E \(.binding) \(.watchEvent) \(.object.metadata.name) \($v)" else empty end' "$BINDING_CONTEXT_PATH" >>` + filepath.Join(records, name) + `
-`
+	return bashHook(strings.ReplaceAll(config, "NS", ns), `set -euo pipefail
+jq -r --arg v `+version+` '.[] | if .type == "Synchronization" then "S \(.binding) \([.objects[].object.metadata.name] | sort | join(","))"
+  elif .type == "Event" then "E \(.binding) \(.watchEvent) \(.object.metadata.name) \($v)" else empty end' "$BINDING_CONTEXT_PATH" >>`+filepath.Join(records, name)+`
+`)
 }
 
 func cmBinding(name, app string) string {

@@ -47,22 +47,12 @@ func testSharding(t *testing.T, c *testcluster.Cluster, serverSide bool) {
 	ids := []string{"a", "b", "c"}
 	hooksFor := func(id string) string {
 		dir := t.TempDir()
-		writeHook(t, dir, "sharded.sh", `#!/usr/bin/env bash
-set -euo pipefail
-if [[ "${1:-}" == "--config" ]]; then
-  echo '{"configVersion":"v1","settings":{"sharded":true},"kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"labelSelector":{"matchLabels":{"shard":"yes"}},"jqFilter":".metadata.name"}]}'
-  exit 0
-fi
+		writeHook(t, dir, "sharded.sh", bashHook(`{"configVersion":"v1","settings":{"sharded":true},"kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"labelSelector":{"matchLabels":{"shard":"yes"}},"jqFilter":".metadata.name"}]}`, `set -euo pipefail
 jq -r '.[] | if .type == "Synchronization" then "S " + ([.objects[].filterResult] | join(",")) elif .type == "Event" then "E " + .filterResult else empty end' "$BINDING_CONTEXT_PATH" >>`+filepath.Join(records, id)+`
-`)
-		writeHook(t, dir, "leader.sh", `#!/usr/bin/env bash
-set -euo pipefail
-if [[ "${1:-}" == "--config" ]]; then
-  echo '{"configVersion":"v1","kubernetes":[{"name":"all","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"labelSelector":{"matchLabels":{"shard":"yes"}},"jqFilter":".metadata.name"}]}'
-  exit 0
-fi
+`))
+		writeHook(t, dir, "leader.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"all","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"labelSelector":{"matchLabels":{"shard":"yes"}},"jqFilter":".metadata.name"}]}`, `set -euo pipefail
 echo run >>`+filepath.Join(records, id+".leader")+`
-`)
+`))
 		return dir
 	}
 	lines := func(id string) []string {
