@@ -197,6 +197,30 @@ func appendFile(t *testing.T, path, s string) {
 	}
 }
 
+func TestFullRun(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		full bool
+	}{
+		{nil, true},
+		{[]string{"--out", "/tmp/x", "--kubeconfig", "k", "--profile"}, true},
+		{[]string{"--scenarios", "trickle,burst"}, false},
+		{[]string{"--repeat", "2"}, false},
+		{[]string{"--quick"}, false},
+		{[]string{"--binary", "/tmp/other"}, false},
+		{[]string{"--reference", "none"}, false},
+		{[]string{"--hook-tmp-dir", "/dev/shm"}, false},
+	} {
+		c, err := parseFlags(tc.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Full(); got != tc.full {
+			t.Errorf("%q: Full() = %v, want %v", tc.args, got, tc.full)
+		}
+	}
+}
+
 func TestParseFlags(t *testing.T) {
 	c, err := parseFlags(nil)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,6 +67,19 @@ type Config struct {
 	Out        string `json:"-"`
 	Binary     string `json:"-"`
 	Kubeconfig string `json:"-"`
+}
+
+// Full reports whether c is a full run: every setting its default but where
+// the results and the cluster are (--out, --kubeconfig) and the extra
+// profiled runs (--profile), which leave the measured runs as they are.
+// Only a full run's report becomes latest.json and latest.md.
+func (c *Config) Full() bool {
+	def, err := parseFlags(nil)
+	if err != nil {
+		return false
+	}
+	def.Out, def.Kubeconfig, def.Profile = c.Out, c.Kubeconfig, c.Profile
+	return reflect.DeepEqual(c, def)
 }
 
 // parseFlags reads the command line into a Config.

@@ -167,26 +167,33 @@ func run(ctx context.Context, cfg *Config) error {
 	return nil
 }
 
-// writeReport writes <timestamp>.json and .md to dir, copies them to
-// latest.json and latest.md, and returns the Markdown.
+// writeReport writes <timestamp>.json and .md to dir and, for a full run
+// (Config.Full), copies them to latest.json and latest.md; it returns the
+// Markdown.
 func writeReport(dir, stamp string, r *Report) (string, error) {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return "", err
 	}
 	md := r.Markdown()
-	for _, f := range []struct {
+	type file struct {
 		name string
 		data []byte
-	}{
-		{stamp + ".json", data}, {stamp + ".md", []byte(md)},
-		{"latest.json", data}, {"latest.md", []byte(md)},
-	} {
+	}
+	files := []file{{stamp + ".json", data}, {stamp + ".md", []byte(md)}}
+	if r.Config.Full() {
+		files = append(files, file{"latest.json", data}, file{"latest.md", []byte(md)})
+	}
+	for _, f := range files {
 		if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
 			return "", err
 		}
 	}
-	logf("wrote %s", filepath.Join(dir, stamp+".{json,md}"))
+	if r.Config.Full() {
+		logf("wrote %s and latest.{json,md}", filepath.Join(dir, stamp+".{json,md}"))
+	} else {
+		logf("wrote %s (not latest.{json,md}: not a full run)", filepath.Join(dir, stamp+".{json,md}"))
+	}
 	return md, nil
 }
 
