@@ -44,13 +44,9 @@ func measureBurst(ctx context.Context, b *bench, s subject, ns string, n int, r 
 	}
 	last := latest(slices.Values(returned))
 	missed, err := op.WaitSeen(ctx, time.Minute, objects)
-	r.LatenciesMS = latencies(objects, returned, op.out.seen)
-	setLatencyMetrics(r)
-	arrived, ferr := floor.Stop()
-	if ferr != nil {
+	if ferr := setLatencies(r, objects, returned, op.out.seen, floor); ferr != nil {
 		return op, ferr
 	}
-	setFloorMetrics(r, objects, returned, arrived, op.out.seen)
 	r.Metrics[mMissed] = float64(missed)
 	r.Metrics[mRuns] = float64(op.out.runs)
 	r.Metrics[mRate] = float64(n) / seconds(begin, last)

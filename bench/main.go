@@ -180,8 +180,9 @@ func writeReport(dir, stamp string, r *Report) (string, error) {
 		name string
 		data []byte
 	}
+	full := r.Config.Full()
 	files := []file{{stamp + ".json", data}, {stamp + ".md", []byte(md)}}
-	if r.Config.Full() {
+	if full {
 		files = append(files, file{"latest.json", data}, file{"latest.md", []byte(md)})
 	}
 	for _, f := range files {
@@ -189,7 +190,7 @@ func writeReport(dir, stamp string, r *Report) (string, error) {
 			return "", err
 		}
 	}
-	if r.Config.Full() {
+	if full {
 		logf("wrote %s and latest.{json,md}", filepath.Join(dir, stamp+".{json,md}"))
 	} else {
 		logf("wrote %s (not latest.{json,md}: not a full run)", filepath.Join(dir, stamp+".{json,md}"))

@@ -60,6 +60,20 @@ func setLatencyMetrics(r *Run) {
 	r.Metrics[mMax] = percentile(r.LatenciesMS, 100)
 }
 
+// setLatencies sets r's latencies, from each create's return (returned) to
+// the start of the hook run that had its event (seen), with their
+// percentiles, and splits them at floor, which it stops.
+func setLatencies(r *Run, names []string, returned []time.Time, seen map[string]time.Time, floor *floorWatch) error {
+	r.LatenciesMS = latencies(names, returned, seen)
+	setLatencyMetrics(r)
+	arrived, err := floor.Stop()
+	if err != nil {
+		return err
+	}
+	setFloorMetrics(r, names, returned, arrived, seen)
+	return nil
+}
+
 // setFloorMetrics adds the floor of r's latencies, from the create's return
 // to a bare watch's event (floor), and the rest, from that event to the
 // start of the hook run that had it (seen), to r's metrics.

@@ -42,13 +42,9 @@ func measureTrickle(ctx context.Context, b *bench, s subject, ns string, n int, 
 		}
 	}
 	missed, err := op.WaitSeen(ctx, 30*time.Second, objects)
-	r.LatenciesMS = latencies(objects, returned, op.out.seen)
-	setLatencyMetrics(r)
-	arrived, ferr := floor.Stop()
-	if ferr != nil {
+	if ferr := setLatencies(r, objects, returned, op.out.seen, floor); ferr != nil {
 		return op, ferr
 	}
-	setFloorMetrics(r, objects, returned, arrived, op.out.seen)
 	r.Metrics[mMissed] = float64(missed)
 	r.Metrics[mRuns] = float64(op.out.runs)
 	return op, err
