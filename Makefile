@@ -47,6 +47,14 @@ unit: ## unit tests only (no cluster)
 test: vet cross cluster image ## vet, cross-builds, the image, then unit and integration tests against the local cluster (the image's run with podman among them); removes the clusters the tests started for themselves when they end
 	rc=0; go test -race -count=1 -timeout $(TEST_TIMEOUT) ./... || rc=$$?; hack/cluster/down.sh --tests; exit $$rc
 
+.PHONY: test-fresh test-loaded
+test-fresh: ## make test as on a new machine: a fresh clone of HEAD, empty caches (HOOK_OPERATOR_CACHE, GOCACHE, HOME, podman storage); prints its wall time
+	hack/test-fresh.sh
+
+TEST_RUNS ?= 3
+test-loaded: ## make test TEST_RUNS times in a row (default 3) beside a CPU burner on every core; reports how many passed
+	hack/test-loaded.sh $(TEST_RUNS)
+
 cluster-binaries: ## build the pinned cluster binaries into the per-user cache (once)
 	@hack/cluster/build.sh >/dev/null
 

@@ -68,8 +68,11 @@ for c in kube-apiserver kube-controller-manager kube-scheduler; do
   (cd "$here/kubernetes" && go build -ldflags "$kube_ldflags" -o "$tmp/$c" "k8s.io/kubernetes/cmd/$c")
 done
 
-"$tmp/kube-apiserver" --version | grep -qF "$KUBE_VERSION" || {
-  echo "build.sh: kube-apiserver does not report $KUBE_VERSION: $("$tmp/kube-apiserver" --version)" >&2
+# The whole output is read before it is matched: under pipefail,
+# `... | grep -q` fails when grep exits before the writer is done.
+reported=$("$tmp/kube-apiserver" --version)
+[[ "$reported" == *"$KUBE_VERSION"* ]] || {
+  echo "build.sh: kube-apiserver does not report $KUBE_VERSION: $reported" >&2
   exit 1
 }
 touch "$tmp/.complete"

@@ -61,8 +61,10 @@ log "building helm $version"
 (cd "$module" && CGO_ENABLED=0 GOFLAGS="-mod=readonly -trimpath" \
   go build -ldflags "$ldflags" -o "$tmp/helm" helm.sh/helm/v3/cmd/helm)
 
-"$tmp/helm" version --short | grep -qF "$version" || {
-  echo "helm.sh: the built helm does not report $version: $("$tmp/helm" version --short)" >&2
+# The whole output is read before it is matched (see shell-operator.sh).
+reported=$("$tmp/helm" version --short)
+[[ "$reported" == *"$version"* ]] || {
+  echo "helm.sh: the built helm does not report $version: $reported" >&2
   exit 1
 }
 touch "$tmp/.complete"

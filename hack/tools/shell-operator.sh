@@ -54,8 +54,12 @@ log "building shell-operator $version"
 (cd "$module" && CGO_ENABLED=0 GOFLAGS="-mod=readonly -trimpath" \
   go build -ldflags "-s -w -X $pkg/pkg/app.Version=$version" -o "$tmp/shell-operator" "$pkg/cmd/shell-operator")
 
-"$tmp/shell-operator" version 2>&1 | grep -qF "$version" || {
-  echo "shell-operator.sh: the built shell-operator does not report $version: $("$tmp/shell-operator" version 2>&1)" >&2
+# Read the whole output before matching it: under pipefail, `... | grep -q`
+# fails whenever grep exits at its first match before the writer is done
+# (the writer then dies of SIGPIPE).
+reported=$("$tmp/shell-operator" version 2>&1)
+[[ "$reported" == *"$version"* ]] || {
+  echo "shell-operator.sh: the built shell-operator does not report $version: $reported" >&2
   exit 1
 }
 touch "$tmp/.complete"

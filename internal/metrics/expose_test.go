@@ -3,7 +3,9 @@ package metrics
 import (
 	"math"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -76,18 +78,61 @@ p_wait_seconds_count{queue="main"} 3
 }
 
 func TestProcessCollector(t *testing.T) {
+	// /proc counts CPU time in clock ticks (10 ms): a test binary started a
+	// moment ago may have used less than one. Use some first, so that the
+	// counter has a value to show, and read it between two rusage readings
+	// to check that it is the process's CPU time, not merely positive.
+	before := burnCPU(t, 50*time.Millisecond)
 	fams := map[string]float64{}
 	for _, f := range (processCollector{}).Collect() {
 		fams[f.Name] = f.Series[0].Value
 	}
+	after := cpuTime(t)
 	for _, name := range processNames {
 		if fams[name] <= 0 {
 			t.Errorf("%s = %v, want a positive value (%v)", name, fams[name], fams)
 		}
 	}
+	// One tick of rounding either side of what getrusage reported.
+	if cpu := fams["process_cpu_seconds_total"]; cpu < before.Seconds()-2.0/userHZ || cpu > after.Seconds()+2.0/userHZ {
+		t.Errorf("process_cpu_seconds_total = %v, want between %v and %v (getrusage)", cpu, before.Seconds(), after.Seconds())
+	}
 	if rss := fams["process_resident_memory_bytes"]; rss < 1<<20 || rss > 1<<32 {
 		t.Errorf("process_resident_memory_bytes = %v", rss)
 	}
+}
+
+// burnCPU spins until the process has used at least min of CPU time, by
+// getrusage, and returns what it had used then.
+func burnCPU(t *testing.T, min time.Duration) time.Duration {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	x := 1.0
+	for {
+		used := cpuTime(t)
+		if used >= min {
+			if x == 0 { // keeps the loop from being optimised away
+				t.Log(x)
+			}
+			return used
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the process used only %v of CPU in a minute of spinning", used)
+		}
+		for i := 0; i < 1e6; i++ {
+			x = x*1.0000001 + 1e-9
+		}
+	}
+}
+
+// cpuTime is the user and system CPU time the process has used.
+func cpuTime(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func TestVecLabelCountChecked(t *testing.T) {
