@@ -70,15 +70,15 @@ func TestNoEarlyExitingReaderUnderPipefail(t *testing.T) {
 func TestEarlyReaderPattern(t *testing.T) {
 	for line, want := range map[string]bool{
 		`"$tmp/x" version 2>&1 | grep -qF "$version" || {`: true,
-		`kubectl get pods | grep -m1 Running`:                true,
-		`ls | head -1`:                                       true,
-		`cmd | read -r first`:                                true,
-		`cmd | sed -n 1q`:                                    true,
-		`cmd | awk '{ print; exit }'`:                        true,
-		`/out/kubectl version --client | grep -F "$V"`:       false,
-		`grep -qF "$v" file`:                                 false,
-		`cmd | cut -f2- | sed 's/^/  /'`:                     false,
-		`while read -r line; do`:                             false,
+		`kubectl get pods | grep -m1 Running`:              true,
+		`ls | head -1`:                                     true,
+		`cmd | read -r first`:                              true,
+		`cmd | sed -n 1q`:                                  true,
+		`cmd | awk '{ print; exit }'`:                      true,
+		`/out/kubectl version --client | grep -F "$V"`:     false,
+		`grep -qF "$v" file`:                               false,
+		`cmd | cut -f2- | sed 's/^/  /'`:                   false,
+		`while read -r line; do`:                           false,
 	} {
 		if got := earlyReader.MatchString(line); got != want {
 			t.Errorf("%s: matched %v, want %v", line, got, want)
