@@ -37,7 +37,8 @@ func TestNoEarlyExitingReaderUnderPipefail(t *testing.T) {
 	}
 	checked := 0
 	for _, path := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
-		if strings.HasSuffix(path, ".md") || strings.HasPrefix(path, "bench/results/") {
+		// This file names the patterns it looks for.
+		if strings.HasSuffix(path, ".md") || strings.HasPrefix(path, "bench/results/") || path == "hack/pipefail_test.go" {
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join(root, path))
