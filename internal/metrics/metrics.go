@@ -67,6 +67,7 @@ type Metrics struct {
 	webhookRequests *vec
 	webhookSeconds  *vec
 	webhookTimeouts *vec
+	webhookRejected *vec
 
 	liveTicks *vec
 
@@ -125,6 +126,7 @@ func New(prefix string) *Metrics {
 		webhookSeconds: f.histogram("webhook_request_seconds", "How long admission requests take to answer, waiting for a free slot included.",
 			[]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}, "hook", "binding", "kind"),
 		webhookTimeouts: f.counter("webhook_hook_timeouts_total", "Admission requests denied because the hook did not answer within the binding's timeoutSeconds.", "hook", "binding"),
+		webhookRejected: f.counter("webhook_rejected_requests_total", "Webhook requests answered with an error before any hook ran, and failed TLS handshakes, by reason (docs/metrics.md lists them).", "reason"),
 
 		liveTicks: f.counter("live_ticks_total", "Increments every 10 seconds while the operator's loops are alive."),
 
@@ -192,6 +194,15 @@ func (m *Metrics) Admission(hook, binding, kind, result string, code int, d time
 	if timedOut {
 		m.webhookTimeouts.add(1, hook, binding)
 	}
+}
+
+// WebhookRejected counts one webhook request refused before a hook ran
+// (or a failed TLS handshake), by reason.
+func (m *Metrics) WebhookRejected(reason string) {
+	if m == nil {
+		return
+	}
+	m.webhookRejected.add(1, reason)
 }
 
 // Leader records whether this replica, identity, leads.

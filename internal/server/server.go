@@ -5,6 +5,11 @@
 // unix socket only the operator's user can open, and on the TCP listener
 // only when asked. Go's pprof profiles under /debug/pprof/ go wherever the
 // debug routes go, when enabled.
+//
+// Every listener is bounded (see package listen): a cap on connections,
+// timeouts on reading, writing and idle connections. /readyz answers from a
+// state checked in the background, so that its callers, however many, cost
+// the API server one check per ReadyInterval.
 package server
 
 import (
@@ -24,6 +29,7 @@ import (
 
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/queue"
+	"github.com/hook-operator/hook-operator/internal/server/listen"
 )
 
 // Debug routes, as `hook-operator debug` asks for them.
@@ -60,7 +66,16 @@ type Options struct {
 	HookMetrics http.Handler
 	// Pprof serves Go's profiles with the debug routes.
 	Pprof bool
+	// MaxConns caps the open connections of each listener (0: 128).
+	MaxConns int
+	// ReadyInterval is how often readiness is checked for /readyz (0:
+	// DefaultReadyInterval).
+	ReadyInterval time.Duration
 }
+
+// DefaultReadyInterval is how often readiness is checked when Options set
+// nothing.
+const DefaultReadyInterval = time.Second
 
 // Start listens and serves until ctx ends. It returns the TCP address it
 // listens on.
@@ -69,14 +84,15 @@ func Start(ctx context.Context, op Operator, opts Options, log logrus.FieldLogge
 	if err != nil {
 		return "", fmt.Errorf("--listen-address %s: %w", opts.Address, err)
 	}
-	serve(ctx, ln, handler(op, opts, true, opts.DebugOverHTTP), log)
+	ready := newReadiness(ctx, op, opts.ReadyInterval)
+	serve(ctx, ln, handler(op, ready, opts, true, opts.DebugOverHTTP), limits(opts, opts.DebugOverHTTP), log)
 	if opts.DebugSocket != "" {
 		sock, err := listenUnix(opts.DebugSocket)
 		if err != nil {
 			_ = ln.Close()
 			return "", fmt.Errorf("--debug-socket %s: %w", opts.DebugSocket, err)
 		}
-		serve(ctx, sock, handler(op, opts, false, true), log)
+		serve(ctx, sock, handler(op, ready, opts, false, true), limits(opts, true), log)
 	}
 	return ln.Addr().String(), nil
 }
@@ -101,8 +117,22 @@ func listenUnix(path string) (net.Listener, error) {
 	return ln, os.Chmod(path, 0o600)
 }
 
-func serve(ctx context.Context, ln net.Listener, h http.Handler, log logrus.FieldLogger) {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+// limits are a listener's: the defaults, with time to write a CPU profile
+// (30 s by default) where pprof is served.
+func limits(opts Options, debug bool) listen.Limits {
+	l := listen.Defaults
+	if opts.MaxConns > 0 {
+		l.MaxConns = opts.MaxConns
+	}
+	if debug && opts.Pprof {
+		l.Write = 2 * time.Minute
+	}
+	return l
+}
+
+func serve(ctx context.Context, ln net.Listener, h http.Handler, l listen.Limits, log logrus.FieldLogger) {
+	srv := l.Server(h, log, nil)
+	ln = l.Limit(ln)
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -117,12 +147,14 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler, log logrus.Fiel
 }
 
 // Handler returns every route: what the TCP listener serves with
-// DebugOverHTTP.
-func Handler(op Operator, opts Options) http.Handler { return handler(op, opts, true, true) }
+// DebugOverHTTP. Readiness is checked in the background until ctx ends.
+func Handler(ctx context.Context, op Operator, opts Options) http.Handler {
+	return handler(op, newReadiness(ctx, op, opts.ReadyInterval), opts, true, true)
+}
 
 // handler returns the health and metrics routes (public) and the debug
 // routes (debug).
-func handler(op Operator, opts Options, public, debug bool) http.Handler {
+func handler(op Operator, ready *readiness, opts Options, public, debug bool) http.Handler {
 	mux := http.NewServeMux()
 	if debug {
 		addDebug(mux, op, opts.Pprof)
@@ -143,8 +175,8 @@ func handler(op Operator, opts Options, public, debug bool) http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ok, why := op.Ready(r.Context())
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		ok, why := ready.get()
 		if !ok {
 			http.Error(w, "not ready:\n"+strings.Join(why, "\n"), http.StatusServiceUnavailable)
 			return

@@ -1,31 +1,40 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/queue"
 	"github.com/hook-operator/hook-operator/internal/server"
+	"github.com/hook-operator/hook-operator/internal/server/listen"
 )
 
 type fakeOperator struct {
 	alive error
-	ready bool
+	ready atomic.Bool
+	// checks counts the calls of Ready.
+	checks atomic.Int64
 }
 
 func (f *fakeOperator) Alive() error { return f.alive }
 func (f *fakeOperator) Ready(context.Context) (bool, []string) {
-	if f.ready {
+	f.checks.Add(1)
+	if f.ready.Load() {
 		return true, nil
 	}
 	return false, []string{"binding x/y has not synchronized"}
@@ -50,16 +59,32 @@ func get(t *testing.T, h http.Handler, path string) (int, string) {
 	return rec.Code, rec.Body.String()
 }
 
+// waitFor polls cond until it holds, failing t after a generous deadline.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10s for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func TestRoutes(t *testing.T) {
 	op := &fakeOperator{}
-	h := server.Handler(op, server.Options{})
-	if code, body := get(t, h, "/readyz"); code != 503 || !strings.Contains(body, "x/y has not synchronized") {
-		t.Errorf("/readyz: %d %q", code, body)
-	}
-	op.ready = true
-	if code, _ := get(t, h, "/readyz"); code != 200 {
-		t.Errorf("/readyz when ready: %d", code)
-	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := server.Handler(ctx, op, server.Options{ReadyInterval: 10 * time.Millisecond})
+	waitFor(t, "/readyz to say why it is not ready", func() bool {
+		code, body := get(t, h, "/readyz")
+		return code == 503 && strings.Contains(body, "x/y has not synchronized")
+	})
+	op.ready.Store(true)
+	waitFor(t, "/readyz to answer 200 once ready", func() bool {
+		code, _ := get(t, h, "/readyz")
+		return code == 200
+	})
 	if code, _ := get(t, h, "/healthz"); code != 200 {
 		t.Errorf("/healthz: %d", code)
 	}
@@ -89,7 +114,7 @@ func TestDebugOnSocketOnly(t *testing.T) {
 	defer cancel()
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	addr, err := server.Start(ctx, &fakeOperator{ready: true}, server.Options{Address: "127.0.0.1:0", DebugSocket: sock, Pprof: true}, log)
+	addr, err := server.Start(ctx, &fakeOperator{}, server.Options{Address: "127.0.0.1:0", DebugSocket: sock, Pprof: true}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,5 +137,79 @@ func TestDebugOnSocketOnly(t *testing.T) {
 	fi, err := os.Stat(sock)
 	if err != nil || fi.Mode().Perm()&0o077 != 0 {
 		t.Errorf("socket %v (%v), want no access for group and others", fi, err)
+	}
+}
+
+// /readyz answers from the state checked in the background: 500 requests
+// cost a check per interval, not one each (each check asks the API server).
+func TestReadyzAnswersFromTheCheckedState(t *testing.T) {
+	op := &fakeOperator{}
+	op.ready.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const interval = time.Hour
+	h := server.Handler(ctx, op, server.Options{ReadyInterval: interval})
+	waitFor(t, "the first check", func() bool { code, _ := get(t, h, "/readyz"); return code == 200 })
+	for range 500 {
+		if code, _ := get(t, h, "/readyz"); code != 200 {
+			t.Fatalf("/readyz: %d", code)
+		}
+	}
+	if n := op.checks.Load(); n != 1 {
+		t.Errorf("500 requests to /readyz made %d readiness checks, want the 1 of the background loop (every %s)", n, interval)
+	}
+}
+
+// Every listener has a cap on connections and timeouts: with a cap of one,
+// a second client is answered only once the first connection closes, and
+// an idle keep-alive connection is closed after the idle timeout.
+func TestListenerIsBounded(t *testing.T) {
+	op := &fakeOperator{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	addr, err := server.Start(ctx, op, server.Options{Address: "127.0.0.1:0", MaxConns: 1}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first connection is accepted once it is answered.
+	fmt.Fprintf(first, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	r1 := bufio.NewReader(first)
+	if resp, err := http.ReadResponse(r1, nil); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+	}
+	second, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	fmt.Fprintf(second, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	_ = second.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	r2 := bufio.NewReader(second)
+	if _, err := http.ReadResponse(r2, nil); err == nil {
+		t.Fatal("a second connection was answered while the first (of a cap of 1) was open")
+	}
+	first.Close()
+	_ = second.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if resp, err := http.ReadResponse(r2, nil); err != nil {
+		t.Fatalf("the second connection once the first closed: %v", err)
+	} else {
+		resp.Body.Close()
+	}
+}
+
+// The listeners' timeouts are all set, so that no slow or idle client
+// holds a connection for long.
+func TestDefaultLimitsSetEveryTimeout(t *testing.T) {
+	srv := listen.Limits{}.Server(http.NotFoundHandler(), logrus.New(), nil)
+	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 || srv.ErrorLog == nil {
+		t.Errorf("timeouts %s %s %s %s, error log %v: want all set", srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout, srv.ErrorLog)
 	}
 }

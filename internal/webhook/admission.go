@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"net"
 	"net/http"
 	"strings"
 
@@ -94,23 +94,36 @@ const maxReviewBytes = 8 << 20
 
 // readReview reads the body of a review request (what: "admission" or
 // "conversion"; kind: "an AdmissionReview" or "a ConversionReview"), or
-// answers a request that is not one and returns false.
+// answers a request that is not one and returns false. A body of a known
+// length is read into a buffer of that size, not one grown by doubling.
 func readReview(w http.ResponseWriter, r *http.Request, what, kind string) ([]byte, bool) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, what+" reviews are POSTed", http.StatusMethodNotAllowed)
+		reject(w, r, http.StatusMethodNotAllowed, "method", what+" reviews are POSTed")
 		return nil, false
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		http.Error(w, kind+" is sent as application/json, not "+ct, http.StatusUnsupportedMediaType)
+		reject(w, r, http.StatusUnsupportedMediaType, "content_type", kind+" is sent as application/json, not "+ct)
 		return nil, false
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReviewBytes))
-	if err != nil {
-		http.Error(w, "reading the review: "+err.Error(), http.StatusRequestEntityTooLarge)
-		return nil, false
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 && n <= maxReviewBytes {
+		buf.Grow(int(n) + bytes.MinRead)
 	}
-	return body, true
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxReviewBytes))
+	var tooLarge *http.MaxBytesError
+	var netErr net.Error
+	switch {
+	case err == nil:
+		return buf.Bytes(), true
+	case errors.As(err, &tooLarge):
+		reject(w, r, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("reading the review: it is larger than %d bytes", maxReviewBytes))
+	case errors.As(err, &netErr) && netErr.Timeout():
+		reject(w, r, http.StatusRequestTimeout, "read_timeout", "reading the review: the body did not arrive in time")
+	default:
+		reject(w, r, http.StatusBadRequest, "read_error", "reading the review: "+err.Error())
+	}
+	return nil, false
 }
 
 // AdmissionHandler answers AdmissionReview requests (admission.k8s.io/v1)
@@ -158,16 +171,16 @@ func (h *AdmissionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var review admissionReview
 	if err := json.Unmarshal(body, &review); err != nil {
-		http.Error(w, "the body is not an AdmissionReview: "+err.Error(), http.StatusBadRequest)
+		reject(w, r, http.StatusBadRequest, "bad_review", "the body is not an AdmissionReview: "+err.Error())
 		return
 	}
 	if review.Kind != "AdmissionReview" || review.APIVersion != "admission.k8s.io/v1" {
-		http.Error(w, fmt.Sprintf("want an admission.k8s.io/v1 AdmissionReview, got %s %s (register the webhook with admissionReviewVersions: [v1])",
-			review.APIVersion, review.Kind), http.StatusBadRequest)
+		reject(w, r, http.StatusBadRequest, "bad_review", fmt.Sprintf("want an admission.k8s.io/v1 AdmissionReview, got %s %s (register the webhook with admissionReviewVersions: [v1])",
+			review.APIVersion, review.Kind))
 		return
 	}
 	if review.Request == nil || review.Request.UID == "" {
-		http.Error(w, "the AdmissionReview has no request, or a request without a uid", http.StatusBadRequest)
+		reject(w, r, http.StatusBadRequest, "bad_review", "the AdmissionReview has no request, or a request without a uid")
 		return
 	}
 

@@ -105,9 +105,3 @@ func (r *CertReloader) load() (*tls.Certificate, error) {
 	}
 	return &cert, nil
 }
-
-// TLSConfig is the server configuration of the webhook listener: TLS 1.2 or
-// newer, with the reloader's certificate.
-func (r *CertReloader) TLSConfig() *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: r.GetCertificate}
-}

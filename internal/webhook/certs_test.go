@@ -83,7 +83,7 @@ func TestCertReloader(t *testing.T) {
 	clock := time.Now()
 	r.now = func() time.Time { return clock }
 
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", r.TLSConfig())
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{GetCertificate: r.GetCertificate})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/sirupsen/logrus"
 )
 
 // clientCert makes a CA and a client certificate it signs; it writes the
@@ -48,13 +46,15 @@ func clientCert(t *testing.T, dir string) tls.Certificate {
 }
 
 // With client CAs (VALIDATING_WEBHOOK_CLIENT_CA), the server answers only
-// clients with a certificate one of them signed.
+// clients with a certificate one of them signed; a client without one
+// fails its handshake, which is logged (JSON, with the client's address)
+// and counted.
 func TestServeRequiresClientCertificate(t *testing.T) {
 	dir := t.TempDir()
 	writePair(t, dir, 1)
 	client := clientCert(t, dir)
-	log := logrus.New()
-	log.SetOutput(io.Discard)
+	log, logs := jsonLog()
+	var rejected reasons
 	certs, err := NewCertReloader(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), log)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +65,8 @@ func TestServeRequiresClientCertificate(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addr, err := Serve(ctx, "127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }), certs, pool, log)
+	addr, err := Serve(ctx, "127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }),
+		ServeOptions{Certificate: certs.GetCertificate, ClientCAs: pool, Rejected: rejected.add, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +83,12 @@ func TestServeRequiresClientCertificate(t *testing.T) {
 	}
 	if err := get(); err == nil {
 		t.Errorf("a client without a certificate was answered")
+	}
+	waitFor(t, "the failed handshake counted and logged", func() bool {
+		return rejected.count("tls_handshake") == 1 && strings.Contains(logs.String(), `"msg":"TLS handshake failed"`)
+	}, logs.String)
+	if !strings.Contains(logs.String(), `"client":"127.0.0.1:`) {
+		t.Errorf("the handshake failure's log does not name the client:\n%s", logs.String())
 	}
 	if _, err := ClientCAs([]string{filepath.Join(dir, "tls.key")}); err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
 		t.Errorf("a client CA file without a certificate: %v", err)

@@ -236,16 +236,16 @@ func ServeConversion(w http.ResponseWriter, r *http.Request, convert func(ctx co
 	}
 	var review conversionReview
 	if err := json.Unmarshal(body, &review); err != nil {
-		http.Error(w, "the body is not a ConversionReview: "+err.Error(), http.StatusBadRequest)
+		reject(w, r, http.StatusBadRequest, "bad_review", "the body is not a ConversionReview: "+err.Error())
 		return
 	}
 	if review.Kind != "ConversionReview" || review.APIVersion != "apiextensions.k8s.io/v1" {
-		http.Error(w, fmt.Sprintf("want an apiextensions.k8s.io/v1 ConversionReview, got %s %s (register the conversion with conversionReviewVersions: [v1])",
-			review.APIVersion, review.Kind), http.StatusBadRequest)
+		reject(w, r, http.StatusBadRequest, "bad_review", fmt.Sprintf("want an apiextensions.k8s.io/v1 ConversionReview, got %s %s (register the conversion with conversionReviewVersions: [v1])",
+			review.APIVersion, review.Kind))
 		return
 	}
 	if review.Request == nil || review.Request.UID == "" || review.Request.DesiredAPIVersion == "" {
-		http.Error(w, "the ConversionReview has no request, or one without a uid or desiredAPIVersion", http.StatusBadRequest)
+		reject(w, r, http.StatusBadRequest, "bad_review", "the ConversionReview has no request, or one without a uid or desiredAPIVersion")
 		return
 	}
 	crd := strings.TrimPrefix(r.URL.Path, "/")

@@ -2,15 +2,7 @@ package webhook
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"strings"
-	"time"
 
 	"github.com/sirupsen/logrus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -78,58 +70,4 @@ func Sync(ctx context.Context, dyn dynamic.Interface, r Registration, validating
 		log.WithFields(logrus.Fields{"configuration": r.Name, "kind": u.GetKind(), "webhooks": len(bindings)}).Info("webhook configuration applied")
 	}
 	return nil
-}
-
-// Serve runs an HTTPS server for handler on address with the reloader's
-// certificate until ctx ends, and returns the address it listens on. With
-// clientCAs, a client must present a certificate one of them signed (the
-// API server's, configured in its admission configuration).
-func Serve(ctx context.Context, address string, handler http.Handler, certs *CertReloader, clientCAs *x509.CertPool, log logrus.FieldLogger) (net.Addr, error) {
-	ln, err := net.Listen("tcp", address)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", address, err)
-	}
-	tlsConfig := certs.TLSConfig()
-	if clientCAs != nil {
-		tlsConfig.ClientCAs, tlsConfig.ClientAuth = clientCAs, tls.RequireAndVerifyClientCert
-	}
-	srv := &http.Server{
-		Handler:           handler,
-		TLSConfig:         tlsConfig,
-		ReadHeaderTimeout: 10 * time.Second,
-		// The API server waits at most 30 s for a webhook.
-		WriteTimeout: 35 * time.Second,
-		IdleTimeout:  2 * time.Minute,
-	}
-	go func() {
-		if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.WithError(err).Error("webhook server stopped")
-		}
-	}()
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	return ln.Addr(), nil
-}
-
-// ClientCAs reads the PEM files of the CAs whose client certificates the
-// webhook server accepts; nil when files is empty.
-func ClientCAs(files []string) (*x509.CertPool, error) {
-	if len(files) == 0 {
-		return nil, nil
-	}
-	pool := x509.NewCertPool()
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("client CA: %w", err)
-		}
-		if !pool.AppendCertsFromPEM(data) {
-			return nil, fmt.Errorf("client CA %s: no PEM certificate in it", strings.TrimSpace(f))
-		}
-	}
-	return pool, nil
 }

@@ -57,6 +57,9 @@ type Flags struct {
 	SteadySysmon bool
 	// ListenAddress is the metrics and health listener; "" disables it.
 	ListenAddress string
+	// ListenMaxConns caps the open connections of that listener and of
+	// the debug socket, each.
+	ListenMaxConns int
 	// MetricsPrefix starts the names of the operator's own metrics.
 	MetricsPrefix string
 	DebugSocket   string
@@ -162,6 +165,8 @@ removed. Secret data is masked unless --show-secrets.`,
 	fs.StringVar(&f.ListenAddress, "listen-address", ":9115", "serve /metrics, /healthz and /readyz on this host:port (empty: no listener)")
 	envflag.Bind(fs, "listen-address", "HOOK_OPERATOR_LISTEN_ADDRESS")
 	envflag.BindAlias(fs, "listen-address", envflag.Alias{Names: []string{"SHELL_OPERATOR_LISTEN_ADDRESS", "SHELL_OPERATOR_LISTEN_PORT"}, Value: listenAddress})
+	fs.IntVar(&f.ListenMaxConns, "listen-max-connections", 128, "open connections --listen-address (and the debug socket) accepts at once; more wait")
+	envflag.Bind(fs, "listen-max-connections", "HOOK_OPERATOR_LISTEN_MAX_CONNECTIONS")
 	fs.StringVar(&f.MetricsPrefix, "metrics-prefix", metrics.DefaultPrefix, "start the names of the operator's own metrics with this (hooks' metrics keep their names)")
 	envflag.Bind(fs, "metrics-prefix", "HOOK_OPERATOR_METRICS_PREFIX")
 	envflag.BindAlias(fs, "metrics-prefix", envflag.Same("SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX"))
@@ -197,6 +202,9 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	}
 	if f.MaxParallel < 1 {
 		return fmt.Errorf("--max-parallel-hooks=%d: use 1 or more (the default is 4 per CPU)", f.MaxParallel)
+	}
+	if f.ListenMaxConns < 1 {
+		return fmt.Errorf("--listen-max-connections=%d: use 1 or more (the default is 128)", f.ListenMaxConns)
 	}
 	if f.BatchWindow < 0 || f.BatchWindow > time.Minute {
 		return fmt.Errorf("--batch-window=%s: use a duration from 0 (off) to 1m; a few milliseconds is usual", f.BatchWindow)
@@ -303,14 +311,14 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	if f.ListenAddress != "" {
 		addr, err := server.Start(ctx, op, server.Options{
 			Address: f.ListenAddress, DebugSocket: f.DebugSocket, DebugOverHTTP: f.DebugHTTP,
-			Metrics: m.Handler(), HookMetrics: m.HooksHandler(), Pprof: f.Pprof,
+			Metrics: m.Handler(), HookMetrics: m.HooksHandler(), Pprof: f.Pprof, MaxConns: f.ListenMaxConns,
 		}, log)
 		if err != nil {
 			return err
 		}
 		log.WithFields(logrus.Fields{"address": addr, "debugSocket": f.DebugSocket}).Info("serving /metrics, /healthz and /readyz")
 	}
-	admission, conversion, cleanup, err := serveWebhooks(ctx, f.Webhook, op, clients, w != nil, log)
+	admission, conversion, cleanup, err := serveWebhooks(ctx, f.Webhook, op, clients, w != nil, m.WebhookRejected, log)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +45,14 @@ type WebhookFlags struct {
 	// Conversion holds shell-operator's settings of a separate conversion
 	// server; all empty: conversions are served by the one server.
 	Conversion ConversionFlags
+	// MaxConnections caps each listener's open connections.
+	MaxConnections int
+	// TLSMinVersion is 1.2 (with AEAD suites only) or 1.3.
+	TLSMinVersion string
+
+	// selfSigned holds the certificates of --webhook-self-signed, in
+	// memory only; nil: they are read from files.
+	selfSigned *webhook.MemoryCert
 }
 
 // ConversionFlags are the settings of a second listener for conversion
@@ -130,6 +137,10 @@ func bindWebhookFlags(fs *pflag.FlagSet, f *WebhookFlags) {
 	fs.StringSliceVar(&f.ClientCA, "webhook-client-ca", nil, "PEM files of CAs: the server then accepts only clients with a certificate one of them signed (the API server's, from its admission configuration); comma-separated")
 	envflag.Bind(fs, "webhook-client-ca", "HOOK_OPERATOR_WEBHOOK_CLIENT_CA")
 	envflag.BindAlias(fs, "webhook-client-ca", envflag.Same("VALIDATING_WEBHOOK_CLIENT_CA"))
+	fs.IntVar(&f.MaxConnections, "webhook-max-connections", 256, "open connections each webhook listener accepts at once; more wait")
+	envflag.Bind(fs, "webhook-max-connections", "HOOK_OPERATOR_WEBHOOK_MAX_CONNECTIONS")
+	fs.StringVar(&f.TLSMinVersion, "webhook-tls-min-version", "1.2", "1.2 (TLS 1.2 with ECDHE and AES-GCM or ChaCha20 suites, or 1.3) or 1.3 (TLS 1.3 only)")
+	envflag.Bind(fs, "webhook-tls-min-version", "HOOK_OPERATOR_WEBHOOK_TLS_MIN_VERSION")
 
 	c := &f.Conversion
 	const second = "; given, conversions are served by a second listener (shell-operator's layout), else by the one above"
@@ -197,19 +208,30 @@ func operatorNamespace(flag string) string {
 // configurations and the CRDs' spec.conversion. It returns which it serves.
 // A dry run serves admission bindings only (see serveDryRun); cleanup,
 // when not nil, is to be called when the operator has stopped.
-func serveWebhooks(ctx context.Context, f WebhookFlags, op *operator.Operator, clients *kube.Clients, dryRun bool, log *logrus.Logger) (admission, conversion bool, cleanup func(), err error) {
+//
+// rejected is told the reason of each webhook request refused before a
+// hook ran (a metric).
+func serveWebhooks(ctx context.Context, f WebhookFlags, op *operator.Operator, clients *kube.Clients, dryRun bool, rejected func(string), log *logrus.Logger) (admission, conversion bool, cleanup func(), err error) {
 	if f.ListenAddress == "" {
 		return false, false, nil, nil
 	}
+	if f.MaxConnections < 1 {
+		return false, false, nil, fmt.Errorf("--webhook-max-connections=%d: use 1 or more (the default is 256)", f.MaxConnections)
+	}
+	tls13Only, err := webhook.ParseTLSMinVersion(f.TLSMinVersion)
+	if err != nil {
+		return false, false, nil, fmt.Errorf("--webhook-tls-min-version=%w", err)
+	}
+	serve := serving{tls13Only: tls13Only, maxConns: f.MaxConnections, slots: webhook.NewSlots(f.MaxConcurrent), rejected: rejected}
 	if f.SelfSigned && len(op.Admissions(false))+len(op.Admissions(true))+len(op.ConversionCRDs()) > 0 {
 		if err := selfSigned(ctx, &f, clients, log); err != nil {
 			return false, false, nil, err
 		}
 	}
 	if dryRun {
-		return serveDryRun(ctx, f, op, clients, log)
+		return serveDryRun(ctx, f, op, clients, serve, log)
 	}
-	a, c, err := serveLive(ctx, f, op, clients, log)
+	a, c, err := serveLive(ctx, f, op, clients, serve, log)
 	return a, c, nil, err
 }
 
@@ -217,10 +239,9 @@ func serveWebhooks(ctx context.Context, f WebhookFlags, op *operator.Operator, c
 // again (and made again when it is to expire within 30 days).
 const selfSignedCheck = 12 * time.Hour
 
-// selfSigned makes (or reads) the self-signed certificates, writes them to
-// a private folder and points f's certificate settings at them. The files
-// are written again when the certificate is renewed, which the servers'
-// reloaders pick up.
+// selfSigned makes (or reads) the self-signed certificates and keeps them
+// in memory (f.selfSigned), renewed while ctx lasts: the private key is
+// never written to a file.
 func selfSigned(ctx context.Context, f *WebhookFlags, clients *kube.Clients, log *logrus.Logger) error {
 	ns := operatorNamespace(f.Namespace)
 	if ns == "" {
@@ -243,61 +264,17 @@ func selfSigned(ctx context.Context, f *WebhookFlags, clients *kube.Clients, log
 		hosts = append([]string{u.Hostname()}, hosts...)
 	}
 	s := &webhook.SelfSigned{Dynamic: clients.Dynamic, Namespace: ns, Secret: f.CertSecret, Hosts: hosts, Log: log}
-	dir, err := os.MkdirTemp("", "hook-operator-certs-")
-	if err != nil {
-		return err
-	}
-	write := func(c *webhook.Certificates) error {
-		// The key first: a reader that sees the new certificate sees its key.
-		for _, file := range []struct {
-			name string
-			data []byte
-		}{{"tls.key", c.Key}, {"ca.crt", c.CA}, {"tls.crt", c.Cert}} {
-			if err := os.WriteFile(filepath.Join(dir, file.name+".new"), file.data, 0o600); err != nil {
-				return err
-			}
-			if err := os.Rename(filepath.Join(dir, file.name+".new"), filepath.Join(dir, file.name)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	certs, err := s.Ensure(ctx)
+	certs, err := s.Keep(ctx, selfSignedCheck)
 	if err != nil {
 		return fmt.Errorf("--webhook-self-signed: %w", err)
 	}
-	if err := write(certs); err != nil {
-		return fmt.Errorf("--webhook-self-signed: %w", err)
-	}
-	f.Cert, f.Key, f.CA = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "ca.crt")
-	if f.Conversion.separate() {
-		f.Conversion.Cert, f.Conversion.Key, f.Conversion.CA = f.Cert, f.Key, f.CA
-	}
-	go func() {
-		defer os.RemoveAll(dir)
-		t := time.NewTicker(selfSignedCheck)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			c, err := s.Ensure(ctx)
-			if err == nil {
-				err = write(c)
-			}
-			if err != nil && ctx.Err() == nil {
-				log.WithError(err).Warn("--webhook-self-signed: renewing the certificate failed; the current one is served")
-			}
-		}
-	}()
+	f.selfSigned = certs
 	return nil
 }
 
 // serveLive serves and registers the webhooks of an operator that is not
 // a dry run.
-func serveLive(ctx context.Context, f WebhookFlags, op *operator.Operator, clients *kube.Clients, log *logrus.Logger) (admission, conversion bool, err error) {
+func serveLive(ctx context.Context, f WebhookFlags, op *operator.Operator, clients *kube.Clients, serve serving, log *logrus.Logger) (admission, conversion bool, err error) {
 	validating, mutating := op.Admissions(false), op.Admissions(true)
 	crds := op.ConversionCRDs()
 	if f.FailurePolicy != "Fail" && f.FailurePolicy != "Ignore" {
@@ -321,7 +298,7 @@ func serveLive(ctx context.Context, f WebhookFlags, op *operator.Operator, clien
 	}
 	if admission || (conversion && !separate) {
 		addr, err := listen(ctx, listener{flag: "webhook", what: "admission or conversion", address: f.ListenAddress,
-			cert: f.Cert, key: f.Key, clientCA: f.ClientCA}, mux, log)
+			cert: f.Cert, key: f.Key, memory: f.selfSigned, clientCA: f.ClientCA}, serve, mux, log)
 		if err != nil {
 			return false, false, err
 		}
@@ -333,7 +310,7 @@ func serveLive(ctx context.Context, f WebhookFlags, op *operator.Operator, clien
 	}
 	if conversion && separate {
 		addr, err := listen(ctx, listener{flag: "conversion-webhook", what: "conversion", address: conv.ListenAddress,
-			cert: conv.Cert, key: conv.Key, clientCA: conv.ClientCA}, conversionHandler, log)
+			cert: conv.Cert, key: conv.Key, memory: f.selfSigned, clientCA: conv.ClientCA}, serve, conversionHandler, log)
 		if err != nil {
 			return false, false, err
 		}
@@ -376,7 +353,7 @@ func serveLive(ctx context.Context, f WebhookFlags, op *operator.Operator, clien
 // for every webhook, and deleted when the dry run stops: a dry run writes
 // nothing else. Conversion bindings are not served: a conversion cannot be
 // allowed without being made.
-func serveDryRun(ctx context.Context, f WebhookFlags, op *operator.Operator, clients *kube.Clients, log *logrus.Logger) (admission, conversion bool, cleanup func(), err error) {
+func serveDryRun(ctx context.Context, f WebhookFlags, op *operator.Operator, clients *kube.Clients, serve serving, log *logrus.Logger) (admission, conversion bool, cleanup func(), err error) {
 	validating, mutating := op.Admissions(false), op.Admissions(true)
 	if len(op.ConversionCRDs()) > 0 {
 		log.Warn("dry-run: conversion bindings are not served (a conversion cannot be allowed without being made); the CRDs keep their conversion")
@@ -388,7 +365,7 @@ func serveDryRun(ctx context.Context, f WebhookFlags, op *operator.Operator, cli
 	mux := http.NewServeMux()
 	mux.Handle("/hooks/", handler)
 	addr, err := listen(ctx, listener{flag: "webhook", what: "admission", address: f.ListenAddress,
-		cert: f.Cert, key: f.Key, clientCA: f.ClientCA}, mux, log)
+		cert: f.Cert, key: f.Key, memory: f.selfSigned, clientCA: f.ClientCA}, serve, mux, log)
 	if err != nil {
 		return false, false, nil, err
 	}
@@ -420,22 +397,40 @@ func serveDryRun(ctx context.Context, f WebhookFlags, op *operator.Operator, cli
 type listener struct {
 	flag, what, address string
 	cert, key           string
-	clientCA            []string
+	// memory, when not nil, serves the certificate instead of the files.
+	memory   *webhook.MemoryCert
+	clientCA []string
+}
+
+// serving holds the settings every webhook listener of the operator
+// shares: TLS, the connection cap, and the slots.
+type serving struct {
+	tls13Only bool
+	maxConns  int
+	slots     webhook.Slots
+	rejected  func(string)
 }
 
 // listen starts the HTTPS server of l for handler until ctx ends, with its
-// certificate reloaded from disk, and returns the address it listens on.
-// Errors name the flag to change.
-func listen(ctx context.Context, l listener, handler http.Handler, log *logrus.Logger) (net.Addr, error) {
-	certs, err := webhook.NewCertReloader(l.cert, l.key, log)
-	if err != nil {
-		return nil, fmt.Errorf("the hooks have %s bindings, so the webhook server needs a certificate and key (--%s-cert, --%s-key): %w", l.what, l.flag, l.flag, err)
+// certificate reloaded from disk (or held in memory), and returns the
+// address it listens on. Errors name the flag to change.
+func listen(ctx context.Context, l listener, serve serving, handler http.Handler, log *logrus.Logger) (net.Addr, error) {
+	o := webhook.ServeOptions{TLS13Only: serve.tls13Only, MaxConns: serve.maxConns, Slots: serve.slots, Rejected: serve.rejected, Log: log}
+	if l.memory != nil {
+		o.Certificate = l.memory.GetCertificate
+	} else {
+		certs, err := webhook.NewCertReloader(l.cert, l.key, log)
+		if err != nil {
+			return nil, fmt.Errorf("the hooks have %s bindings, so the webhook server needs a certificate and key (--%s-cert, --%s-key): %w", l.what, l.flag, l.flag, err)
+		}
+		o.Certificate = certs.GetCertificate
 	}
 	clientCAs, err := webhook.ClientCAs(l.clientCA)
 	if err != nil {
 		return nil, fmt.Errorf("--%s-client-ca: %w", l.flag, err)
 	}
-	addr, err := webhook.Serve(ctx, l.address, handler, certs, clientCAs, log)
+	o.ClientCAs = clientCAs
+	addr, err := webhook.Serve(ctx, l.address, handler, o)
 	if err != nil {
 		return nil, fmt.Errorf("--%s-listen-address: %w", l.flag, err)
 	}
@@ -444,10 +439,16 @@ func listen(ctx context.Context, l listener, handler http.Handler, log *logrus.L
 
 // registration says how to register the webhooks served with the CA in
 // file caFile, by service or url.
+// With --webhook-self-signed the CA is the one held in memory.
 func registration(f WebhookFlags, caFile, service, url string) (webhook.Registration, error) {
-	ca, err := os.ReadFile(caFile)
-	if err != nil {
-		return webhook.Registration{}, fmt.Errorf("the CA bundle for the webhook registrations (--webhook-ca, or --conversion-webhook-ca): %w", err)
+	var ca []byte
+	if f.selfSigned != nil {
+		ca = f.selfSigned.CA()
+	} else {
+		var err error
+		if ca, err = os.ReadFile(caFile); err != nil {
+			return webhook.Registration{}, fmt.Errorf("the CA bundle for the webhook registrations (--webhook-ca, or --conversion-webhook-ca): %w", err)
+		}
 	}
 	reg := webhook.Registration{
 		Name: f.ConfigurationName, ServiceNamespace: operatorNamespace(f.Namespace), ServiceName: service,

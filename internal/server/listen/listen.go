@@ -1,0 +1,148 @@
+// Package listen holds what every HTTP listener of the operator shares
+// (the metrics and health listener, the webhook listeners): a cap on open
+// connections, timeouts on every phase of a request, and http.Server's own
+// error messages (TLS handshake failures among them) logged through logrus
+// at a rate a flood of bad connections cannot turn into a flood of lines.
+package listen
+
+import (
+	"log"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/net/netutil"
+	"golang.org/x/time/rate"
+)
+
+// Limits bound one listener. A zero field takes the default of Defaults.
+type Limits struct {
+	// MaxConns is the most connections open at once; more wait in the
+	// kernel's backlog until one closes.
+	MaxConns int
+	// ReadHeader, Read, Write and Idle are http.Server's timeouts of the
+	// same names.
+	ReadHeader, Read, Write, Idle time.Duration
+}
+
+// Defaults are the limits of a listener that sets none.
+var Defaults = Limits{MaxConns: 128, ReadHeader: 5 * time.Second, Read: 10 * time.Second, Write: 30 * time.Second, Idle: 90 * time.Second}
+
+func (l Limits) withDefaults() Limits {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if l.MaxConns <= 0 {
+		l.MaxConns = Defaults.MaxConns
+	}
+	def(&l.ReadHeader, Defaults.ReadHeader)
+	def(&l.Read, Defaults.Read)
+	def(&l.Write, Defaults.Write)
+	def(&l.Idle, Defaults.Idle)
+	return l
+}
+
+// Limit returns ln accepting at most l.MaxConns connections at once.
+func (l Limits) Limit(ln net.Listener) net.Listener {
+	return netutil.LimitListener(ln, l.withDefaults().MaxConns)
+}
+
+// Server returns an http.Server for h with l's timeouts, whose own errors
+// go to logger (see ErrorLog). Serve it on l.Limit of a listener.
+func (l Limits) Server(h http.Handler, logger logrus.FieldLogger, handshakeFailed func()) *http.Server {
+	l = l.withDefaults()
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: l.ReadHeader,
+		ReadTimeout:       l.Read,
+		WriteTimeout:      l.Write,
+		IdleTimeout:       l.Idle,
+		ErrorLog:          ErrorLog(logger, handshakeFailed),
+	}
+}
+
+// Sampler lets through a burst of log lines and then one per interval,
+// and counts the lines it held back, so that a flood of bad requests or
+// connections costs a few lines of log a second at most.
+type Sampler struct {
+	lim *rate.Limiter
+
+	mu         sync.Mutex
+	suppressed int
+}
+
+// NewSampler returns a sampler of burst lines, then one every `every`.
+func NewSampler(burst int, every time.Duration) *Sampler {
+	return &Sampler{lim: rate.NewLimiter(rate.Every(every), burst)}
+}
+
+// Allow reports whether a line may be logged now, and how many were held
+// back since the last one let through (to be logged with it).
+func (s *Sampler) Allow() (ok bool, suppressed int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.lim.Allow() {
+		s.suppressed++
+		return false, 0
+	}
+	n := s.suppressed
+	s.suppressed = 0
+	return true, n
+}
+
+// Log logs entry at level when s allows it, with the count of lines held
+// back before it.
+func (s *Sampler) Log(entry logrus.FieldLogger, level logrus.Level, msg string) {
+	ok, n := s.Allow()
+	if !ok {
+		return
+	}
+	if n > 0 {
+		entry = entry.WithField("suppressed", n)
+	}
+	switch level {
+	case logrus.ErrorLevel:
+		entry.Error(msg)
+	case logrus.WarnLevel:
+		entry.Warn(msg)
+	default:
+		entry.Info(msg)
+	}
+}
+
+// handshakePrefix starts net/http's message about a failed TLS handshake:
+// "http: TLS handshake error from ADDR: ERROR".
+const handshakePrefix = "http: TLS handshake error from "
+
+// ErrorLog returns a logger for http.Server.ErrorLog that writes the
+// server's messages through logger, sampled: a failed TLS handshake as a
+// warning with the client's address (and handshakeFailed called, when not
+// nil, for every one, sampled or not), anything else as an error.
+func ErrorLog(logger logrus.FieldLogger, handshakeFailed func()) *log.Logger {
+	return log.New(&errorWriter{log: logger, sampler: NewSampler(10, time.Second), handshakeFailed: handshakeFailed}, "", 0)
+}
+
+type errorWriter struct {
+	log             logrus.FieldLogger
+	sampler         *Sampler
+	handshakeFailed func()
+}
+
+func (w *errorWriter) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	if rest, ok := strings.CutPrefix(msg, handshakePrefix); ok {
+		if w.handshakeFailed != nil {
+			w.handshakeFailed()
+		}
+		client, why, _ := strings.Cut(rest, ": ")
+		w.sampler.Log(w.log.WithFields(logrus.Fields{"client": client, "error": why}), logrus.WarnLevel, "TLS handshake failed")
+		return len(p), nil
+	}
+	w.sampler.Log(w.log.WithField("error", msg), logrus.ErrorLevel, "HTTP server error")
+	return len(p), nil
+}

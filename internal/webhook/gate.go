@@ -1,0 +1,143 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/hook-operator/hook-operator/internal/server/listen"
+)
+
+// maxSlotWait is the longest a request waits for a slot: the API server
+// waits at most 30 s for a webhook, and says less in ?timeout= when its
+// configuration's timeoutSeconds is less.
+const maxSlotWait = 30 * time.Second
+
+// gate is in front of the webhook handlers: it takes a slot before the
+// body is read, so that memory is bounded by the slots and not by the
+// requests sent, bounds the reading of the body, and logs and counts the
+// requests answered with an error before a hook ran.
+type gate struct {
+	next        http.Handler
+	slots       Slots
+	bodyTimeout time.Duration
+	rejected    func(reason string)
+	log         logrus.FieldLogger
+	sampler     *listen.Sampler
+}
+
+func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := &recorder{ResponseWriter: w}
+	r = r.WithContext(context.WithValue(r.Context(), recorderKey{}, rec))
+	defer g.report(rec, r)
+	if r.ContentLength > maxReviewBytes {
+		reject(rec, r, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("a review is at most %d bytes; this one has %d", maxReviewBytes, r.ContentLength))
+		return
+	}
+	wait := slotWait(r)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case g.slots <- struct{}{}:
+		defer func() { <-g.slots }()
+	case <-timer.C:
+		reject(rec, r, http.StatusServiceUnavailable, "busy", fmt.Sprintf("every one of the %d webhook slots stayed busy for %s", cap(g.slots), wait))
+		return
+	case <-r.Context().Done():
+		reject(rec, r, http.StatusServiceUnavailable, "busy", "the client left while the request waited for a webhook slot")
+		return
+	}
+	// The server's ReadTimeout counts the wait for the slot too; the body
+	// gets its own time once the request may read it.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(g.bodyTimeout))
+	g.next.ServeHTTP(rec, r)
+}
+
+// slotWait is how long r may wait for a slot: what the API server says it
+// waits (?timeout=, as it calls webhooks), at most maxSlotWait.
+func slotWait(r *http.Request) time.Duration {
+	if d, err := time.ParseDuration(r.URL.Query().Get("timeout")); err == nil && d > 0 && d < maxSlotWait {
+		return d
+	}
+	return maxSlotWait
+}
+
+// report logs (sampled) and counts a request answered with an error.
+func (g *gate) report(rec *recorder, r *http.Request) {
+	if rec.code < http.StatusBadRequest {
+		return
+	}
+	reason := rec.reason
+	if reason == "" {
+		reason = reasonOf(rec.code)
+	}
+	g.rejected(reason)
+	g.sampler.Log(g.log.WithFields(logrus.Fields{
+		"client": r.RemoteAddr, "method": r.Method, "path": r.URL.Path, "code": rec.code, "reason": reason,
+		"error": strings.TrimSpace(rec.text.String()),
+	}), logrus.WarnLevel, "webhook request rejected")
+}
+
+// reasonOf names the reason of an error answer that reject did not give.
+func reasonOf(code int) string {
+	switch code {
+	case http.StatusNotFound:
+		return "not_found"
+	case http.StatusMethodNotAllowed:
+		return "method"
+	case http.StatusRequestEntityTooLarge:
+		return "too_large"
+	case http.StatusUnsupportedMediaType:
+		return "content_type"
+	case http.StatusBadRequest:
+		return "bad_review"
+	}
+	return "error"
+}
+
+type recorderKey struct{}
+
+// reject answers r with an error and tells the gate (when r passed one)
+// why, for the log and the metric.
+func reject(w http.ResponseWriter, r *http.Request, code int, reason, msg string) {
+	if rec, ok := r.Context().Value(recorderKey{}).(*recorder); ok {
+		rec.reason = reason
+	}
+	http.Error(w, msg, code)
+}
+
+// recorder keeps the code of an answer, and the start of its text when it
+// is an error.
+type recorder struct {
+	http.ResponseWriter
+	code   int
+	reason string
+	text   strings.Builder
+}
+
+// maxErrorText is how much of an error answer is logged.
+const maxErrorText = 300
+
+func (r *recorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	if r.code >= http.StatusBadRequest && r.text.Len() < maxErrorText {
+		r.text.Write(p[:min(len(p), maxErrorText-r.text.Len())])
+	}
+	return r.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
