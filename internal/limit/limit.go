@@ -9,8 +9,8 @@ import "fmt"
 
 // DefaultHookOutput is the most the operator reads, by default, from one
 // file a hook writes and from its --config output (docs/operating.md says
-// why 16 MiB).
-const DefaultHookOutput = 16 << 20
+// why 8 MiB).
+const DefaultHookOutput = 8 << 20
 
 // Size writes n bytes for people: "512 B", "1.5 KiB", "16 MiB", "64 GiB".
 func Size(n int64) string {

@@ -18,8 +18,9 @@ const (
 	// ExpansionFactor is how many times its own size a larger document
 	// may expand to.
 	ExpansionFactor = 10
-	// MaxExpansion is how far a document may expand, whatever its size.
-	MaxExpansion = 32 << 20
+	// MaxExpansion is how far a document may expand, unless it is larger
+	// itself: as far as a hook may write by default (DefaultHookOutput).
+	MaxExpansion = DefaultHookOutput
 )
 
 // nodeBytes is what a node costs beyond its text: the punctuation and
@@ -38,14 +39,15 @@ type ExpansionError struct {
 
 func (e *ExpansionError) Error() string {
 	return fmt.Sprintf("its aliases (*name) would expand its %s to %s, over the limit of %s "+
-		"(%d times its size, at least %s, at most %s); write fewer references to the same anchor, or split the document",
+		"(%d times its size, at least %s, at most %s or its own size); write fewer references to the same anchor, or split the document",
 		Size(e.Input), Size(e.Expanded), Size(e.Limit), ExpansionFactor, Size(MinExpansion), Size(MaxExpansion))
 }
 
 // MaxExpanded returns how far a document of input bytes may expand:
-// ExpansionFactor times input, at least MinExpansion, at most MaxExpansion.
+// ExpansionFactor times input, at least MinExpansion, at most MaxExpansion
+// or input, whichever is larger.
 func MaxExpanded(input int) int64 {
-	return min(max(MinExpansion, ExpansionFactor*int64(input)), MaxExpansion)
+	return max(min(max(MinExpansion, ExpansionFactor*int64(input)), MaxExpansion), int64(input))
 }
 
 // CheckYAML returns an *ExpansionError when the aliases of the parsed

@@ -43,7 +43,7 @@ func TestCheckYAMLRefusesManyReferencesToALargeAnchor(t *testing.T) {
 	if ee.Input != int64(len(doc)) || ee.Limit != 10*ee.Input || ee.Expanded < 1000*100*1024 {
 		t.Errorf("got input %d, limit %d, expanded %d", ee.Input, ee.Limit, ee.Expanded)
 	}
-	if msg := err.Error(); !strings.Contains(msg, "would expand its 107.3 KiB to 97.9 MiB, over the limit of 1 MiB (10 times its size, at least 1 MiB, at most 32 MiB)") {
+	if msg := err.Error(); !strings.Contains(msg, "would expand its 107.3 KiB to 97.9 MiB, over the limit of 1 MiB (10 times its size, at least 1 MiB, at most 8 MiB or its own size)") {
 		t.Errorf("message: %s", msg)
 	}
 }
@@ -63,11 +63,14 @@ func TestCheckYAMLBoundGrowsWithTheInput(t *testing.T) {
 	if got := MaxExpanded(100); got != MinExpansion {
 		t.Errorf("MaxExpanded(100) = %d", got)
 	}
-	if got := MaxExpanded(1 << 20); got != ExpansionFactor<<20 {
-		t.Errorf("MaxExpanded(1 MiB) = %d", got)
+	if got := MaxExpanded(512 << 10); got != ExpansionFactor*512<<10 {
+		t.Errorf("MaxExpanded(512 KiB) = %d", got)
 	}
-	if got := MaxExpanded(1 << 30); got != MaxExpansion {
-		t.Errorf("MaxExpanded(1 GiB) = %d", got)
+	if got := MaxExpanded(4 << 20); got != MaxExpansion {
+		t.Errorf("MaxExpanded(4 MiB) = %d", got)
+	}
+	if got := MaxExpanded(1 << 30); got != 1<<30 {
+		t.Errorf("MaxExpanded(1 GiB) = %d, want its own size", got)
 	}
 	// 100 KiB referenced 50 times within a 600 KiB document: 5 MiB is
 	// under ten times the document.

@@ -17,7 +17,7 @@ func TestRunRefusesASparse64GiBOutputWithoutReadingIt(t *testing.T) {
 	if !errors.As(err, &tooLarge) {
 		t.Fatalf("got %v, want an *OutputTooLargeError", err)
 	}
-	want := "hook test/hook.sh: the file $KUBERNETES_PATCH_PATH (the operations) is 64 GiB, over the limit of 16 MiB " +
+	want := "hook test/hook.sh: the file $KUBERNETES_PATCH_PATH (the operations) is 64 GiB, over the limit of 8 MiB " +
 		"on what the operator reads from a hook's file; write less to it (split the work over several runs), " +
 		"or raise the limit with start's --max-hook-output"
 	if err.Error() != want {

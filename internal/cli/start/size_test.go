@@ -26,7 +26,7 @@ func TestByteSize(t *testing.T) {
 func TestMaxHookOutputFlag(t *testing.T) {
 	cmd := New(io.Discard, logrus.New())
 	f := cmd.Flags().Lookup("max-hook-output")
-	if f == nil || f.DefValue != "16Mi" || !strings.Contains(f.Usage, "HOOK_OPERATOR_MAX_HOOK_OUTPUT") {
+	if f == nil || f.DefValue != "8Mi" || !strings.Contains(f.Usage, "HOOK_OPERATOR_MAX_HOOK_OUTPUT") {
 		t.Fatalf("flag %+v", f)
 	}
 	if err := cmd.Flags().Set("max-hook-output", "1Mi"); err != nil || f.Value.String() != "1Mi" {
