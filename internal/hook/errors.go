@@ -3,6 +3,8 @@ package hook
 import (
 	"fmt"
 	"strings"
+
+	"github.com/hook-operator/hook-operator/internal/limit"
 )
 
 // ConfigError is one problem with one hook's configuration.
@@ -30,16 +32,21 @@ func (e *ConfigError) Error() string {
 // one go instead of one per restart.
 type ConfigErrors []*ConfigError
 
-// Error lists the problems one per line.
+// Error lists the problems one per line: the first limit.MaxListed, each
+// cut to limit.MaxProblemBytes, and then how many more there are, so that
+// a configuration with thousands of mistakes still makes a log line.
 func (errs ConfigErrors) Error() string {
 	if len(errs) == 1 {
-		return errs[0].Error()
+		return limit.Cut(errs[0].Error())
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d problems with hook configuration:", len(errs))
-	for _, e := range errs {
+	for _, e := range errs[:min(len(errs), limit.MaxListed)] {
 		b.WriteString("\n  ")
-		b.WriteString(e.Error())
+		b.WriteString(limit.Cut(e.Error()))
+	}
+	if more := len(errs) - limit.MaxListed; more > 0 {
+		fmt.Fprintf(&b, "\n  ... and %d more; fix these and load again to see the rest", more)
 	}
 	return b.String()
 }

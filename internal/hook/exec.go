@@ -9,15 +9,18 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/hook-operator/hook-operator/internal/limit"
 )
 
 // stderrTail is how much of a failed --config run's stderr an error quotes.
 const stderrTail = 2048
 
 // runConfig runs `<path> --config` in dir with env, without a shell, and
-// returns its stdout. On timeout the whole process group is killed, so that
-// a script's children do not outlive it. The error says what to change.
-func runConfig(ctx context.Context, path, dir string, env []string, timeout time.Duration) ([]byte, error) {
+// returns its stdout, which may be at most max bytes: the pipe is closed
+// after that. On timeout the whole process group is killed, so that a
+// script's children do not outlive it. The error says what to change.
+func runConfig(ctx context.Context, path, dir string, env []string, timeout time.Duration, max int64) ([]byte, error) {
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(runCtx, path, "--config")
@@ -28,14 +31,17 @@ func runConfig(ctx context.Context, path, dir string, env []string, timeout time
 	// A child left running in the background may hold stdout open; do not
 	// wait for it longer than this once the hook itself has exited.
 	cmd.WaitDelay = 2 * time.Second
-	var stdout bytes.Buffer
+	stdout := &cappedBuffer{max: max}
 	stderr := &tailBuffer{max: stderrTail}
-	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 
 	err := cmd.Run()
 	switch {
+	case stdout.over:
+		return nil, fmt.Errorf("--config printed more than %s, the most the operator reads from a hook; "+
+			"print only the configuration (logs go to stderr), or raise the limit with start's --max-hook-output", limit.Size(max))
 	case err == nil, errors.Is(err, exec.ErrWaitDelay):
-		return stdout.Bytes(), nil
+		return stdout.buf.Bytes(), nil
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	case runCtx.Err() != nil:
@@ -51,6 +57,25 @@ func runConfig(ctx context.Context, path, dir string, env []string, timeout time
 		return nil, fmt.Errorf("--config failed (%v); make --config print the configuration and exit 0%s", exit, stderr.quote())
 	}
 	return nil, fmt.Errorf("cannot be run: %w", err)
+}
+
+// cappedBuffer keeps what is written to it up to max bytes, and fails the
+// write that would pass max: os/exec then closes the pipe, so that a hook
+// printing without end gets EPIPE instead of filling the operator's memory.
+type cappedBuffer struct {
+	buf  bytes.Buffer // not embedded: io.Copy would use its ReadFrom, past Write
+	max  int64
+	over bool
+}
+
+var errTooMuchOutput = errors.New("too much output")
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if int64(c.buf.Len()+len(p)) > c.max {
+		c.over = true
+		return 0, errTooMuchOutput
+	}
+	return c.buf.Write(p)
 }
 
 // tailBuffer keeps the last max bytes written to it.

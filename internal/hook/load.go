@@ -9,6 +9,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/hook-operator/hook-operator/internal/limit"
 )
 
 // Defaults of LoadOptions.
@@ -29,6 +31,10 @@ type LoadOptions struct {
 	// Parallelism is how many --config runs go on at once; zero means
 	// DefaultConfigParallelism.
 	Parallelism int
+	// MaxConfigBytes is the most of a --config run's stdout that is read;
+	// a hook that prints more fails to load. Zero means
+	// limit.DefaultHookOutput.
+	MaxConfigBytes int64
 	// Env is the environment of the --config runs; nil means the
 	// operator's own (os.Environ()).
 	Env []string
@@ -68,6 +74,9 @@ func Load(ctx context.Context, dir string, opts LoadOptions) ([]*Hook, error) {
 	if opts.Env == nil {
 		opts.Env = os.Environ()
 	}
+	if opts.MaxConfigBytes <= 0 {
+		opts.MaxConfigBytes = limit.DefaultHookOutput
+	}
 
 	hooks := make([]*Hook, len(names))
 	errs := make([]ConfigErrors, len(names))
@@ -103,7 +112,7 @@ func loadHook(ctx context.Context, root, name string, opts LoadOptions) (*Hook, 
 	if ctx.Err() != nil {
 		return nil, nil
 	}
-	out, err := runConfig(ctx, h.Path, h.Dir, opts.Env, opts.ConfigTimeout)
+	out, err := runConfig(ctx, h.Path, h.Dir, opts.Env, opts.ConfigTimeout, opts.MaxConfigBytes)
 	if err != nil {
 		return nil, ConfigErrors{{Hook: name, Reason: err.Error()}}
 	}

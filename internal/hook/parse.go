@@ -4,9 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 
+	yaml3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
+
+	"github.com/hook-operator/hook-operator/internal/limit"
 )
 
 // ParseConfig validates the output of `<hook> --config` (YAML or JSON) into
@@ -19,9 +25,13 @@ func ParseConfig(hookName string, data []byte) (Config, error) {
 		c.errorf("", "--config printed nothing; print the configuration as YAML or JSON, starting with configVersion: v1")
 		return Config{}, c.errs
 	}
+	if err := checkAliases(data); err != nil {
+		c.errorf("", "--config output: %v", err)
+		return Config{}, c.errs
+	}
 	raw, err := decode(data)
 	if err != nil {
-		c.errorf("", "--config output is not valid YAML or JSON: %v; fix what it prints (in YAML, quote values that start with * or contain \": \")", err)
+		c.errorf("", "--config output is not valid YAML or JSON: %s", syntaxProblem(data, err))
 		return Config{}, c.errs
 	}
 	cfg := c.config(raw)
@@ -29,6 +39,45 @@ func ParseConfig(hookName string, data []byte) (Config, error) {
 		return Config{}, c.errs
 	}
 	return cfg, nil
+}
+
+// checkAliases refuses a document whose aliases expand it beyond
+// limit.CheckYAML's bound. Output that does not parse is left to decode,
+// which says why.
+func checkAliases(data []byte) error {
+	if !bytes.ContainsRune(data, '*') {
+		return nil
+	}
+	var n yaml3.Node
+	if yaml3.Unmarshal(data, &n) != nil {
+		return nil
+	}
+	return limit.CheckYAML(&n, len(data))
+}
+
+// yamlLine finds the line number in a YAML parser's error.
+var yamlLine = regexp.MustCompile(`\bline (\d+):`)
+
+// syntaxProblem renders a YAML or JSON syntax error of data with the line
+// it names, quoted, and a hint that fits the error.
+func syntaxProblem(data []byte, err error) string {
+	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		lines := strings.Split(string(data), "\n")
+		if n >= 1 && n <= len(lines) {
+			msg += fmt.Sprintf("; line %d is %q", n, limit.Quote(lines[n-1]))
+		}
+	}
+	switch {
+	case strings.Contains(msg, "tab character"):
+		return msg + "; indent with spaces, not tabs"
+	case strings.Contains(msg, "mapping values are not allowed"):
+		return msg + "; indent the line like the other keys of its object, and quote a value that contains \": \""
+	case strings.Contains(msg, "did not find expected alphabetic or numeric character"), strings.Contains(msg, "unknown anchor"):
+		return msg + "; quote values that start with * or &"
+	}
+	return msg + "; fix what --config prints"
 }
 
 // decode turns YAML or JSON into plain values, keeping numbers as

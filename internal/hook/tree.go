@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hook-operator/hook-operator/internal/limit"
 	"github.com/hook-operator/hook-operator/internal/spelling"
 )
 
@@ -21,7 +22,7 @@ type checker struct {
 }
 
 func (c *checker) errorf(field, format string, args ...any) {
-	c.errs = append(c.errs, &ConfigError{Hook: c.hook, Field: field, Reason: fmt.Sprintf(format, args...)})
+	c.errs = append(c.errs, &ConfigError{Hook: c.hook, Field: field, Reason: limit.Sprintf(format, args...)})
 }
 
 // object is one JSON object of the configuration with the path leading to

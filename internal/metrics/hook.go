@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/hook-operator/hook-operator/internal/limit"
 )
 
 // The actions of a hook metric operation.
@@ -88,7 +90,7 @@ func ParseHookOps(data []byte) ([]HookOp, error) {
 	if err := sc.Err(); err != nil {
 		errs = append(errs, err)
 	}
-	return ops, errors.Join(errs...)
+	return ops, limit.Join(errs)
 }
 
 func parseHookOp(n int, line []byte) (HookOp, error) {
@@ -213,7 +215,7 @@ func (h *HookMetrics) Check(hook string, ops []HookOp) error {
 			errs = append(errs, fmt.Errorf("line %d: metric %s: %w", op.Line, op.Name, err))
 		}
 	}
-	return errors.Join(errs...)
+	return limit.Join(errs)
 }
 
 // Apply applies the operations of one run of hook, checked with Check:

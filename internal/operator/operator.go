@@ -35,6 +35,9 @@ type Options struct {
 	TmpDir string
 	// HookTimeout ends runs of hooks that set no timeout of their own.
 	HookTimeout time.Duration
+	// MaxHookOutput is the most read from one file a hook writes (see
+	// run.Runner.MaxOutputBytes); zero means run.DefaultMaxOutputBytes.
+	MaxHookOutput int64
 	// Queue configures the queues: the backoff of failed runs' retries and
 	// the batch window between a queue's runs.
 	Queue queue.Options
@@ -171,7 +174,7 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 	o.exec = &Executor{
 		Objects:  o.watcher,
 		Resolver: clients.Resolver,
-		Runner:   &run.Runner{TmpDir: opts.TmpDir, Env: opts.Env, DefaultTimeout: opts.HookTimeout, Log: log, ReuseDirs: true},
+		Runner:   &run.Runner{TmpDir: opts.TmpDir, Env: opts.Env, DefaultTimeout: opts.HookTimeout, MaxOutputBytes: opts.MaxHookOutput, Log: log, ReuseDirs: true},
 		Sink:     sink,
 		Requeue:  func(r RequeueRequest) { o.requeues.schedule(r, o.fireRequeue) },
 		Report:   opts.Report,

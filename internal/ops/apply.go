@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/hook-operator/hook-operator/internal/kube"
+	"github.com/hook-operator/hook-operator/internal/limit"
 )
 
 // DefaultFieldManager is the field manager of every write when
@@ -206,7 +207,7 @@ func (a *Applier) plan(ops []Operation) ([]step, error) {
 		steps = append(steps, s)
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, limit.Join(errs)
 	}
 	return steps, nil
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/hook-operator/hook-operator/internal/kube"
+	"github.com/hook-operator/hook-operator/internal/limit"
 )
 
 // An ApplySet's state lives in the cluster, so that an operator that
@@ -142,7 +143,7 @@ func (a *Applier) checkApplySet(op Operation, earlier []Operation) (step, error)
 		}
 	}
 	if len(errs) > 0 {
-		return step{}, errors.Join(errs...)
+		return step{}, limit.Join(errs)
 	}
 	return s, nil
 }

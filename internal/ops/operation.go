@@ -2,10 +2,12 @@ package ops
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/hook-operator/hook-operator/internal/limit"
 	"github.com/hook-operator/hook-operator/internal/spelling"
 )
 
@@ -81,7 +83,7 @@ type parser struct {
 }
 
 func (p *parser) fail(field string, format string, args ...any) {
-	p.errs = append(p.errs, &Error{Index: p.op.Index, Field: field, Err: fmt.Errorf(format, args...)})
+	p.errs = append(p.errs, &Error{Index: p.op.Index, Field: field, Err: errors.New(limit.Sprintf(format, args...))})
 }
 
 // parseOperation decodes and validates the operation at index.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/hook-operator/hook-operator/internal/jq"
+	"github.com/hook-operator/hook-operator/internal/limit"
 )
 
 // The operation types, as written in the "operation" field.
@@ -223,7 +224,7 @@ type Error struct {
 func (e *Error) Error() string {
 	s := fmt.Sprintf("operation %d", e.Index)
 	if e.Op != "" {
-		s += " (" + e.Op + ")"
+		s += " (" + limit.Quote(e.Op) + ")"
 	}
 	if e.Field != "" {
 		s += ": " + e.Field

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/hook-operator/hook-operator/internal/limit"
 )
 
 // Parse reads the operations of a file: a stream of JSON objects, or a
@@ -44,7 +46,7 @@ func Parse(data []byte) ([]Operation, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, limit.Join(errs)
 	}
 	return ops, nil
 }
@@ -125,6 +127,11 @@ func readYAML(data []byte) []document {
 			return append(docs, document{err: fmt.Errorf("not valid YAML: %w", err)})
 		}
 		js, err := yamlToJSON(doc)
+		var tooLarge *limit.ExpansionError
+		if errors.As(err, &tooLarge) {
+			docs = append(docs, document{err: fmt.Errorf("YAML document: %w", err)})
+			continue
+		}
 		if err != nil {
 			hint := ""
 			if strings.Contains(err.Error(), `mapping key "operation" already defined`) {

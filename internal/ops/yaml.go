@@ -8,15 +8,26 @@ import (
 	"io"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/hook-operator/hook-operator/internal/limit"
 )
 
 // yamlToJSON converts one YAML document to JSON. It reads YAML 1.2, as
 // shell-operator does for this file: only true and false are booleans, so
-// unquoted values like "n", "no" and "on" stay strings.
+// unquoted values like "n", "no" and "on" stay strings. A document whose
+// aliases would expand it beyond limit.CheckYAML's bound is refused before
+// anything is expanded.
 func yamlToJSON(doc []byte) ([]byte, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(doc))
+	var n yaml.Node
+	if err := dec.Decode(&n); err != nil && err != io.EOF {
+		return nil, err
+	}
+	if err := limit.CheckYAML(&n, len(doc)); err != nil {
+		return nil, err
+	}
 	var v any
-	if err := dec.Decode(&v); err != nil && err != io.EOF {
+	if err := n.Decode(&v); err != nil {
 		return nil, err
 	}
 	// The decoder stops after one value; anything after it is a mistake

@@ -1,12 +1,17 @@
 package run
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+
+	"github.com/hook-operator/hook-operator/internal/limit"
 )
 
 // Names of the environment variables that carry the file paths (contract
@@ -106,36 +111,111 @@ func (d *runDir) env(base []string) []string {
 	return env
 }
 
-// readOutputs fills res from the output files. A file the hook removed
-// counts as empty; so does anything that is not a regular file (a FIFO
-// left in place of an output would otherwise block the read).
-func (d *runDir) readOutputs(res *Result) error {
+// readOutputs fills res from the output files, each at most max bytes. A
+// file the hook removed counts as empty; so does anything that is not a
+// regular file (a FIFO left in place of an output would otherwise block
+// the read).
+func (d *runDir) readOutputs(res *Result, max int64) error {
 	for _, out := range []struct {
-		path string
-		dst  *[]byte
+		path, env string
+		dst       *[]byte
 	}{
-		{d.patch, &res.Operations},
-		{d.metrics, &res.Metrics},
-		{d.validating, &res.ValidatingResponse},
-		{d.conversion, &res.ConversionResponse},
+		{d.patch, envKubernetesPatch, &res.Operations},
+		{d.metrics, envMetrics, &res.Metrics},
+		{d.validating, envValidatingResponse, &res.ValidatingResponse},
+		{d.conversion, envConversionResponse, &res.ConversionResponse},
 	} {
-		st, err := os.Stat(out.path)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
+		b, err := readOutput(out.path, out.env, max)
 		if err != nil {
-			return fmt.Errorf("reading output file: %w", err)
-		}
-		if !st.Mode().IsRegular() || st.Size() == 0 {
-			continue
-		}
-		b, err := os.ReadFile(out.path)
-		if err != nil {
-			return fmt.Errorf("reading output file: %w", err)
+			return err
 		}
 		*out.dst = b
 	}
 	return nil
+}
+
+// readOutput reads one output file, nil when it is missing, empty or not a
+// regular file. The size is checked before reading, so that a sparse file
+// of 64 GiB is refused without a byte read, and while reading, so that a
+// file that a process of the hook still writes to is cut off at max.
+func readOutput(path, env string, max int64) ([]byte, error) {
+	st, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading $%s: %w", env, err)
+	}
+	if !st.Mode().IsRegular() || st.Size() == 0 {
+		return nil, nil
+	}
+	if st.Size() > max {
+		return nil, &OutputTooLargeError{Env: env, Size: st.Size(), Limit: max}
+	}
+	// Non-blocking, in case a process the hook left running put a FIFO in
+	// the file's place since the stat.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reading $%s: %w", env, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, nil
+	}
+	b, err := readAtMost(f, st.Size(), max)
+	if errors.Is(err, errOverLimit) {
+		return nil, &OutputTooLargeError{Env: env, Size: int64(len(b)), Limit: max, Growing: true}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading $%s: %w", env, err)
+	}
+	return b, nil
+}
+
+var errOverLimit = errors.New("over the limit")
+
+// readAtMost reads r to its end, expecting about size bytes; when r holds
+// more than max, it stops after max+1 and returns errOverLimit.
+func readAtMost(r io.Reader, size, max int64) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, min(size, max)+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(r, max+1)); err != nil {
+		return nil, err
+	}
+	if int64(buf.Len()) > max {
+		return buf.Bytes(), errOverLimit
+	}
+	return buf.Bytes(), nil
+}
+
+// OutputTooLargeError says that a hook wrote more to an output file than
+// the operator reads.
+type OutputTooLargeError struct {
+	// Env names the file: KUBERNETES_PATCH_PATH, METRICS_PATH, ...
+	Env string
+	// Size is the file's size; with Growing, how much was read before the
+	// limit stopped the read.
+	Size, Limit int64
+	// Growing means the file was under the limit when the run ended, and
+	// grew past it while it was read.
+	Growing bool
+}
+
+func (e *OutputTooLargeError) Error() string {
+	size := "is " + limit.Size(e.Size)
+	if e.Growing {
+		size = "grew past " + limit.Size(e.Limit) + " while it was read (a process the hook left running still writes to it)"
+	}
+	return fmt.Sprintf("the file $%s (%s) %s, over the limit of %s on what the operator reads from a hook's file; "+
+		"write less to it (split the work over several runs), or raise the limit with start's --max-hook-output",
+		e.Env, outputMeaning[e.Env], size, limit.Size(e.Limit))
+}
+
+// outputMeaning says what each output file holds, for errors.
+var outputMeaning = map[string]string{
+	envKubernetesPatch:    "the operations",
+	envMetrics:            "the metrics",
+	envValidatingResponse: "the admission response",
+	envConversionResponse: "the conversion response",
 }
 
 // remove removes the dir: the run's own files one by one, then the dir,

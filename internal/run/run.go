@@ -16,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/limit"
 )
 
 // Defaults used when the Runner field is zero.
@@ -24,6 +25,8 @@ const (
 	DefaultKillGrace    = 5 * time.Second
 	DefaultOutputGrace  = time.Second
 	DefaultMaxLineBytes = 64 << 10
+	// DefaultMaxOutputBytes bounds each output file.
+	DefaultMaxOutputBytes = limit.DefaultHookOutput
 )
 
 // Request is one run of one hook.
@@ -83,6 +86,10 @@ type Runner struct {
 	OutputGrace time.Duration
 	// MaxLineBytes cuts longer output lines; zero means DefaultMaxLineBytes.
 	MaxLineBytes int
+	// MaxOutputBytes is the most the operator reads from one output file:
+	// a run whose hook wrote more fails with an *OutputTooLargeError. Zero
+	// means DefaultMaxOutputBytes.
+	MaxOutputBytes int64
 	// Log receives the hook's output lines; nil means the standard logger.
 	Log logrus.FieldLogger
 	// ReuseDirs keeps a run's temp dir, its files emptied, for a later
@@ -166,7 +173,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	case waitErr != nil:
 		return res, exitError(h.Name, cmd.ProcessState, waitErr, res.StderrTail)
 	}
-	if err := dir.readOutputs(&res); err != nil {
+	if err := dir.readOutputs(&res, r.maxOutputBytes()); err != nil {
 		return res, fmt.Errorf("hook %s: %w", h.Name, err)
 	}
 	return res, nil
@@ -196,6 +203,13 @@ func (r *Runner) outputGrace() time.Duration {
 		return r.OutputGrace
 	}
 	return DefaultOutputGrace
+}
+
+func (r *Runner) maxOutputBytes() int64 {
+	if r.MaxOutputBytes > 0 {
+		return r.MaxOutputBytes
+	}
+	return DefaultMaxOutputBytes
 }
 
 func (r *Runner) maxLineBytes() int {

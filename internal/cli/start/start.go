@@ -26,6 +26,8 @@ import (
 	"github.com/hook-operator/hook-operator/internal/dryrun"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
+	"github.com/hook-operator/hook-operator/internal/limit"
+	"github.com/hook-operator/hook-operator/internal/memlimit"
 	"github.com/hook-operator/hook-operator/internal/metrics"
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/procs"
@@ -50,6 +52,8 @@ type Flags struct {
 	MaxParallel   int
 	WatchIdle     time.Duration
 	ShutdownGrace time.Duration
+	// MaxHookOutput bounds each file a hook writes and its --config output.
+	MaxHookOutput ByteSize
 	// AdaptProcs has GOMAXPROCS follow the load (internal/procs).
 	AdaptProcs bool
 	// SteadySysmon starts the operator again with the Go runtime's monitor
@@ -126,6 +130,8 @@ removed. Secret data is masked unless --show-secrets.`,
 					log.WithError(err).Warn("--steady-sysmon: going on without")
 				}
 			}
+			mem := memlimit.Set(memlimit.CgroupRoot)
+			log.WithFields(logrus.Fields{"containerLimit": limit.Size(mem.Container), "goMemoryLimit": limit.Size(mem.Limit)}).Info("memory limit: " + mem.Reason)
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
 			return Run(ctx, f, stdout, log)
@@ -145,6 +151,9 @@ removed. Secret data is masked unless --show-secrets.`,
 	envflag.BindAlias(fs, "kube-client-burst", envflag.Same("KUBE_CLIENT_BURST"))
 	fs.DurationVar(&f.HookTimeout, "hook-timeout", 10*time.Minute, "end a hook run after this long (a hook's settings.timeout wins)")
 	envflag.Bind(fs, "hook-timeout", "HOOK_OPERATOR_HOOK_TIMEOUT")
+	f.MaxHookOutput = limit.DefaultHookOutput
+	fs.Var(&f.MaxHookOutput, "max-hook-output", "the most read from a file a hook writes or its --config output; a run writing more fails")
+	envflag.Bind(fs, "max-hook-output", "HOOK_OPERATOR_MAX_HOOK_OUTPUT")
 	hookscmd.BindConfigTimeout(fs, &f.ConfigTimeout)
 	fs.DurationVar(&f.RetryInitial, "retry-initial-delay", time.Second, "pause before the first retry of a failed run; doubles per failure")
 	envflag.Bind(fs, "retry-initial-delay", "HOOK_OPERATOR_RETRY_INITIAL_DELAY")
@@ -238,9 +247,10 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	}
 	env := procs.HookEnv(os.Environ())
 	load := hook.LoadOptions{
-		ConfigTimeout: f.ConfigTimeout,
-		Env:           env,
-		Warn:          func(msg string) { log.Warn(msg) },
+		ConfigTimeout:  f.ConfigTimeout,
+		MaxConfigBytes: int64(f.MaxHookOutput),
+		Env:            env,
+		Warn:           func(msg string) { log.Warn(msg) },
 	}
 	// Taken before the load, so that a change made during it is reloaded.
 	var fingerprint string
@@ -279,6 +289,7 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	opts := operator.Options{
 		TmpDir:        f.TmpDir,
 		HookTimeout:   f.HookTimeout,
+		MaxHookOutput: int64(f.MaxHookOutput),
 		Queue:         queue.Options{RetryInitial: f.RetryInitial, RetryMax: f.RetryMax, BatchWindow: f.BatchWindow, MaxParallel: f.MaxParallel},
 		ShutdownGrace: f.ShutdownGrace,
 		Env:           env,
