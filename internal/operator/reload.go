@@ -281,6 +281,13 @@ func hasBinding(h *hook.Hook, c binding.Context) bool {
 	}
 }
 
+// KeptAfterFailedReload says what runs after a reload that was not
+// applied: the configurations loaded before, with the files as they are
+// now. Hooks run their file from the hooks folder at each run (no copy is
+// kept; docs/decisions.md says why), so an edited script's new body runs.
+const KeptAfterFailedReload = "every hook keeps the configuration loaded before (bindings, schedules, settings), " +
+	"and each run starts the hook's file as it is on disk now, so an edited hook runs its new body with its old configuration"
+
 // ReloadReason is the reason of the Event about a reload that failed.
 const ReloadReason = "HooksReloadFailed"
 
@@ -292,7 +299,7 @@ func (o *Operator) ReloadFailed(err error) {
 	if o.events == nil || pod.Name == "" || pod.Namespace == "" {
 		return
 	}
-	msg := "the hooks folder changed and was not reloaded; the hooks loaded before keep running: " + err.Error()
+	msg := "the hooks folder changed and no configuration was reloaded: " + KeptAfterFailedReload + ". " + err.Error()
 	if len(msg) > maxEventMessage {
 		msg = msg[:maxEventMessage-3] + "..."
 	}
