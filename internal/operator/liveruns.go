@@ -29,9 +29,9 @@ type liveRun struct {
 }
 
 // begin registers a run of the hook named hook, and returns its context
-// (cancelled with errHookRemoved when a reload removes the hook) and the
-// function that ends the registration.
-func (l *liveRuns) begin(ctx context.Context, hook string) (context.Context, *liveRun, func()) {
+// (cancelled with errHookRemoved when a reload removes the hook; its
+// deadline for runDeadline) and the function that ends the registration.
+func (l *liveRuns) begin(ctx context.Context, hook string) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	r := &liveRun{cancel: cancel}
 	l.mu.Lock()
@@ -43,7 +43,7 @@ func (l *liveRuns) begin(ctx context.Context, hook string) (context.Context, *li
 	}
 	l.runs[hook][r] = struct{}{}
 	l.mu.Unlock()
-	return context.WithValue(ctx, deadlineKey{}, &r.deadline), r, func() {
+	return context.WithValue(ctx, deadlineKey{}, &r.deadline), func() {
 		l.mu.Lock()
 		delete(l.runs[hook], r)
 		if len(l.runs[hook]) == 0 {

@@ -210,7 +210,7 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 // reaches it: a removed hook's run is cancelled (and then counts as
 // done, not retried), a changed timeout moves its deadline.
 func (o *Operator) runTask(ctx context.Context, t *queue.Task) error {
-	ctx, _, end := o.live.begin(ctx, t.Hook.Name)
+	ctx, end := o.live.begin(ctx, t.Hook.Name)
 	defer end()
 	if t = o.retarget(t); t == nil {
 		return nil // its hook or bindings were removed by a reload
