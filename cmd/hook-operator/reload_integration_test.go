@@ -184,7 +184,7 @@ func TestIntegrationHooksReload(t *testing.T) {
 
 	// Fixed, with b's binding changed.
 	write(hookVersion{aV2, "script2", false}, &hookVersion{bV2, "script3", false})
-	waitUntil(t, "the fixed hook's new Synchronization", has("b", "S bs bn1"), o.logs.String)
+	waitUntil(t, "the fixed hook's new Synchronization", has("b", "S bs bn-broken,bn1"), o.logs.String)
 
 	// A hook removed.
 	write(hookVersion{aV2, "script2", false}, nil)
