@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
@@ -150,7 +151,10 @@ func TestIntegrationHooksReload(t *testing.T) {
 		t.Errorf("a script change restarted bindings: %q", lines("a"))
 	}
 
-	// A configuration broken: nothing changes, and it is reported.
+	// A configuration broken while its script changes: no configuration
+	// changes, it is reported, and what runs is what the log says: b's
+	// configuration as loaded before (its binding on app=b, not the
+	// b-new of the broken version) with its new body (script2).
 	write(hookVersion{aV2, "script2", false}, &hookVersion{bV2, "script2", true})
 	waitUntil(t, "hooks_reload_total{result=invalid}", reloads("invalid"), o.logs.String)
 	waitUntil(t, "the Event on the operator's Pod", func() bool {
@@ -165,18 +169,22 @@ func TestIntegrationHooksReload(t *testing.T) {
 		}
 		return false
 	}, o.logs.String)
-	if !strings.Contains(o.logs.String(), "the hooks loaded before keep running") {
-		t.Error("the log does not say that the running hooks stay")
+	if !strings.Contains(o.logs.String(), "no configuration was reloaded: "+operator.KeptAfterFailedReload) {
+		t.Error("the log does not say what runs after the broken change")
 	}
 	mkcm("b2", "b")
 	mkcm("a2-4", "a2")
+	mkcm("bn-broken", "b-new")
 	waitUntil(t, "the running hooks, after a broken change", func() bool {
 		return has("b", "E bs Added b2 script2")() && has("a", "E cms Added a2-4 script2")()
 	}, o.logs.String)
+	if has("b", "E bs Added b2 script1")() || has("b", "E bs Added bn-broken")() {
+		t.Errorf("after the broken change, b ran its old body or its new configuration, not what the log says: %q", lines("b"))
+	}
 
 	// Fixed, with b's binding changed.
 	write(hookVersion{aV2, "script2", false}, &hookVersion{bV2, "script3", false})
-	waitUntil(t, "the fixed hook's new Synchronization", has("b", "S bs bn1"), o.logs.String)
+	waitUntil(t, "the fixed hook's new Synchronization", has("b", "S bs bn-broken,bn1"), o.logs.String)
 
 	// A hook removed.
 	write(hookVersion{aV2, "script2", false}, nil)

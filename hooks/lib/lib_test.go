@@ -368,13 +368,13 @@ hook::jq_patch ConfigMap ns c -- '.data.n = "1"'
 // message naming it, instead of being taken for a KIND.
 func TestUnknownOptionsRefused(t *testing.T) {
 	for script, want := range map[string]string{
-		`hook::merge_patch --ignore-mising ConfigMap ns c '{}'`:          "hook::merge_patch: unknown option --ignore-mising; use --ignore-missing or --status",
+		`hook::merge_patch --ignore-mising ConfigMap ns c '{}'`:          "hook::merge_patch: unknown option --ignore-mising; use --ignore-missing or --status or --subresource",
 		`hook::create --force '{"apiVersion":"v1","kind":"ConfigMap"}'`:  "hook::create: unknown option --force; it takes no options",
 		`hook::status FlightTicket ns t1 '{}' --observed-generation`:     "hook::status: --observed-generation needs a value",
 		`hook::status --observed-generation two FlightTicket ns t1 '{}'`: `--observed-generation takes the generation as a whole number, not \"two\"`,
 		`hook::delete --background --orphan ConfigMap ns c`:              "--background and --orphan exclude each other",
 		`hook::objects --all`:                      "hook::objects: unknown option --all; it takes no options",
-		`hook::requeue ns t1 2s --binding tickets`: "hook::requeue: unknown option --binding; it takes no options",
+		`hook::requeue ns t1 2s --binding tickets`: "hook::requeue: unknown option --binding; use --kind",
 		`hook::apply --forse '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}'`: "hook::apply: unknown option --forse; use --force",
 	} {
 		r := runScript(t, contexts, script+"\necho reached")
@@ -438,5 +438,74 @@ func TestHelloHook(t *testing.T) {
 	config := mustRun(t, contexts, `bash "$1" --config`, hello)
 	if !strings.Contains(config.stdout, "name: hello-configmaps") || config.patch != "" {
 		t.Errorf("--config printed %q and wrote %q", config.stdout, config.patch)
+	}
+}
+
+// Every field of every operation can be written with the functions'
+// options: for each operation type, calls that set all the fields it
+// accepts (ops' list: the contract's, and the extensions'), whose output
+// the runtime's parser takes.
+func TestEveryOperationFieldReachable(t *testing.T) {
+	cm := `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"}}`
+	parent := `{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "ns", "name": "p"}`
+	cases := []struct {
+		typ, call string
+		fields    []string
+	}{
+		{ops.Create, `hook::create "$cm"`, []string{"object"}},
+		{ops.CreateIfNotExists, `hook::create_if_not_exists "$cm"`, []string{"object"}},
+		{ops.CreateOrUpdate, `hook::create_or_update "$cm"`, []string{"object"}},
+		{ops.Delete, `hook::delete v1/ConfigMap ns c`, []string{"apiVersion", "kind", "namespace", "name"}},
+		{ops.DeleteInBackground, `hook::delete --background v1/ConfigMap ns c`, []string{"apiVersion", "kind", "namespace", "name"}},
+		{ops.DeleteNonCascading, `hook::delete --orphan v1/ConfigMap ns c`, []string{"apiVersion", "kind", "namespace", "name"}},
+		{ops.MergePatch, `hook::merge_patch --ignore-missing --subresource scale apps/v1/Deployment ns d '{"spec": {"replicas": 2}}'`,
+			[]string{"apiVersion", "kind", "namespace", "name", "subresource", "mergePatch", "ignoreMissingObject"}},
+		{ops.JSONPatch, `hook::json_patch --ignore-missing --status v1/ConfigMap ns c '[{"op": "remove", "path": "/status/a"}]'`,
+			[]string{"apiVersion", "kind", "namespace", "name", "subresource", "jsonPatch", "ignoreMissingObject"}},
+		{ops.JQPatch, `hook::jq_patch --ignore-missing --subresource status v1/ConfigMap ns c '.status.a = 1'`,
+			[]string{"apiVersion", "kind", "namespace", "name", "subresource", "jqFilter", "ignoreMissingObject"}},
+		{ops.Apply, `hook::apply --force "$cm" "$parent"`, []string{"object", "force", "parent"}},
+		{ops.ApplySet, `hook::apply_set --force --no-owner set "$parent" "[$cm]"`, []string{"name", "parent", "objects", "force", "owner"}},
+		{ops.Status, `hook::status --ignore-missing --observed-generation 3 v1/ConfigMap ns c '{"a": 1}' observedGeneration`,
+			[]string{"apiVersion", "kind", "namespace", "name", "status", "observedGeneration", "ignoreMissingObject"}},
+		{ops.Requeue, `hook::requeue --kind v1/ConfigMap ns c 5s cms`, []string{"apiVersion", "kind", "namespace", "name", "after", "binding"}},
+	}
+	var covered []string
+	for _, c := range cases {
+		covered = append(covered, c.typ)
+		t.Run(c.typ, func(t *testing.T) {
+			r := mustRun(t, contexts, "cm='"+cm+"'\nparent='"+parent+"'\n"+c.call)
+			parsed, err := ops.Parse([]byte(r.patch))
+			if err != nil || len(parsed) != 1 || parsed[0].Type != c.typ {
+				t.Fatalf("%s wrote %q: %v", c.call, r.patch, err)
+			}
+			var op map[string]any
+			if err := json.Unmarshal([]byte(r.patch), &op); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range c.fields {
+				if _, ok := op[f]; !ok {
+					t.Errorf("%s: no %q in %s", c.call, f, r.patch)
+				}
+			}
+		})
+	}
+	if !reflect.DeepEqual(covered, ops.Types) {
+		t.Errorf("the cases cover %v, want every type of ops.Types %v", covered, ops.Types)
+	}
+}
+
+// The subresource options refuse what the runtime would refuse, and two
+// different subresources at once.
+func TestSubresourceOptions(t *testing.T) {
+	for call, want := range map[string]string{
+		`hook::merge_patch --status --subresource scale v1/ConfigMap ns c '{}'`: "--status and --subresource scale name two subresources",
+		`hook::jq_patch --subresource Status v1/ConfigMap ns c '.'`:             "--subresource takes a lowercase word",
+		`hook::json_patch v1/ConfigMap ns c '{"op": "remove"}'`:                 "PATCH must be one JSON array",
+	} {
+		r := runScript(t, contexts, call)
+		if r.err == nil || !strings.Contains(r.stderr, want) || r.patch != "" {
+			t.Errorf("%s: err %v, stderr %q, wrote %q; want a failure saying %q and nothing written", call, r.err, r.stderr, r.patch, want)
+		}
 	}
 }

@@ -39,6 +39,9 @@ _hook_ops_jq='
     | with_entries(select(.value != null and .value != ""))
     | if (.kind // "") == "" or (.name // "") == "" then error("PARENT needs a kind and a name") else . end;
   def flag(cond; obj): if cond then obj else {} end;
+  def subresource($s):
+    if $s != "" and ($s | test("^[a-z]+$") | not) then error("--subresource takes a lowercase word such as status or scale, not \"\($s)\"")
+    else flag($s != ""; {subresource: $s}) end;
 '
 
 # _hook::op FUNCTION JQ_ARGS... runs jq -nc with JQ_ARGS (the last one the
@@ -208,22 +211,25 @@ hook::apply() {
     + flag($force; {force: true})'
 }
 
-# hook::apply_set [--no-owner] NAME PARENT OBJECTS
+# hook::apply_set [--force] [--no-owner] NAME PARENT OBJECTS
 #
 # ApplySet (extension): OBJECTS (a JSON array) is the complete set of
 # children called NAME of PARENT. Each is applied as by hook::apply with
 # PARENT; children of the set that are no longer in OBJECTS are deleted.
-# --no-owner leaves out the owner references (the objects outlive PARENT).
+# --force takes over fields other managers own (what a conflict error asks
+# for); --no-owner leaves out the owner references (the objects outlive
+# PARENT).
 hook::apply_set() {
-  _hook::options hook::apply_set "--no-owner" "" "$@" || return 1
+  _hook::options hook::apply_set "--force --no-owner" "" "$@" || return 1
   set -- ${_hook_args[@]+"${_hook_args[@]}"}
-  local owner=true
+  local owner=true force=${_hook_opt[--force]:-false}
   [[ -z "${_hook_opt[--no-owner]:-}" ]] || owner=false
-  _hook::usage 3 $# "hook::apply_set [--no-owner] NAME PARENT_JSON OBJECTS_JSON_ARRAY" || return 1
+  _hook::usage 3 $# "hook::apply_set [--force] [--no-owner] NAME PARENT_JSON OBJECTS_JSON_ARRAY" || return 1
   _hook::op hook::apply_set --arg name "$1" --slurpfile p <(printf '%s' "$2") --slurpfile objs <(printf '%s' "$3") \
-    --argjson owner "$owner" '
+    --argjson owner "$owner" --argjson force "$force" '
     if ($objs | length) != 1 or ($objs[0] | type) != "array" then error("OBJECTS must be a JSON array") else . end
     | {operation: "ApplySet", name: $name, parent: (one("PARENT"; $p) | ref), objects: $objs[0]}
+    + flag($force; {force: true})
     + flag($owner | not; {owner: false})'
 }
 
@@ -286,36 +292,73 @@ _hook::create() {
   _hook::op "$1" --arg op "$2" --slurpfile o <(printf '%s' "$3") '{operation: $op, object: one("OBJECT"; $o)}'
 }
 
-# hook::merge_patch [--ignore-missing] [--status] KIND NAMESPACE NAME PATCH
+# _hook::patch_subresource FN sets _hook_sub from --subresource NAME, or
+# "status" for --status; both at once must agree.
+_hook::patch_subresource() {
+  _hook_sub=${_hook_opt[--subresource]:-}
+  if [[ -n "${_hook_opt[--status]:-}" ]]; then
+    if [[ -n "$_hook_sub" && "$_hook_sub" != status ]]; then
+      hook::log error "$1: --status and --subresource $_hook_sub name two subresources; give one"
+      return 1
+    fi
+    _hook_sub=status
+  fi
+}
+declare -g _hook_sub=""
+
+# hook::merge_patch [--ignore-missing] [--status | --subresource NAME] KIND NAMESPACE NAME PATCH
 #
 # MergePatch: applies the JSON merge patch PATCH (null deletes a key).
-# --status patches the status subresource; --ignore-missing makes a missing
-# object a success.
+# --status patches the status subresource, --subresource NAME another one
+# (scale); --ignore-missing makes a missing object a success.
 hook::merge_patch() {
-  _hook::options hook::merge_patch "--ignore-missing --status" "" "$@" || return 1
+  _hook::options hook::merge_patch "--ignore-missing --status" "--subresource" "$@" || return 1
   set -- ${_hook_args[@]+"${_hook_args[@]}"}
-  local ignore=${_hook_opt[--ignore-missing]:-false} status=${_hook_opt[--status]:-false}
-  _hook::usage 4 $# "hook::merge_patch [--ignore-missing] [--status] KIND NAMESPACE NAME PATCH_JSON" || return 1
+  _hook::patch_subresource hook::merge_patch || return 1
+  local ignore=${_hook_opt[--ignore-missing]:-false}
+  _hook::usage 4 $# "hook::merge_patch [--ignore-missing] [--status | --subresource NAME] KIND NAMESPACE NAME PATCH_JSON" || return 1
   _hook::op hook::merge_patch --arg kind "$1" --arg ns "$2" --arg name "$3" --slurpfile patch <(printf '%s' "$4") \
-    --argjson ignore "$ignore" --argjson status "$status" '
+    --argjson ignore "$ignore" --arg sub "$_hook_sub" '
     {operation: "MergePatch"} + target($kind; $ns; $name)
-    + flag($status; {subresource: "status"})
+    + subresource($sub)
     + {mergePatch: one("PATCH"; $patch)}
     + flag($ignore; {ignoreMissingObject: true})'
 }
 
-# hook::jq_patch [--ignore-missing] KIND NAMESPACE NAME FILTER
+# hook::json_patch [--ignore-missing] [--status | --subresource NAME] KIND NAMESPACE NAME PATCH
+#
+# JSONPatch: applies PATCH, a JSON array of RFC 6902 operations
+# ('[{"op": "remove", "path": "/data/a"}]'). Options as for
+# hook::merge_patch.
+hook::json_patch() {
+  _hook::options hook::json_patch "--ignore-missing --status" "--subresource" "$@" || return 1
+  set -- ${_hook_args[@]+"${_hook_args[@]}"}
+  _hook::patch_subresource hook::json_patch || return 1
+  local ignore=${_hook_opt[--ignore-missing]:-false}
+  _hook::usage 4 $# "hook::json_patch [--ignore-missing] [--status | --subresource NAME] KIND NAMESPACE NAME PATCH_JSON_ARRAY" || return 1
+  _hook::op hook::json_patch --arg kind "$1" --arg ns "$2" --arg name "$3" --slurpfile patch <(printf '%s' "$4") \
+    --argjson ignore "$ignore" --arg sub "$_hook_sub" '
+    if ($patch | length) != 1 or ($patch[0] | type) != "array" then error("PATCH must be one JSON array of operations") else . end
+    | {operation: "JSONPatch"} + target($kind; $ns; $name)
+    + subresource($sub)
+    + {jsonPatch: $patch[0]}
+    + flag($ignore; {ignoreMissingObject: true})'
+}
+
+# hook::jq_patch [--ignore-missing] [--status | --subresource NAME] KIND NAMESPACE NAME FILTER
 #
 # JQPatch: the runtime runs the jq FILTER on the current object and writes
 # its output back (retrying on conflicts). FILTER returns the whole object:
-# '.spec.replicas = 3'.
+# '.spec.replicas = 3'. Options as for hook::merge_patch.
 hook::jq_patch() {
-  _hook::options hook::jq_patch "--ignore-missing" "" "$@" || return 1
+  _hook::options hook::jq_patch "--ignore-missing --status" "--subresource" "$@" || return 1
   set -- ${_hook_args[@]+"${_hook_args[@]}"}
+  _hook::patch_subresource hook::jq_patch || return 1
   local ignore=${_hook_opt[--ignore-missing]:-false}
-  _hook::usage 4 $# "hook::jq_patch [--ignore-missing] KIND NAMESPACE NAME FILTER" || return 1
-  _hook::op hook::jq_patch --arg kind "$1" --arg ns "$2" --arg name "$3" --arg filter "$4" --argjson ignore "$ignore" '
-    {operation: "JQPatch"} + target($kind; $ns; $name) + {jqFilter: $filter}
+  _hook::usage 4 $# "hook::jq_patch [--ignore-missing] [--status | --subresource NAME] KIND NAMESPACE NAME FILTER" || return 1
+  _hook::op hook::jq_patch --arg kind "$1" --arg ns "$2" --arg name "$3" --arg filter "$4" --argjson ignore "$ignore" \
+    --arg sub "$_hook_sub" '
+    {operation: "JQPatch"} + target($kind; $ns; $name) + subresource($sub) + {jqFilter: $filter}
     + flag($ignore; {ignoreMissingObject: true})'
 }
 
@@ -341,21 +384,24 @@ hook::delete() {
     '{operation: $op} + target($kind; $ns; $name)'
 }
 
-# hook::requeue NAMESPACE NAME AFTER [BINDING]
+# hook::requeue [--kind KIND] NAMESPACE NAME AFTER [BINDING]
 #
 # Requeue (extension): asks for a run for the object NAMESPACE/NAME of the
 # hook's kubernetes binding BINDING (needed when the hook has more than one)
-# after AFTER (a duration: 30s, 5m). The run gets an Event context with
-# watchEvent "Requeue" and the object as it is then; for an object being
-# deleted, whose Finalize run asked for it, "Finalize" (the finalizer is
-# kept meanwhile).
+# after AFTER (a duration: 30s, 5m). --kind KIND (as the other functions
+# take it, apiVersion in front or not) says which binding's kind the object
+# is, instead of BINDING. The run gets an Event context with watchEvent
+# "Requeue" and the object as it is then; for an object being deleted, whose
+# Finalize run asked for it, "Finalize" (the finalizer is kept meanwhile).
 hook::requeue() {
-  _hook::options hook::requeue "" "" "$@" || return 1
+  _hook::options hook::requeue "" "--kind" "$@" || return 1
   set -- ${_hook_args[@]+"${_hook_args[@]}"}
-  _hook::usage 3 $# "hook::requeue NAMESPACE NAME AFTER [BINDING]" || return 1
-  _hook::op hook::requeue --arg ns "$1" --arg name "$2" --arg after "$3" --arg binding "${4:-}" '
+  _hook::usage 3 $# "hook::requeue [--kind KIND] NAMESPACE NAME AFTER [BINDING]" || return 1
+  _hook::op hook::requeue --arg ns "$1" --arg name "$2" --arg after "$3" --arg binding "${4:-}" \
+    --arg kind "${_hook_opt[--kind]:-}" '
     if $name == "" or $after == "" then error("NAME and AFTER must not be empty") else . end
     | {operation: "Requeue"}
+    + (if $kind != "" then target($kind; ""; $name) | del(.name) else {} end)
     + flag($ns != ""; {namespace: $ns})
     + {name: $name, after: $after}
     + flag($binding != ""; {binding: $binding})'

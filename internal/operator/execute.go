@@ -142,7 +142,7 @@ func (e *Executor) execute(ctx context.Context, t *queue.Task, rep *Report) erro
 	rep.Contexts, rep.Bindings = data, names
 	log := e.Log.WithFields(logrus.Fields{"hook": t.Hook.Name, "binding": names, "queue": t.Queue})
 	log.WithField("contexts", len(contexts)).Debug("running hook")
-	res, err := e.Runner.Run(ctx, run.Request{Hook: t.Hook, Contexts: data, Binding: names, Queue: t.Queue})
+	res, err := e.Runner.Run(ctx, run.Request{Hook: t.Hook, Contexts: data, Binding: names, Queue: t.Queue, Deadline: runDeadline(ctx)})
 	if res.Duration > 0 {
 		rep.Result, rep.Operations = &res, res.Operations
 	}

@@ -7,6 +7,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -98,6 +99,8 @@ type Operator struct {
 	// the operator writes to the cluster; nil with another Sink.
 	finalizers *finalizer.Manager
 	requeues   requeues
+	// live are the queued runs in progress, which a reload reaches.
+	live liveRuns
 	// events records the Events about failed runs; nil unless
 	// Options.Events.
 	events *eventRecorder
@@ -196,20 +199,33 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 	if sh := opts.Sharding; sh != nil {
 		o.watcher.Shard(sh.By, sh.Owns, sh.Selector)
 	}
-	o.queues = queue.NewSet(func(ctx context.Context, t *queue.Task) error {
-		if t = o.retarget(t); t == nil {
-			return nil // its hook or bindings were removed by a reload
-		}
-		before, _ := o.health.State()
-		err := o.exec.Execute(ctx, t)
-		o.stats.record(t.Hook.Name, err)
-		return o.outage(ctx, before, err)
-	}, opts.Queue, log)
+	o.queues = queue.NewSet(o.runTask, opts.Queue, log)
 	if opts.Metrics != nil {
 		o.queues.Metrics = opts.Metrics
 		o.watcher.SetMetrics(opts.Metrics)
+		opts.Metrics.QueueOldestPending(o.queues.OldestPending)
 	}
 	return o
+}
+
+// runTask is the queues' handler. The run is registered among the live
+// runs before its task meets the current hook set, so that a reload
+// reaches it: a removed hook's run is cancelled (and then counts as
+// done, not retried), a changed timeout moves its deadline.
+func (o *Operator) runTask(ctx context.Context, t *queue.Task) error {
+	ctx, end := o.live.begin(ctx, t.Hook.Name)
+	defer end()
+	if t = o.retarget(t); t == nil {
+		return nil // its hook or bindings were removed by a reload
+	}
+	before, _ := o.health.State()
+	err := o.exec.Execute(ctx, t)
+	o.stats.record(t.Hook.Name, err)
+	if err != nil && errors.Is(context.Cause(ctx), errHookRemoved) {
+		o.log.WithField("hook", t.Hook.Name).WithError(err).Warn("the hook was removed by a reload while it ran; its run was stopped and is not retried")
+		return nil
+	}
+	return o.outage(ctx, before, err)
 }
 
 // outage marks the error of a run that failed because the API server was

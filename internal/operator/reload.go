@@ -53,8 +53,11 @@ var ErrStopping = errors.New("the operator is stopping; the reload is not applie
 //     again; its onStartup does not run (the hook is not starting);
 //   - unchanged hooks keep running untouched.
 //
-// Runs that are queued for hooks or bindings that are gone are dropped;
-// those of a changed hook run the reloaded hook. A hook's script is read at
+// Runs that are queued for hooks or bindings that are gone are dropped,
+// retries held after a failure included, and the running run of a hook
+// that is gone is stopped as on a timeout; queued runs of a changed hook
+// run the reloaded hook, and its running run's deadline moves to what its
+// timeout gives now. A hook's script is read at
 // each run, so a changed script with an unchanged configuration needs no
 // reload. Before Run, or with sharding before this replica leads, the new
 // set just replaces the old for hooks not started yet.
@@ -90,6 +93,12 @@ func (o *Operator) Reload(hooks []*hook.Hook) (ReloadResult, error) {
 	}
 	o.watcher.Remove(stop)
 	o.setHooks(p.hooks)
+	for _, h := range p.removed {
+		o.stopRuns(h.Name)
+	}
+	for _, c := range p.changed {
+		o.retimeRuns(c.next)
+	}
 
 	var start, startup []*hook.Hook
 	for _, h := range p.added {
@@ -112,6 +121,30 @@ func (o *Operator) Reload(hooks []*hook.Hook) (ReloadResult, error) {
 		return p.result, nil
 	}
 	return p.result, o.startHooks(o.runCtx, start, StartupOrder(startup))
+}
+
+// stopRuns stops the runs of the hook named name, which a reload
+// removed: its running run is cancelled as on a timeout, and its pending
+// runs and retries are dropped at once, so that its queues move on.
+func (o *Operator) stopRuns(name string) {
+	dropped := o.queues.DropHook(name)
+	cancelled := o.live.cancel(name)
+	if dropped+cancelled > 0 {
+		o.log.WithFields(logrus.Fields{"hook": name, "running": cancelled, "pending": dropped}).
+			Info("the hook was removed by a reload: its running run is stopped and its pending runs are dropped")
+	}
+}
+
+// retimeRuns moves the deadline of the running runs of h, which a reload
+// changed, to what its timeout gives now, counted from each run's start
+// (a run already past it is timed out now). Its pending runs run the
+// reloaded hook, and so get its timeout anyway.
+func (o *Operator) retimeRuns(h *hook.Hook) {
+	timeout := o.exec.Runner.Timeout(h)
+	if n := o.live.retime(h.Name, timeout); n > 0 {
+		o.log.WithFields(logrus.Fields{"hook": h.Name, "running": n, "timeout": timeout.String()}).
+			Info("the reload reaches the hook's running run: its deadline is now its start plus the timeout")
+	}
 }
 
 // logReload logs what a reload changed.
@@ -281,6 +314,13 @@ func hasBinding(h *hook.Hook, c binding.Context) bool {
 	}
 }
 
+// KeptAfterFailedReload says what runs after a reload that was not
+// applied: the configurations loaded before, with the files as they are
+// now. Hooks run their file from the hooks folder at each run (no copy is
+// kept; docs/decisions.md says why), so an edited script's new body runs.
+const KeptAfterFailedReload = "every hook keeps the configuration loaded before (bindings, schedules, settings), " +
+	"and each run starts the hook's file as it is on disk now, so an edited hook runs its new body with its old configuration"
+
 // ReloadReason is the reason of the Event about a reload that failed.
 const ReloadReason = "HooksReloadFailed"
 
@@ -292,7 +332,7 @@ func (o *Operator) ReloadFailed(err error) {
 	if o.events == nil || pod.Name == "" || pod.Namespace == "" {
 		return
 	}
-	msg := "the hooks folder changed and was not reloaded; the hooks loaded before keep running: " + err.Error()
+	msg := "the hooks folder changed and no configuration was reloaded: " + KeptAfterFailedReload + ". " + err.Error()
 	if len(msg) > maxEventMessage {
 		msg = msg[:maxEventMessage-3] + "..."
 	}

@@ -32,7 +32,8 @@ type Task struct {
 	// task allows failure only if every task merged into it did.
 	AllowFailure bool
 	// Done, when set, is called once the task's run succeeded or its failure
-	// was allowed (err is then the failure). Merged tasks keep every Done.
+	// was allowed (err is then the failure), or when the task was dropped
+	// before it ran (err is ErrDropped). Merged tasks keep every Done.
 	Done func(err error)
 	// Key names the object the task's contexts are about, for a hook whose
 	// runs for different objects may run at once (parallelism above 1);
@@ -267,6 +268,11 @@ func (s *Set) work(q *fifo) {
 		if s.stopping {
 			s.mu.Unlock()
 			return
+		}
+		if len(q.tasks) == 0 || q.tasks[0] != head {
+			s.alone[head.Hook]-- // dropped while it waited (DropHook, Drop)
+			s.mu.Unlock()
+			continue
 		}
 		t := s.takeLocked(q)
 		q.running = t

@@ -41,6 +41,9 @@ type Request struct {
 	// Timeout ends the run; zero means the hook's settings.timeout, then
 	// Runner.DefaultTimeout.
 	Timeout time.Duration
+	// Deadline, when set, lets the caller move the run's deadline while it
+	// runs (Deadline.Reset); nil: the timeout stays as it started.
+	Deadline *Deadline
 }
 
 // Result is what a run produced. The output files are read only when the
@@ -136,9 +139,14 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 
 	stdout := newLineWriter(log.WithField("output", "stdout"), r.maxLineBytes(), 0)
 	stderr := newLineWriter(log.WithField("output", "stderr"), r.maxLineBytes(), stderrTailLines)
-	timeout := r.timeout(req)
-	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	deadline := req.Deadline
+	if deadline == nil {
+		deadline = &Deadline{}
+	}
+	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	deadline.arm(r.timeout(req), cancel)
+	defer deadline.stop()
 	p, err := r.newProcess(runCtx, h, dir.env(r.baseEnv()), stdout, stderr)
 	if err != nil {
 		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
@@ -167,7 +175,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	case signalled && ctx.Err() != nil:
 		return res, fmt.Errorf("hook %s: cancelled: %w", h.Name, ctx.Err())
 	case signalled:
-		return res, fmt.Errorf("hook %s: timed out after %s: %w", h.Name, timeout, context.DeadlineExceeded)
+		return res, fmt.Errorf("hook %s: timed out after %s: %w", h.Name, deadline.Timeout(), context.DeadlineExceeded)
 	case errors.Is(waitErr, exec.ErrWaitDelay):
 		log.Warn("hook exited 0 but a process it started still holds stdout or stderr; its output is no longer logged")
 	case waitErr != nil:

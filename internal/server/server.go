@@ -190,6 +190,7 @@ func addDebug(mux *http.ServeMux, op Operator, withPprof bool) {
 	mux.HandleFunc("GET "+QueuesPath, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, op.Queues()) })
 	mux.HandleFunc("GET "+HooksPath, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, op.Hooks()) })
 	mux.HandleFunc("GET "+RolePath, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, op.Role()) })
+	addActions(mux, op)
 	mux.HandleFunc("GET "+SnapshotsPath, func(w http.ResponseWriter, r *http.Request) {
 		hook := r.URL.Query().Get("hook")
 		if hook == "" {

@@ -51,6 +51,16 @@ func New(stdout io.Writer) *cobra.Command {
   role                leader or standby (with --leader-elect, and the replica's
                       identity), or single
 
+and acts on a stuck queue:
+
+  retry QUEUE         run the failed runs of QUEUE that wait for their retry
+                      now, skipping the backoff
+  drop QUEUE HOOK     drop the pending runs of HOOK in QUEUE (--key: only those
+                      of one object of a hook with settings.parallelism), a
+                      failed one waiting for its retry included; their binding
+                      contexts are lost, which is safe only for a hook whose
+                      next run sees the whole state again (docs/operating.md)
+
 It connects to the operator's debug socket (--socket, the same default as
 start's --debug-socket), so in a Pod run it with
 "kubectl exec deploy/hook-operator -- hook-operator debug queues".
@@ -58,10 +68,12 @@ start's --debug-socket), so in a Pod run it with
 		Example: `  hook-operator debug queues
   hook-operator debug hooks -o json
   hook-operator debug snapshots flights/flightticket.sh
-  hook-operator debug queues --address 127.0.0.1:9115`,
+  hook-operator debug queues --address 127.0.0.1:9115
+  hook-operator debug retry main
+  hook-operator debug drop main flights/flightticket.sh`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return fmt.Errorf("name what to show: %s queues|hooks|snapshots HOOK|role", cmd.CommandPath())
+			return fmt.Errorf("name what to show or do: %s queues|hooks|snapshots HOOK|role|retry QUEUE|drop QUEUE HOOK", cmd.CommandPath())
 		},
 	}
 	fs := cmd.PersistentFlags()
@@ -100,6 +112,8 @@ start's --debug-socket), so in a Pod run it with
 				})
 			},
 		},
+		retryCommand(&f, stdout),
+		dropCommand(&f, stdout),
 		&cobra.Command{
 			Use: "snapshots HOOK", Short: "Show the objects the kubernetes bindings of HOOK hold", Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
@@ -134,6 +148,12 @@ func show(ctx context.Context, f Flags, path string, v any, out io.Writer, table
 }
 
 func fetch(ctx context.Context, f Flags, path string) ([]byte, error) {
+	return request(ctx, f, http.MethodGet, path)
+}
+
+// request sends a request with method to path and returns the answer's
+// body when it is 200 OK.
+func request(ctx context.Context, f Flags, method, path string) ([]byte, error) {
 	client := &http.Client{Timeout: 10 * time.Second}
 	base := "http://" + f.Address
 	where := f.Address
@@ -145,7 +165,7 @@ func fetch(ctx context.Context, f Flags, path string) ([]byte, error) {
 			return d.DialContext(ctx, "unix", f.Socket)
 		}}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+	req, err := http.NewRequestWithContext(ctx, method, base+path, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
 	hookscmd "github.com/hook-operator/hook-operator/internal/cli/hooks"
@@ -70,7 +71,18 @@ more:
 No rule uses "*". Kinds resolve offline, from Kubernetes' built-in kinds and
 the CustomResourceDefinitions in --crds; with --kubeconfig, from the
 cluster's discovery instead. A comment above the YAML says which binding or
-write needs each permission.`,
+write needs each permission.
+
+Sensitive grants are marked with a "# SENSITIVE: ..." line above their
+ClusterRole or Role: update, patch or delete on Secrets, Namespaces, Nodes,
+webhook configurations and admission policies, CRDs, RBAC objects, CSRs and
+APIServices, and any verb on "*". Review those before applying.
+
+A hook whose file uses the bash helpers that write (hook::apply ...),
+KUBERNETES_PATCH_PATH or a writing kubectl verb, or whose binding sets
+executeHookOnOwnStatusChange, but whose configuration declares no "writes",
+gets a warning on stderr naming its file: the RBAC printed would let it
+write nothing.`,
 		Example: `  hook-operator rbac --hooks-dir ./hooks --crds ./deploy/crds > rbac.yaml
   hook-operator rbac --hooks-dir /hooks --kubeconfig ~/.kube/config --namespace ops --service-account my-operator`,
 		Args: cobra.NoArgs,
@@ -120,6 +132,9 @@ func Run(ctx context.Context, f Flags, out io.Writer, log *logrus.Logger) error 
 	if err != nil {
 		return err
 	}
+	for _, w := range rbac.UndeclaredWrites(hooks) {
+		log.Warn(w)
+	}
 	fmt.Fprintf(out, "# The least-privilege RBAC of hook-operator for the hooks in %s,\n", f.HooksDir)
 	fmt.Fprintln(out, "# written by `hook-operator rbac`. What needs what:")
 	for _, g := range grants {
@@ -144,9 +159,33 @@ func Run(ctx context.Context, f Flags, out io.Writer, log *logrus.Logger) error 
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "---\n%s", data)
+		fmt.Fprint(out, "---\n")
+		markSensitive(out, obj, grants)
+		fmt.Fprintf(out, "%s", data)
 	}
 	return nil
+}
+
+// markSensitive writes a comment line above a ClusterRole or Role for each
+// of its grants that rbac.Sensitive flags, saying why and what needs it.
+func markSensitive(out io.Writer, obj any, grants []rbac.Grant) {
+	var namespace string
+	switch o := obj.(type) {
+	case *rbacv1.ClusterRole:
+	case *rbacv1.Role:
+		namespace = o.Namespace
+	default:
+		return
+	}
+	for _, g := range grants {
+		if why := rbac.Sensitive(g); why != "" && g.Namespace == namespace {
+			names := ""
+			if len(g.ResourceNames) > 0 {
+				names = " (only " + strings.Join(g.ResourceNames, ", ") + ")"
+			}
+			fmt.Fprintf(out, "# SENSITIVE: %s%s; needed by %s\n", why, names, g.Why)
+		}
+	}
 }
 
 func resolverFor(f Flags) (rbac.Resolver, error) {

@@ -36,9 +36,9 @@ func (f ReloadFlags) check() error {
 
 // watchHooks reloads the hooks of dir into op each time the folder changes
 // from the fingerprint since, until ctx ends. A folder whose hooks are not
-// all valid changes nothing: the errors go to the log, to
+// all valid changes no configuration: the errors go to the log, to
 // hooks_reload_total{result="invalid"} and to an Event on the operator's
-// Pod.
+// Pod, which say what runs meanwhile (operator.KeptAfterFailedReload).
 func watchHooks(ctx context.Context, dir, since string, f ReloadFlags, load hook.LoadOptions, op *operator.Operator, m *metrics.Metrics, log logrus.FieldLogger) {
 	log = log.WithField("hooksDir", dir)
 	hook.WatchDir(ctx, dir, since, hook.WatchOptions{Poll: f.Poll, Warn: func(msg string) { log.Warn(msg) }}, func() {
@@ -49,7 +49,7 @@ func watchHooks(ctx context.Context, dir, since string, f ReloadFlags, load hook
 		}
 		if err != nil {
 			m.HooksReload("invalid")
-			log.WithError(err).Error("the hooks folder changed, and its hooks are not valid; nothing was reloaded, the hooks loaded before keep running. Fix the errors; the folder is reloaded at its next change")
+			log.WithError(err).Error("the hooks folder changed, and its hooks are not valid; no configuration was reloaded: " + operator.KeptAfterFailedReload + ". Fix the errors; the folder is reloaded at its next change")
 			op.ReloadFailed(err)
 			return
 		}

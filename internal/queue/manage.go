@@ -1,0 +1,184 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Managing pending tasks from outside the workers: a reload that removes a
+// hook drops its tasks (DropHook), and an operator, through `hook-operator
+// debug`, may retry a failed task now instead of after its backoff
+// (RetryNow) or drop pending tasks (Drop). OldestPending is what the
+// queue_oldest_pending_seconds metric reads.
+
+// ErrDropped is what Done is told about a task dropped before it ran (its
+// hook was removed, or an operator dropped it).
+var ErrDropped = errors.New("dropped before it ran")
+
+// DropHook removes every pending task of the hook named hook from every
+// queue, the failed ones waiting for their retry included, so that the
+// queues move on at once (a reload removed the hook). It returns how many
+// tasks it dropped. A running task is not touched: its caller cancels it.
+func (s *Set) DropHook(hook string) int {
+	s.mu.Lock()
+	var dropped []*Task
+	for _, q := range s.queues {
+		dropped = append(dropped, s.dropLocked(q, func(t *Task) bool { return t.Hook.Name == hook })...)
+	}
+	s.mu.Unlock()
+	finishDropped(dropped)
+	return len(dropped)
+}
+
+// Drop removes from the queue named queue the pending tasks of the hook
+// named hook (only those of the object key, when key is not empty), a
+// failed task waiting for its retry included. It returns how many it
+// dropped, or an error that says what is pending when nothing matched.
+func (s *Set) Drop(queue, hook, key string) (int, error) {
+	s.mu.Lock()
+	q := s.queues[queue]
+	if q == nil {
+		s.mu.Unlock()
+		return 0, s.unknownQueue(queue)
+	}
+	dropped := s.dropLocked(q, func(t *Task) bool { return t.Hook.Name == hook && (key == "" || t.Key == key) })
+	pending := pendingNames(q)
+	s.mu.Unlock()
+	finishDropped(dropped)
+	if len(dropped) == 0 {
+		what := "hook " + hook
+		if key != "" {
+			what += " with key " + key
+		}
+		return 0, fmt.Errorf("queue %s has no pending task of %s (pending: %s)", queue, what, pending)
+	}
+	return len(dropped), nil
+}
+
+// RetryNow makes the failed tasks of the queue named queue that wait for
+// their backoff (or for the API server to answer again) run now. It
+// returns how many it made due, or an error when none waits.
+func (s *Set) RetryNow(queue string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[queue]
+	if q == nil {
+		return 0, s.unknownQueue(queue)
+	}
+	n := 0
+	if len(q.tasks) > 0 && q.tasks[0].Key == "" && q.tasks[0].attempts > 0 && !q.retryAt.IsZero() {
+		q.retryAt = time.Time{}
+		n++
+	}
+	for k, h := range q.held {
+		if !h.at.IsZero() {
+			q.held[k] = heldKey{outage: h.outage}
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("queue %s has no failed task waiting for its retry (pending: %s)", queue, pendingNames(q))
+	}
+	q.signal()
+	return n, nil
+}
+
+// OldestPending returns, for every queue, how long its oldest pending task
+// has waited since it was queued (a failed task waiting for its retry
+// counts from when it was first queued); zero for a queue with none.
+func (s *Set) OldestPending() map[string]time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	out := make(map[string]time.Duration, len(s.queues))
+	for name, q := range s.queues {
+		var oldest time.Duration
+		for _, t := range q.tasks {
+			oldest = max(oldest, now.Sub(t.enqueued))
+		}
+		out[name] = oldest
+	}
+	return out
+}
+
+// dropLocked removes q's pending tasks that match, and returns them. A
+// dropped head that was held after a failure no longer holds q, nor does
+// a dropped task hold its key.
+func (s *Set) dropLocked(q *fifo, match func(*Task) bool) []*Task {
+	if !slices.ContainsFunc(q.tasks, match) {
+		return nil
+	}
+	head := q.tasks[0]
+	var dropped []*Task
+	kept := q.tasks[:0:0]
+	for _, t := range q.tasks {
+		if match(t) {
+			dropped = append(dropped, t)
+		} else {
+			kept = append(kept, t)
+		}
+	}
+	q.tasks = kept
+	if len(kept) == 0 || kept[0] != head {
+		q.retryAt = time.Time{}
+	}
+	for k := range q.held {
+		if !slices.ContainsFunc(kept, func(t *Task) bool { return t.slot() == k }) {
+			delete(q.held, k)
+		}
+	}
+	if q.retryAt.IsZero() && !slices.ContainsFunc(heldKeys(q), func(h heldKey) bool { return h.outage }) {
+		q.resume = nil
+	}
+	s.Metrics.QueueLength(q.name, len(q.tasks))
+	q.signal()
+	return dropped
+}
+
+func heldKeys(q *fifo) []heldKey {
+	out := make([]heldKey, 0, len(q.held))
+	for _, h := range q.held {
+		out = append(out, h)
+	}
+	return out
+}
+
+func finishDropped(tasks []*Task) {
+	for _, t := range tasks {
+		t.finish(ErrDropped)
+	}
+}
+
+// pendingNames lists the hooks (with keys) of q's pending tasks, for
+// errors.
+func pendingNames(q *fifo) string {
+	var out []string
+	for _, t := range q.tasks {
+		name := t.Hook.Name
+		if t.Key != "" {
+			name += " [" + t.Key + "]"
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
+
+// unknownQueue is the error about a queue that does not exist; call it
+// with s.mu held.
+func (s *Set) unknownQueue(queue string) error {
+	names := make([]string, 0, len(s.queues))
+	for name := range s.queues {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return fmt.Errorf("no queue is named %q; the queues are: %s", queue, strings.Join(names, ", "))
+}
