@@ -87,7 +87,8 @@ type Runner struct {
 	Log logrus.FieldLogger
 	// ReuseDirs keeps a run's temp dir, its files emptied, for a later
 	// run, instead of creating and removing one per run: when no process
-	// of the run is left and the hook changed nothing in the dir but the
+	// that may be the run's is left (which only a child subreaper can
+	// tell: Subreap) and the hook changed nothing in the dir but the
 	// files' content. Close removes the dirs kept.
 	ReuseDirs bool
 
@@ -105,8 +106,9 @@ var (
 // non-nil error means the run failed: the hook could not start, exited
 // non-zero, was killed by a signal, timed out (the error wraps
 // context.DeadlineExceeded) or ctx ended (it wraps ctx's error). Before
-// Run returns, the run's temp dir is removed, or, with ReuseDirs, emptied
-// and kept for a later run.
+// Run returns, whatever the hook started is killed (docs/guarantees.md
+// says how far that reaches), and the run's temp dir is removed, or, with
+// ReuseDirs, emptied and kept for a later run.
 func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	h := req.Hook
 	if h == nil {
@@ -120,9 +122,9 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
 	}
 	log := r.logger().WithFields(logrus.Fields{"hook": h.Name, "binding": req.Binding, "queue": req.Queue})
-	pgid := 0 // the hook's process group, once started
+	reusable := false // whether nothing of the run is left to write to dir
 	defer func() {
-		if err := r.releaseDir(dir, pgid); err != nil {
+		if err := r.releaseDir(dir, reusable); err != nil {
 			log.WithError(err).Warn("removing the hook's temp dir")
 		}
 	}()
@@ -139,13 +141,24 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	cmd := p.cmd
 
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := startHook(cmd); err != nil {
 		return Result{}, fmt.Errorf("hook %s: start: %w", h.Name, err)
 	}
-	pgid = cmd.Process.Pid
-	log.WithField("pid", cmd.Process.Pid).Debug("hook started")
-	awaitExit(cmd.Process.Pid)
+	pid := cmd.Process.Pid
+	log.WithField("pid", pid).Debug("hook started")
+	// Whatever the run's end (success, failure, timeout), nothing the hook
+	// started outlives it. Killed while the hook is a zombie not yet
+	// reaped, so that its pid still names its session, and a leftover
+	// holding stdout does not keep Wait for the output grace.
+	exited := awaitExit(pid)
+	if exited {
+		reusable = killLeftovers(pid)
+	}
 	waitErr := cmd.Wait()
+	untrackHook(pid)
+	if !exited {
+		reusable = killLeftovers(pid)
+	}
 	signalled := p.signalled.Load()
 
 	var res Result
