@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hook-operator/hook-operator/internal/hook"
 )
 
 func TestRunTimeoutKillsHookAndChildren(t *testing.T) {
@@ -159,4 +161,49 @@ echo '{"ok":true}' > "$KUBERNETES_PATCH_PATH"
 func fileExists(name string) bool {
 	_, err := os.Stat(name)
 	return err == nil
+}
+
+// With Within, the graces are cut to fit and the hook has the rest: the
+// three spans add up to Within, whatever the Runner's own graces.
+func TestLimitsFitWithin(t *testing.T) {
+	r := &Runner{}
+	for _, within := range []time.Duration{500 * time.Millisecond, 1500 * time.Millisecond, 9500 * time.Millisecond, 29500 * time.Millisecond, 10 * time.Minute} {
+		l := r.Limits(Request{Hook: &hook.Hook{}, Within: within, Timeout: time.Hour})
+		if sum := l.Timeout + l.KillGrace + l.OutputGrace; sum != within {
+			t.Errorf("Within %s: %+v adds up to %s", within, l, sum)
+		}
+		if l.KillGrace > within/10 || l.KillGrace > DefaultKillGrace || l.OutputGrace > within/20 || l.OutputGrace > DefaultOutputGrace || l.Timeout <= within/2 {
+			t.Errorf("Within %s: %+v", within, l)
+		}
+	}
+	if l := r.Limits(Request{Hook: &hook.Hook{}, Within: 10 * time.Minute}); l.KillGrace != DefaultKillGrace || l.OutputGrace != DefaultOutputGrace {
+		t.Errorf("a long Within cut the graces: %+v", l)
+	}
+	if l := r.Limits(Request{Hook: &hook.Hook{}, Timeout: time.Second}); l != (Limits{time.Second, DefaultKillGrace, DefaultOutputGrace}) {
+		t.Errorf("without Within: %+v", l)
+	}
+}
+
+// A hook that ignores SIGTERM, and its child, are killed within Within:
+// with the Runner's own 5 s kill grace the run would last Within + 6 s.
+func TestRunWithinEndsAHookThatIgnoresSIGTERM(t *testing.T) {
+	r, _ := testRunner(t)
+	h := bashHook(t, `
+trap '' TERM
+sleep 300 &
+echo $! > child.pid.tmp && mv child.pid.tmp child.pid  # whole when seen
+while true; do wait || true; done
+`)
+	const within = 1500 * time.Millisecond
+	start := time.Now()
+	_, err := r.Run(context.Background(), Request{Hook: h, Within: within})
+	took := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error = %v, want a timeout", err)
+	}
+	// Slack for a loaded machine, far below the 7.5 s of the full graces.
+	if took > within+time.Second {
+		t.Errorf("Run took %v, want it to end within %v", took, within)
+	}
+	assertGone(t, readPid(t, h, "child.pid"))
 }

@@ -38,6 +38,32 @@ type Request struct {
 	// Timeout ends the run; zero means the hook's settings.timeout, then
 	// Runner.DefaultTimeout.
 	Timeout time.Duration
+	// Within, when set, bounds the whole run instead: the hook's time, the
+	// SIGTERM grace, the kill and the output grace all fit in it (an
+	// admission hook's answer must reach the API server before it gives
+	// up). The graces are cut to fit (Limits), and Timeout is ignored.
+	Within time.Duration
+}
+
+// Limits are the three spans a run may last, one after the other: the
+// hook's time, then, after SIGTERM to its group, the kill grace, then, once
+// it exited, the output grace.
+type Limits struct {
+	Timeout, KillGrace, OutputGrace time.Duration
+}
+
+// Limits returns the spans of a run of req: with req.Within, the kill
+// grace is cut to at most a tenth of it and the output grace to at most a
+// twentieth, and the hook has the rest, so that the three add up to
+// Within.
+func (r *Runner) Limits(req Request) Limits {
+	l := Limits{Timeout: r.timeout(req), KillGrace: r.killGrace(), OutputGrace: r.outputGrace()}
+	if req.Within > 0 {
+		l.KillGrace = min(l.KillGrace, req.Within/10)
+		l.OutputGrace = min(l.OutputGrace, req.Within/20)
+		l.Timeout = req.Within - l.KillGrace - l.OutputGrace
+	}
+	return l
 }
 
 // Result is what a run produced. The output files are read only when the
@@ -131,10 +157,11 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 
 	stdout := newLineWriter(log.WithField("output", "stdout"), r.maxLineBytes(), 0)
 	stderr := newLineWriter(log.WithField("output", "stderr"), r.maxLineBytes(), stderrTailLines)
-	timeout := r.timeout(req)
+	limits := r.Limits(req)
+	timeout := limits.Timeout
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	p, err := r.newProcess(runCtx, h, dir.env(r.baseEnv()), stdout, stderr)
+	p, err := newProcess(runCtx, h, dir.env(r.baseEnv()), limits, stdout, stderr)
 	if err != nil {
 		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
 	}
