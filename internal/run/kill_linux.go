@@ -20,25 +20,36 @@ import (
 
 // How a run's leftovers are found on Linux.
 //
-// Every hook starts a session of its own, so its descendants share its
-// session id (the hook's pid) unless they start one of their own (setsid).
-// With the operator a child subreaper (Subreap), or PID 1, a descendant
-// whose parent exits becomes the operator's child instead of going to
-// init, so that every live descendant of a run that has ended is in the
-// tree of one of the operator's children. Of those children:
+// Every hook starts a process group of its own, so its descendants share
+// its group id (the hook's pid) unless they start a group or a session of
+// their own. With the operator a child subreaper (Subreap), or PID 1, a
+// descendant whose parent exits becomes the operator's child instead of
+// going to init, so that every live descendant of a run that has ended is
+// in the tree of one of the operator's children. Of those children:
 //
 //   - the hooks of live runs are os/exec's to wait for, never ours;
-//   - those in the operator's own session were started by the operator
-//     itself (a hook's --config, a kubeconfig's credential plugin), and are
-//     left to whoever started them, but for zombies that nobody reaped
-//     from one sweep to the next;
-//   - those in the session of the run that ends are its leftovers;
-//   - those in the session of a live run belong to that run;
-//   - the others started a session of their own: they descend from some
-//     run that had started when they did. When every live run started
-//     after them, that run has ended and they are leftovers too; when not,
-//     they may belong to a live run and are left until that run ends (and
-//     the run that ends does not reuse its dir).
+//   - those in the group of the run that ends are its leftovers;
+//   - those in the group of a live run belong to that run;
+//   - those in a session of their own (setsid) descend from some run that
+//     had started when they did: when every live run started after them,
+//     that run has ended and they are leftovers too; when not, they may
+//     belong to a live run and are left until that run ends (and the run
+//     that ends does not reuse its dir);
+//   - those in the operator's own process group were started by the
+//     operator itself (a kubeconfig's credential plugin), and are left to
+//     whoever started them;
+//   - the others, in the operator's session but another group, are either
+//     started by the operator (a hook's --config run and what it started)
+//     or a leftover that started a group of its own (setpgid, bash's set
+//     -m): nothing tells which, so they are left, and the run that ends
+//     does not reuse its dir. The sweep reaps their zombies once two sweeps
+//     in a row saw them.
+//
+// Hooks do not start a session of their own, which would tell every
+// descendant of a run by its session id, setpgid ones included: setsid
+// makes the kernel create a scheduler autogroup, which made each start of
+// a hook 1 to 5 ms slower on the 2-core test machines
+// (docs/guarantees.md#what-a-run-leaves-behind).
 //
 // A leftover is stopped with its whole tree (SIGSTOP, so that it cannot
 // fork while its tree is read), then killed, then reaped by its pid: the
@@ -149,7 +160,7 @@ func untrackHook(pid int) {
 }
 
 // killLeftovers kills what the run whose hook is pid left running: its
-// session (the hook's process group first, which needs no /proc), and,
+// process group (which needs no /proc), and,
 // where this process adopts orphans, every descendant of the run it can
 // tell, reaped. It reports whether nothing that may be the run's is left
 // alive, and so whether its dir may serve a later run: never where orphans
@@ -178,7 +189,8 @@ func killLeftovers(pid int) bool {
 
 // sweep kills and reaps the leftovers of ended runs that are left, and the
 // zombies in this process's own session that were zombies at the last
-// sweep too (prev): nobody waits for those. It returns how many it killed
+// sweep too (prev): os/exec reaps its own at once, so nobody waits for
+// those. It returns how many it killed
 // or reaped, and this sweep's zombies for the next.
 func sweep(prev map[int]uint64) (int, map[int]uint64) {
 	if !adopting() {
@@ -208,15 +220,15 @@ func sweep(prev map[int]uint64) (int, map[int]uint64) {
 
 // proc is what /proc/<pid>/stat says of a process.
 type proc struct {
-	pid, ppid, sid int
-	state          byte
-	start          uint64 // clock ticks since boot
+	pid, ppid, pgid, sid int
+	state                byte
+	start                uint64 // clock ticks since boot
 }
 
 // classify sorts the children of this process that os/exec does not wait
 // for: doomed are the leftovers of the run whose hook is ended (0: none)
-// and of runs that have ended, and zombies outside this process's
-// session; unsure is whether some may be a live run's or ended's.
+// and of runs that have ended; unsure is whether some others may be
+// ended's.
 func classify(ended int) (doomed []proc, unsure bool, err error) {
 	startMu.Lock()
 	defer startMu.Unlock()
@@ -225,6 +237,7 @@ func classify(ended int) (doomed []proc, unsure bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
+	ownPgid := unix.Getpgrp()
 	kids, err := orphans()
 	if err != nil {
 		return nil, false, err
@@ -247,16 +260,21 @@ func classify(ended int) (doomed []proc, unsure bool, err error) {
 			continue // os/exec waits for it
 		}
 		p, err := readProc(k)
-		if err != nil || p.ppid != self || p.sid == ownSid {
-			continue // gone, or started by the operator itself
+		if err != nil || p.ppid != self {
+			continue // gone
 		}
-		_, liveSession := live[p.sid]
+		_, liveGroup := live[p.pgid]
 		switch {
-		case p.state == 'Z', p.sid == ended && ended != 0:
+		case liveGroup, p.pgid == ownPgid:
+		case p.pgid == ended && ended != 0:
 			doomed = append(doomed, p)
-		case liveSession:
-		case len(live) == 0 || p.start < oldest:
+		case p.sid != ownSid && p.state == 'Z':
+			doomed = append(doomed, p) // a dead leftover: nobody waits for it
+		case p.sid != ownSid && (len(live) == 0 || p.start < oldest):
 			doomed = append(doomed, p)
+		case p.state == 'Z':
+			// Dead, so it reaches nothing; whoever started it, or the
+			// sweep, reaps it.
 		default:
 			unsure = true
 		}
@@ -265,7 +283,8 @@ func classify(ended int) (doomed []proc, unsure bool, err error) {
 }
 
 // ownZombies returns the zombie children of this process in its own
-// session that os/exec does not wait for through a run.
+// session but for the hooks of live runs (os/exec reaps those, and the
+// others it started, at once).
 func ownZombies() ([]proc, error) {
 	self := os.Getpid()
 	ownSid, err := ownSession()
@@ -278,6 +297,12 @@ func ownZombies() ([]proc, error) {
 	}
 	var out []proc
 	for _, k := range kids {
+		liveHooks.Lock()
+		_, hook := liveHooks.m[k]
+		liveHooks.Unlock()
+		if hook {
+			continue
+		}
 		p, err := readProc(k)
 		if err == nil && p.ppid == self && p.sid == ownSid && p.state == 'Z' {
 			out = append(out, p)
@@ -439,10 +464,11 @@ func readProc(pid int) (proc, error) {
 		return proc{}, fmt.Errorf("/proc/%d/stat: %d fields after the command name, want 20 or more", pid, len(f))
 	}
 	p := proc{pid: pid, state: f[0][0]}
-	var errs [3]error
+	var errs [4]error
 	p.ppid, errs[0] = strconv.Atoi(f[1])
-	p.sid, errs[1] = strconv.Atoi(f[3])
-	p.start, errs[2] = strconv.ParseUint(f[19], 10, 64)
+	p.pgid, errs[1] = strconv.Atoi(f[2])
+	p.sid, errs[2] = strconv.Atoi(f[3])
+	p.start, errs[3] = strconv.ParseUint(f[19], 10, 64)
 	if err := errors.Join(errs[:]...); err != nil {
 		return proc{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}

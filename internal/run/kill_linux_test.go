@@ -281,3 +281,59 @@ while [ ! -e child.pid ]; do sleep 0.01; done
 		})
 	}
 }
+
+// A leftover that started a process group of its own (setpgid; here bash's
+// set -m) cannot be told from a process the operator started (a --config
+// run) and is not killed. It still reaches nothing of a later run: the run
+// that left it does not keep its dir, so the file it holds open is one no
+// run reads, and the path it remembers is gone.
+func TestLeftoverInAGroupOfItsOwnCannotReachTheNextRun(t *testing.T) {
+	r, _ := testRunner(t)
+	r.ReuseDirs = true
+	defer r.Close()
+	h := bashHook(t, `
+if [ ! -e writer.pid ]; then
+  set -m
+  bash -c '
+    exec 3>>"$KUBERNETES_PATCH_PATH"
+    echo $$ > writer.pid.tmp && mv writer.pid.tmp writer.pid
+    while :; do
+      echo "{\"operation\":\"Delete\",\"via\":\"fd\"}" >&3
+      echo "{\"operation\":\"Delete\",\"via\":\"name\"}" >> "$KUBERNETES_PATCH_PATH" || true
+      echo beat >> beats
+      sleep 0.01
+    done' </dev/null >/dev/null 2>&1 &
+  set +m
+  while [ ! -e writer.pid ]; do sleep 0.01; done
+  echo "dir=$(dirname "$KUBERNETES_PATCH_PATH")" > "$KUBERNETES_PATCH_PATH"
+  exit 0
+fi
+# The second run lasts until the writer has gone round its loop twice.
+beats=$(wc -l < beats)
+for _ in $(seq 1000); do [ "$(wc -l < beats)" -ge $((beats + 2)) ] && break; sleep 0.01; done
+echo "dir=$(dirname "$KUBERNETES_PATCH_PATH")" >> "$KUBERNETES_PATCH_PATH"
+`)
+	first, err := r.Run(context.Background(), Request{Hook: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer := readPid(t, h, "writer.pid")
+	t.Cleanup(func() { _ = unix.Kill(writer, unix.SIGKILL) })
+	if p, err := readProc(writer); err != nil || p.pgid != writer {
+		t.Fatalf("the writer is not in a group of its own: %+v, %v", p, err)
+	}
+	second, err := r.Run(context.Background(), Request{Hook: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(second.Operations)
+	if strings.Contains(got, "Delete") || !strings.HasPrefix(got, "dir=") || strings.Count(got, "\n") != 1 {
+		t.Fatalf("the second run's operations are %q: the first run's writer reached them", got)
+	}
+	if got == string(first.Operations) {
+		t.Errorf("the second run got the first run's dir (%s), which its writer may still reach", got)
+	}
+	if gone(writer) {
+		t.Log("the writer is gone: the run's end killed it after all")
+	}
+}

@@ -18,11 +18,10 @@ import (
 // during the kill grace.
 const exitPoll = 10 * time.Millisecond
 
-// process is one hook process. It starts a session of its own, whose first
-// process group is the hook's: a timeout or cancellation ends whatever the
-// hook started in it too (the group gets SIGTERM, then SIGKILL after the
-// kill grace), and the session tells the run's leftovers that left the
-// group from other runs' (killLeftovers).
+// process is one hook process. It runs in its own process group, so that a
+// timeout or cancellation ends whatever the hook started too (the group
+// gets SIGTERM, then SIGKILL after the kill grace), and the group tells
+// the run's leftovers from other runs' (killLeftovers).
 type process struct {
 	cmd       *exec.Cmd
 	killGrace time.Duration
@@ -42,7 +41,7 @@ func newProcess(ctx context.Context, h *hook.Hook, env []string, limits Limits, 
 	p := &process{cmd: exec.CommandContext(ctx, h.Path), killGrace: limits.KillGrace}
 	p.cmd.Dir, p.cmd.Env = h.Dir, env
 	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = stdin, stdout, stderr
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	p.cmd.Cancel = p.stop
 	p.cmd.WaitDelay = limits.OutputGrace
 	return p, nil
