@@ -91,10 +91,11 @@ var (
 
 // Subreap makes this process a child subreaper (PR_SET_CHILD_SUBREAPER):
 // the orphans of the hooks' processes become its children rather than
-// init's, so that a run's end finds and kills every descendant of the run,
-// setsid ones included, and reaps them. Until ctx ends it also sweeps, every
-// few seconds, the leftovers that no run's end could yet tell from a live
-// run's, and the zombies nobody reaps (as PID 1, every orphan of the
+// init's, so that a run's end finds and kills the descendants of the run,
+// setsid ones included (not those that only started a process group of
+// their own: see above), and reaps them. Until ctx ends it also sweeps,
+// every few seconds, the leftovers that no run's end could yet tell from a
+// live run's, and the zombies nobody reaps (as PID 1, every orphan of the
 // container comes here). Call it once, at start.
 func Subreap(ctx context.Context, log logrus.FieldLogger) error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {

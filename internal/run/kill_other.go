@@ -11,8 +11,8 @@ import (
 )
 
 // Subreap does nothing where there is no child subreaper: a run's end
-// kills the hook's session's first process group only (killLeftovers), and
-// what left it (setsid) lives on.
+// kills the hook's process group only (killLeftovers), and what left it
+// (setsid) lives on.
 func Subreap(context.Context, logrus.FieldLogger) error { return nil }
 
 // startHook starts cmd, a hook.

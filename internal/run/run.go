@@ -175,7 +175,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	log.WithField("pid", pid).Debug("hook started")
 	// Whatever the run's end (success, failure, timeout), nothing the hook
 	// started outlives it. Killed while the hook is a zombie not yet
-	// reaped, so that its pid still names its session, and a leftover
+	// reaped, so that its pid still names its group, and a leftover
 	// holding stdout does not keep Wait for the output grace.
 	exited := awaitExit(pid)
 	if exited {
