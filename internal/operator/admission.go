@@ -42,8 +42,9 @@ type admissionTarget struct {
 // hooks' bindings, each at the path webhook.Path gives it, or nil when no
 // hook has an admission binding. At most max requests run hooks at once;
 // the others wait for a free slot as long as the API server waits for
-// them. A hook's run ends a little before the binding's timeoutSeconds, so
-// that the API server gets a denial that says why rather than a timeout.
+// them. A hook's run, its stop included, ends a little before the
+// binding's timeoutSeconds (AdmissionTimeout), so that the API server gets
+// a denial that says why rather than a timeout.
 // With dryRun every request is allowed: what the hook answered is logged
 // and sent back as a warning, which kubectl shows, so that a policy can be
 // tried on a live cluster before it blocks anyone.
@@ -118,15 +119,21 @@ func (o *Operator) dryRunAnswer(t admissionTarget, resp *webhook.AdmissionRespon
 	return out
 }
 
-// AdmissionTimeout is how long the hook of binding b may take: a quarter of
-// a second less than its timeoutSeconds (10 by default), so that the API
-// server gets a denial that says why rather than a timeout.
+// answerMargin is what an admission or conversion run leaves of the
+// API server's wait for the answer to travel back to it.
+const answerMargin = 500 * time.Millisecond
+
+// AdmissionTimeout is how long a run of the hook of binding b may last,
+// the hook's SIGTERM grace, kill and output grace included
+// (run.Request.Within): its timeoutSeconds (10 by default) less
+// answerMargin, so that the API server gets a denial that says why rather
+// than a timeout of its own.
 func AdmissionTimeout(b hook.WebhookBinding) time.Duration {
 	seconds := int64(10)
 	if n, ok := b.Raw["timeoutSeconds"].(int64); ok {
 		seconds = n
 	}
-	return time.Duration(seconds)*time.Second - 250*time.Millisecond
+	return time.Duration(seconds)*time.Second - answerMargin
 }
 
 // ConversionTimeout is how long one step of a conversion may take when no

@@ -33,12 +33,13 @@ func (e *AdmitError) Error() string { return e.Msg }
 // and outside the queues (the API server is waiting), and returns the
 // hook's answer. The context is a Validating or Mutating one with the
 // review and the snapshots the binding's group and includeSnapshotsFrom
-// name. The run ends after timeout. Everything the hook wrote is checked
+// name. The whole run, the hook's stop included, ends within within (see
+// AdmissionTimeout). Everything the hook wrote is checked
 // before anything is used: the response, its metrics, and the object
 // operations it may write besides, which are applied before the answer is
 // given. An error says why there is no answer, in words that can be shown
 // to the client (the hook's stderr goes to the log, not to the client).
-func (e *Executor) Admit(ctx context.Context, h *hook.Hook, b hook.WebhookBinding, mutating bool, review []byte, timeout time.Duration) (*webhook.AdmissionResponse, error) {
+func (e *Executor) Admit(ctx context.Context, h *hook.Hook, b hook.WebhookBinding, mutating bool, review []byte, within time.Duration) (*webhook.AdmissionResponse, error) {
 	typ := binding.TypeValidating
 	if mutating {
 		typ = binding.TypeMutating
@@ -50,7 +51,7 @@ func (e *Executor) Admit(ctx context.Context, h *hook.Hook, b hook.WebhookBindin
 	log := e.Log.WithFields(logrus.Fields{"hook": h.Name, "binding": b.Name, "type": typ})
 	rep := Report{ID: e.runs.Add(1), Hook: h, Queue: webhookQueue, Bindings: b.Name, Contexts: data}
 	ctx = context.WithValue(ctx, runIDKey{}, rep.ID)
-	resp, err := e.admit(ctx, h, b, mutating, data, timeout, log, &rep)
+	resp, err := e.admit(ctx, h, b, mutating, data, within, log, &rep)
 	if e.Report != nil {
 		rep.Err = err
 		if err == nil {
@@ -61,8 +62,8 @@ func (e *Executor) Admit(ctx context.Context, h *hook.Hook, b hook.WebhookBindin
 	return resp, err
 }
 
-func (e *Executor) admit(ctx context.Context, h *hook.Hook, b hook.WebhookBinding, mutating bool, data []byte, timeout time.Duration, log logrus.FieldLogger, rep *Report) (*webhook.AdmissionResponse, error) {
-	res, err := e.Runner.Run(ctx, run.Request{Hook: h, Contexts: data, Binding: b.Name, Queue: webhookQueue, Timeout: timeout})
+func (e *Executor) admit(ctx context.Context, h *hook.Hook, b hook.WebhookBinding, mutating bool, data []byte, within time.Duration, log logrus.FieldLogger, rep *Report) (*webhook.AdmissionResponse, error) {
+	res, err := e.Runner.Run(ctx, run.Request{Hook: h, Contexts: data, Binding: b.Name, Queue: webhookQueue, Within: within})
 	if res.Duration > 0 {
 		rep.Result, rep.Operations = &res, res.Operations
 	}
@@ -72,7 +73,7 @@ func (e *Executor) admit(ctx context.Context, h *hook.Hook, b hook.WebhookBindin
 	switch {
 	case err != nil && errors.Is(err, context.DeadlineExceeded):
 		log.WithError(err).Warn("admission hook did not answer in time; the request is denied")
-		return nil, &AdmitError{Msg: fmt.Sprintf("hook %s did not answer within %s for binding %s", h.Name, timeout.Round(10*time.Millisecond), b.Name), TimedOut: true}
+		return nil, &AdmitError{Msg: fmt.Sprintf("hook %s did not answer in time for binding %s: it was stopped so that its run ends within %s, before the API server gives up", h.Name, b.Name, within.Round(10*time.Millisecond)), TimedOut: true}
 	case err != nil:
 		log.WithError(err).Warn("admission hook failed; the request is denied")
 		return nil, &AdmitError{Msg: fmt.Sprintf("hook %s failed for binding %s; the operator's log says why", h.Name, b.Name)}

@@ -113,14 +113,16 @@ func (o *Operator) ConversionHandler(max int) (http.Handler, error) {
 		}
 		objects, err := webhook.Convert(ctx, crd, c.rules, req, func(ctx context.Context, crd string, rule webhook.ConversionRule, req webhook.ConversionRequest) ([]json.RawMessage, error) {
 			last = c.targets[rule]
-			timeout := 250 * time.Millisecond
+			// The step's run, its stop included, ends before the request's
+			// deadline, with time left to answer.
+			within := answerMargin
 			if d, ok := ctx.Deadline(); ok {
-				timeout = time.Until(d) - 250*time.Millisecond
+				within = time.Until(d) - answerMargin
 			}
-			if timeout <= 0 {
+			if within <= 0 {
 				return nil, &ConvertError{Msg: fmt.Sprintf("no time was left for the step %s of the conversion of %s", rule, crd), TimedOut: true}
 			}
-			return o.exec.Convert(ctx, last.hook, last.binding, last.rule, req, timeout)
+			return o.exec.Convert(ctx, last.hook, last.binding, last.rule, req, within)
 		})
 		hookName, bindingName := "", ""
 		if last.hook != nil {

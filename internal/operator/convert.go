@@ -20,13 +20,14 @@ import (
 // the objects the hook made of req's objects, one for each in the same
 // order. The context is a Conversion one with the rule, the review (the
 // objects as the step before left them) and the snapshots of the binding's
-// group and includeSnapshotsFrom. The run ends after timeout. Everything
+// group and includeSnapshotsFrom. The whole run, the hook's stop included,
+// ends within within. Everything
 // the hook wrote is checked before anything is used, and the object
 // operations and metrics it may write besides are applied as for any run.
 // A *webhook.ConversionFailure says why there is no conversion, in words
 // that can be shown to the client: the hook's failedMessage, or that it
 // failed, timed out or answered badly (the details go to the log).
-func (e *Executor) Convert(ctx context.Context, h *hook.Hook, b hook.ConversionBinding, rule hook.ConversionRule, req webhook.ConversionRequest, timeout time.Duration) ([]json.RawMessage, error) {
+func (e *Executor) Convert(ctx context.Context, h *hook.Hook, b hook.ConversionBinding, rule hook.ConversionRule, req webhook.ConversionRequest, within time.Duration) ([]json.RawMessage, error) {
 	review, err := json.Marshal(map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "request": req})
 	if err != nil {
 		return nil, err
@@ -40,7 +41,7 @@ func (e *Executor) Convert(ctx context.Context, h *hook.Hook, b hook.ConversionB
 		"rule": rule.FromVersion + " -> " + rule.ToVersion, "objects": len(req.Objects)})
 	rep := Report{ID: e.runs.Add(1), Hook: h, Queue: webhookQueue, Bindings: b.Name, Contexts: data}
 	ctx = context.WithValue(ctx, runIDKey{}, rep.ID)
-	objects, resp, err := e.convert(ctx, h, b, rule, req, data, timeout, log, &rep)
+	objects, resp, err := e.convert(ctx, h, b, rule, req, data, within, log, &rep)
 	if e.Report != nil {
 		rep.Err = err
 		if resp != nil {
@@ -51,8 +52,8 @@ func (e *Executor) Convert(ctx context.Context, h *hook.Hook, b hook.ConversionB
 	return objects, err
 }
 
-func (e *Executor) convert(ctx context.Context, h *hook.Hook, b hook.ConversionBinding, rule hook.ConversionRule, req webhook.ConversionRequest, data []byte, timeout time.Duration, log logrus.FieldLogger, rep *Report) ([]json.RawMessage, *webhook.ConversionResponse, error) {
-	res, err := e.Runner.Run(ctx, run.Request{Hook: h, Contexts: data, Binding: b.Name, Queue: webhookQueue, Timeout: timeout})
+func (e *Executor) convert(ctx context.Context, h *hook.Hook, b hook.ConversionBinding, rule hook.ConversionRule, req webhook.ConversionRequest, data []byte, within time.Duration, log logrus.FieldLogger, rep *Report) ([]json.RawMessage, *webhook.ConversionResponse, error) {
+	res, err := e.Runner.Run(ctx, run.Request{Hook: h, Contexts: data, Binding: b.Name, Queue: webhookQueue, Within: within})
 	if res.Duration > 0 {
 		rep.Result, rep.Operations = &res, res.Operations
 	}
@@ -62,7 +63,7 @@ func (e *Executor) convert(ctx context.Context, h *hook.Hook, b hook.ConversionB
 	switch {
 	case err != nil && errors.Is(err, context.DeadlineExceeded):
 		log.WithError(err).Warn("conversion hook did not answer in time; the conversion fails")
-		return nil, nil, &ConvertError{Msg: fmt.Sprintf("hook %s did not convert %s to %s within %s", h.Name, b.CRDName, rule.ToVersion, timeout.Round(10*time.Millisecond)), TimedOut: true}
+		return nil, nil, &ConvertError{Msg: fmt.Sprintf("hook %s did not convert %s to %s within %s", h.Name, b.CRDName, rule.ToVersion, within.Round(10*time.Millisecond)), TimedOut: true}
 	case err != nil:
 		log.WithError(err).Warn("conversion hook failed; the conversion fails")
 		return nil, nil, &ConvertError{Msg: fmt.Sprintf("hook %s failed to convert %s to %s; the operator's log says why", h.Name, b.CRDName, rule.ToVersion)}

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
 )
 
 // maxFreeDirs bounds the run dirs a Runner keeps between runs; more are
@@ -72,11 +71,13 @@ func (r *Runner) takeDir(contexts []byte) (*runDir, error) {
 	return newRunDir(r.TmpDir, contexts)
 }
 
-// releaseDir ends d's use by a run whose hook process group was pgid (0:
-// no process started). It keeps d for a later run when it can be reset to
-// what a new dir is, and removes it otherwise.
-func (r *Runner) releaseDir(d *runDir, pgid int) error {
-	if r.ReuseDirs && d.reset(pgid) && r.pool.put(d) {
+// releaseDir ends d's use by a run. It keeps d for a later run when no
+// process that may be the run's is left (reusable) and d can be reset to
+// what a new dir is, and removes it otherwise: a leftover that holds one of
+// d's files open, or would open one by its name, reaches nothing of a
+// later run.
+func (r *Runner) releaseDir(d *runDir, reusable bool) error {
+	if r.ReuseDirs && reusable && d.reset() && r.pool.put(d) {
 		return nil
 	}
 	return d.remove()
@@ -90,14 +91,10 @@ func (r *Runner) Close() error {
 
 // reset empties d for a later run and reports whether d is now as
 // newRunDir leaves a dir, but for the binding contexts, which it removes
-// (the next run writes its own). It is not when a process of the run's
-// group is still alive (it could write to the files during a later run),
-// when the hook added, removed or replaced an entry of the dir, or changed
-// a file's mode: a later run must see nothing of this one.
-func (d *runDir) reset(pgid int) bool {
-	if pgid > 0 && !errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) {
-		return false
-	}
+// (the next run writes its own). It is not when the hook added, removed
+// or replaced an entry of the dir, or changed a file's mode: a later run
+// must see nothing of this one.
+func (d *runDir) reset() bool {
 	f, err := os.Open(d.path)
 	if err != nil {
 		return false

@@ -2,5 +2,6 @@
 
 package run
 
-// awaitExit does nothing where there are no pidfds: os/exec's Wait waits.
-func awaitExit(int) {}
+// awaitExit returns false at once where there are no pidfds: os/exec's
+// Wait waits.
+func awaitExit(int) bool { return false }

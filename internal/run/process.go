@@ -19,8 +19,9 @@ import (
 const exitPoll = 10 * time.Millisecond
 
 // process is one hook process. It runs in its own process group, so that a
-// timeout or cancellation ends whatever the hook started too: the group gets
-// SIGTERM, then SIGKILL after the kill grace.
+// timeout or cancellation ends whatever the hook started too (the group
+// gets SIGTERM, then SIGKILL after the kill grace), and the group tells
+// the run's leftovers from other runs' (killLeftovers).
 type process struct {
 	cmd       *exec.Cmd
 	killGrace time.Duration
@@ -28,20 +29,21 @@ type process struct {
 }
 
 // newProcess prepares h to run until ctx ends, with env, /dev/null as stdin
-// and its output going to stdout and stderr. Once the hook has exited,
-// output that processes it left behind hold open is read for at most the
-// output grace.
-func (r *Runner) newProcess(ctx context.Context, h *hook.Hook, env []string, stdout, stderr io.Writer) (*process, error) {
+// and its output going to stdout and stderr, then to get limits.KillGrace
+// between SIGTERM and SIGKILL. Once the hook has exited, output that
+// processes it left behind hold open is read for at most
+// limits.OutputGrace.
+func newProcess(ctx context.Context, h *hook.Hook, env []string, limits Limits, stdout, stderr io.Writer) (*process, error) {
 	stdin, err := hookStdin()
 	if err != nil {
 		return nil, err
 	}
-	p := &process{cmd: exec.CommandContext(ctx, h.Path), killGrace: r.killGrace()}
+	p := &process{cmd: exec.CommandContext(ctx, h.Path), killGrace: limits.KillGrace}
 	p.cmd.Dir, p.cmd.Env = h.Dir, env
 	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = stdin, stdout, stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	p.cmd.Cancel = p.stop
-	p.cmd.WaitDelay = r.outputGrace()
+	p.cmd.WaitDelay = limits.OutputGrace
 	return p, nil
 }
 

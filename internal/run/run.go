@@ -44,6 +44,32 @@ type Request struct {
 	// Deadline, when set, lets the caller move the run's deadline while it
 	// runs (Deadline.Reset); nil: the timeout stays as it started.
 	Deadline *Deadline
+	// Within, when set, bounds the whole run instead: the hook's time, the
+	// SIGTERM grace, the kill and the output grace all fit in it (an
+	// admission hook's answer must reach the API server before it gives
+	// up). The graces are cut to fit (Limits), and Timeout is ignored.
+	Within time.Duration
+}
+
+// Limits are the three spans a run may last, one after the other: the
+// hook's time, then, after SIGTERM to its group, the kill grace, then, once
+// it exited, the output grace.
+type Limits struct {
+	Timeout, KillGrace, OutputGrace time.Duration
+}
+
+// Limits returns the spans of a run of req: with req.Within, the kill
+// grace is cut to at most a tenth of it and the output grace to at most a
+// twentieth, and the hook has the rest, so that the three add up to
+// Within.
+func (r *Runner) Limits(req Request) Limits {
+	l := Limits{Timeout: r.timeout(req), KillGrace: r.killGrace(), OutputGrace: r.outputGrace()}
+	if req.Within > 0 {
+		l.KillGrace = min(l.KillGrace, req.Within/10)
+		l.OutputGrace = min(l.OutputGrace, req.Within/20)
+		l.Timeout = req.Within - l.KillGrace - l.OutputGrace
+	}
+	return l
 }
 
 // Result is what a run produced. The output files are read only when the
@@ -97,7 +123,8 @@ type Runner struct {
 	Log logrus.FieldLogger
 	// ReuseDirs keeps a run's temp dir, its files emptied, for a later
 	// run, instead of creating and removing one per run: when no process
-	// of the run is left and the hook changed nothing in the dir but the
+	// that may be the run's is left (which only a child subreaper can
+	// tell: Subreap) and the hook changed nothing in the dir but the
 	// files' content. Close removes the dirs kept.
 	ReuseDirs bool
 
@@ -115,8 +142,9 @@ var (
 // non-nil error means the run failed: the hook could not start, exited
 // non-zero, was killed by a signal, timed out (the error wraps
 // context.DeadlineExceeded) or ctx ended (it wraps ctx's error). Before
-// Run returns, the run's temp dir is removed, or, with ReuseDirs, emptied
-// and kept for a later run.
+// Run returns, whatever the hook started is killed (docs/guarantees.md
+// says how far that reaches), and the run's temp dir is removed, or, with
+// ReuseDirs, emptied and kept for a later run.
 func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	h := req.Hook
 	if h == nil {
@@ -130,37 +158,49 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
 	}
 	log := r.logger().WithFields(logrus.Fields{"hook": h.Name, "binding": req.Binding, "queue": req.Queue})
-	pgid := 0 // the hook's process group, once started
+	reusable := false // whether nothing of the run is left to write to dir
 	defer func() {
-		if err := r.releaseDir(dir, pgid); err != nil {
+		if err := r.releaseDir(dir, reusable); err != nil {
 			log.WithError(err).Warn("removing the hook's temp dir")
 		}
 	}()
 
 	stdout := newLineWriter(log.WithField("output", "stdout"), r.maxLineBytes(), 0)
 	stderr := newLineWriter(log.WithField("output", "stderr"), r.maxLineBytes(), stderrTailLines)
+	limits := r.Limits(req)
 	deadline := req.Deadline
 	if deadline == nil {
 		deadline = &Deadline{}
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	deadline.arm(r.timeout(req), cancel)
+	deadline.arm(limits.Timeout, cancel)
 	defer deadline.stop()
-	p, err := r.newProcess(runCtx, h, dir.env(r.baseEnv()), stdout, stderr)
+	p, err := newProcess(runCtx, h, dir.env(r.baseEnv()), limits, stdout, stderr)
 	if err != nil {
 		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
 	}
 	cmd := p.cmd
 
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := startHook(cmd); err != nil {
 		return Result{}, fmt.Errorf("hook %s: start: %w", h.Name, err)
 	}
-	pgid = cmd.Process.Pid
-	log.WithField("pid", cmd.Process.Pid).Debug("hook started")
-	awaitExit(cmd.Process.Pid)
+	pid := cmd.Process.Pid
+	log.WithField("pid", pid).Debug("hook started")
+	// Whatever the run's end (success, failure, timeout), nothing the hook
+	// started outlives it. Killed while the hook is a zombie not yet
+	// reaped, so that its pid still names its group, and a leftover
+	// holding stdout does not keep Wait for the output grace.
+	exited := awaitExit(pid)
+	if exited {
+		reusable = killLeftovers(pid)
+	}
 	waitErr := cmd.Wait()
+	untrackHook(pid)
+	if !exited {
+		reusable = killLeftovers(pid)
+	}
 	signalled := p.signalled.Load()
 
 	var res Result

@@ -245,6 +245,7 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 			return fmt.Errorf("--output: %w", err)
 		}
 	}
+	adoptOrphans(ctx, log)
 	env := procs.HookEnv(os.Environ())
 	load := hook.LoadOptions{
 		ConfigTimeout:  f.ConfigTimeout,
