@@ -54,6 +54,8 @@ case $mode in
   deny)  echo '{"allowed": false, "message": "mode deny is refused"}' >"$ADMISSION_RESPONSE_PATH" ;;
   bad)   echo '{"allowed": "yes"}' >"$VALIDATING_RESPONSE_PATH" ;;
   fail)  echo "secret detail" >&2; exit 3 ;;
+  badops) echo '{"allowed": true}' >"$VALIDATING_RESPONSE_PATH"
+          echo '{"operation": "MergePatch", "kind": "ConfigMap", "namespace": "n", "name": "secret detail"}' >"$KUBERNETES_PATCH_PATH" ;;
   hang)  sleep 30 ;;
 esac
 `), 0o755); err != nil {
@@ -82,9 +84,10 @@ esac
 		t.Errorf("deny: %+v, %v", resp, err)
 	}
 	for mode, want := range map[string]string{
-		"bad":  `invalid response in $VALIDATING_RESPONSE_PATH: the response is not an admission response: "allowed" must be a bool`,
-		"fail": "hook policy.sh failed for binding policy.example.com",
-		"hang": "hook policy.sh did not answer within 1s for binding policy.example.com",
+		"bad":    `invalid response in $VALIDATING_RESPONSE_PATH: the response is not an admission response: "allowed" must be a bool`,
+		"fail":   "hook policy.sh failed for binding policy.example.com",
+		"hang":   "hook policy.sh did not answer within 1s for binding policy.example.com",
+		"badops": "hook policy.sh, binding policy.example.com: the hook wrote invalid operations to $KUBERNETES_PATCH_PATH; none were applied; the operator's log says why",
 	} {
 		start := time.Now()
 		_, err := e.Admit(context.Background(), h, b, false, review(mode), time.Second)

@@ -37,6 +37,8 @@ type env struct {
 	op *operator.Operator
 	// watchIdle, set before start, is the operator's WatchIdleTimeout.
 	watchIdle time.Duration
+	// events, set before start, makes the operator write Events.
+	events bool
 }
 
 func newEnv(t *testing.T) *env {
@@ -133,6 +135,7 @@ func (e *env) start() {
 		Env:           os.Environ(),
 
 		WatchIdleTimeout: e.watchIdle,
+		Events:           e.events,
 	}, log)
 	e.cancel = cancel
 	e.finished = make(chan error, 1)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/types"
@@ -292,9 +293,33 @@ func (o *Operator) ReloadFailed(err error) {
 	if o.events == nil || pod.Name == "" || pod.Namespace == "" {
 		return
 	}
-	msg := "the hooks folder changed and was not reloaded; the hooks loaded before keep running: " + err.Error()
+	msg := "the hooks folder changed and was not reloaded; the hooks loaded before keep running: " + withoutHookOutput(err)
 	if len(msg) > maxEventMessage {
 		msg = msg[:maxEventMessage-3] + "..."
 	}
 	o.events.record(objectRef{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: types.UID(pod.UID)}, ReloadReason, msg)
+}
+
+// hookOutputMarker is how a configuration error of the hook package
+// introduces the stderr of a hook's --config, up to the error's end.
+const hookOutputMarker = "; its stderr ends with:"
+
+// withoutHookOutput renders err with the stderr of hooks' --config left
+// out (the operator's log has it): Events are read by more people than
+// the log.
+func withoutHookOutput(err error) string {
+	var errs hook.ConfigErrors
+	if !errors.As(err, &errs) {
+		s, _, _ := strings.Cut(err.Error(), hookOutputMarker)
+		return s
+	}
+	out := make(hook.ConfigErrors, len(errs))
+	for i, e := range errs {
+		c := *e
+		if r, _, cut := strings.Cut(c.Reason, hookOutputMarker); cut {
+			c.Reason = r + "; its stderr is in the operator's log"
+		}
+		out[i] = &c
+	}
+	return out.Error()
 }
