@@ -29,8 +29,8 @@ func TestFailedMessageLeavesOutHookOutput(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"exit", runFailed(errors.New("hook h.sh: exit code 4; stderr ends with:\n+ pw="+leaked+"\ncannot use "+leaked)), "the hook failed: exit code 4"},
-		{"signal", runFailed(errors.New("hook h.sh: killed by signal killed; stderr ends with:\n"+leaked)), "killed by signal killed"},
+		{"exit", runFailed(errors.New("hook h.sh: exit code 4; stderr ends with:\n+ pw=" + leaked + "\ncannot use " + leaked)), "the hook failed: exit code 4"},
+		{"signal", runFailed(errors.New("hook h.sh: killed by signal killed; stderr ends with:\n" + leaked)), "killed by signal killed"},
 		{"timeout", runFailed(fmt.Errorf("hook h.sh: timed out after 1s: %w", context.DeadlineExceeded)), "the hook timed out"},
 		{"apply", fail(applyStatus(&ops.Error{Index: 2, Op: "Create v1/ConfigMap ns/x", Err: invalid}), &ops.Error{Index: 2, Err: invalid}), "operation 2 (Create v1/ConfigMap ns/x) failed: Invalid"},
 		{"operations", fail(invalidOperations, errors.New("operation 0: "+leaked)), "invalid operations to $KUBERNETES_PATCH_PATH"},
