@@ -28,12 +28,14 @@ kubernetes:
 - name: secrets
   kind: Secret
   namespace: {nameSelector: {matchNames: [NAMESPACE]}}
-  executeHookOnSynchronization: false
-`, `set -x
-pw=$(jq -r '.[0].object.data.pw | @base64d' "$BINDING_CONTEXT_PATH")
+`, `enc=$(jq -r '[.[] | .object // empty | .data.pw // empty][0] // ""' "$BINDING_CONTEXT_PATH")
+[[ -n $enc ]] || exit 0
+set -x
+pw=$(echo "$enc" | base64 -d)
 echo "cannot use $pw" >&2
 exit 4`)
 	e.start()
+	e.eventually(30*time.Second, "the Synchronization run", func() bool { return len(e.runs("secrets.sh")) == 1 })
 	ctx := context.Background()
 	_, err := e.c.Client.CoreV1().Secrets(e.ns).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "db"},
