@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -130,8 +131,14 @@ func (e *Executor) applyExtras(ctx context.Context, h *hook.Hook, res run.Result
 }
 
 // snapshotContext returns c with the snapshots of the bindings that group
-// and includeSnapshotsFrom name, encoded as the hook's binding contexts.
+// and includeSnapshotsFrom name, encoded as the hook's binding contexts,
+// or an error when one of them has not listed: the hook would see it
+// empty.
 func (e *Executor) snapshotContext(h *hook.Hook, c binding.Context, common hook.Common) ([]byte, error) {
+	if names := e.unsynchronized(h, common); len(names) > 0 {
+		return nil, fmt.Errorf("hook %s, binding %s: binding(s) %s, whose snapshots the hook gets, have not synchronized (is the kind served?), so the hook is not run; `hook-operator debug hooks` says why",
+			h.Name, common.Name, strings.Join(names, ", "))
+	}
 	var from []string
 	from = append(from, groupMembers(h, common.Group)...)
 	from = append(from, common.IncludeSnapshotsFrom...)

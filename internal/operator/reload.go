@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/sirupsen/logrus"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hook-operator/hook-operator/internal/binding"
 	"github.com/hook-operator/hook-operator/internal/hook"
@@ -289,15 +288,7 @@ const ReloadReason = "HooksReloadFailed"
 // invalid configuration) as a Warning Event on the operator's Pod, when it
 // runs in one and writes Events.
 func (o *Operator) ReloadFailed(err error) {
-	pod := o.opts.Pod
-	if o.events == nil || pod.Name == "" || pod.Namespace == "" {
-		return
-	}
-	msg := "the hooks folder changed and was not reloaded; the hooks loaded before keep running: " + withoutHookOutput(err)
-	if len(msg) > maxEventMessage {
-		msg = msg[:maxEventMessage-3] + "..."
-	}
-	o.events.record(objectRef{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: types.UID(pod.UID)}, ReloadReason, msg)
+	o.podEvent(ReloadReason, "the hooks folder changed and was not reloaded; the hooks loaded before keep running: "+withoutHookOutput(err))
 }
 
 // hookOutputMarker is how a configuration error of the hook package
