@@ -18,8 +18,9 @@ import (
 const HeldReason = "BindingWaitsForKind"
 
 // heldWhy says what a Held binding b waits for, or "" when it waits for
-// nothing: the binding whose kind is not served that holds it, with why
-// its kind is not served, or else the bindings it waits for.
+// nothing: the binding whose kind is not served that holds it (b's runs
+// carry its snapshot, or that of a binding it holds), with why its kind
+// is not served, or else the bindings it waits for.
 func heldWhy(w bindingLookup, b *watch.Binding) string {
 	names, unserved := b.HeldBy()
 	if unserved != "" {
@@ -27,7 +28,7 @@ func heldWhy(w bindingLookup, b *watch.Binding) string {
 		if u := w.Binding(b.Hook.Name, unserved); u != nil && u.Waiting() != "" {
 			why += ": " + u.Waiting()
 		}
-		return fmt.Sprintf("it waits for binding %s (%s), whose snapshot its runs carry or which comes first in the hook", unserved, why)
+		return fmt.Sprintf("it waits for binding %s (%s)", unserved, why)
 	}
 	if len(names) > 0 {
 		return "it waits for binding(s) " + strings.Join(names, ", ") + " to list"
