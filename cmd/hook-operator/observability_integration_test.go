@@ -157,10 +157,12 @@ fi
 		t.Errorf("a failed run's metrics were applied: %v", v)
 	}
 
-	// The Event on the object the failed run was about.
+	// The Event on the object the failed run was about: the exit status,
+	// not the hook's stderr (the log has that).
 	waitUntil(t, "a HookFailed Event on bad", func() bool {
 		evs, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=bad,reason=HookFailed"})
-		return err == nil && len(evs.Items) > 0 && strings.Contains(evs.Items[0].Message, "boom: cannot handle bad") &&
+		return err == nil && len(evs.Items) > 0 && strings.Contains(evs.Items[0].Message, "exit code 3") &&
+			!strings.Contains(evs.Items[0].Message, "boom") &&
 			evs.Items[0].Type == corev1.EventTypeWarning && evs.Items[0].InvolvedObject.Kind == "ConfigMap"
 	}, o.logs.String)
 

@@ -124,6 +124,9 @@ func loadHook(ctx context.Context, root, name string, opts LoadOptions) (*Hook, 
 		}
 		return nil, ConfigErrors{{Hook: name, Reason: err.Error()}}
 	}
+	if errs := checkKinds(name, cfg); len(errs) > 0 {
+		return nil, errs
+	}
 	h.Config = cfg
 	return h, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -38,7 +39,8 @@ func (e *AdmitError) Error() string { return e.Msg }
 // before anything is used: the response, its metrics, and the object
 // operations it may write besides, which are applied before the answer is
 // given. An error says why there is no answer, in words that can be shown
-// to the client (the hook's stderr goes to the log, not to the client).
+// to the client: never the hook's output (its stderr, the API server's
+// message about an operation it wrote), which goes to the log only.
 func (e *Executor) Admit(ctx context.Context, h *hook.Hook, b hook.WebhookBinding, mutating bool, review []byte, within time.Duration) (*webhook.AdmissionResponse, error) {
 	typ := binding.TypeValidating
 	if mutating {
@@ -84,7 +86,8 @@ func (e *Executor) admit(ctx context.Context, h *hook.Hook, b hook.WebhookBindin
 		return nil, fmt.Errorf("hook %s, binding %s: invalid response in $VALIDATING_RESPONSE_PATH: %v", h.Name, b.Name, err)
 	}
 	if err := e.applyExtras(ctx, h, res); err != nil {
-		return nil, err
+		log.WithError(err).Warn("what the admission hook wrote besides its answer failed; the request is denied")
+		return nil, &AdmitError{Msg: fmt.Sprintf("hook %s, binding %s: %s; the operator's log says why", h.Name, b.Name, publicReason(err))}
 	}
 	log.WithFields(logrus.Fields{"allowed": resp.Allowed, "duration": res.Duration.Round(time.Millisecond).String()}).Info("admission hook answered")
 	return resp, nil
@@ -96,25 +99,25 @@ func (e *Executor) admit(ctx context.Context, h *hook.Hook, b hook.WebhookBindin
 func (e *Executor) applyExtras(ctx context.Context, h *hook.Hook, res run.Result) error {
 	operations, err := ops.Parse(res.Operations)
 	if err != nil {
-		return fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", h.Name, err)
+		return fail(invalidOperations, fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", h.Name, err))
 	}
 	hookMetrics, err := metrics.ParseHookOps(res.Metrics)
 	if err == nil && e.Metrics != nil {
 		err = e.Metrics.Hooks.Check(h.Name, hookMetrics)
 	}
 	if err != nil {
-		return fmt.Errorf("hook %s: invalid metrics in $METRICS_PATH, no operation applied: %w", h.Name, err)
+		return fail(invalidMetrics, fmt.Errorf("hook %s: invalid metrics in $METRICS_PATH, no operation applied: %w", h.Name, err))
 	}
 	requeues, err := e.resolveRequeues(h, operations)
 	if err != nil {
-		return fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", h.Name, err)
+		return fail(invalidOperations, fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", h.Name, err))
 	}
 	e.noteStatusWrites(h, operations)
 	if len(operations) > 0 {
 		err := e.Sink.Apply(ctx, h.Name, operations)
 		e.countOperations(h.Name, operations, err)
 		if err != nil {
-			return fmt.Errorf("hook %s: %w", h.Name, err)
+			return fail(applyStatus(err), fmt.Errorf("hook %s: %w", h.Name, err))
 		}
 	}
 	if e.Metrics != nil {
@@ -129,8 +132,14 @@ func (e *Executor) applyExtras(ctx context.Context, h *hook.Hook, res run.Result
 }
 
 // snapshotContext returns c with the snapshots of the bindings that group
-// and includeSnapshotsFrom name, encoded as the hook's binding contexts.
+// and includeSnapshotsFrom name, encoded as the hook's binding contexts,
+// or an error when one of them has not listed: the hook would see it
+// empty.
 func (e *Executor) snapshotContext(h *hook.Hook, c binding.Context, common hook.Common) ([]byte, error) {
+	if names := e.unsynchronized(h, common); len(names) > 0 {
+		return nil, fmt.Errorf("hook %s, binding %s: binding(s) %s, whose snapshots the hook gets, have not synchronized (is the kind served?), so the hook is not run; `hook-operator debug hooks` says why",
+			h.Name, common.Name, strings.Join(names, ", "))
+	}
 	var from []string
 	from = append(from, groupMembers(h, common.Group)...)
 	from = append(from, common.IncludeSnapshotsFrom...)

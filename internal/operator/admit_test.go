@@ -11,9 +11,13 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/hook-operator/hook-operator/internal/binding"
 	"github.com/hook-operator/hook-operator/internal/finalizer"
 	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/ops"
 	"github.com/hook-operator/hook-operator/internal/run"
@@ -54,6 +58,8 @@ case $mode in
   deny)  echo '{"allowed": false, "message": "mode deny is refused"}' >"$ADMISSION_RESPONSE_PATH" ;;
   bad)   echo '{"allowed": "yes"}' >"$VALIDATING_RESPONSE_PATH" ;;
   fail)  echo "secret detail" >&2; exit 3 ;;
+  badops) echo '{"allowed": true}' >"$VALIDATING_RESPONSE_PATH"
+          echo '{"operation": "MergePatch", "kind": "ConfigMap", "namespace": "n", "name": "secret detail"}' >"$KUBERNETES_PATCH_PATH" ;;
   hang)  sleep 30 ;;
   deaf)  trap '' TERM; sleep 30 & while :; do wait || true; done ;;
 esac
@@ -83,9 +89,10 @@ esac
 		t.Errorf("deny: %+v, %v", resp, err)
 	}
 	for mode, want := range map[string]string{
-		"bad":  `invalid response in $VALIDATING_RESPONSE_PATH: the response is not an admission response: "allowed" must be a bool`,
-		"fail": "hook policy.sh failed for binding policy.example.com",
-		"hang": "hook policy.sh did not answer in time for binding policy.example.com: it was stopped so that its run ends within 1s",
+		"bad":    `invalid response in $VALIDATING_RESPONSE_PATH: the response is not an admission response: "allowed" must be a bool`,
+		"fail":   "hook policy.sh failed for binding policy.example.com",
+		"hang":   "hook policy.sh did not answer in time for binding policy.example.com: it was stopped so that its run ends within 1s",
+		"badops": "hook policy.sh, binding policy.example.com: the hook wrote invalid operations to $KUBERNETES_PATCH_PATH; none were applied; the operator's log says why",
 		// Ignores SIGTERM: only SIGKILL, after a kill grace cut to fit in
 		// the second, ends it (the Runner's own grace is 5 s).
 		"deaf": "hook policy.sh did not answer in time for binding policy.example.com",
@@ -130,5 +137,48 @@ func TestAdmitContext(t *testing.T) {
 	if len(got) != 1 || got[0]["binding"] != "m.example.com" || got[0]["type"] != "Mutating" ||
 		got[0]["review"].(map[string]any)["request"].(map[string]any)["uid"] != "u-1" || got[0]["snapshots"] != nil {
 		t.Errorf("the context: %s", data)
+	}
+}
+
+// emptyObjects is a watch.Objects without objects.
+type emptyObjects struct{}
+
+func (emptyObjects) List(schema.GroupVersionResource, string) []*unstructured.Unstructured {
+	return nil
+}
+
+// nullSink is a watch.Sink that drops what it is told.
+type nullSink struct{}
+
+func (nullSink) Synchronization(*watch.Binding, []binding.Object) {}
+func (nullSink) Event(*watch.Binding, string, binding.Object)     {}
+func (nullSink) EnsureFinalizer(*watch.Binding, string, string)   {}
+
+// An admission hook whose context carries the snapshot of a binding that
+// has not listed yet is not run: it would see that snapshot empty. Once
+// the binding has listed, it is.
+func TestAdmitWaitsForItsSnapshots(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "policy.sh")
+	must(t, os.WriteFile(script, []byte("#!/usr/bin/env bash\necho '{\"allowed\": true}' >\"$VALIDATING_RESPONSE_PATH\"\n"), 0o755))
+	cfg, err := hook.ParseConfig("policy.sh", []byte(`{"configVersion":"v1",
+		"kubernetes":[{"name":"cms","kind":"ConfigMap"}],
+		"kubernetesValidating":[{"name":"policy.example.com","includeSnapshotsFrom":["cms"],
+			"rules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["CREATE"],"resources":["configmaps"]}]}]}`))
+	must(t, err)
+	h := &hook.Hook{Name: "policy.sh", Path: script, Dir: dir, Config: cfg}
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	mem, err := watch.NewMemory([]*hook.Hook{h}, kube.NewStaticResolver(kube.BuiltinResources()), emptyObjects{}, nullSink{}, log)
+	must(t, err)
+	e := &operator.Executor{Objects: mem, Runner: &run.Runner{TmpDir: t.TempDir(), Env: os.Environ(), Log: log}, Sink: &recordingSink{}, Log: log}
+	review := []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1"}}`)
+	_, err = e.Admit(context.Background(), h, cfg.Validating[0], false, review, 5*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "binding(s) cms, whose snapshots the hook gets, have not synchronized") {
+		t.Fatalf("before cms listed: %v, want an error naming cms", err)
+	}
+	mem.Synchronize()
+	if resp, err := e.Admit(context.Background(), h, cfg.Validating[0], false, review, 5*time.Second); err != nil || !resp.Allowed {
+		t.Fatalf("after cms listed: %+v, %v", resp, err)
 	}
 }

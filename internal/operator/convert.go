@@ -74,7 +74,8 @@ func (e *Executor) convert(ctx context.Context, h *hook.Hook, b hook.ConversionB
 		return nil, nil, &ConvertError{Msg: fmt.Sprintf("hook %s, binding %s: invalid response in $CONVERSION_RESPONSE_PATH: %v", h.Name, b.Name, err)}
 	}
 	if err := e.applyExtras(ctx, h, res); err != nil {
-		return nil, nil, &ConvertError{Msg: err.Error()}
+		log.WithError(err).Warn("what the conversion hook wrote besides its answer failed; the conversion fails")
+		return nil, nil, &ConvertError{Msg: fmt.Sprintf("hook %s, binding %s: %s; the operator's log says why", h.Name, b.Name, publicReason(err))}
 	}
 	if resp.FailedMessage != "" {
 		log.WithField("message", resp.FailedMessage).Info("conversion hook refused the conversion")

@@ -29,13 +29,23 @@ func (o *Operator) failed(t *queue.Task, err error) {
 	if len(refs) == 0 {
 		return
 	}
-	msg := fmt.Sprintf("%v", err)
-	if len(msg) > maxEventMessage {
-		msg = msg[:maxEventMessage-3] + "..."
-	}
+	msg := failedMessage(t, err)
 	for _, ref := range refs {
 		o.events.record(ref, EventReason, msg)
 	}
+}
+
+// failedMessage is the message of the Events about t's failed run: which
+// hook, bindings and attempt, and what failed, in the operator's words
+// only. Never the error itself: it may end with the hook's stderr, and
+// Events are read by more people than can read the Secrets a hook reads.
+func failedMessage(t *queue.Task, err error) string {
+	msg := fmt.Sprintf("hook %s failed (binding %s, attempt %d): %s; see the operator's log for its output",
+		t.Hook.Name, bindingNames(t.Contexts), t.Attempts()+1, publicReason(err))
+	if len(msg) > maxEventMessage {
+		msg = msg[:maxEventMessage-3] + "..."
+	}
+	return msg
 }
 
 // objectsOf returns references to the objects of t's Event contexts (at

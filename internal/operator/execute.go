@@ -109,7 +109,7 @@ func (e *Executor) Execute(ctx context.Context, t *queue.Task) error {
 		e.Metrics.Run(t.Hook.Name, names, t.Queue, time.Since(start), user, system, rss, err, t.AllowFailure)
 	}
 	if err != nil && e.Failed != nil {
-		e.Failed(t, err) // a failed hook's error ends with its stderr tail
+		e.Failed(t, err) // err may end with the hook's stderr: see failure
 	}
 	if e.Report != nil {
 		rep.Err = err
@@ -136,7 +136,7 @@ func (e *Executor) execute(ctx context.Context, t *queue.Task, rep *Report) erro
 	})
 	data, err := binding.Encode(contexts)
 	if err != nil {
-		return fmt.Errorf("hook %s: encode binding contexts: %w", t.Hook.Name, err)
+		return fail("its binding contexts could not be encoded", fmt.Errorf("hook %s: encode binding contexts: %w", t.Hook.Name, err))
 	}
 	names := bindingNames(contexts)
 	rep.Contexts, rep.Bindings = data, names
@@ -147,11 +147,11 @@ func (e *Executor) execute(ctx context.Context, t *queue.Task, rep *Report) erro
 		rep.Result, rep.Operations = &res, res.Operations
 	}
 	if err != nil {
-		return err
+		return fail(runStatus(err), err)
 	}
 	operations, err := ops.Parse(res.Operations)
 	if err != nil {
-		return fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", t.Hook.Name, err)
+		return fail(invalidOperations, fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", t.Hook.Name, err))
 	}
 	rep.Parsed = operations
 	hookMetrics, err := metrics.ParseHookOps(res.Metrics)
@@ -159,25 +159,25 @@ func (e *Executor) execute(ctx context.Context, t *queue.Task, rep *Report) erro
 		err = e.Metrics.Hooks.Check(t.Hook.Name, hookMetrics)
 	}
 	if err != nil {
-		return fmt.Errorf("hook %s: invalid metrics in $METRICS_PATH, no operation applied: %w", t.Hook.Name, err)
+		return fail(invalidMetrics, fmt.Errorf("hook %s: invalid metrics in $METRICS_PATH, no operation applied: %w", t.Hook.Name, err))
 	}
 	requeues, err := e.resolveRequeues(t.Hook, operations)
 	if err != nil {
-		return fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", t.Hook.Name, err)
+		return fail(invalidOperations, fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", t.Hook.Name, err))
 	}
 	e.noteStatusWrites(t.Hook, operations)
 	if len(operations) > 0 {
 		err := e.Sink.Apply(ctx, t.Hook.Name, operations)
 		e.countOperations(t.Hook.Name, operations, err)
 		if err != nil {
-			return fmt.Errorf("hook %s: %w", t.Hook.Name, err)
+			return fail(applyStatus(err), fmt.Errorf("hook %s: %w", t.Hook.Name, err))
 		}
 	}
 	if e.Metrics != nil {
 		e.Metrics.Hooks.Apply(t.Hook.Name, hookMetrics)
 	}
 	if err := e.releaseFinalizers(ctx, t.Hook, contexts, requeues); err != nil {
-		return fmt.Errorf("hook %s: %w", t.Hook.Name, err)
+		return fail("removing a finalizer failed: "+reasonOf(err), fmt.Errorf("hook %s: %w", t.Hook.Name, err))
 	}
 	if e.Requeue != nil {
 		for _, r := range requeues {

@@ -37,6 +37,11 @@ type env struct {
 	op *operator.Operator
 	// watchIdle, set before start, is the operator's WatchIdleTimeout.
 	watchIdle time.Duration
+	// events, set before start, makes the operator write Events; pod,
+	// set before start, is the operator's Pod, which Events about the
+	// operator go to.
+	events bool
+	pod    operator.PodRef
 }
 
 func newEnv(t *testing.T) *env {
@@ -133,6 +138,8 @@ func (e *env) start() {
 		Env:           os.Environ(),
 
 		WatchIdleTimeout: e.watchIdle,
+		Events:           e.events,
+		Pod:              e.pod,
 	}, log)
 	e.cancel = cancel
 	e.finished = make(chan error, 1)

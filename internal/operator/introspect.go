@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,6 +42,11 @@ type BindingState struct {
 	Phase string `json:"phase,omitempty"`
 	// Waiting says why a kubernetes binding does not watch yet.
 	Waiting string `json:"waiting,omitempty"`
+	// HeldBy names the bindings a held kubernetes binding waits for (see
+	// watch.Held), and Held says why, naming the binding whose kind is not
+	// served when one holds it.
+	HeldBy []string `json:"heldBy,omitempty"`
+	Held   string   `json:"held,omitempty"`
 	// Crontab is a schedule binding's crontab.
 	Crontab string `json:"crontab,omitempty"`
 }
@@ -147,6 +153,8 @@ func (o *Operator) Hooks() []HookState {
 			}
 			p := b.Phase()
 			bs := BindingState{Name: b.Name(), Kind: "kubernetes", Synced: p == watch.Synced, Phase: p.String(), Waiting: b.Waiting()}
+			bs.HeldBy, _ = b.HeldBy()
+			bs.Held = heldWhy(o.watcher, b)
 			if bs.Waiting == "" {
 				bs.Watches = b.Resource().GVR.String()
 				bs.Objects = b.Count()
@@ -212,8 +220,15 @@ func (o *Operator) Ready(ctx context.Context) (bool, []string) {
 		return len(why) == 0, why
 	}
 	if ok, waiting := o.watcher.Synced(); !ok {
-		for _, b := range waiting {
-			why = append(why, "binding "+b+" has not synchronized")
+		for _, name := range waiting {
+			msg := "binding " + name + " has not synchronized"
+			hookName, bindingName, _ := strings.Cut(name, "/")
+			if b := o.watcher.Binding(hookName, bindingName); b != nil {
+				if held := heldWhy(o.watcher, b); held != "" {
+					msg += ": " + held
+				}
+			}
+			why = append(why, msg)
 		}
 	}
 	for _, w := range o.watcher.Broken(ctx) {

@@ -251,6 +251,7 @@ func (o *Operator) outage(ctx context.Context, before uint64, err error) error {
 func (o *Operator) Run(ctx context.Context) error {
 	o.warnUnserved()
 	go o.tick(ctx)
+	go o.reportHeld(ctx)
 	if o.events != nil {
 		defer o.events.stop()
 	}
@@ -453,8 +454,8 @@ func (o *Operator) runStartup(ctx context.Context, hooks []*hook.Hook) error {
 
 // waitForSynchronization returns once every binding with
 // waitForSynchronization whose kind is served has completed its
-// Synchronization run. Bindings waiting for their kind (CRD not installed)
-// do not hold start-up.
+// Synchronization run. Bindings waiting for their kind (CRD not installed),
+// and those held by one (see watch.Held), do not hold start-up.
 //
 // A binding is Synced once the Sink has returned from its Synchronization,
 // which queued the run and counted it in startupSyncs: so when every
@@ -464,7 +465,7 @@ func (o *Operator) waitForSynchronization(ctx context.Context, hooks map[*hook.H
 		changed, finished := o.watcher.Changed(), o.startupSyncs.changes()
 		var pending []string
 		for _, b := range o.watcher.Bindings() {
-			if p := b.Phase(); hooks[b.Hook] && b.Config().WaitForSynchronization && p != watch.Unserved && p != watch.Synced {
+			if p := b.Phase(); hooks[b.Hook] && b.Config().WaitForSynchronization && p != watch.Unserved && p != watch.Synced && !stalled(b) {
 				pending = append(pending, b.Hook.Name+"/"+b.Name())
 			}
 		}
@@ -614,6 +615,11 @@ func (o *Operator) startSchedules(ctx context.Context, hooks []*hook.Hook) error
 			entries = append(entries, schedule.Entry{
 				Crontab: s.Crontab,
 				Fire: func(time.Time) {
+					if names := o.exec.unsynchronized(h, s.Common); len(names) > 0 {
+						o.log.WithFields(logrus.Fields{"hook": h.Name, "binding": s.Name, "waitsFor": strings.Join(names, ",")}).
+							Warn("schedule tick skipped: its context carries the snapshots of bindings that have not synchronized")
+						return
+					}
 					o.push(h, &s.Common, ScheduleContext(s), nil)
 				},
 			})

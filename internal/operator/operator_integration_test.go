@@ -539,27 +539,23 @@ kubernetesValidating:
 
 // Start-up waits for the Synchronization run of a binding with
 // waitForSynchronization before schedules start and before the operator is
-// ready. A group member whose kind is not served holds neither its group's
-// Synchronization nor readiness.
+// ready. (A group member whose kind is not served holds its group: see
+// TestIntegrationGroupWaitsForUnservedMember.)
 func TestIntegrationStartupWaitsForSynchronizationRuns(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	gate := filepath.Join(t.TempDir(), "gate")
-	e.bashHook("sync.sh", fmt.Sprintf(`
+	e.bashHook("sync.sh", `
 configVersion: v1
 kubernetes:
 - name: cms
   kind: ConfigMap
   namespace: {nameSelector: {matchNames: [NAMESPACE]}}
   group: g
-- name: missing
-  apiVersion: %s/v1
-  kind: Missing
-  group: g
-`, testcluster.Unique()), fmt.Sprintf("while [[ ! -e %q ]]; do sleep 0.1; done", gate))
+`, fmt.Sprintf("while [[ ! -e %q ]]; do sleep 0.1; done", gate))
 	e.bashHook("tick.sh", "configVersion: v1\nschedule:\n- name: tick\n  crontab: \"* * * * * *\"\n", "")
 	e.start()
-	e.eventually(20*time.Second, "the group's Synchronization despite its unserved member", func() bool {
+	e.eventually(20*time.Second, "the group's Synchronization", func() bool {
 		return slices.Contains(describe(e.contexts("sync.sh")), "cms:Group")
 	})
 	time.Sleep(2 * time.Second) // the schedule fires every second once started
@@ -573,7 +569,7 @@ kubernetes:
 	e.eventually(20*time.Second, "a Schedule run after the Synchronization run", func() bool {
 		return len(e.runs("tick.sh")) >= 1
 	})
-	e.eventually(10*time.Second, "readiness with an unserved binding", func() bool {
+	e.eventually(10*time.Second, "readiness", func() bool {
 		ok, _ := e.op.Ready(context.Background())
 		return ok
 	})

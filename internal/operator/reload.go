@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/sirupsen/logrus"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hook-operator/hook-operator/internal/binding"
 	"github.com/hook-operator/hook-operator/internal/hook"
@@ -328,13 +328,29 @@ const ReloadReason = "HooksReloadFailed"
 // invalid configuration) as a Warning Event on the operator's Pod, when it
 // runs in one and writes Events.
 func (o *Operator) ReloadFailed(err error) {
-	pod := o.opts.Pod
-	if o.events == nil || pod.Name == "" || pod.Namespace == "" {
-		return
+	o.podEvent(ReloadReason, "the hooks folder changed and no configuration was reloaded: "+KeptAfterFailedReload+". "+withoutHookOutput(err))
+}
+
+// hookOutputMarker is how a configuration error of the hook package
+// introduces the stderr of a hook's --config, up to the error's end.
+const hookOutputMarker = "; its stderr ends with:"
+
+// withoutHookOutput renders err with the stderr of hooks' --config left
+// out (the operator's log has it): Events are read by more people than
+// the log.
+func withoutHookOutput(err error) string {
+	var errs hook.ConfigErrors
+	if !errors.As(err, &errs) {
+		s, _, _ := strings.Cut(err.Error(), hookOutputMarker)
+		return s
 	}
-	msg := "the hooks folder changed and no configuration was reloaded: " + KeptAfterFailedReload + ". " + err.Error()
-	if len(msg) > maxEventMessage {
-		msg = msg[:maxEventMessage-3] + "..."
+	out := make(hook.ConfigErrors, len(errs))
+	for i, e := range errs {
+		c := *e
+		if r, _, cut := strings.Cut(c.Reason, hookOutputMarker); cut {
+			c.Reason = r + "; its stderr is in the operator's log"
+		}
+		out[i] = &c
 	}
-	o.events.record(objectRef{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: types.UID(pod.UID)}, ReloadReason, msg)
+	return out.Error()
 }

@@ -35,6 +35,19 @@ func Suggest(s string, candidates []string) []string {
 	if len(out) > 0 {
 		return out
 	}
+	if best := Nearest(s, candidates); best != "" {
+		return []string{best}
+	}
+	return nil
+}
+
+// Nearest returns the candidate nearest to s by edit distance within the
+// policy's threshold, or "" when none is that close. Unlike Suggest it
+// ignores names s is part of: it is for names that may well be new and
+// right (the kind of a custom resource, such as "Policy", is part of
+// several of Kubernetes' kinds), where only a near miss is a typo.
+func Nearest(s string, candidates []string) string {
+	lower := strings.ToLower(s)
 	best, bestDist := "", -1
 	for _, c := range candidates {
 		d := Distance(lower, strings.ToLower(c))
@@ -42,10 +55,7 @@ func Suggest(s string, candidates []string) []string {
 			best, bestDist = c, d
 		}
 	}
-	if bestDist < 0 {
-		return nil
-	}
-	return []string{best}
+	return best
 }
 
 func threshold(candidate string) int {

@@ -37,3 +37,22 @@ func TestDidYouMean(t *testing.T) {
 		t.Errorf("Suggest(xy, [v1]) = %v, want nothing", got)
 	}
 }
+
+// Nearest finds near misses only: a name that is part of candidates, but
+// far from each, is not a typo.
+func TestNearest(t *testing.T) {
+	kinds := []string{"Namespace", "NetworkPolicy", "Pod", "PodDisruptionBudget", "CronJob", "Lease"}
+	for s, want := range map[string]string{
+		"Namespce":  "Namespace",
+		"namespace": "Namespace",
+		"Pdo":       "",
+		"Pods":      "Pod",
+		"Policy":    "",
+		"CronTab":   "CronJob",
+		"Widget":    "",
+	} {
+		if got := Nearest(s, kinds); got != want {
+			t.Errorf("Nearest(%q) = %q, want %q", s, got, want)
+		}
+	}
+}

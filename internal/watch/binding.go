@@ -142,6 +142,21 @@ func (b *Binding) Phase() Phase { return b.out.phaseOf(b) }
 // Synced reports whether the Sink has the binding's Synchronization.
 func (b *Binding) Synced() bool { return b.Phase() == Synced }
 
+// HeldBy names the bindings of b's hook that b's Synchronization and
+// events wait for while b is Held (see Held), and the binding whose kind
+// is not served that holds b, directly or through them ("" when none). A
+// binding held by one that is not served waits until its kind is.
+func (b *Binding) HeldBy() (names []string, unserved string) {
+	holders, u := b.out.heldBy(b)
+	for _, h := range holders {
+		names = append(names, h.cfg.Name)
+	}
+	if u != nil {
+		unserved = u.cfg.Name
+	}
+	return names, unserved
+}
+
 // served reports whether the binding's kind has resolved: b.res is set.
 func (b *Binding) served() bool { return b.Phase() >= Listing }
 

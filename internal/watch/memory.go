@@ -48,8 +48,9 @@ type Memory struct {
 
 // NewMemory returns a Memory for the kubernetes bindings of hooks that
 // reads objects from objects and reports to sink. A binding whose kind is
-// unknown receives nothing, as a live binding waits for its CRD; a warning
-// says how to declare the kind.
+// unknown receives nothing, as a live binding waits for its CRD, and
+// neither do the bindings whose contexts carry its snapshot (group,
+// includeSnapshotsFrom); a warning says how to declare the kind.
 func NewMemory(hooks []*hook.Hook, resolver Resolver, objects Objects, sink Sink, log logrus.FieldLogger) (*Memory, error) {
 	m := &Memory{objects: objects, out: newOutbox(sink), feeds: map[*Binding]*memFeed{}}
 	var all []*Binding
@@ -61,7 +62,7 @@ func NewMemory(hooks []*hook.Hook, resolver Resolver, objects Objects, sink Sink
 			all = append(all, b)
 			res, err := resolver.Resolve(cfg.APIVersion, cfg.Kind)
 			if errors.Is(err, kube.ErrUnknownKind) {
-				b.log.WithError(err).Warn("the binding's kind is unknown, so it receives nothing: add the kind's CustomResourceDefinition to the objects, or declare it under resources")
+				b.log.WithError(err).Warn("the binding's kind is unknown, so it receives nothing, and neither do the bindings of its group or that include its snapshot: add the kind's CustomResourceDefinition to the objects, or declare it under resources")
 				phases[b] = Unserved
 				continue
 			}

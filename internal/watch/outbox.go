@@ -17,19 +17,25 @@ const (
 	// Resolving: the binding has not started; its kind is not looked up yet.
 	Resolving Phase = iota
 	// Unserved: the API server does not serve the binding's kind (its CRD
-	// is not installed). The binding delivers nothing and nobody waits for
-	// it; it keeps retrying and moves on to Listing once the kind is served.
+	// is not installed). The binding delivers nothing; it keeps retrying
+	// and moves on to Listing once the kind is served. The bindings whose
+	// contexts carry its snapshot wait for it (see Held): an empty
+	// snapshot would tell their hook that the objects are gone. Bindings
+	// that only come after it in its hook do not.
 	Unserved
 	// Listing: the binding's watches are listing its objects.
 	Listing
 	// Held: listed and synchronized, but its Synchronization and the events
 	// after it wait until every binding whose snapshot its contexts carry
-	// (group members, includeSnapshotsFrom) is Held or later, or Unserved,
+	// (group members, includeSnapshotsFrom) is Held or later (has listed),
 	// and every earlier binding of its hook is Delivering or later, or
-	// Unserved. Without the hold, a group context could show a member's
-	// snapshot empty only because that member had not listed yet; and a
-	// hook's Synchronizations come in the order of its configuration, as
-	// in shell-operator, whichever binding lists first.
+	// Unserved, or held by one that is. Without the hold, a group context
+	// could show a member's snapshot empty only because that member had
+	// not listed yet, or
+	// because its kind is not served yet (a CRD installed later, a typo),
+	// and a hook that deletes what it no longer sees would delete it all;
+	// and a hook's Synchronizations come in the order of its configuration,
+	// as in shell-operator, whichever binding lists first.
 	Held
 	// Delivering: released; the Synchronization is on its way to the Sink.
 	Delivering
@@ -47,9 +53,9 @@ func (p Phase) String() string {
 	return fmt.Sprintf("Phase(%d)", int(p))
 }
 
-// snapshotComplete reports whether a binding in phase p has listed (or
-// never will): a binding that depends on its snapshot may go on.
-func (p Phase) snapshotComplete() bool { return p == Unserved || p >= Held }
+// snapshotComplete reports whether a binding in phase p has listed: a
+// binding that depends on its snapshot may go on.
+func (p Phase) snapshotComplete() bool { return p >= Held }
 
 // delivery is one call to make on the Sink.
 type delivery struct {
@@ -271,21 +277,80 @@ func (o *outbox) releaseLocked() {
 	}
 }
 
-func (o *outbox) readyLocked(b *Binding) bool {
+func (o *outbox) readyLocked(b *Binding) bool { return len(o.holdersLocked(b)) == 0 }
+
+// holdersLocked returns the bindings that a Held b waits for: those whose
+// snapshots its contexts carry and that have not listed, then the earlier
+// bindings of its hook not yet released.
+func (o *outbox) holdersLocked(b *Binding) []*Binding {
+	var out []*Binding
 	for _, d := range o.deps[b] {
 		if !o.phase[d].snapshotComplete() {
-			return false
+			out = append(out, d)
 		}
 	}
 	for _, e := range o.bindings {
 		if e == b {
 			break
 		}
-		if e.Hook.Name == b.Hook.Name && o.phase[e] != Unserved && o.phase[e] < Delivering {
-			return false
+		if e.Hook.Name == b.Hook.Name && o.phase[e] < Delivering && !o.stalledLocked(e, map[*Binding]bool{}) && !slices.Contains(out, e) {
+			out = append(out, e)
 		}
 	}
-	return true
+	return out
+}
+
+// stalledLocked reports whether e waits for a kind to be served: it is
+// Unserved, or Held for a binding whose snapshot it carries that is
+// stalled. The later bindings of its hook do not wait for it, as they
+// would wait for no binding that is not served.
+func (o *outbox) stalledLocked(e *Binding, seen map[*Binding]bool) bool {
+	switch {
+	case o.phase[e] == Unserved:
+		return true
+	case o.phase[e] != Held || seen[e]:
+		return false
+	}
+	seen[e] = true
+	for _, d := range o.deps[e] {
+		if o.stalledLocked(d, seen) {
+			return true
+		}
+	}
+	return false
+}
+
+// heldBy returns the bindings b waits for while it is Held (see
+// holdersLocked), and the first binding with phase Unserved that it
+// waits for, directly or through them, or nil.
+func (o *outbox) heldBy(b *Binding) (holders []*Binding, unserved *Binding) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.phase[b] != Held {
+		return nil, nil
+	}
+	holders = o.holdersLocked(b)
+	seen := map[*Binding]bool{b: true}
+	next := holders
+	for len(next) > 0 && unserved == nil {
+		var later []*Binding
+		for _, h := range next {
+			if seen[h] {
+				continue
+			}
+			seen[h] = true
+			switch o.phase[h] {
+			case Unserved:
+				if unserved == nil {
+					unserved = h
+				}
+			case Held:
+				later = append(later, o.holdersLocked(h)...)
+			}
+		}
+		next = later
+	}
+	return holders, unserved
 }
 
 // flush hands the queued deliveries to the Sink, unless another goroutine

@@ -130,9 +130,10 @@ kubernetes:
 	}
 }
 
-// A dependency whose kind is not served releases what waits for it at
-// once: nobody polls for it.
-func TestOutboxUnservedDependencyReleases(t *testing.T) {
+// A dependency whose kind is not served holds what carries its snapshot
+// until it is served and has listed: an empty snapshot would tell the hook
+// that its objects are gone. HeldBy names it.
+func TestOutboxUnservedDependencyHolds(t *testing.T) {
 	o, sink, b := outboxEnv(t, `
 configVersion: v1
 kubernetes:
@@ -143,8 +144,12 @@ kubernetes:
 - name: extra
   apiVersion: example.com/v1
   kind: NotInstalled
+- name: other
+  apiVersion: v1
+  kind: Secret
 `)
 	o.setPhase(b["main"], Listing)
+	o.setPhase(b["other"], Listing)
 	synchronizeEmpty(o, b["main"])
 	if got := sink.take(); len(got) != 0 {
 		t.Fatalf("delivered before the dependency was known: %q", got)
@@ -156,8 +161,22 @@ kubernetes:
 	default:
 		t.Error("the phase change was not published")
 	}
-	if got := sink.take(); fmt.Sprint(got) != "[h1/main: Synchronization []]" {
-		t.Errorf("after the dependency turned out unserved the sink was told %q", got)
+	synchronizeEmpty(o, b["other"])
+	addEvent(o, b["main"], "x")
+	if got := sink.take(); fmt.Sprint(got) != "[h1/other: Synchronization []]" {
+		t.Errorf("with the dependency unserved the sink was told %q; want only the binding that does not carry its snapshot", got)
+	}
+	if names, unserved := b["main"].HeldBy(); fmt.Sprint(names) != "[extra]" || unserved != "extra" {
+		t.Errorf("HeldBy: %q, unserved %q", names, unserved)
+	}
+	o.setPhase(b["extra"], Listing)
+	synchronizeEmpty(o, b["extra"])
+	want := []string{"h1/main: Synchronization []", "h1/main: Added ns/x", "h1/extra: Synchronization []"}
+	if got := sink.take(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("once the dependency listed the sink was told\n%q\nwant\n%q", got, want)
+	}
+	if names, unserved := b["main"].HeldBy(); names != nil || unserved != "" {
+		t.Errorf("HeldBy once released: %q, %q", names, unserved)
 	}
 }
 

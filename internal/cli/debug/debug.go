@@ -238,6 +238,8 @@ func hooksTable(w *tabwriter.Writer, hs []operator.HookState) {
 				state = "waiting: " + b.Waiting
 			case b.Synced:
 				state = "synchronized"
+			case b.Phase == watch.Held.String() && b.Held != "":
+				state = "held: " + b.Held
 			case b.Phase == watch.Held.String():
 				state = "held: waiting for its group's or included snapshots"
 			default:

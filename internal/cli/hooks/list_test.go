@@ -289,3 +289,18 @@ func TestUnknownSubcommand(t *testing.T) {
 		t.Errorf("hooks lst: exit %d, stderr %q; want an unknown command error", code, stderr)
 	}
 }
+
+// A misspelled built-in kind fails the listing (exit 1), naming the hook,
+// binding and field and suggesting the kind; before, the binding only
+// waited for a CRD at start, while the rest of its group ran without it.
+func TestListMisspelledKind(t *testing.T) {
+	dir := hooksDir(t)
+	script(t, dir, "group.sh", `echo '{"configVersion":"v1","kubernetes":[{"name":"ns","kind":"Namespce","group":"g"},{"name":"cms","kind":"ConfigMap","group":"g"}]}'`)
+	code, out, stderr := run(nil, "hooks", "list", "--hooks-dir", dir)
+	if code != 1 || out != "" {
+		t.Fatalf("exit %d, stdout %q; want 1 and nothing", code, out)
+	}
+	if want := `hook group.sh: kubernetes[0].kind: binding "ns": "Namespce" is not a kind of Kubernetes; did you mean Namespace?`; !strings.Contains(stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr)
+	}
+}

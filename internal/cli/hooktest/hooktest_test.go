@@ -250,3 +250,14 @@ fi
 		t.Errorf("a policy that now allows what it denied must fail the case: %v\n%s", err, out)
 	}
 }
+
+// A misspelled built-in kind fails the test run before any case runs: the
+// binding would see nothing offline, as live it would wait for a CRD.
+func TestMisspelledKindFails(t *testing.T) {
+	hooksDir, casesDir := setup(t)
+	write(t, filepath.Join(hooksDir, "count.sh"), strings.Replace(countHook, `"kind":"ConfigMap"`, `"kind":"ConfigMpa"`, 1), 0o755)
+	out, err := run(t, hooksDir, casesDir, false)
+	if err == nil || !strings.Contains(err.Error(), `hook count.sh: kubernetes[0].kind: binding "cms": "ConfigMpa" is not a kind of Kubernetes; did you mean ConfigMap?`) {
+		t.Errorf("err %v, want the misspelled kind named\n%s", err, out)
+	}
+}
