@@ -120,7 +120,8 @@ EXPOSE 9115
 USER 65532:65532
 
 # tini forwards SIGTERM to the operator only (not to its process group: the
-# operator gives running hooks their grace period itself) and reaps the
-# orphans that hooks leave behind.
+# operator gives running hooks their grace period itself). Orphans of hooks
+# do not reach tini: the operator is their subreaper, and kills and reaps
+# them itself when their run ends (docs/guarantees.md).
 ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/hook-operator"]
 CMD ["start", "--hooks-dir", "/hooks", "--tmp-dir", "/tmp"]
