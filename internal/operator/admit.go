@@ -99,7 +99,7 @@ func (e *Executor) admit(ctx context.Context, h *hook.Hook, b hook.WebhookBindin
 func (e *Executor) applyExtras(ctx context.Context, h *hook.Hook, res run.Result) error {
 	operations, err := ops.Parse(res.Operations)
 	if err != nil {
-		return fail(invalidOperations, fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", h.Name, err))
+		return fail(invalidOps(err), fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", h.Name, err))
 	}
 	hookMetrics, err := metrics.ParseHookOps(res.Metrics)
 	if err == nil && e.Metrics != nil {
@@ -110,7 +110,7 @@ func (e *Executor) applyExtras(ctx context.Context, h *hook.Hook, res run.Result
 	}
 	requeues, err := e.resolveRequeues(h, operations)
 	if err != nil {
-		return fail(invalidOperations, fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", h.Name, err))
+		return fail(invalidOps(err), fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", h.Name, err))
 	}
 	e.noteStatusWrites(h, operations)
 	if len(operations) > 0 {

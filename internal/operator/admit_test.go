@@ -92,7 +92,7 @@ esac
 		"bad":    `invalid response in $VALIDATING_RESPONSE_PATH: the response is not an admission response: "allowed" must be a bool`,
 		"fail":   "hook policy.sh failed for binding policy.example.com",
 		"hang":   "hook policy.sh did not answer in time for binding policy.example.com: it was stopped so that its run ends within 1s",
-		"badops": "hook policy.sh, binding policy.example.com: the hook wrote invalid operations to $KUBERNETES_PATCH_PATH; none were applied; the operator's log says why",
+		"badops": "hook policy.sh, binding policy.example.com: the hook wrote invalid operations to $KUBERNETES_PATCH_PATH; none were applied (the first invalid one: operation 0, a MergePatch, at ",
 		// Ignores SIGTERM: only SIGKILL, after a kill grace cut to fit in
 		// the second, ends it (the Runner's own grace is 5 s).
 		"deaf": "hook policy.sh did not answer in time for binding policy.example.com",

@@ -151,7 +151,7 @@ func (e *Executor) execute(ctx context.Context, t *queue.Task, rep *Report) erro
 	}
 	operations, err := ops.Parse(res.Operations)
 	if err != nil {
-		return fail(invalidOperations, fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", t.Hook.Name, err))
+		return fail(invalidOps(err), fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", t.Hook.Name, err))
 	}
 	rep.Parsed = operations
 	hookMetrics, err := metrics.ParseHookOps(res.Metrics)
@@ -163,7 +163,7 @@ func (e *Executor) execute(ctx context.Context, t *queue.Task, rep *Report) erro
 	}
 	requeues, err := e.resolveRequeues(t.Hook, operations)
 	if err != nil {
-		return fail(invalidOperations, fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", t.Hook.Name, err))
+		return fail(invalidOps(err), fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", t.Hook.Name, err))
 	}
 	e.noteStatusWrites(t.Hook, operations)
 	if len(operations) > 0 {

@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/hook-operator/hook-operator/internal/limit"
 	"github.com/hook-operator/hook-operator/internal/ops"
 )
 
@@ -87,6 +88,24 @@ const (
 	invalidOperations = "the hook wrote invalid operations to $KUBERNETES_PATCH_PATH; none were applied"
 	invalidMetrics    = "the hook wrote invalid metrics to $METRICS_PATH; no operation was applied"
 )
+
+// invalidOps says which operation of the file was the first invalid one,
+// of what type and at which field, from the error of ops.Parse; never the
+// reason, nor the operation's object, which may quote what the hook wrote.
+func invalidOps(err error) string {
+	var opErr *ops.Error
+	if !errors.As(err, &opErr) {
+		return invalidOperations
+	}
+	first := fmt.Sprintf("operation %d", opErr.Index)
+	if typ, _, _ := strings.Cut(opErr.Op, " "); typ != "" {
+		first += ", a " + limit.Quote(typ)
+	}
+	if opErr.Field != "" {
+		first += ", at " + opErr.Field
+	}
+	return invalidOperations + " (the first invalid one: " + first + ")"
+}
 
 // reasonOf is the API server's reason for err (Forbidden, Conflict …), or
 // "see the operator's log" when err is not the API server's.

@@ -24,6 +24,12 @@ func TestFailedMessageLeavesOutHookOutput(t *testing.T) {
 	task := &queue.Task{Hook: &hook.Hook{Name: "h.sh"}, Contexts: []binding.Context{{Binding: "secrets"}}}
 	invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "x", nil)
 	invalid.ErrStatus.Message = `ConfigMap "x" is invalid: metadata.labels: Invalid value: "` + leaked + `"`
+	// The second operation lacks its name; its patch carries the value.
+	_, parseErr := ops.Parse([]byte(`{"operation": "Create", "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n"}}}
+{"operation": "MergePatch", "kind": "ConfigMap", "namespace": "n", "mergePatch": {"data": {"k": "`+leaked+`"}}}`))
+	if parseErr == nil {
+		t.Fatal("ops.Parse took an operation without a name")
+	}
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -34,6 +40,7 @@ func TestFailedMessageLeavesOutHookOutput(t *testing.T) {
 		{"timeout", runFailed(fmt.Errorf("hook h.sh: timed out after 1s: %w", context.DeadlineExceeded)), "the hook timed out"},
 		{"apply", fail(applyStatus(&ops.Error{Index: 2, Op: "Create v1/ConfigMap ns/x", Err: invalid}), &ops.Error{Index: 2, Err: invalid}), "operation 2 (Create v1/ConfigMap ns/x) failed: Invalid"},
 		{"operations", fail(invalidOperations, errors.New("operation 0: "+leaked)), "invalid operations to $KUBERNETES_PATCH_PATH"},
+		{"first invalid operation", fail(invalidOps(parseErr), parseErr), "invalid operations to $KUBERNETES_PATCH_PATH; none were applied (the first invalid one: operation 1, a MergePatch, at name)"},
 		{"unwrapped", errors.New(leaked), "the run failed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
