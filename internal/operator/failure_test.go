@@ -26,7 +26,7 @@ func TestFailedMessageLeavesOutHookOutput(t *testing.T) {
 	invalid.ErrStatus.Message = `ConfigMap "x" is invalid: metadata.labels: Invalid value: "` + leaked + `"`
 	// The second operation lacks its name; its patch carries the value.
 	_, parseErr := ops.Parse([]byte(`{"operation": "Create", "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n"}}}
-{"operation": "MergePatch", "kind": "ConfigMap", "namespace": "n", "mergePatch": {"data": {"k": "`+leaked+`"}}}`))
+{"operation": "MergePatch", "kind": "ConfigMap", "namespace": "n", "mergePatch": {"data": {"k": "` + leaked + `"}}}`))
 	if parseErr == nil {
 		t.Fatal("ops.Parse took an operation without a name")
 	}

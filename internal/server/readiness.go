@@ -14,6 +14,10 @@ const readyCheckTimeout = 10 * time.Second
 // Operator.Ready every interval, and /readyz answers from what it found,
 // so that no request to /readyz reaches the API server.
 type readiness struct {
+	// first is closed once the first check is done: a request that comes
+	// before it waits for it (once, for all such requests) instead of
+	// being told a state nobody has checked.
+	first   chan struct{}
 	mu      sync.Mutex
 	checked bool
 	ok      bool
@@ -26,7 +30,7 @@ func newReadiness(ctx context.Context, op Operator, interval time.Duration) *rea
 	if interval <= 0 {
 		interval = DefaultReadyInterval
 	}
-	r := &readiness{}
+	r := &readiness{first: make(chan struct{})}
 	go func() {
 		t := time.NewTicker(interval)
 		defer t.Stop()
@@ -38,6 +42,9 @@ func newReadiness(ctx context.Context, op Operator, interval time.Duration) *rea
 				return
 			}
 			r.mu.Lock()
+			if !r.checked {
+				close(r.first)
+			}
 			r.checked, r.ok, r.why = true, ok, why
 			r.mu.Unlock()
 			select {
@@ -50,9 +57,13 @@ func newReadiness(ctx context.Context, op Operator, interval time.Duration) *rea
 	return r
 }
 
-// get returns the last state found, and what is missing; not ready until
-// the first check is done.
-func (r *readiness) get() (bool, []string) {
+// get returns the last state found, and what is missing. Before the first
+// check is done it waits for it, until ctx ends (then: not ready).
+func (r *readiness) get(ctx context.Context) (bool, []string) {
+	select {
+	case <-r.first:
+	case <-ctx.Done():
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.checked {

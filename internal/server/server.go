@@ -175,8 +175,10 @@ func handler(op Operator, ready *readiness, opts Options, public, debug bool) ht
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		ok, why := ready.get()
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), readyCheckTimeout)
+		defer cancel()
+		ok, why := ready.get(ctx)
 		if !ok {
 			http.Error(w, "not ready:\n"+strings.Join(why, "\n"), http.StatusServiceUnavailable)
 			return

@@ -29,10 +29,15 @@ type fakeOperator struct {
 	ready atomic.Bool
 	// checks counts the calls of Ready.
 	checks atomic.Int64
+	// slow, when set, holds each call of Ready until it is closed.
+	slow chan struct{}
 }
 
 func (f *fakeOperator) Alive() error { return f.alive }
 func (f *fakeOperator) Ready(context.Context) (bool, []string) {
+	if f.slow != nil {
+		<-f.slow
+	}
 	f.checks.Add(1)
 	if f.ready.Load() {
 		return true, nil
@@ -157,6 +162,35 @@ func TestReadyzAnswersFromTheCheckedState(t *testing.T) {
 	}
 	if n := op.checks.Load(); n != 1 {
 		t.Errorf("500 requests to /readyz made %d readiness checks, want the 1 of the background loop (every %s)", n, interval)
+	}
+}
+
+// A request that comes before the first check is done (a busy machine, a
+// slow API server) waits for it and gets what it found, not a state that
+// nobody checked.
+func TestReadyzWaitsForTheFirstCheck(t *testing.T) {
+	op := &fakeOperator{slow: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := server.Handler(ctx, op, server.Options{ReadyInterval: time.Hour})
+	type answer struct {
+		code int
+		body string
+	}
+	got := make(chan answer, 1)
+	go func() {
+		code, body := get(t, h, "/readyz")
+		got <- answer{code, body}
+	}()
+	select {
+	case a := <-got:
+		t.Fatalf("/readyz answered %d %q before readiness was checked", a.code, a.body)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(op.slow)
+	a := <-got
+	if a.code != 503 || !strings.Contains(a.body, "binding x/y has not synchronized") {
+		t.Errorf("/readyz: %d %q, want 503 with what the first check found", a.code, a.body)
 	}
 }
 
