@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,23 +23,6 @@ import (
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func decodeB64(t *testing.T, s string) []byte {
 	t.Helper()
@@ -103,7 +85,7 @@ echo '{"allowed": true}' >"$VALIDATING_RESPONSE_PATH"
 		"--webhook-listen-address", "127.0.0.1:"+port, "--webhook-url", "https://127.0.0.1:"+port, "--webhook-register=false",
 		"--webhook-self-signed", "--operator-namespace", ns)
 	cmd.Env = append(os.Environ(), "TMPDIR="+sysTmp)
-	logs := &lockedBuffer{}
+	logs := &testoperator.Buffer{}
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -19,28 +18,11 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hook-operator/hook-operator/internal/server/listen"
+	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
-// syncBuffer is a log output tests read while servers write to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func jsonLog() (*logrus.Logger, *syncBuffer) {
-	out := &syncBuffer{}
+func jsonLog() (*logrus.Logger, *testoperator.Buffer) {
+	out := &testoperator.Buffer{}
 	log := logrus.New()
 	log.SetOutput(out)
 	log.SetFormatter(&logrus.JSONFormatter{})
@@ -168,7 +150,7 @@ func (b *bodyReader) wasRead() bool {
 	return b.read
 }
 
-func testGate(slots Slots, next http.Handler) (*gate, *reasons, *syncBuffer) {
+func testGate(slots Slots, next http.Handler) (*gate, *reasons, *testoperator.Buffer) {
 	log, logs := jsonLog()
 	r := &reasons{}
 	return &gate{next: next, slots: slots, bodyTimeout: time.Second, rejected: r.add, log: log, sampler: listen.NewSampler(10, time.Second)}, r, logs
