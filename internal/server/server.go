@@ -8,8 +8,8 @@
 //
 // Every listener is bounded (see package listen): a cap on connections,
 // timeouts on reading, writing and idle connections. /readyz answers from a
-// state checked in the background, so that its callers, however many, cost
-// the API server one check per ReadyInterval.
+// state checked when asked, at most once per ReadyInterval, so that its
+// callers, however many, cost the API server one check per ReadyInterval.
 package server
 
 import (
@@ -68,13 +68,12 @@ type Options struct {
 	Pprof bool
 	// MaxConns caps the open connections of each listener (0: 128).
 	MaxConns int
-	// ReadyInterval is how often readiness is checked for /readyz (0:
-	// DefaultReadyInterval).
+	// ReadyInterval is how old the readiness /readyz answers with may be:
+	// a request after it starts a new check (0: DefaultReadyInterval).
 	ReadyInterval time.Duration
 }
 
-// DefaultReadyInterval is how often readiness is checked when Options set
-// nothing.
+// DefaultReadyInterval is ReadyInterval when Options set nothing.
 const DefaultReadyInterval = time.Second
 
 // Start listens and serves until ctx ends. It returns the TCP address it

@@ -165,6 +165,32 @@ func TestReadyzAnswersFromTheCheckedState(t *testing.T) {
 	}
 }
 
+// Readiness is checked when asked, at most once per interval: an operator
+// that nobody asks makes no check (each asks the API server), and a
+// request after the interval gets a new one.
+func TestReadyzChecksOnlyWhenAsked(t *testing.T) {
+	op := &fakeOperator{}
+	op.ready.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const interval = 50 * time.Millisecond
+	h := server.Handler(ctx, op, server.Options{ReadyInterval: interval})
+	time.Sleep(4 * interval)
+	if n := op.checks.Load(); n != 0 {
+		t.Errorf("%d readiness checks while nobody asked, want none", n)
+	}
+	if code, _ := get(t, h, "/readyz"); code != 200 {
+		t.Fatalf("/readyz: %d", code)
+	}
+	time.Sleep(interval + 10*time.Millisecond)
+	if code, _ := get(t, h, "/readyz"); code != 200 {
+		t.Fatalf("/readyz: %d", code)
+	}
+	if n := op.checks.Load(); n != 2 {
+		t.Errorf("two requests more than the interval apart made %d checks, want 2", n)
+	}
+}
+
 // A request that comes before the first check is done (a busy machine, a
 // slow API server) waits for it and gets what it found, not a state that
 // nobody checked.
