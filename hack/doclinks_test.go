@@ -235,3 +235,35 @@ func TestReadMarkdown(t *testing.T) {
 		t.Error("a # line in a code block was taken for a heading")
 	}
 }
+
+// docs/development.md's package table names every package under internal/,
+// so that a newcomer finds what each holds.
+func TestPackageTableComplete(t *testing.T) {
+	root, files := trackedFiles(t)
+	table, err := os.ReadFile(root + "/docs/development.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z/.]+)` \\|").FindAllStringSubmatch(string(table), -1) {
+		listed[m[1]] = true
+	}
+	seen := map[string]bool{}
+	for _, f := range files {
+		if !strings.HasPrefix(f, "internal/") || !strings.HasSuffix(f, ".go") {
+			continue
+		}
+		pkg := strings.TrimPrefix(path.Dir(f), "internal/")
+		if seen[pkg] || strings.Contains(pkg, "testdata") {
+			continue
+		}
+		seen[pkg] = true
+		if listed[pkg] || (pkg == "cli" || strings.HasPrefix(pkg, "cli/")) && listed["cli/..."] {
+			continue
+		}
+		t.Errorf("internal/%s is not in the package table of docs/development.md (a row \"| `%s` | what it holds |\")", pkg, pkg)
+	}
+	if len(seen) < 20 {
+		t.Fatalf("only %d packages found under internal/", len(seen))
+	}
+}
