@@ -267,3 +267,28 @@ func TestPackageTableComplete(t *testing.T) {
 		t.Fatalf("only %d packages found under internal/", len(seen))
 	}
 }
+
+// The index at the top of docs/decisions.md links every decision.
+func TestDecisionsIndexed(t *testing.T) {
+	root, _ := trackedFiles(t)
+	text, err := os.ReadFile(root + "/docs/decisions.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(text)
+	start := strings.Index(s, "\n## Index\n")
+	if start < 0 {
+		t.Fatal("docs/decisions.md has no \"## Index\" section")
+	}
+	end := strings.Index(s[start+1:], "\n## ") + start + 1
+	index := s[start:end]
+	decisions := regexp.MustCompile(`(?m)^## (.+)$`).FindAllStringSubmatch(s[end:], -1)
+	for _, d := range decisions {
+		if !strings.Contains(index, "(#"+Slug(d[1])+")") {
+			t.Errorf("decision %q is not linked from the index of docs/decisions.md: add \"[%s](#%s)\" under its area", d[1], d[1], Slug(d[1]))
+		}
+	}
+	if len(decisions) < 10 {
+		t.Fatalf("only %d decisions found", len(decisions))
+	}
+}
