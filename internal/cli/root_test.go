@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"runtime"
 	"strings"
@@ -117,4 +118,61 @@ func TestShellOperatorLogVariables(t *testing.T) {
 	if code, _, stderr := run(map[string]string{"LOG_TYPE": "xml", EnvLogFormat: "json"}, "version"); code != 0 {
 		t.Errorf("%s did not win over LOG_TYPE: %s", EnvLogFormat, stderr)
 	}
+}
+
+// The README's command list names every command a user can run.
+func TestReadmeListsEveryCommand(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := strings.Index(string(readme), "## Command line")
+	if start < 0 {
+		t.Fatal("README.md has no \"## Command line\" section")
+	}
+	// The list is the section's first code block.
+	_, list, _ := strings.Cut(string(readme[start:]), "\n```\n")
+	list, _, _ = strings.Cut(list, "\n```\n")
+	list = "\n" + list + "\n"
+	var walk func(c *cobra.Command) int
+	walk = func(c *cobra.Command) int {
+		n := 0
+		for _, sub := range c.Commands() {
+			if sub.Hidden || sub.Name() == "help" || sub.Name() == "completion" {
+				continue
+			}
+			n += walk(sub)
+		}
+		if c.Runnable() && c.HasParent() {
+			n++
+			if !listed(list, c) {
+				t.Errorf("README.md's command list has no line for %q", c.CommandPath())
+			}
+		}
+		return n
+	}
+	if n := walk(NewRootCommand(io.Discard, io.Discard, func(string) (string, bool) { return "", false })); n < 10 {
+		t.Fatalf("only %d commands found", n)
+	}
+}
+
+// listed reports whether a line of list runs c: it starts with c's path,
+// or with its parent's and names c among alternatives (debug queues|hooks).
+func listed(list string, c *cobra.Command) bool {
+	for _, line := range strings.Split(list, "\n") {
+		if strings.HasPrefix(line, c.CommandPath()+" ") {
+			return true
+		}
+		rest, ok := strings.CutPrefix(line, c.Parent().CommandPath()+" ")
+		if !ok || c.Parent().Parent() == nil {
+			continue
+		}
+		rest, _, _ = strings.Cut(rest, "#")
+		for _, word := range strings.FieldsFunc(rest, func(r rune) bool { return r == ' ' || r == '|' }) {
+			if word == c.Name() {
+				return true
+			}
+		}
+	}
+	return false
 }
