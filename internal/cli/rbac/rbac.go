@@ -98,9 +98,9 @@ write nothing.`,
 	fs.StringVar(&f.Name, "name", "hook-operator", "name of the ClusterRole, Roles and bindings")
 	fs.StringVar(&f.Namespace, "namespace", "hook-operator", "namespace of the operator's ServiceAccount")
 	fs.StringVar(&f.ServiceAccount, "service-account", "hook-operator", "the operator's ServiceAccount")
-	fs.StringVar(&f.WebhookConfigurationName, "webhook-configuration-name", webhook.DefaultConfigurationName, "start's --webhook-configuration-name: the webhook configurations the operator may change, when hooks have admission bindings")
+	fs.StringVar(&f.WebhookConfigurationName, "webhook-configuration-name", webhook.DefaultConfigurationName, "the webhook configurations the operator may change (start's --webhook-configuration-name)")
 	var selfSigned bool
-	fs.BoolVar(&selfSigned, "webhook-self-signed", false, "start runs with --webhook-self-signed: grant the certificate Secret in --namespace, when hooks have admission or conversion bindings")
+	fs.BoolVar(&selfSigned, "webhook-self-signed", false, "start runs with --webhook-self-signed: grant its certificate Secret in --namespace")
 	fs.StringVar(&f.WebhookCertSecret, "webhook-cert-secret", "hook-operator-webhook-certs", "start's --webhook-cert-secret")
 	var leaderElect bool
 	fs.BoolVar(&leaderElect, "leader-elect", false, "start runs with --leader-elect: grant its Lease in --namespace")
