@@ -11,7 +11,6 @@ import (
 
 	"github.com/hook-operator/hook-operator/internal/binding"
 	"github.com/hook-operator/hook-operator/internal/hook"
-	"github.com/hook-operator/hook-operator/internal/run"
 	"github.com/hook-operator/hook-operator/internal/webhook"
 )
 
@@ -53,13 +52,7 @@ func (e *Executor) Convert(ctx context.Context, h *hook.Hook, b hook.ConversionB
 }
 
 func (e *Executor) convert(ctx context.Context, h *hook.Hook, b hook.ConversionBinding, rule hook.ConversionRule, req webhook.ConversionRequest, data []byte, within time.Duration, log logrus.FieldLogger, rep *Report) ([]json.RawMessage, *webhook.ConversionResponse, error) {
-	res, err := e.Runner.Run(ctx, run.Request{Hook: h, Contexts: data, Binding: b.Name, Queue: webhookQueue, Within: within})
-	if res.Duration > 0 {
-		rep.Result, rep.Operations = &res, res.Operations
-	}
-	if e.Metrics != nil && res.Duration > 0 {
-		e.Metrics.Run(h.Name, b.Name, webhookQueue, res.Duration, res.UserCPU, res.SystemCPU, res.MaxRSS, err, false)
-	}
+	res, err := e.runForRequest(ctx, h, b.Name, data, within, rep)
 	switch {
 	case err != nil && errors.Is(err, context.DeadlineExceeded):
 		log.WithError(err).Warn("conversion hook did not answer in time; the conversion fails")
@@ -73,7 +66,7 @@ func (e *Executor) convert(ctx context.Context, h *hook.Hook, b hook.ConversionB
 		log.WithError(err).Warn("conversion hook wrote an invalid response; the conversion fails")
 		return nil, nil, &ConvertError{Msg: fmt.Sprintf("hook %s, binding %s: invalid response in $CONVERSION_RESPONSE_PATH: %v", h.Name, b.Name, err)}
 	}
-	if err := e.applyExtras(ctx, h, res); err != nil {
+	if _, err := e.afterRun(ctx, h, res, rep, nil); err != nil {
 		log.WithError(err).Warn("what the conversion hook wrote besides its answer failed; the conversion fails")
 		return nil, nil, &ConvertError{Msg: fmt.Sprintf("hook %s, binding %s: %s; the operator's log says why", h.Name, b.Name, publicReason(err))}
 	}
