@@ -50,7 +50,14 @@ func (e *Executor) Admit(ctx context.Context, h *hook.Hook, b hook.WebhookBindin
 	log := e.Log.WithFields(logrus.Fields{"hook": h.Name, "binding": b.Name, "type": typ})
 	rep := Report{ID: e.runs.Add(1), Hook: h, Queue: webhookQueue, Bindings: b.Name, Contexts: data}
 	ctx = context.WithValue(ctx, runIDKey{}, rep.ID)
-	resp, err := e.admit(ctx, h, b, mutating, data, within, log, &rep)
+	var resp *webhook.AdmissionResponse
+	err = e.contain(h, "admission", func() (err error) {
+		resp, err = e.admit(ctx, h, b, mutating, data, within, log, &rep)
+		return err
+	})
+	if isPanic(err) {
+		resp, err = nil, &AdmitError{Msg: fmt.Sprintf("hook %s, binding %s: %s", h.Name, b.Name, panicked)}
+	}
 	if e.Report != nil {
 		rep.Err = err
 		if err == nil {

@@ -40,7 +40,15 @@ func (e *Executor) Convert(ctx context.Context, h *hook.Hook, b hook.ConversionB
 		"rule": rule.FromVersion + " -> " + rule.ToVersion, "objects": len(req.Objects)})
 	rep := Report{ID: e.runs.Add(1), Hook: h, Queue: webhookQueue, Bindings: b.Name, Contexts: data}
 	ctx = context.WithValue(ctx, runIDKey{}, rep.ID)
-	objects, resp, err := e.convert(ctx, h, b, rule, req, data, within, log, &rep)
+	var objects []json.RawMessage
+	var resp *webhook.ConversionResponse
+	err = e.contain(h, "conversion", func() (err error) {
+		objects, resp, err = e.convert(ctx, h, b, rule, req, data, within, log, &rep)
+		return err
+	})
+	if isPanic(err) {
+		objects, resp, err = nil, nil, &ConvertError{Msg: fmt.Sprintf("hook %s, binding %s: %s", h.Name, b.Name, panicked)}
+	}
 	if e.Report != nil {
 		rep.Err = err
 		if resp != nil {

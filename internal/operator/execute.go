@@ -94,7 +94,7 @@ func (e *Executor) Execute(ctx context.Context, t *queue.Task) error {
 	rep := Report{ID: e.runs.Add(1), Hook: t.Hook, Queue: t.Queue}
 	ctx = context.WithValue(ctx, runIDKey{}, rep.ID)
 	start := time.Now()
-	err := e.execute(ctx, t, &rep)
+	err := e.contain(t.Hook, "run", func() error { return e.execute(ctx, t, &rep) })
 	if e.Metrics != nil {
 		var user, system time.Duration
 		var rss int64
