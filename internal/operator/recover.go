@@ -12,7 +12,7 @@ import (
 
 // panicked is what of a recovered panic may leave the operator's log: the
 // panic's value and stack stay in it.
-const panicked = "the operator failed while handling it (a recovered panic: a bug); its log has the stack"
+const panicked = "the operator failed while handling it (a recovered panic: a bug, whose stack is in its log)"
 
 // panicError is a panic recovered in one unit of work.
 type panicError struct{ value any }

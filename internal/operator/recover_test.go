@@ -96,7 +96,7 @@ if [[ -n "${CONVERSION_RESPONSE_PATH:-}" ]]; then echo '{"convertedObjects": []}
 	e := &operator.Executor{Objects: noObjects{}, Runner: &run.Runner{TmpDir: t.TempDir(), Env: os.Environ(), Log: log}, Sink: sink, Metrics: m, Log: log,
 		Report: func(r operator.Report) { reports = append(reports, r) }}
 	h := &hook.Hook{Name: "writer.sh", Path: script, Dir: dir}
-	const said = "the operator failed while handling it (a recovered panic: a bug)"
+	const said = "the operator failed while handling it (a recovered panic: a bug, whose stack is in its log)"
 
 	err := e.Execute(context.Background(), operator.StartupTask(h))
 	if err == nil || !strings.Contains(err.Error(), "recovered panic") {
