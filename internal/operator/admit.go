@@ -37,7 +37,8 @@ func (e *AdmitError) Error() string { return e.Msg }
 // operations it may write besides, which are applied before the answer is
 // given. An error says why there is no answer, in words that can be shown
 // to the client: never the hook's output (its stderr, the API server's
-// message about an operation it wrote), which goes to the log only.
+// message about an operation it wrote), which goes to the log only. A
+// panic while the request is handled is such an error too (see contain).
 func (e *Executor) Admit(ctx context.Context, h *hook.Hook, b hook.WebhookBinding, mutating bool, review []byte, within time.Duration) (*webhook.AdmissionResponse, error) {
 	typ := binding.TypeValidating
 	if mutating {

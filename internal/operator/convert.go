@@ -25,7 +25,8 @@ import (
 // operations and metrics it may write besides are applied as for any run.
 // A *webhook.ConversionFailure says why there is no conversion, in words
 // that can be shown to the client: the hook's failedMessage, or that it
-// failed, timed out or answered badly (the details go to the log).
+// failed, timed out or answered badly, or that the operator failed (a
+// recovered panic, see contain); the details go to the log.
 func (e *Executor) Convert(ctx context.Context, h *hook.Hook, b hook.ConversionBinding, rule hook.ConversionRule, req webhook.ConversionRequest, within time.Duration) ([]json.RawMessage, error) {
 	review, err := json.Marshal(map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "request": req})
 	if err != nil {

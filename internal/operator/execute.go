@@ -89,7 +89,8 @@ func RunID(ctx context.Context) uint64 {
 	return id
 }
 
-// Execute runs t; it is the queues' handler.
+// Execute runs t; it is the queues' handler. A panic while t runs fails
+// t alone, like any failed run (see contain).
 func (e *Executor) Execute(ctx context.Context, t *queue.Task) error {
 	rep := Report{ID: e.runs.Add(1), Hook: t.Hook, Queue: t.Queue}
 	ctx = context.WithValue(ctx, runIDKey{}, rep.ID)
