@@ -70,6 +70,7 @@ type Metrics struct {
 	webhookRejected *vec
 
 	liveTicks *vec
+	panics    *vec
 
 	leader            *vec
 	leaderTransitions *vec
@@ -127,6 +128,8 @@ func New(prefix string) *Metrics {
 			[]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}, "hook", "binding", "kind"),
 		webhookTimeouts: f.counter("webhook_hook_timeouts_total", "Admission requests denied because the hook did not answer within the binding's timeoutSeconds.", "hook", "binding"),
 		webhookRejected: f.counter("webhook_rejected_requests_total", "Webhook requests answered with an error before any hook ran, and failed TLS handshakes, by reason (docs/metrics.md lists them).", "reason"),
+		panics: f.counter("panics_recovered_total", "Panics recovered in one unit of work, which failed alone (a bug: the log has the stack), by where: run, admission, conversion or webhook.",
+			"where"),
 
 		liveTicks: f.counter("live_ticks_total", "Increments every 10 seconds while the operator's loops are alive."),
 
@@ -197,12 +200,26 @@ func (m *Metrics) Admission(hook, binding, kind, result string, code int, d time
 }
 
 // WebhookRejected counts one webhook request refused before a hook ran
-// (or a failed TLS handshake), by reason.
+// (or a failed TLS handshake), by reason. Reason "panic", a request whose
+// handling panicked, counts as a recovered panic (where "webhook") too.
 func (m *Metrics) WebhookRejected(reason string) {
 	if m == nil {
 		return
 	}
 	m.webhookRejected.add(1, reason)
+	if reason == "panic" {
+		m.PanicRecovered("webhook")
+	}
+}
+
+// PanicRecovered counts one panic recovered at the boundary of a unit of
+// work (where: run, admission, conversion or webhook), which failed alone
+// instead of the process.
+func (m *Metrics) PanicRecovered(where string) {
+	if m == nil {
+		return
+	}
+	m.panics.add(1, where)
 }
 
 // Leader records whether this replica, identity, leads.

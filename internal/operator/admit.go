@@ -11,9 +11,6 @@ import (
 
 	"github.com/hook-operator/hook-operator/internal/binding"
 	"github.com/hook-operator/hook-operator/internal/hook"
-	"github.com/hook-operator/hook-operator/internal/metrics"
-	"github.com/hook-operator/hook-operator/internal/ops"
-	"github.com/hook-operator/hook-operator/internal/run"
 	"github.com/hook-operator/hook-operator/internal/webhook"
 )
 
@@ -40,7 +37,8 @@ func (e *AdmitError) Error() string { return e.Msg }
 // operations it may write besides, which are applied before the answer is
 // given. An error says why there is no answer, in words that can be shown
 // to the client: never the hook's output (its stderr, the API server's
-// message about an operation it wrote), which goes to the log only.
+// message about an operation it wrote), which goes to the log only. A
+// panic while the request is handled is such an error too (see contain).
 func (e *Executor) Admit(ctx context.Context, h *hook.Hook, b hook.WebhookBinding, mutating bool, review []byte, within time.Duration) (*webhook.AdmissionResponse, error) {
 	typ := binding.TypeValidating
 	if mutating {
@@ -53,7 +51,14 @@ func (e *Executor) Admit(ctx context.Context, h *hook.Hook, b hook.WebhookBindin
 	log := e.Log.WithFields(logrus.Fields{"hook": h.Name, "binding": b.Name, "type": typ})
 	rep := Report{ID: e.runs.Add(1), Hook: h, Queue: webhookQueue, Bindings: b.Name, Contexts: data}
 	ctx = context.WithValue(ctx, runIDKey{}, rep.ID)
-	resp, err := e.admit(ctx, h, b, mutating, data, within, log, &rep)
+	var resp *webhook.AdmissionResponse
+	err = e.contain(h, "admission", func() (err error) {
+		resp, err = e.admit(ctx, h, b, mutating, data, within, log, &rep)
+		return err
+	})
+	if isPanic(err) {
+		resp, err = nil, &AdmitError{Msg: fmt.Sprintf("hook %s, binding %s: %s", h.Name, b.Name, panicked)}
+	}
 	if e.Report != nil {
 		rep.Err = err
 		if err == nil {
@@ -65,13 +70,7 @@ func (e *Executor) Admit(ctx context.Context, h *hook.Hook, b hook.WebhookBindin
 }
 
 func (e *Executor) admit(ctx context.Context, h *hook.Hook, b hook.WebhookBinding, mutating bool, data []byte, within time.Duration, log logrus.FieldLogger, rep *Report) (*webhook.AdmissionResponse, error) {
-	res, err := e.Runner.Run(ctx, run.Request{Hook: h, Contexts: data, Binding: b.Name, Queue: webhookQueue, Within: within})
-	if res.Duration > 0 {
-		rep.Result, rep.Operations = &res, res.Operations
-	}
-	if e.Metrics != nil && res.Duration > 0 {
-		e.Metrics.Run(h.Name, b.Name, webhookQueue, res.Duration, res.UserCPU, res.SystemCPU, res.MaxRSS, err, false)
-	}
+	res, err := e.runForRequest(ctx, h, b.Name, data, within, rep)
 	switch {
 	case err != nil && errors.Is(err, context.DeadlineExceeded):
 		log.WithError(err).Warn("admission hook did not answer in time; the request is denied")
@@ -85,50 +84,12 @@ func (e *Executor) admit(ctx context.Context, h *hook.Hook, b hook.WebhookBindin
 		log.WithError(err).Warn("admission hook wrote an invalid response; the request is denied")
 		return nil, fmt.Errorf("hook %s, binding %s: invalid response in $VALIDATING_RESPONSE_PATH: %v", h.Name, b.Name, err)
 	}
-	if err := e.applyExtras(ctx, h, res); err != nil {
+	if _, err := e.afterRun(ctx, h, res, rep, nil); err != nil {
 		log.WithError(err).Warn("what the admission hook wrote besides its answer failed; the request is denied")
 		return nil, &AdmitError{Msg: fmt.Sprintf("hook %s, binding %s: %s; the operator's log says why", h.Name, b.Name, publicReason(err))}
 	}
 	log.WithFields(logrus.Fields{"allowed": resp.Allowed, "duration": res.Duration.Round(time.Millisecond).String()}).Info("admission hook answered")
 	return resp, nil
-}
-
-// applyExtras checks and applies what a hook that answered a webhook
-// request wrote besides its answer: object operations, metrics and
-// requeues, all checked before any is applied, as for any run.
-func (e *Executor) applyExtras(ctx context.Context, h *hook.Hook, res run.Result) error {
-	operations, err := ops.Parse(res.Operations)
-	if err != nil {
-		return fail(invalidOps(err), fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", h.Name, err))
-	}
-	hookMetrics, err := metrics.ParseHookOps(res.Metrics)
-	if err == nil && e.Metrics != nil {
-		err = e.Metrics.Hooks.Check(h.Name, hookMetrics)
-	}
-	if err != nil {
-		return fail(invalidMetrics, fmt.Errorf("hook %s: invalid metrics in $METRICS_PATH, no operation applied: %w", h.Name, err))
-	}
-	requeues, err := e.resolveRequeues(h, operations)
-	if err != nil {
-		return fail(invalidOps(err), fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", h.Name, err))
-	}
-	e.noteStatusWrites(h, operations)
-	if len(operations) > 0 {
-		err := e.Sink.Apply(ctx, h.Name, operations)
-		e.countOperations(h.Name, operations, err)
-		if err != nil {
-			return fail(applyStatus(err), fmt.Errorf("hook %s: %w", h.Name, err))
-		}
-	}
-	if e.Metrics != nil {
-		e.Metrics.Hooks.Apply(h.Name, hookMetrics)
-	}
-	if e.Requeue != nil {
-		for _, r := range requeues {
-			e.Requeue(r)
-		}
-	}
-	return nil
 }
 
 // snapshotContext returns c with the snapshots of the bindings that group

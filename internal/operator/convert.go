@@ -11,7 +11,6 @@ import (
 
 	"github.com/hook-operator/hook-operator/internal/binding"
 	"github.com/hook-operator/hook-operator/internal/hook"
-	"github.com/hook-operator/hook-operator/internal/run"
 	"github.com/hook-operator/hook-operator/internal/webhook"
 )
 
@@ -26,7 +25,8 @@ import (
 // operations and metrics it may write besides are applied as for any run.
 // A *webhook.ConversionFailure says why there is no conversion, in words
 // that can be shown to the client: the hook's failedMessage, or that it
-// failed, timed out or answered badly (the details go to the log).
+// failed, timed out or answered badly, or that the operator failed (a
+// recovered panic, see contain); the details go to the log.
 func (e *Executor) Convert(ctx context.Context, h *hook.Hook, b hook.ConversionBinding, rule hook.ConversionRule, req webhook.ConversionRequest, within time.Duration) ([]json.RawMessage, error) {
 	review, err := json.Marshal(map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "request": req})
 	if err != nil {
@@ -41,7 +41,15 @@ func (e *Executor) Convert(ctx context.Context, h *hook.Hook, b hook.ConversionB
 		"rule": rule.FromVersion + " -> " + rule.ToVersion, "objects": len(req.Objects)})
 	rep := Report{ID: e.runs.Add(1), Hook: h, Queue: webhookQueue, Bindings: b.Name, Contexts: data}
 	ctx = context.WithValue(ctx, runIDKey{}, rep.ID)
-	objects, resp, err := e.convert(ctx, h, b, rule, req, data, within, log, &rep)
+	var objects []json.RawMessage
+	var resp *webhook.ConversionResponse
+	err = e.contain(h, "conversion", func() (err error) {
+		objects, resp, err = e.convert(ctx, h, b, rule, req, data, within, log, &rep)
+		return err
+	})
+	if isPanic(err) {
+		objects, resp, err = nil, nil, &ConvertError{Msg: fmt.Sprintf("hook %s, binding %s: %s", h.Name, b.Name, panicked)}
+	}
 	if e.Report != nil {
 		rep.Err = err
 		if resp != nil {
@@ -53,13 +61,7 @@ func (e *Executor) Convert(ctx context.Context, h *hook.Hook, b hook.ConversionB
 }
 
 func (e *Executor) convert(ctx context.Context, h *hook.Hook, b hook.ConversionBinding, rule hook.ConversionRule, req webhook.ConversionRequest, data []byte, within time.Duration, log logrus.FieldLogger, rep *Report) ([]json.RawMessage, *webhook.ConversionResponse, error) {
-	res, err := e.Runner.Run(ctx, run.Request{Hook: h, Contexts: data, Binding: b.Name, Queue: webhookQueue, Within: within})
-	if res.Duration > 0 {
-		rep.Result, rep.Operations = &res, res.Operations
-	}
-	if e.Metrics != nil && res.Duration > 0 {
-		e.Metrics.Run(h.Name, b.Name, webhookQueue, res.Duration, res.UserCPU, res.SystemCPU, res.MaxRSS, err, false)
-	}
+	res, err := e.runForRequest(ctx, h, b.Name, data, within, rep)
 	switch {
 	case err != nil && errors.Is(err, context.DeadlineExceeded):
 		log.WithError(err).Warn("conversion hook did not answer in time; the conversion fails")
@@ -73,7 +75,7 @@ func (e *Executor) convert(ctx context.Context, h *hook.Hook, b hook.ConversionB
 		log.WithError(err).Warn("conversion hook wrote an invalid response; the conversion fails")
 		return nil, nil, &ConvertError{Msg: fmt.Sprintf("hook %s, binding %s: invalid response in $CONVERSION_RESPONSE_PATH: %v", h.Name, b.Name, err)}
 	}
-	if err := e.applyExtras(ctx, h, res); err != nil {
+	if _, err := e.afterRun(ctx, h, res, rep, nil); err != nil {
 		log.WithError(err).Warn("what the conversion hook wrote besides its answer failed; the conversion fails")
 		return nil, nil, &ConvertError{Msg: fmt.Sprintf("hook %s, binding %s: %s; the operator's log says why", h.Name, b.Name, publicReason(err))}
 	}

@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -90,12 +89,13 @@ func RunID(ctx context.Context) uint64 {
 	return id
 }
 
-// Execute runs t; it is the queues' handler.
+// Execute runs t; it is the queues' handler. A panic while t runs fails
+// t alone, like any failed run (see contain).
 func (e *Executor) Execute(ctx context.Context, t *queue.Task) error {
 	rep := Report{ID: e.runs.Add(1), Hook: t.Hook, Queue: t.Queue}
 	ctx = context.WithValue(ctx, runIDKey{}, rep.ID)
 	start := time.Now()
-	err := e.execute(ctx, t, &rep)
+	err := e.contain(t.Hook, "run", func() error { return e.execute(ctx, t, &rep) })
 	if e.Metrics != nil {
 		var user, system time.Duration
 		var rss int64
@@ -143,97 +143,22 @@ func (e *Executor) execute(ctx context.Context, t *queue.Task, rep *Report) erro
 	log := e.Log.WithFields(logrus.Fields{"hook": t.Hook.Name, "binding": names, "queue": t.Queue})
 	log.WithField("contexts", len(contexts)).Debug("running hook")
 	res, err := e.Runner.Run(ctx, run.Request{Hook: t.Hook, Contexts: data, Binding: names, Queue: t.Queue, Deadline: runDeadline(ctx)})
-	if res.Duration > 0 {
-		rep.Result, rep.Operations = &res, res.Operations
-	}
+	rep.ran(res)
 	if err != nil {
 		return fail(runStatus(err), err)
 	}
-	operations, err := ops.Parse(res.Operations)
-	if err != nil {
-		return fail(invalidOps(err), fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", t.Hook.Name, err))
-	}
-	rep.Parsed = operations
-	hookMetrics, err := metrics.ParseHookOps(res.Metrics)
-	if err == nil && e.Metrics != nil {
-		err = e.Metrics.Hooks.Check(t.Hook.Name, hookMetrics)
-	}
-	if err != nil {
-		return fail(invalidMetrics, fmt.Errorf("hook %s: invalid metrics in $METRICS_PATH, no operation applied: %w", t.Hook.Name, err))
-	}
-	requeues, err := e.resolveRequeues(t.Hook, operations)
-	if err != nil {
-		return fail(invalidOps(err), fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", t.Hook.Name, err))
-	}
-	e.noteStatusWrites(t.Hook, operations)
-	if len(operations) > 0 {
-		err := e.Sink.Apply(ctx, t.Hook.Name, operations)
-		e.countOperations(t.Hook.Name, operations, err)
-		if err != nil {
-			return fail(applyStatus(err), fmt.Errorf("hook %s: %w", t.Hook.Name, err))
+	operations, err := e.afterRun(ctx, t.Hook, res, rep, func(requeues []RequeueRequest) error {
+		if err := e.releaseFinalizers(ctx, t.Hook, contexts, requeues); err != nil {
+			return fail("removing a finalizer failed: "+reasonOf(err), fmt.Errorf("hook %s: %w", t.Hook.Name, err))
 		}
-	}
-	if e.Metrics != nil {
-		e.Metrics.Hooks.Apply(t.Hook.Name, hookMetrics)
-	}
-	if err := e.releaseFinalizers(ctx, t.Hook, contexts, requeues); err != nil {
-		return fail("removing a finalizer failed: "+reasonOf(err), fmt.Errorf("hook %s: %w", t.Hook.Name, err))
-	}
-	if e.Requeue != nil {
-		for _, r := range requeues {
-			e.Requeue(r)
-		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	log.WithFields(logrus.Fields{"contexts": len(contexts), "operations": len(operations), "duration": res.Duration.Round(time.Millisecond).String()}).
 		Info("hook run succeeded")
 	return nil
-}
-
-// countOperations counts operations by result: applied before the one
-// that failed (err names its index), failed, and not applied after it.
-func (e *Executor) countOperations(hookName string, operations []ops.Operation, err error) {
-	if e.Metrics == nil {
-		return
-	}
-	failed := -1
-	var opErr *ops.Error
-	if errors.As(err, &opErr) {
-		failed = opErr.Index
-	} else if err != nil {
-		failed = 0 // not tied to one operation: none counts as applied
-	}
-	for _, op := range operations {
-		result := "applied"
-		switch {
-		case failed < 0:
-		case op.Index == failed:
-			result = "failed"
-		case op.Index > failed:
-			result = "not_applied"
-		}
-		e.Metrics.Operation(hookName, op.Type, result)
-	}
-}
-
-// noteStatusWrites tells the watch which objects the hook writes status or
-// (as ApplySet parents) inventory annotations to, before the writes happen,
-// so that the events they cause do not run the hook again.
-func (e *Executor) noteStatusWrites(h *hook.Hook, operations []ops.Operation) {
-	for _, op := range operations {
-		var apiVersion, kind, namespace, name string
-		switch {
-		case op.Type == ops.Status:
-			apiVersion, kind, namespace, name = op.APIVersion, op.Kind, op.Namespace, op.Name
-		case op.Type == ops.ApplySet && op.Parent != nil:
-			p := op.Parent
-			apiVersion, kind, namespace, name = p.APIVersion, p.Kind, p.Namespace, p.Name
-		default:
-			continue
-		}
-		if res, err := e.Resolver.Resolve(apiVersion, kind); err == nil {
-			e.Objects.StatusWritten(h.Name, res.GVR.String(), namespace, name)
-		}
-	}
 }
 
 // releaseFinalizers removes the finalizer of every object this successful

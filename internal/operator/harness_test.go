@@ -17,6 +17,7 @@ import (
 
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
+	"github.com/hook-operator/hook-operator/internal/metrics"
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/queue"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
@@ -42,6 +43,10 @@ type env struct {
 	// operator go to.
 	events bool
 	pod    operator.PodRef
+	// sink and metrics, set before start, are the operator's Sink (nil:
+	// the cluster) and Metrics.
+	sink    operator.Sink
+	metrics *metrics.Metrics
 }
 
 func newEnv(t *testing.T) *env {
@@ -140,6 +145,8 @@ func (e *env) start() {
 		WatchIdleTimeout: e.watchIdle,
 		Events:           e.events,
 		Pod:              e.pod,
+		Sink:             e.sink,
+		Metrics:          e.metrics,
 	}, log)
 	e.cancel = cancel
 	e.finished = make(chan error, 1)

@@ -127,7 +127,8 @@ func readReview(w http.ResponseWriter, r *http.Request, what, kind string) ([]by
 }
 
 // AdmissionHandler answers AdmissionReview requests (admission.k8s.io/v1)
-// with what the hook of the request's path answers.
+// with what the hook of the request's path answers. A panic while a
+// request is handled is answered with a 500 (see recoverRequest).
 type AdmissionHandler struct {
 	// Run runs the hook bound to path with the review (the whole
 	// AdmissionReview as the API server sent it) and returns its response.
@@ -165,6 +166,7 @@ type reviewStatus struct {
 }
 
 func (h *AdmissionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer recoverRequest(w, r, func(err error) { h.Log.WithError(err).Error("admission request failed: the server panicked") })
 	body, ok := readReview(w, r, "admission", "an AdmissionReview")
 	if !ok {
 		return

@@ -228,8 +228,11 @@ func ConversionPath(crd string) string { return "/" + crd }
 // ServeConversion answers a ConversionReview (apiextensions.k8s.io/v1)
 // posted to /<CRD name> with what convert makes of its objects. An error
 // of convert fails the request with the error's text, which must not hold
-// anything the client should not see; logf is told of it first.
+// anything the client should not see; logf is told of it first. A panic
+// while the request is handled is answered with a 500 and told to logf
+// (see recoverRequest).
 func ServeConversion(w http.ResponseWriter, r *http.Request, convert func(ctx context.Context, crd string, req ConversionRequest) ([]json.RawMessage, error), logf func(err error, crd string)) {
+	defer recoverRequest(w, r, func(err error) { logf(err, strings.TrimPrefix(r.URL.Path, "/")) })
 	body, ok := readReview(w, r, "conversion", "a ConversionReview")
 	if !ok {
 		return

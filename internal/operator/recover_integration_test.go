@@ -1,0 +1,65 @@
+package operator_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hook-operator/hook-operator/internal/metrics"
+	"github.com/hook-operator/hook-operator/internal/operator"
+)
+
+// A panic while a queued run's operations are applied, on the live
+// operator, fails that run alone: the operator goes on, the run's object
+// gets a HookFailed Event that says the operator failed (not the panic's
+// value), and the run is retried with backoff like any failed run, and
+// then applies. The panic is counted.
+func TestIntegrationPanicInARunIsRetried(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.events = true
+	sink := &panickingSink{panics: 1}
+	e.sink, e.metrics = sink, metrics.New(metrics.DefaultPrefix)
+	e.bashHook("writer.sh", `
+configVersion: v1
+kubernetes:
+- name: cms
+  kind: ConfigMap
+  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
+`, `jq -e 'any(.[]; .type == "Event")' "$BINDING_CONTEXT_PATH" >/dev/null || exit 0
+echo '{"operation": "Delete", "kind": "ConfigMap", "namespace": "elsewhere", "name": "x"}' >"$KUBERNETES_PATCH_PATH"`)
+	e.start()
+	e.eventually(30*time.Second, "the Synchronization run", func() bool { return len(e.runs("writer.sh")) == 1 })
+	ctx := context.Background()
+	_, err := e.c.Client.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}}, metav1.CreateOptions{})
+	must(t, err)
+
+	e.eventually(30*time.Second, "the retried run applies its operation", func() bool { return len(sink.appliedOps()) == 1 })
+	if n := len(e.runs("writer.sh")); n != 3 {
+		t.Errorf("the hook ran %d times; want 3: the Synchronization, the run whose Sink panicked, and its retry", n)
+	}
+	if got := counter(e.metrics, "panics_recovered_total", map[string]string{"where": "run"}); got != 1 {
+		t.Errorf("panics_recovered_total{where=run} = %v, want 1", got)
+	}
+	var msg string
+	e.eventually(30*time.Second, "a HookFailed Event on the ConfigMap", func() bool {
+		evs, err := e.c.Client.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=cm,reason=" + operator.EventReason})
+		if err != nil || len(evs.Items) == 0 {
+			return false
+		}
+		msg = evs.Items[0].Message
+		return true
+	})
+	if !strings.Contains(msg, "a recovered panic") || strings.Contains(msg, panicValue) {
+		t.Errorf("the Event's message %q; want it to say the operator failed, without the panic's value", msg)
+	}
+	select {
+	case err := <-e.finished:
+		t.Fatalf("the operator stopped after the panic: %v", err)
+	default:
+	}
+}
