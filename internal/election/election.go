@@ -197,12 +197,15 @@ func (e *Elector) renew(ctx context.Context) {
 
 // try takes or renews the Lease once, and reports whether this candidate
 // holds it now. A leader renews from the Lease it last saw, without a read
-// first; a conflict sends it to the read.
+// first, while that Lease names it the holder (as client-go's does); a
+// conflict sends it to the read. A leader that has read another's Lease
+// then must not write over it: it would take a Lease that the other took
+// by the rules.
 func (e *Elector) try(ctx context.Context) bool {
 	now := e.now()
 	e.mu.Lock()
 	var l *coordv1.Lease
-	if e.leading && e.observed != nil {
+	if e.leading && lease.Holder(e.observed) == e.cfg.Identity {
 		l = e.observed.DeepCopy()
 	}
 	e.mu.Unlock()
