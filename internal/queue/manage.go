@@ -86,7 +86,7 @@ func (s *Set) RetryNow(queue string) (int, error) {
 func (s *Set) OldestPending() map[string]time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
+	now := s.clock.Now()
 	out := make(map[string]time.Duration, len(s.queues))
 	for name, q := range s.queues {
 		var oldest time.Duration

@@ -113,7 +113,7 @@ func (t *Task) slot() string { return t.Hook.Name + "\x00" + t.Key }
 // startParallelLocked starts every task with a Key ahead of q's first task
 // without one that the rules above let start now.
 func (s *Set) startParallelLocked(q *fifo) {
-	now := time.Now()
+	now := s.clock.Now()
 	passed := map[string]bool{}
 	for i := 0; i < len(q.tasks); i++ {
 		t := q.tasks[i]
@@ -201,7 +201,7 @@ func (s *Set) runParallel(q *fifo, t *Task, k string) {
 	delete(q.parallel.running, k)
 	s.keyed[t.Hook]--
 	s.Metrics.HookRunning(t.Hook.Name, s.keyed[t.Hook]+s.alone[t.Hook])
-	q.ended = time.Now()
+	q.ended = s.clock.Now()
 	s.signalAllLocked() // a slot of the set is free: every queue may start a task
 	if stopped {
 		s.mu.Unlock()

@@ -105,6 +105,7 @@ type Set struct {
 	handler Handler
 	opts    Options
 	log     logrus.FieldLogger
+	clock   clock
 	// Metrics, when set before the first Push, receives queue lengths,
 	// wait times and merges.
 	Metrics *metrics.Metrics
@@ -183,6 +184,7 @@ func NewSet(handler Handler, opts Options, log logrus.FieldLogger) *Set {
 		stopNow:  stopNow,
 		handler:  handler,
 		opts:     opts,
+		clock:    wallClock{},
 		log:      log,
 		queues:   map[string]*fifo{},
 		limiters: map[*hook.Hook]*rate.Limiter{},
@@ -217,7 +219,7 @@ func (s *Set) Push(t *Task) error {
 		t.done = append(t.done, t.Done)
 		t.Done = nil
 	}
-	t.enqueued = time.Now()
+	t.enqueued = s.clock.Now()
 	q.gap = t.enqueued.Sub(q.pushed)
 	q.pushed = t.enqueued
 	q.tasks = append(q.tasks, t)
@@ -276,10 +278,10 @@ func (s *Set) awaitHead(q *fifo) *Task {
 			s.alone[head.Hook]++
 			return head
 		}
-		wait := s.nextWakeLocked(q)
+		until := s.nextWakeLocked(q)
 		resume := q.resume
 		s.mu.Unlock()
-		resumed := s.sleep(q, wait, resume)
+		resumed := s.sleep(q, until, resume)
 		s.mu.Lock()
 		if resumed {
 			s.resumeLocked(q)
@@ -288,21 +290,18 @@ func (s *Set) awaitHead(q *fifo) *Task {
 	return nil
 }
 
-// nextWakeLocked returns how long q's worker may sleep before a held task
-// of either mode falls due (a negative duration: until something wakes
-// it). Runs ending and pushes wake it too.
-func (s *Set) nextWakeLocked(q *fifo) time.Duration {
-	now := time.Now()
+// nextWakeLocked returns when q's worker is to wake because a held task
+// of either mode falls due (zero: not for that). Runs ending and pushes
+// wake it too.
+func (s *Set) nextWakeLocked(q *fifo) time.Time {
+	now := s.clock.Now()
 	var next time.Time
 	for _, m := range q.modes() {
 		if at := m.due(q.tasks, now); !at.IsZero() && (next.IsZero() || at.Before(next)) {
 			next = at
 		}
 	}
-	if next.IsZero() {
-		return -1
-	}
-	return next.Sub(now)
+	return next
 }
 
 // resumeLocked retries at once what failed while the API server was away.
@@ -342,11 +341,11 @@ func (s *Set) settleLocked(q *fifo, t *Task, err error, log logrus.FieldLogger, 
 	if errors.As(err, &outage) {
 		t.outages++
 		o.outage = true
-		hold(time.Now().Add(s.opts.RetryMax), true)
+		hold(s.clock.Now().Add(s.opts.RetryMax), true)
 		q.resume = outage.Back
 	} else {
 		o.delay = s.backoff(t.attempts - t.outages)
-		hold(time.Now().Add(o.delay), false)
+		hold(s.clock.Now().Add(o.delay), false)
 	}
 	q.tasks = append([]*Task{t}, q.tasks...)
 	return o
@@ -403,14 +402,14 @@ func (s *Set) backoff(n int) time.Duration {
 	return time.Duration(float64(d) * jitter)
 }
 
-// sleep waits for a push, Stop, (wait >= 0) the given time, or resume to
-// be closed, which it reports.
-func (s *Set) sleep(q *fifo, wait time.Duration, resume <-chan struct{}) bool {
+// sleep waits for a push, Stop, the time until (unless zero), or resume
+// to be closed, which it reports.
+func (s *Set) sleep(q *fifo, until time.Time, resume <-chan struct{}) bool {
 	var timeout <-chan time.Time
-	if wait >= 0 {
-		timer := time.NewTimer(wait)
-		defer timer.Stop()
-		timeout = timer.C
+	if !until.IsZero() {
+		c, stop := s.clock.At(until)
+		defer stop()
+		timeout = c
 	}
 	select {
 	case <-q.wake:
@@ -425,7 +424,8 @@ func (s *Set) sleep(q *fifo, wait time.Duration, resume <-chan struct{}) bool {
 // Stop takes no new work, lets the tasks that are running finish within
 // grace, then cancels them (their hooks are killed), and returns once every
 // worker has ended. Pending tasks are dropped: watches deliver the state
-// again at the next start.
+// again at the next start. grace is wall time (it bounds hook processes),
+// whatever the set's clock.
 func (s *Set) Stop(grace time.Duration) {
 	s.mu.Lock()
 	s.stopping = true

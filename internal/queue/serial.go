@@ -65,7 +65,7 @@ func (m *serialMode) describe(st *QueueState, _ []*Task) {
 // hook with parallelism, none of the hook's tasks with a Key runs in
 // another queue.
 func (s *Set) headMayRunLocked(q *fifo) bool {
-	if len(q.tasks) == 0 || q.tasks[0].Key != "" || len(q.parallel.running) > 0 || time.Now().Before(q.serial.retryAt) {
+	if len(q.tasks) == 0 || q.tasks[0].Key != "" || len(q.parallel.running) > 0 || s.clock.Now().Before(q.serial.retryAt) {
 		return false
 	}
 	h := q.tasks[0].Hook
@@ -98,10 +98,10 @@ func (s *Set) runSerial(q *fifo, head *Task) bool {
 		return true
 	}
 	t := s.takeLocked(q)
-	q.serial.running, q.serial.started = t, time.Now()
+	q.serial.running, q.serial.started = t, s.clock.Now()
 	s.Metrics.QueueLength(q.name, len(q.tasks))
 	if t.attempts == 0 {
-		s.Metrics.QueueWait(q.name, time.Since(t.enqueued))
+		s.Metrics.QueueWait(q.name, q.serial.started.Sub(t.enqueued))
 	}
 	s.Metrics.HookRunning(t.Hook.Name, s.keyed[t.Hook]+s.alone[t.Hook])
 	s.mu.Unlock()
@@ -110,7 +110,7 @@ func (s *Set) runSerial(q *fifo, head *Task) bool {
 
 	s.mu.Lock()
 	q.serial.running = nil
-	q.ended = time.Now()
+	q.ended = s.clock.Now()
 	s.alone[t.Hook]--
 	s.Metrics.HookRunning(t.Hook.Name, s.keyed[t.Hook]+s.alone[t.Hook])
 	if t.Hook.Config.Settings.Parallelism > 1 {
@@ -142,7 +142,7 @@ func (s *Set) batch(q *fifo) bool {
 		if ended.IsZero() || gap > quiet {
 			return true
 		}
-		now := time.Now()
+		now := s.clock.Now()
 		until := ended.Add(window)
 		if !now.Before(until) || !now.Before(pushed.Add(quiet)) {
 			return true
@@ -150,11 +150,11 @@ func (s *Set) batch(q *fifo) bool {
 		if quietAt := pushed.Add(quiet); quietAt.Before(until) {
 			until = quietAt
 		}
-		timer := time.NewTimer(until.Sub(now))
+		fired, stop := s.clock.At(until)
 		select {
-		case <-timer.C:
+		case <-fired:
 		case <-s.stopCtx.Done():
-			timer.Stop()
+			stop()
 			return false
 		}
 	}
