@@ -18,6 +18,10 @@
 // A candidate also watches the Lease, so that it sees a release the moment
 // it happens and times an expiry from the very change, and tries at once
 // instead of at its next retry.
+//
+// The record's fields, the watch that opens again when it breaks, and the
+// timing helpers are internal/lease's, shared with ring membership
+// (internal/shard); the rules above are this package's.
 package election
 
 import (
@@ -34,14 +38,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/hook-operator/hook-operator/internal/lease"
 )
 
-// Leases is the resource of Lease objects.
-var Leases = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+// Leases is the resource of Lease objects (lease.Resource).
+var Leases = lease.Resource
 
 // Config says what to elect with.
 type Config struct {
@@ -71,6 +75,9 @@ func (c Config) Check() error {
 // Elector campaigns for one Lease.
 type Elector struct {
 	cfg Config
+	// now is the candidate's clock for the Lease's times (time.Now; tests
+	// move it on).
+	now func() time.Time
 
 	mu sync.Mutex
 	// observed is the Lease as last seen, and observedAt when it was seen
@@ -79,10 +86,8 @@ type Elector struct {
 	observedAt time.Time
 	reported   string
 	leading    bool
-	// watching is set while the watch of the Lease is open.
-	watching bool
 	// nudge wakes a candidate to try at once.
-	nudge chan struct{}
+	nudge lease.Nudge
 }
 
 // New returns an elector; cfg must pass Check.
@@ -96,7 +101,7 @@ func New(cfg Config) (*Elector, error) {
 	if cfg.Log == nil {
 		cfg.Log = logrus.StandardLogger()
 	}
-	return &Elector{cfg: cfg, nudge: make(chan struct{}, 1)}, nil
+	return &Elector{cfg: cfg, now: time.Now, nudge: lease.NewNudge()}, nil
 }
 
 // Leading reports whether this candidate holds the Lease now.
@@ -139,26 +144,24 @@ func (e *Elector) Run(ctx context.Context, lead func(leading context.Context)) {
 func (e *Elector) acquire(ctx context.Context) bool {
 	wctx, stopWatching := context.WithCancel(ctx)
 	defer stopWatching()
-	go e.watch(wctx)
+	expiry := time.AfterFunc(time.Hour, e.expired)
+	expiry.Stop()
+	defer expiry.Stop()
+	w := e.watcher(expiry)
+	go w.Run(wctx)
 	for {
 		if e.try(ctx) {
 			e.cfg.Log.Info("leader election: took the Lease")
 			return true
 		}
 		wait := time.Duration(float64(e.cfg.RetryPeriod) * (1 + 1.2*rand.Float64()))
-		if e.isWatching() {
+		if w.Watching() {
 			// The watch nudges on a release and at an expiry; the tries
 			// are only the fallback should it miss something.
 			wait = e.cfg.LeaseDuration
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		if !e.nudge.Wait(ctx, wait) {
 			return false
-		case <-e.nudge:
-			timer.Stop()
-		case <-timer.C:
 		}
 	}
 }
@@ -167,7 +170,7 @@ func (e *Elector) acquire(ctx context.Context) bool {
 // the renew deadline, or ctx ends.
 func (e *Elector) renew(ctx context.Context) {
 	for {
-		if !sleep(ctx, e.cfg.RetryPeriod) {
+		if !lease.Sleep(ctx, e.cfg.RetryPeriod) {
 			return
 		}
 		deadline := time.Now().Add(e.cfg.RenewDeadline)
@@ -185,7 +188,7 @@ func (e *Elector) renew(ctx context.Context) {
 				e.cfg.Log.WithField("renewDeadline", e.cfg.RenewDeadline.String()).Warn("leader election: could not renew the Lease within the renew deadline; leading ends")
 				return
 			}
-			if !sleep(ctx, e.cfg.RetryPeriod) {
+			if !lease.Sleep(ctx, e.cfg.RetryPeriod) {
 				return
 			}
 		}
@@ -194,21 +197,24 @@ func (e *Elector) renew(ctx context.Context) {
 
 // try takes or renews the Lease once, and reports whether this candidate
 // holds it now. A leader renews from the Lease it last saw, without a read
-// first; a conflict sends it to the read.
+// first, while that Lease names it the holder (as client-go's does); a
+// conflict sends it to the read. A leader that has read another's Lease
+// then must not write over it: it would take a Lease that the other took
+// by the rules.
 func (e *Elector) try(ctx context.Context) bool {
-	now := time.Now()
+	now := e.now()
 	e.mu.Lock()
-	var lease *coordv1.Lease
-	if e.leading && e.observed != nil {
-		lease = e.observed.DeepCopy()
+	var l *coordv1.Lease
+	if e.leading && lease.Holder(e.observed) == e.cfg.Identity {
+		l = e.observed.DeepCopy()
 	}
 	e.mu.Unlock()
-	if lease != nil {
-		if e.update(ctx, lease, now) == nil {
+	if l != nil {
+		if e.update(ctx, l, now) == nil {
 			return true
 		}
 	}
-	lease, err := e.get(ctx)
+	l, err := e.get(ctx)
 	switch {
 	case apierrors.IsNotFound(err):
 		return e.create(ctx, now) == nil
@@ -216,11 +222,11 @@ func (e *Elector) try(ctx context.Context) bool {
 		e.cfg.Log.WithError(err).Debug("leader election: reading the Lease")
 		return false
 	}
-	e.observe(lease, now)
+	e.observe(l, now)
 	if e.heldByAnother(now) {
 		return false
 	}
-	return e.update(ctx, lease, now) == nil
+	return e.update(ctx, l, now) == nil
 }
 
 // heldByAnother reports whether the observed Lease has another holder and
@@ -228,29 +234,18 @@ func (e *Elector) try(ctx context.Context) bool {
 func (e *Elector) heldByAnother(now time.Time) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	h := Holder(e.observed)
-	return h != "" && h != e.cfg.Identity && now.Before(e.observedAt.Add(Duration(e.observed)))
+	h := lease.Holder(e.observed)
+	return h != "" && h != e.cfg.Identity && now.Before(e.observedAt.Add(lease.Duration(e.observed)))
 }
 
-// update writes lease (as read, with its resourceVersion) with this
-// candidate as the holder, renewed now.
-func (e *Elector) update(ctx context.Context, lease *coordv1.Lease, now time.Time) error {
-	mt := metav1.NewMicroTime(now)
-	secs := int32(e.cfg.LeaseDuration / time.Second)
-	if Holder(lease) != e.cfg.Identity {
-		transitions := int32(0)
-		if lease.Spec.LeaseTransitions != nil {
-			transitions = *lease.Spec.LeaseTransitions
-		}
-		if Holder(lease) != "" || lease.Spec.AcquireTime != nil {
-			transitions++
-		}
-		lease.Spec.LeaseTransitions = &transitions
-		lease.Spec.AcquireTime = &mt
+// update writes l (as read, with its resourceVersion) with this candidate
+// as the holder, renewed now.
+func (e *Elector) update(ctx context.Context, l *coordv1.Lease, now time.Time) error {
+	if lease.Holder(l) != e.cfg.Identity {
+		lease.Take(l, e.cfg.Identity, now)
 	}
-	id := e.cfg.Identity
-	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &id, &secs, &mt
-	u, err := Encode(lease)
+	lease.Renew(l, e.cfg.LeaseDuration, now)
+	u, err := lease.Encode(l)
 	if err != nil {
 		return err
 	}
@@ -262,15 +257,10 @@ func (e *Elector) update(ctx context.Context, lease *coordv1.Lease, now time.Tim
 }
 
 func (e *Elector) create(ctx context.Context, now time.Time) error {
-	mt := metav1.NewMicroTime(now)
-	secs, zero, id := int32(e.cfg.LeaseDuration/time.Second), int32(0), e.cfg.Identity
-	lease := &coordv1.Lease{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
-		ObjectMeta: metav1.ObjectMeta{Name: e.cfg.Name},
-		Spec: coordv1.LeaseSpec{HolderIdentity: &id, LeaseDurationSeconds: &secs, AcquireTime: &mt, RenewTime: &mt,
-			LeaseTransitions: &zero},
-	}
-	u, err := Encode(lease)
+	l := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: e.cfg.Name}}
+	lease.Take(l, e.cfg.Identity, now)
+	lease.Renew(l, e.cfg.LeaseDuration, now)
+	u, err := lease.Encode(l)
 	if err != nil {
 		return err
 	}
@@ -284,12 +274,12 @@ func (e *Elector) create(ctx context.Context, now time.Time) error {
 
 // held records a Lease this candidate has just written.
 func (e *Elector) held(u *unstructured.Unstructured, now time.Time) error {
-	lease, err := Decode(u)
+	l, err := lease.Decode(u)
 	if err != nil {
-		return err
+		return fmt.Errorf("leader election: %w", err)
 	}
 	e.mu.Lock()
-	e.observed, e.observedAt, e.leading = lease, now, true
+	e.observed, e.observedAt, e.leading = l, now, true
 	e.mu.Unlock()
 	return nil
 }
@@ -299,17 +289,21 @@ func (e *Elector) get(ctx context.Context) (*coordv1.Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Decode(u)
+	l, err := lease.Decode(u)
+	if err != nil {
+		return nil, fmt.Errorf("leader election: %w", err)
+	}
+	return l, nil
 }
 
-// observe notes lease as seen at now; a change of its resourceVersion
-// starts its duration again. It reports a new holder other than this one.
-func (e *Elector) observe(lease *coordv1.Lease, now time.Time) {
+// observe notes l as seen at now; a change of its resourceVersion starts
+// its duration again. It reports a new holder other than this one.
+func (e *Elector) observe(l *coordv1.Lease, now time.Time) {
 	e.mu.Lock()
-	if changed(e.observed, lease) {
-		e.observed, e.observedAt = lease, now
+	if changed(e.observed, l) {
+		e.observed, e.observedAt = l, now
 	}
-	h := Holder(lease)
+	h := lease.Holder(l)
 	report := h != "" && h != e.cfg.Identity && h != e.reported
 	if report {
 		e.reported = h
@@ -325,15 +319,12 @@ func (e *Elector) observe(lease *coordv1.Lease, now time.Time) {
 func (e *Elector) release() {
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.RenewDeadline)
 	defer cancel()
-	lease, err := e.get(ctx)
-	if err != nil || Holder(lease) != e.cfg.Identity {
+	l, err := e.get(ctx)
+	if err != nil || lease.Holder(l) != e.cfg.Identity {
 		return
 	}
-	now := metav1.NewMicroTime(time.Now())
-	one, none := int32(1), ""
-	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = &none, &one
-	lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
-	u, err := Encode(lease)
+	lease.Release(l, e.now())
+	u, err := lease.Encode(l)
 	if err == nil {
 		_, err = e.cfg.Client.Update(ctx, u, metav1.UpdateOptions{})
 	}
@@ -344,105 +335,61 @@ func (e *Elector) release() {
 	e.cfg.Log.Info("leader election: released the Lease")
 }
 
-// watch follows the Lease while this candidate campaigns: each change is
-// observed as it comes, a release nudges the candidate at once, and so does
-// the end of the duration of the last change. A broken watch is started
-// again after a retry period; the first refusal is a warning (RBAC without
-// list and watch on the Lease leaves the candidate with its retries).
-func (e *Elector) watch(ctx context.Context) {
+// watcher follows the Lease while this candidate campaigns: each change is
+// observed as it comes, a release nudges the candidate at once, and expiry
+// is set to the end of the duration of the last change. A broken watch is
+// started again after a retry period; the first refusal is a warning (RBAC
+// without list and watch on the Lease leaves the candidate with its
+// retries).
+func (e *Elector) watcher(expiry *time.Timer) *lease.Watcher {
 	opts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", e.cfg.Name).String()}
-	expiry := time.NewTimer(time.Hour)
-	expiry.Stop()
-	defer expiry.Stop()
-	warned := false
-	for ctx.Err() == nil {
-		w, err := e.cfg.Client.Watch(ctx, opts)
-		switch {
-		case err != nil && ctx.Err() == nil && !warned:
-			warned = true
-			e.cfg.Log.WithError(err).Warn("leader election: cannot watch the Lease, so a released or expired Lease is noticed only at the next retry (grant list and watch on it)")
-		case err != nil:
-			e.cfg.Log.WithError(err).Debug("leader election: watching the Lease")
-		default:
-			e.setWatching(true)
-			e.follow(ctx, w, expiry)
-			e.setWatching(false)
-			w.Stop()
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(e.cfg.RetryPeriod):
-		}
-	}
-}
-
-func (e *Elector) follow(ctx context.Context, w watch.Interface, expiry *time.Timer) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-expiry.C:
-			e.mu.Lock()
-			h, d := Holder(e.observed), Duration(e.observed)
-			e.mu.Unlock()
-			e.cfg.Log.WithFields(logrus.Fields{"holder": h, "leaseDuration": d.String()}).Info("leader election: the Lease expired (no renewal seen for its duration); trying it now")
-			e.poke()
-		case ev, ok := <-w.ResultChan():
-			if !ok {
+	return &lease.Watcher{
+		Open:  func(ctx context.Context) (watch.Interface, error) { return e.cfg.Client.Watch(ctx, opts) },
+		Event: func(ev watch.Event) { e.seen(ev, expiry) },
+		Retry: e.cfg.RetryPeriod,
+		Failed: func(err error, first bool) {
+			if first {
+				e.cfg.Log.WithError(err).Warn("leader election: cannot watch the Lease, so a released or expired Lease is noticed only at the next retry (grant list and watch on it)")
 				return
 			}
-			u, isObject := ev.Object.(*unstructured.Unstructured)
-			if !isObject || (ev.Type != watch.Added && ev.Type != watch.Modified) {
-				continue
-			}
-			lease, err := Decode(u)
-			if err != nil {
-				continue
-			}
-			now := time.Now()
-			e.observe(lease, now)
-			e.mu.Lock()
-			h, due := Holder(e.observed), e.observedAt.Add(Duration(e.observed))
-			e.mu.Unlock()
-			if h == "" {
-				expiry.Stop()
-				e.poke()
-				continue
-			}
-			expiry.Reset(max(time.Until(due), 0))
-		}
+			e.cfg.Log.WithError(err).Debug("leader election: watching the Lease")
+		},
 	}
 }
 
-// sleep waits d, and reports false when ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-timer.C:
-		return true
+// seen observes a Lease the watch brought: a release nudges the candidate
+// at once; otherwise expiry is set to when the Lease's duration since this
+// change ends.
+func (e *Elector) seen(ev watch.Event, expiry *time.Timer) {
+	u, isObject := ev.Object.(*unstructured.Unstructured)
+	if !isObject || (ev.Type != watch.Added && ev.Type != watch.Modified) {
+		return
 	}
-}
-
-func (e *Elector) isWatching() bool {
+	l, err := lease.Decode(u)
+	if err != nil {
+		return
+	}
+	now := e.now()
+	e.observe(l, now)
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.watching
-}
-
-func (e *Elector) setWatching(v bool) {
-	e.mu.Lock()
-	e.watching = v
+	h, due := lease.Holder(e.observed), e.observedAt.Add(lease.Duration(e.observed))
 	e.mu.Unlock()
+	if h == "" {
+		expiry.Stop()
+		e.nudge.Poke()
+		return
+	}
+	expiry.Reset(max(due.Sub(now), 0))
 }
 
-func (e *Elector) poke() {
-	select {
-	case e.nudge <- struct{}{}:
-	default:
-	}
+// expired nudges the candidate when the observed Lease's duration has
+// passed without a change.
+func (e *Elector) expired() {
+	e.mu.Lock()
+	h, d := lease.Holder(e.observed), lease.Duration(e.observed)
+	e.mu.Unlock()
+	e.cfg.Log.WithFields(logrus.Fields{"holder": h, "leaseDuration": d.String()}).Info("leader election: the Lease expired (no renewal seen for its duration); trying it now")
+	e.nudge.Poke()
 }
 
 // changed reports whether b is a newer Lease than a: another
@@ -457,40 +404,5 @@ func changed(a, b *coordv1.Lease) bool {
 		}
 		return l.Spec.RenewTime.Time
 	}
-	return a.ResourceVersion != b.ResourceVersion || Holder(a) != Holder(b) || !renewed(a).Equal(renewed(b))
-}
-
-// Holder returns the Lease's holderIdentity, or "".
-func Holder(l *coordv1.Lease) string {
-	if l == nil || l.Spec.HolderIdentity == nil {
-		return ""
-	}
-	return *l.Spec.HolderIdentity
-}
-
-// Duration returns the Lease's leaseDurationSeconds as a duration.
-func Duration(l *coordv1.Lease) time.Duration {
-	if l == nil || l.Spec.LeaseDurationSeconds == nil {
-		return 0
-	}
-	return time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
-}
-
-// Encode returns l as an object for the dynamic client.
-func Encode(l *coordv1.Lease) (*unstructured.Unstructured, error) {
-	l.APIVersion, l.Kind = "coordination.k8s.io/v1", "Lease"
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(l)
-	if err != nil {
-		return nil, err
-	}
-	return &unstructured.Unstructured{Object: m}, nil
-}
-
-// Decode returns the Lease u holds.
-func Decode(u *unstructured.Unstructured) (*coordv1.Lease, error) {
-	var l coordv1.Lease
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &l); err != nil {
-		return nil, fmt.Errorf("leader election: the Lease: %w", err)
-	}
-	return &l, nil
+	return a.ResourceVersion != b.ResourceVersion || lease.Holder(a) != lease.Holder(b) || !renewed(a).Equal(renewed(b))
 }

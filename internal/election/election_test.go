@@ -8,6 +8,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/hook-operator/hook-operator/internal/lease"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
@@ -47,22 +48,22 @@ func TestIntegrationLeaseRecord(t *testing.T) {
 	if !a.try(ctx) {
 		t.Fatal("a could not renew")
 	}
-	lease, err := a.get(ctx)
+	l, err := a.get(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if Holder(lease) != "a" || *lease.Spec.LeaseTransitions != 0 || *lease.Spec.LeaseDurationSeconds != 15 || lease.Spec.RenewTime == nil || lease.Spec.AcquireTime == nil {
-		t.Fatalf("record after a's renewal: %+v", lease.Spec)
+	if lease.Holder(l) != "a" || *l.Spec.LeaseTransitions != 0 || *l.Spec.LeaseDurationSeconds != 15 || l.Spec.RenewTime == nil || l.Spec.AcquireTime == nil {
+		t.Fatalf("record after a's renewal: %+v", l.Spec)
 	}
 	a.release()
-	if lease, _ = a.get(ctx); Holder(lease) != "" || *lease.Spec.LeaseDurationSeconds != 1 {
-		t.Fatalf("record after release: %+v", lease.Spec)
+	if l, _ = a.get(ctx); lease.Holder(l) != "" || *l.Spec.LeaseDurationSeconds != 1 {
+		t.Fatalf("record after release: %+v", l.Spec)
 	}
 	if !b.try(ctx) {
 		t.Fatal("b did not take the released Lease")
 	}
-	if lease, _ = b.get(ctx); Holder(lease) != "b" || *lease.Spec.LeaseTransitions != 1 {
-		t.Fatalf("record after b took it: %+v", lease.Spec)
+	if l, _ = b.get(ctx); lease.Holder(l) != "b" || *l.Spec.LeaseTransitions != 1 {
+		t.Fatalf("record after b took it: %+v", l.Spec)
 	}
 }
 

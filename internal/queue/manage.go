@@ -43,7 +43,7 @@ func (s *Set) Drop(queue, hook, key string) (int, error) {
 	q := s.queues[queue]
 	if q == nil {
 		s.mu.Unlock()
-		return 0, s.unknownQueue(queue)
+		return 0, s.unknownQueueLocked(queue)
 	}
 	dropped := s.dropLocked(q, func(t *Task) bool { return t.Hook.Name == hook && (key == "" || t.Key == key) })
 	pending := pendingNames(q)
@@ -67,18 +67,11 @@ func (s *Set) RetryNow(queue string) (int, error) {
 	defer s.mu.Unlock()
 	q := s.queues[queue]
 	if q == nil {
-		return 0, s.unknownQueue(queue)
+		return 0, s.unknownQueueLocked(queue)
 	}
 	n := 0
-	if len(q.tasks) > 0 && q.tasks[0].Key == "" && q.tasks[0].attempts > 0 && !q.retryAt.IsZero() {
-		q.retryAt = time.Time{}
-		n++
-	}
-	for k, h := range q.held {
-		if !h.at.IsZero() {
-			q.held[k] = heldKey{outage: h.outage}
-			n++
-		}
+	for _, m := range q.modes() {
+		n += m.retryNow(q.tasks)
 	}
 	if n == 0 {
 		return 0, fmt.Errorf("queue %s has no failed task waiting for its retry (pending: %s)", queue, pendingNames(q))
@@ -93,7 +86,7 @@ func (s *Set) RetryNow(queue string) (int, error) {
 func (s *Set) OldestPending() map[string]time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
+	now := s.clock.Now()
 	out := make(map[string]time.Duration, len(s.queues))
 	for name, q := range s.queues {
 		var oldest time.Duration
@@ -123,28 +116,17 @@ func (s *Set) dropLocked(q *fifo, match func(*Task) bool) []*Task {
 		}
 	}
 	q.tasks = kept
-	if len(kept) == 0 || kept[0] != head {
-		q.retryAt = time.Time{}
+	awaitsResume := false
+	for _, m := range q.modes() {
+		m.forget(kept, head)
+		awaitsResume = awaitsResume || m.awaitsResume()
 	}
-	for k := range q.held {
-		if !slices.ContainsFunc(kept, func(t *Task) bool { return t.slot() == k }) {
-			delete(q.held, k)
-		}
-	}
-	if q.retryAt.IsZero() && !slices.ContainsFunc(heldKeys(q), func(h heldKey) bool { return h.outage }) {
+	if !awaitsResume {
 		q.resume = nil
 	}
 	s.Metrics.QueueLength(q.name, len(q.tasks))
 	q.signal()
 	return dropped
-}
-
-func heldKeys(q *fifo) []heldKey {
-	out := make([]heldKey, 0, len(q.held))
-	for _, h := range q.held {
-		out = append(out, h)
-	}
-	return out
 }
 
 func finishDropped(tasks []*Task) {
@@ -172,9 +154,9 @@ func pendingNames(q *fifo) string {
 	return strings.Join(out, ", ")
 }
 
-// unknownQueue is the error about a queue that does not exist; call it
+// unknownQueueLocked is the error about a queue that does not exist; call it
 // with s.mu held.
-func (s *Set) unknownQueue(queue string) error {
+func (s *Set) unknownQueueLocked(queue string) error {
 	names := make([]string, 0, len(s.queues))
 	for name := range s.queues {
 		names = append(names, name)

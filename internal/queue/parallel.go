@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -27,6 +29,14 @@ import (
 //     the queue and is retried after its own backoff (or when the API
 //     server answers again), while other keys go on.
 
+// parallelMode is the state of a queue's tasks with a Key.
+type parallelMode struct {
+	// running are the tasks running now, by hook and key (Task.slot).
+	running map[string]*Task
+	// held are the keys whose task failed and waits to be retried.
+	held map[string]heldKey
+}
+
 // heldKey is a key whose last run failed: its task is retried at at, or
 // when the queue's resume channel is closed (outage).
 type heldKey struct {
@@ -34,12 +44,76 @@ type heldKey struct {
 	outage bool
 }
 
+func newParallelMode() parallelMode {
+	return parallelMode{running: map[string]*Task{}, held: map[string]heldKey{}}
+}
+
+func (m *parallelMode) due(_ []*Task, now time.Time) time.Time {
+	var next time.Time
+	for _, h := range m.held {
+		if h.at.After(now) && (next.IsZero() || h.at.Before(next)) {
+			next = h.at
+		}
+	}
+	return next
+}
+
+func (m *parallelMode) resumeNow() {
+	for k, h := range m.held {
+		if h.outage {
+			delete(m.held, k)
+		}
+	}
+}
+
+func (m *parallelMode) retryNow([]*Task) int {
+	n := 0
+	for k, h := range m.held {
+		if !h.at.IsZero() {
+			m.held[k] = heldKey{outage: h.outage}
+			n++
+		}
+	}
+	return n
+}
+
+func (m *parallelMode) forget(pending []*Task, _ *Task) {
+	for k := range m.held {
+		if !slices.ContainsFunc(pending, func(t *Task) bool { return t.slot() == k }) {
+			delete(m.held, k)
+		}
+	}
+}
+
+func (m *parallelMode) awaitsResume() bool {
+	for _, h := range m.held {
+		if h.outage {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *parallelMode) describe(st *QueueState, pending []*Task) {
+	for _, t := range m.running {
+		r := taskState(t)
+		r.Started = t.started
+		st.Parallel = append(st.Parallel, r)
+	}
+	sort.Slice(st.Parallel, func(i, j int) bool { return st.Parallel[i].Key < st.Parallel[j].Key })
+	for i, t := range pending {
+		if h, ok := m.held[t.slot()]; ok && t.Key != "" && t.attempts > 0 {
+			st.Pending[i].RetryAt = h.at
+		}
+	}
+}
+
 func (t *Task) slot() string { return t.Hook.Name + "\x00" + t.Key }
 
 // startParallelLocked starts every task with a Key ahead of q's first task
 // without one that the rules above let start now.
 func (s *Set) startParallelLocked(q *fifo) {
-	now := time.Now()
+	now := s.clock.Now()
 	passed := map[string]bool{}
 	for i := 0; i < len(q.tasks); i++ {
 		t := q.tasks[i]
@@ -51,10 +125,10 @@ func (s *Set) startParallelLocked(q *fifo) {
 			continue // an earlier task of the key goes first
 		}
 		passed[k] = true
-		if q.keys[k] != nil {
+		if q.parallel.running[k] != nil {
 			continue
 		}
-		if h, ok := q.held[k]; ok && now.Before(h.at) {
+		if h, ok := q.parallel.held[k]; ok && now.Before(h.at) {
 			continue
 		}
 		if s.keyed[t.Hook] >= t.Hook.Config.Settings.Parallelism || s.alone[t.Hook] > 0 {
@@ -63,10 +137,10 @@ func (s *Set) startParallelLocked(q *fifo) {
 		if s.opts.MaxParallel > 0 && s.parallelLocked() >= s.opts.MaxParallel {
 			return
 		}
-		delete(q.held, k)
+		delete(q.parallel.held, k)
 		run := s.takeKeyLocked(q, i)
 		i--
-		q.keys[k] = run
+		q.parallel.running[k] = run
 		s.keyed[run.Hook]++
 		s.Metrics.HookRunning(run.Hook.Name, s.keyed[run.Hook]+s.alone[run.Hook])
 		run.started = now
@@ -124,10 +198,10 @@ func (s *Set) runParallel(q *fifo, t *Task, k string) {
 	}
 
 	s.mu.Lock()
-	delete(q.keys, k)
+	delete(q.parallel.running, k)
 	s.keyed[t.Hook]--
 	s.Metrics.HookRunning(t.Hook.Name, s.keyed[t.Hook]+s.alone[t.Hook])
-	q.ended = time.Now()
+	q.ended = s.clock.Now()
 	s.signalAllLocked() // a slot of the set is free: every queue may start a task
 	if stopped {
 		s.mu.Unlock()
@@ -135,48 +209,8 @@ func (s *Set) runParallel(q *fifo, t *Task, k string) {
 	}
 	// A failed run goes back to the front: it was taken before any task
 	// without a Key that is pending now, and stays before it.
-	s.settleLocked(q, t, err, s.log.WithFields(logrus.Fields{"hook": t.Hook.Name, "queue": q.name, "key": t.Key}),
-		func(at time.Time, outage bool) { q.held[k] = heldKey{at: at, outage: outage} })
-}
-
-// headMayRunLocked reports whether q's head, a task without a Key, may run
-// now: nothing else of q runs, it is not held after a failure, and, for a
-// hook with parallelism, none of the hook's tasks with a Key runs in
-// another queue.
-func (s *Set) headMayRunLocked(q *fifo) bool {
-	if len(q.tasks) == 0 || q.tasks[0].Key != "" || len(q.keys) > 0 || time.Now().Before(q.retryAt) {
-		return false
-	}
-	h := q.tasks[0].Hook
-	return h.Config.Settings.Parallelism <= 1 || s.keyed[h] == 0
-}
-
-// nextWakeLocked returns how long q's worker may sleep before a held task
-// falls due (a negative duration: until something wakes it). Runs ending
-// and pushes wake it too.
-func (s *Set) nextWakeLocked(q *fifo) time.Duration {
-	now := time.Now()
-	var next time.Time
-	if len(q.tasks) > 0 && q.tasks[0].Key == "" && q.retryAt.After(now) {
-		next = q.retryAt
-	}
-	for _, h := range q.held {
-		if h.at.After(now) && (next.IsZero() || h.at.Before(next)) {
-			next = h.at
-		}
-	}
-	if next.IsZero() {
-		return -1
-	}
-	return next.Sub(now)
-}
-
-// resumeLocked retries at once what failed while the API server was away.
-func (s *Set) resumeLocked(q *fifo) {
-	q.retryAt, q.resume = time.Time{}, nil
-	for k, h := range q.held {
-		if h.outage {
-			delete(q.held, k)
-		}
-	}
+	o := s.settleLocked(q, t, err, s.log.WithFields(logrus.Fields{"hook": t.Hook.Name, "queue": q.name, "key": t.Key}),
+		func(at time.Time, outage bool) { q.parallel.held[k] = heldKey{at: at, outage: outage} })
+	s.mu.Unlock()
+	o.report()
 }

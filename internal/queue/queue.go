@@ -4,8 +4,16 @@
 // run holds its queue and is retried with exponential backoff and jitter,
 // unless every binding in it allows failure.
 //
-// Tasks with a Key (the events of one object, for a hook with
-// settings.parallelism above 1) are the exception: see parallel.go.
+// A queue runs its tasks in two modes, each with its state behind the mode
+// interface: tasks without a Key run one at a time, and a failed one holds
+// the whole queue (serial.go, serialMode); tasks with a Key (the events of
+// one object, for a hook with settings.parallelism above 1) run beside
+// each other, and a failed one holds only its key (parallel.go,
+// parallelMode). One worker per queue (work) starts both.
+//
+// Locking: Set.mu guards every queue. A function whose name ends in Locked
+// is called with it held and returns with it held; the others are called
+// without it.
 package queue
 
 import (
@@ -97,6 +105,7 @@ type Set struct {
 	handler Handler
 	opts    Options
 	log     logrus.FieldLogger
+	clock   clock
 	// Metrics, when set before the first Push, receives queue lengths,
 	// wait times and merges.
 	Metrics *metrics.Metrics
@@ -117,26 +126,48 @@ type Set struct {
 }
 
 type fifo struct {
-	name    string
-	tasks   []*Task
-	running *Task
-	started time.Time // of the running task
-	wake    chan struct{}
-	// retryAt is when the head task (held back after a failure) runs again.
-	retryAt time.Time
-	// resume, when set, brings retryAt forward to now when it is closed:
-	// the head failed during an outage of the API server, which has ended.
+	name  string
+	tasks []*Task
+	wake  chan struct{}
+	// resume, when set, makes due at once what failed during an outage of
+	// the API server, in either mode, when it is closed: the server
+	// answers again.
 	resume <-chan struct{}
 	// ended is when the last run ended, pushed when the last task was
 	// pushed, and gap how long after the task before it (see
 	// Options.BatchWindow).
 	ended, pushed time.Time
 	gap           time.Duration
-	// keys are the tasks with a Key running now, by hook and key; held are
-	// the keys whose task failed and waits to be retried.
-	keys map[string]*Task
-	held map[string]heldKey
+	// serial holds the state of the tasks without a Key, parallel of those
+	// with one.
+	serial   serialMode
+	parallel parallelMode
 }
+
+// mode is the state of one of a queue's two ways of running tasks: what
+// runs, and what waits for its retry after a failure. pending is the
+// queue's pending tasks, in order. Every method is called with Set.mu
+// held.
+type mode interface {
+	// due returns when the next task held after a failure falls due; zero
+	// when none waits beyond now.
+	due(pending []*Task, now time.Time) time.Time
+	// resumeNow makes due at once what failed during an outage.
+	resumeNow()
+	// retryNow makes due at once what waits for its backoff or the end of
+	// an outage, and returns how many it made due.
+	retryNow(pending []*Task) int
+	// forget lets go of the holds of tasks dropped from pending; head was
+	// the first pending task before.
+	forget(pending []*Task, head *Task)
+	// awaitsResume reports whether a held task may wait for fifo.resume.
+	awaitsResume() bool
+	// describe adds what runs and when held tasks run again to st, whose
+	// Pending describes pending.
+	describe(st *QueueState, pending []*Task)
+}
+
+func (q *fifo) modes() [2]mode { return [2]mode{&q.serial, &q.parallel} }
 
 // NewSet returns an empty queue set that runs tasks with handler.
 func NewSet(handler Handler, opts Options, log logrus.FieldLogger) *Set {
@@ -153,6 +184,7 @@ func NewSet(handler Handler, opts Options, log logrus.FieldLogger) *Set {
 		stopNow:  stopNow,
 		handler:  handler,
 		opts:     opts,
+		clock:    wallClock{},
 		log:      log,
 		queues:   map[string]*fifo{},
 		limiters: map[*hook.Hook]*rate.Limiter{},
@@ -178,7 +210,7 @@ func (s *Set) Push(t *Task) error {
 	}
 	q := s.queues[t.Queue]
 	if q == nil {
-		q = &fifo{name: t.Queue, wake: make(chan struct{}, 1), keys: map[string]*Task{}, held: map[string]heldKey{}}
+		q = &fifo{name: t.Queue, wake: make(chan struct{}, 1), parallel: newParallelMode()}
 		s.queues[t.Queue] = q
 		s.wg.Add(1)
 		go s.work(q)
@@ -187,7 +219,7 @@ func (s *Set) Push(t *Task) error {
 		t.done = append(t.done, t.Done)
 		t.Done = nil
 	}
-	t.enqueued = time.Now()
+	t.enqueued = s.clock.Now()
 	q.gap = t.enqueued.Sub(q.pushed)
 	q.pushed = t.enqueued
 	q.tasks = append(q.tasks, t)
@@ -220,124 +252,121 @@ func (s *Set) limiter(h *hook.Hook) *rate.Limiter {
 	return l
 }
 
-// work is q's worker: take the head, wait for its hook's rate limit, merge
-// the hook's other pending tasks into it, run it, and on failure either
-// drop it (allowed) or hold the queue and retry after a backoff.
+// work is q's worker. It starts the tasks with a Key that may start
+// (parallel.go) and runs the head, a task without a Key, once it may run
+// (serial.go); in between it sleeps until a push, the end of a run, a
+// retry falling due, or the end of an outage.
 func (s *Set) work(q *fifo) {
 	defer s.wg.Done()
 	for {
-		s.mu.Lock()
-		for {
-			if s.stopping {
-				s.mu.Unlock()
-				return
-			}
-			// Tasks with a Key ahead of the first task without one start
-			// beside each other (parallel.go); a task without one waits
-			// until it is the head and nothing else of the queue runs.
-			s.startParallelLocked(q)
-			if s.headMayRunLocked(q) {
-				s.alone[q.tasks[0].Hook]++
-				break
-			}
-			wait := s.nextWakeLocked(q)
-			resume := q.resume
-			s.mu.Unlock()
-			if s.sleep(q, wait, resume) {
-				s.mu.Lock()
-				s.resumeLocked(q)
-				continue
-			}
-			s.mu.Lock()
-		}
-		head := q.tasks[0]
-		s.mu.Unlock()
-
-		// Wait for the hook's rate limit and the batch window while later
-		// events keep piling up behind the head, to be merged into this run.
-		if l := s.limiter(head.Hook); l != nil {
-			if err := l.Wait(s.stopCtx); err != nil {
-				return
-			}
-		}
-		if head.attempts == 0 && !s.batch(q) {
+		head := s.awaitHead(q)
+		if head == nil || !s.runSerial(q, head) {
 			return
 		}
-
-		s.mu.Lock()
-		if s.stopping {
-			s.mu.Unlock()
-			return
-		}
-		if len(q.tasks) == 0 || q.tasks[0] != head {
-			s.alone[head.Hook]-- // dropped while it waited (DropHook, Drop)
-			s.mu.Unlock()
-			continue
-		}
-		t := s.takeLocked(q)
-		q.running = t
-		q.started = time.Now()
-		s.Metrics.QueueLength(q.name, len(q.tasks))
-		if t.attempts == 0 {
-			s.Metrics.QueueWait(q.name, time.Since(t.enqueued))
-		}
-		s.Metrics.HookRunning(t.Hook.Name, s.keyed[t.Hook]+s.alone[t.Hook])
-		s.mu.Unlock()
-
-		err := s.handler(s.runCtx, t)
-
-		s.mu.Lock()
-		q.running = nil
-		q.ended = time.Now()
-		s.alone[t.Hook]--
-		s.Metrics.HookRunning(t.Hook.Name, s.keyed[t.Hook]+s.alone[t.Hook])
-		if t.Hook.Config.Settings.Parallelism > 1 {
-			s.signalAllLocked() // the hook's tasks with a Key in other queues may start
-		}
-		q.retryAt, q.resume = time.Time{}, nil
-		s.settleLocked(q, t, err, s.log.WithFields(logrus.Fields{"hook": t.Hook.Name, "queue": q.name}),
-			func(at time.Time, _ bool) { q.retryAt = at }) // the held head holds the queue
 	}
 }
 
-// settleLocked ends a run of t that returned err, and unlocks s.mu. A
+// awaitHead returns q's head once it may run alone, counted as running, or
+// nil when the set stops. Meanwhile it starts q's tasks with a Key.
+func (s *Set) awaitHead(q *fifo) *Task {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.stopping {
+		s.startParallelLocked(q)
+		if s.headMayRunLocked(q) {
+			head := q.tasks[0]
+			s.alone[head.Hook]++
+			return head
+		}
+		until := s.nextWakeLocked(q)
+		resume := q.resume
+		s.mu.Unlock()
+		resumed := s.sleep(q, until, resume)
+		s.mu.Lock()
+		if resumed {
+			s.resumeLocked(q)
+		}
+	}
+	return nil
+}
+
+// nextWakeLocked returns when q's worker is to wake because a held task
+// of either mode falls due (zero: not for that). Runs ending and pushes
+// wake it too.
+func (s *Set) nextWakeLocked(q *fifo) time.Time {
+	now := s.clock.Now()
+	var next time.Time
+	for _, m := range q.modes() {
+		if at := m.due(q.tasks, now); !at.IsZero() && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	return next
+}
+
+// resumeLocked retries at once what failed while the API server was away.
+func (s *Set) resumeLocked(q *fifo) {
+	q.resume = nil
+	for _, m := range q.modes() {
+		m.resumeNow()
+	}
+}
+
+// settled is what follows a run, reported once Set.mu is let go.
+type settled struct {
+	t   *Task
+	err error
+	log logrus.FieldLogger
+	// finished: the run succeeded, or its failure is allowed.
+	finished bool
+	attempts int
+	outage   bool
+	delay    time.Duration
+}
+
+// settleLocked decides what follows a run of t that returned err. A
 // succeeded run, or a failed one whose failure is allowed, finishes t. A
 // failed run goes back to the front of q to be retried: hold is told when
 // (after its backoff, or, failed during an outage of the API server, at
-// RetryMax at the latest and as soon as q.resume is closed).
-func (s *Set) settleLocked(q *fifo, t *Task, err error, log logrus.FieldLogger, hold func(at time.Time, outage bool)) {
-	var outage *OutageError
-	switch {
-	case err == nil:
-		s.mu.Unlock()
-		t.finish(nil)
-		return
-	case t.AllowFailure:
-		s.mu.Unlock()
-		log.WithError(err).Warn("hook failed; allowFailure is set, moving on")
-		t.finish(err)
-		return
+// RetryMax at the latest and as soon as q.resume is closed). The caller
+// lets Set.mu go, then calls report.
+func (s *Set) settleLocked(q *fifo, t *Task, err error, log logrus.FieldLogger, hold func(at time.Time, outage bool)) settled {
+	if err == nil || t.AllowFailure {
+		return settled{t: t, err: err, log: log, finished: true}
 	}
 	t.attempts++
 	t.lastErr = err
-	var delay time.Duration
+	o := settled{t: t, err: err, log: log, attempts: t.attempts}
+	var outage *OutageError
 	if errors.As(err, &outage) {
 		t.outages++
-		hold(time.Now().Add(s.opts.RetryMax), true)
+		o.outage = true
+		hold(s.clock.Now().Add(s.opts.RetryMax), true)
 		q.resume = outage.Back
 	} else {
-		delay = s.backoff(t.attempts - t.outages)
-		hold(time.Now().Add(delay), false)
+		o.delay = s.backoff(t.attempts - t.outages)
+		hold(s.clock.Now().Add(o.delay), false)
 	}
 	q.tasks = append([]*Task{t}, q.tasks...)
-	attempts := t.attempts // a parallel t may run again once the lock is let go
-	s.mu.Unlock()
-	log = log.WithField("attempt", attempts).WithError(err)
-	if outage != nil {
-		log.Warn("hook failed while the API server was away; retrying as soon as it answers")
-		return
+	return o
+}
+
+// report finishes the task of a finished run (its Done callbacks may
+// push), or logs the failure of a run to be retried. Call it without
+// Set.mu: a failed parallel task may run again meanwhile, which is why
+// settled keeps its own count of attempts.
+func (o settled) report() {
+	switch {
+	case o.finished && o.err == nil:
+		o.t.finish(nil)
+	case o.finished:
+		o.log.WithError(o.err).Warn("hook failed; allowFailure is set, moving on")
+		o.t.finish(o.err)
+	case o.outage:
+		o.log.WithField("attempt", o.attempts).WithError(o.err).Warn("hook failed while the API server was away; retrying as soon as it answers")
+	default:
+		o.log.WithField("attempt", o.attempts).WithError(o.err).WithField("retryIn", o.delay.Round(time.Millisecond).String()).Error("hook failed; retrying")
 	}
-	log.WithField("retryIn", delay.Round(time.Millisecond).String()).Error("hook failed; retrying")
 }
 
 // signalAllLocked wakes every queue's worker: a run that others waited for
@@ -346,58 +375,6 @@ func (s *Set) signalAllLocked() {
 	for _, q := range s.queues {
 		q.signal()
 	}
-}
-
-// batch waits, after a recent run of q, while events stream in: until
-// BatchWindow has passed since the run ended, or no task has been pushed
-// for half of BatchWindow. A task pushed more than half a window after
-// the one before it is no stream, and does not wait. It returns false
-// when the set stops meanwhile.
-func (s *Set) batch(q *fifo) bool {
-	window := s.opts.BatchWindow
-	if window <= 0 {
-		return true
-	}
-	quiet := window / 2
-	for {
-		s.mu.Lock()
-		ended, pushed, gap := q.ended, q.pushed, q.gap
-		s.mu.Unlock()
-		if ended.IsZero() || gap > quiet {
-			return true
-		}
-		now := time.Now()
-		until := ended.Add(window)
-		if !now.Before(until) || !now.Before(pushed.Add(quiet)) {
-			return true
-		}
-		if quietAt := pushed.Add(quiet); quietAt.Before(until) {
-			until = quietAt
-		}
-		timer := time.NewTimer(until.Sub(now))
-		select {
-		case <-timer.C:
-		case <-s.stopCtx.Done():
-			timer.Stop()
-			return false
-		}
-	}
-}
-
-// takeLocked removes the head task and every other pending task of the same
-// hook from q, and returns them merged, oldest contexts first.
-func (s *Set) takeLocked(q *fifo) *Task {
-	head := q.tasks[0]
-	rest := q.tasks[:0:0]
-	for _, t := range q.tasks[1:] {
-		if t.Hook != head.Hook {
-			rest = append(rest, t)
-			continue
-		}
-		s.mergeLocked(q, head, t)
-	}
-	q.tasks = rest
-	return head
 }
 
 // mergeLocked adds the pending task t of q to head, which will run it.
@@ -425,14 +402,14 @@ func (s *Set) backoff(n int) time.Duration {
 	return time.Duration(float64(d) * jitter)
 }
 
-// sleep waits for a push, Stop, (wait >= 0) the given time, or resume to
-// be closed, which it reports.
-func (s *Set) sleep(q *fifo, wait time.Duration, resume <-chan struct{}) bool {
+// sleep waits for a push, Stop, the time until (unless zero), or resume
+// to be closed, which it reports.
+func (s *Set) sleep(q *fifo, until time.Time, resume <-chan struct{}) bool {
 	var timeout <-chan time.Time
-	if wait >= 0 {
-		timer := time.NewTimer(wait)
-		defer timer.Stop()
-		timeout = timer.C
+	if !until.IsZero() {
+		c, stop := s.clock.At(until)
+		defer stop()
+		timeout = c
 	}
 	select {
 	case <-q.wake:
@@ -447,7 +424,8 @@ func (s *Set) sleep(q *fifo, wait time.Duration, resume <-chan struct{}) bool {
 // Stop takes no new work, lets the tasks that are running finish within
 // grace, then cancels them (their hooks are killed), and returns once every
 // worker has ended. Pending tasks are dropped: watches deliver the state
-// again at the next start.
+// again at the next start. grace is wall time (it bounds hook processes),
+// whatever the set's clock.
 func (s *Set) Stop(grace time.Duration) {
 	s.mu.Lock()
 	s.stopping = true

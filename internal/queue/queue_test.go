@@ -249,13 +249,14 @@ func equal(a, b [][]string) bool {
 // window after the one before runs at once, as does the first of a queue
 // idle for longer than the window; retries do not wait for it.
 func TestBatchWindow(t *testing.T) {
-	const window = 400 * time.Millisecond // wide, so that a loaded machine's delays do not blur the cases
+	const window = 400 * time.Millisecond
+	clk := newFakeClock()
 	r := &recorder{fail: map[string]int{}}
 	var mu sync.Mutex
 	var starts []time.Time
 	handle := func(ctx context.Context, tk *Task) error {
 		mu.Lock()
-		starts = append(starts, time.Now())
+		starts = append(starts, clk.Now())
 		mu.Unlock()
 		return r.handle(ctx, tk)
 	}
@@ -266,46 +267,60 @@ func TestBatchWindow(t *testing.T) {
 	}
 	l, _ := logtest.NewNullLogger()
 	s := NewSet(handle, Options{RetryInitial: 10 * time.Millisecond, RetryMax: 10 * time.Millisecond, BatchWindow: window}, logrus.NewEntry(l))
+	s.clock = clk
 	defer s.Stop(time.Second)
 	a := &hook.Hook{Name: "a"}
 	done := make(chan error, 100)
 	fin := func(err error) { done <- err }
 	push := func(b string) time.Time {
 		t.Helper()
-		at := time.Now()
 		if err := s.Push(task(a, b, fin)); err != nil {
 			t.Fatal(err)
 		}
-		return at
+		return clk.Now()
+	}
+	// runs waits for n runs to finish, moving the clock on to each timer
+	// the queue sets meanwhile.
+	runs := func(n int) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for got := 0; got < n; {
+			clk.fireNext()
+			select {
+			case <-done:
+				got++
+			case <-clk.armed:
+			case <-deadline:
+				t.Fatalf("%d of %d runs finished within 10 s", got, n)
+			}
+		}
 	}
 
-	// A first event runs at once.
+	// A first event runs at once: the clock does not move.
 	pushed := push("first")
 	waitDone(t, done)
-	if d := started(0).Sub(pushed); d > window/4 {
-		t.Errorf("the first run started %s after its push; an idle queue must not wait", d)
+	if !started(0).Equal(pushed) {
+		t.Errorf("the first run started %s after its push; an idle queue must not wait", started(0).Sub(pushed))
 	}
 
 	// A stream, an event every 10ms for 500ms, right after that run: the
 	// next run waits for the whole window, taking what arrived by then.
 	for i := range 50 {
 		push(fmt.Sprint("s", i))
-		time.Sleep(10 * time.Millisecond)
+		clk.add(10 * time.Millisecond)
 	}
-	for range 50 {
-		waitDone(t, done)
-	}
+	runs(50)
 	if gap := started(1).Sub(started(0)); gap < window {
 		t.Errorf("during a stream the second run started %s after the first; want at least the window, %s", gap, window)
 	}
-	runs := r.snapshot()
-	if n := len(runs[1]) - 1; n < 20 {
-		t.Errorf("the second run took %d events of the stream; want those of the whole window (about 40)", n)
+	snap := r.snapshot()
+	if n := len(snap[1]) - 1; n < 40 {
+		t.Errorf("the second run took %d events of the stream; want at least those of the whole window, 40", n)
 	}
 	// Waiting loses and reorders nothing: the runs took the stream whole,
 	// in its order.
 	var stream []string
-	for _, run := range runs[1:] {
+	for _, run := range snap[1:] {
 		stream = append(stream, run[1:]...)
 	}
 	for i, b := range stream {
@@ -315,51 +330,67 @@ func TestBatchWindow(t *testing.T) {
 	}
 
 	// A lone event right after a run waits half a window, not a whole one.
-	time.Sleep(window + 50*time.Millisecond)
-	push("lone-a")
+	clk.add(window + 50*time.Millisecond)
+	pushed = push("lone-a")
 	waitDone(t, done)
 	n := len(r.snapshot())
-	time.Sleep(10 * time.Millisecond)
+	if !started(n - 1).Equal(pushed) {
+		t.Errorf("an event after an idle window started %s after its push; want at once", started(n-1).Sub(pushed))
+	}
+	clk.add(10 * time.Millisecond)
 	pushed = push("lone-b")
-	waitDone(t, done)
-	if d := started(n).Sub(pushed); d < window/2-20*time.Millisecond || d >= window {
-		t.Errorf("a lone event after a run started %s after its push; want about half a window, %s", d, window/2)
+	if at := clk.nextTimer(t); !at.Equal(pushed.Add(window / 2)) {
+		t.Errorf("a lone event after a run waits until %s after its push; want half a window, %s", at.Sub(pushed), window/2)
+	}
+	runs(1)
+	if d := started(n).Sub(pushed); d != window/2 {
+		t.Errorf("a lone event after a run started %s after its push; want half a window, %s", d, window/2)
 	}
 
 	// An event pushed more than half a window after the one before is no
 	// stream: it runs at once, even within a window of the last run.
-	time.Sleep(window + 50*time.Millisecond)
+	clk.add(window + 50*time.Millisecond)
 	push("spaced-a")
 	waitDone(t, done)
 	n = len(r.snapshot())
-	time.Sleep(window/2 + 50*time.Millisecond)
+	clk.add(window/2 + 50*time.Millisecond)
 	pushed = push("spaced-b")
 	waitDone(t, done)
-	if d := started(n).Sub(pushed); d > window/4 {
+	if d := started(n).Sub(pushed); d != 0 {
 		t.Errorf("an event %s after the one before (and after the last run) started %s after its push; want at once", window/2+50*time.Millisecond, d)
 	}
 
 	// After an idle window, the next event runs at once again.
-	time.Sleep(window + 50*time.Millisecond)
+	clk.add(window + 50*time.Millisecond)
 	n = len(r.snapshot())
 	pushed = push("idle")
 	waitDone(t, done)
-	if d := started(n).Sub(pushed); d > window/4 {
+	if d := started(n).Sub(pushed); d != 0 {
 		t.Errorf("after an idle window the run started %s after its push; want at once", d)
 	}
 
-	// A retry follows its backoff (10ms), not the window.
-	time.Sleep(window + 50*time.Millisecond)
+	// A retry follows its backoff (10ms ± 20%), not the window, even
+	// while events stream in behind it.
+	clk.add(window + 50*time.Millisecond)
 	r.mu.Lock()
 	r.fail["a"] = 1
 	r.mu.Unlock()
 	n = len(r.snapshot())
 	push("retried")
-	waitDone(t, done)
-	if got := len(r.snapshot()); got != n+2 {
-		t.Fatalf("%d runs, want %d: the failed one and its retry", got, n+2)
+	at := clk.nextTimer(t) // set once the run failed
+	failed := started(n)
+	behind := task(&hook.Hook{Name: "b"}, "behind", fin)
+	if err := s.Push(behind); err != nil {
+		t.Fatal(err)
 	}
-	if d := started(n + 1).Sub(started(n)); d >= window/2 {
+	if at.Sub(failed) < 8*time.Millisecond || at.Sub(failed) > 12*time.Millisecond {
+		t.Errorf("the retry waits until %s after the failure; want its backoff, 8-12ms, not the window", at.Sub(failed))
+	}
+	runs(2)
+	if got := len(r.snapshot()); got != n+3 {
+		t.Fatalf("%d runs, want %d: the failed one, its retry, and the one behind", got, n+3)
+	}
+	if d := started(n + 1).Sub(failed); d >= window/2 {
 		t.Errorf("the retry started %s after the failure; it must follow the backoff, not the window", d)
 	}
 }

@@ -43,24 +43,12 @@ func (s *Set) State() []QueueState {
 	defer s.mu.Unlock()
 	out := make([]QueueState, 0, len(s.queues))
 	for _, q := range s.queues {
-		st := QueueState{Name: q.name, Pending: []TaskState{}, RetryAt: q.retryAt}
-		if q.running != nil {
-			r := taskState(q.running)
-			r.Started = q.started
-			st.Running = &r
-		}
-		for _, t := range q.keys {
-			r := taskState(t)
-			r.Started = t.started
-			st.Parallel = append(st.Parallel, r)
-		}
-		sort.Slice(st.Parallel, func(i, j int) bool { return st.Parallel[i].Key < st.Parallel[j].Key })
+		st := QueueState{Name: q.name, Pending: []TaskState{}}
 		for _, t := range q.tasks {
-			ts := taskState(t)
-			if h, ok := q.held[t.slot()]; ok && t.Key != "" && t.attempts > 0 {
-				ts.RetryAt = h.at
-			}
-			st.Pending = append(st.Pending, ts)
+			st.Pending = append(st.Pending, taskState(t))
+		}
+		for _, m := range q.modes() {
+			m.describe(&st, q.tasks)
 		}
 		out = append(out, st)
 	}

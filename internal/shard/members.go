@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/hook-operator/hook-operator/internal/election"
+	"github.com/hook-operator/hook-operator/internal/lease"
 )
 
 // RingLabel marks the membership Leases of a ring; its value is the ring's
@@ -70,7 +70,7 @@ type Members struct {
 	seen    map[string]*member
 	ring    *Ring
 	own     *coordv1.Lease
-	changes chan struct{}
+	changes lease.Nudge
 
 	onChange func(*Ring)
 }
@@ -96,7 +96,7 @@ func NewMembers(cfg Config) (*Members, error) {
 	if cfg.Identity == "" || cfg.Ring == "" {
 		return nil, errors.New("sharding: a ring name and an identity are required")
 	}
-	return &Members{cfg: cfg, name: LeaseName(cfg.Ring, cfg.Identity), seen: map[string]*member{}, changes: make(chan struct{}, 1)}, nil
+	return &Members{cfg: cfg, name: LeaseName(cfg.Ring, cfg.Identity), seen: map[string]*member{}, changes: lease.NewNudge()}, nil
 }
 
 var dnsName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
@@ -151,29 +151,17 @@ func (m *Members) Run(ctx context.Context) {
 // notifyLoop recomputes the ring when something changed or a member's
 // time is up, and tells OnChange.
 func (m *Members) notifyLoop(ctx context.Context) {
-	timer := time.NewTimer(m.cfg.LeaseDuration)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-m.changes:
-		case <-timer.C:
-		}
+	wait := m.cfg.LeaseDuration
+	for m.changes.Wait(ctx, wait) {
 		r, changed := m.recompute(time.Now())
 		if changed && m.onChange != nil {
 			m.onChange(r)
 		}
-		timer.Reset(m.nextExpiry(time.Now()))
+		wait = m.nextExpiry(time.Now())
 	}
 }
 
-func (m *Members) poke() {
-	select {
-	case m.changes <- struct{}{}:
-	default:
-	}
-}
+func (m *Members) poke() { m.changes.Poke() }
 
 // recompute makes the ring of the members live at now and reports whether
 // its members changed. Leases expired for another whole duration are
@@ -288,7 +276,7 @@ func (m *Members) renew(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	l, err := election.Decode(u)
+	l, err := lease.Decode(u)
 	if err != nil {
 		return err
 	}
@@ -300,14 +288,12 @@ func (m *Members) renew(ctx context.Context) error {
 // ring's label, this holder, acquired now.
 func (m *Members) write(ctx context.Context, l *coordv1.Lease, taken bool) error {
 	now := time.Now()
-	mt := metav1.NewMicroTime(now)
-	secs, id := int32(m.cfg.LeaseDuration/time.Second), m.cfg.Identity
 	if taken {
 		l.Labels = map[string]string{RingLabel: m.cfg.Ring}
-		l.Spec.HolderIdentity, l.Spec.AcquireTime = &id, &mt
+		lease.Take(l, m.cfg.Identity, now)
 	}
-	l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &secs, &mt
-	u, err := election.Encode(l)
+	lease.Renew(l, m.cfg.LeaseDuration, now)
+	u, err := lease.Encode(l)
 	if err != nil {
 		return err
 	}
@@ -324,7 +310,7 @@ func (m *Members) write(ctx context.Context, l *coordv1.Lease, taken bool) error
 }
 
 func (m *Members) wrote(u *unstructured.Unstructured, now time.Time) error {
-	l, err := election.Decode(u)
+	l, err := lease.Decode(u)
 	if err != nil {
 		return err
 	}
@@ -397,8 +383,8 @@ func (m *Members) observe(u *unstructured.Unstructured, now time.Time) {
 	if name == m.name {
 		return // this replica's own is timed from its renewals
 	}
-	l, err := election.Decode(u)
-	if err != nil || election.Holder(l) == "" {
+	l, err := lease.Decode(u)
+	if err != nil || lease.Holder(l) == "" {
 		return
 	}
 	m.mu.Lock()
@@ -411,62 +397,52 @@ func (m *Members) observe(u *unstructured.Unstructured, now time.Time) {
 	if old == nil && l.Spec.RenewTime != nil && l.Spec.RenewTime.Time.Before(now) {
 		since = l.Spec.RenewTime.Time
 	}
-	m.seen[name] = &member{identity: election.Holder(l), rv: l.ResourceVersion, since: since, duration: election.Duration(l)}
+	m.seen[name] = &member{identity: lease.Holder(l), rv: l.ResourceVersion, since: since, duration: lease.Duration(l)}
 }
 
 // watchLoop follows the ring's Leases; each break lists them again.
 func (m *Members) watchLoop(ctx context.Context) {
-	warned := false
-	for ctx.Err() == nil {
-		rv, err := m.list(ctx)
-		if err == nil {
+	w := &lease.Watcher{
+		Open: func(ctx context.Context) (watch.Interface, error) {
+			rv, err := m.list(ctx)
+			if err != nil {
+				return nil, err
+			}
 			m.poke()
 			opts := m.selector()
 			opts.ResourceVersion = rv
-			var w watch.Interface
-			if w, err = m.cfg.Client.Watch(ctx, opts); err == nil {
-				m.follow(ctx, w)
-				w.Stop()
+			return m.cfg.Client.Watch(ctx, opts)
+		},
+		Event: m.seenEvent,
+		Retry: m.cfg.RenewPeriod,
+		Failed: func(err error, first bool) {
+			if first {
+				m.cfg.Log.WithError(err).Warn("sharding: cannot list or watch the ring's Leases; the ring is not updated until that works again")
 			}
-		}
-		if err != nil && ctx.Err() == nil && !warned {
-			warned = true
-			m.cfg.Log.WithError(err).Warn("sharding: cannot list or watch the ring's Leases; the ring is not updated until that works again")
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(m.cfg.RenewPeriod):
-		}
+		},
 	}
+	w.Run(ctx)
 }
 
-func (m *Members) follow(ctx context.Context, w watch.Interface) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return
-			}
-			u, isObject := ev.Object.(*unstructured.Unstructured)
-			if !isObject {
-				continue
-			}
-			switch ev.Type {
-			case watch.Added, watch.Modified:
-				m.observe(u, time.Now())
-			case watch.Deleted:
-				if u.GetName() == m.name {
-					continue // renew makes it again
-				}
-				m.mu.Lock()
-				delete(m.seen, u.GetName())
-				m.mu.Unlock()
-			default:
-				continue
-			}
-			m.poke()
-		}
+// seenEvent notes a change of the ring's Leases and pokes the ring's
+// recomputation.
+func (m *Members) seenEvent(ev watch.Event) {
+	u, isObject := ev.Object.(*unstructured.Unstructured)
+	if !isObject {
+		return
 	}
+	switch ev.Type {
+	case watch.Added, watch.Modified:
+		m.observe(u, time.Now())
+	case watch.Deleted:
+		if u.GetName() == m.name {
+			return // renew makes it again
+		}
+		m.mu.Lock()
+		delete(m.seen, u.GetName())
+		m.mu.Unlock()
+	default:
+		return
+	}
+	m.poke()
 }

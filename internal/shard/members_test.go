@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/hook-operator/hook-operator/internal/election"
+	"github.com/hook-operator/hook-operator/internal/lease"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
@@ -39,7 +39,7 @@ func writeLease(t *testing.T, client dynamic.ResourceInterface, id string, renew
 	mt := metav1.NewMicroTime(renewed)
 	l := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName("ring", id), Labels: map[string]string{RingLabel: "ring"}},
 		Spec: coordv1.LeaseSpec{HolderIdentity: &id, LeaseDurationSeconds: &secs, RenewTime: &mt, AcquireTime: &mt}}
-	u, err := election.Encode(l)
+	u, err := lease.Encode(l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func writeLease(t *testing.T, client dynamic.ResourceInterface, id string, renew
 // each other; one that stops leaves at once, deleting its Lease.
 func TestIntegrationMembership(t *testing.T) {
 	c := testcluster.Get(t)
-	client := c.Dynamic.Resource(election.Leases).Namespace(c.Namespace(t))
+	client := c.Dynamic.Resource(lease.Resource).Namespace(c.Namespace(t))
 	ctx := context.Background()
 	now := time.Now()
 	writeLease(t, client, "fresh", now, 30)

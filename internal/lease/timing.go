@@ -1,0 +1,47 @@
+package lease
+
+import (
+	"context"
+	"time"
+)
+
+// Sleep waits d, and reports false when ctx ended first.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
+}
+
+// Nudge wakes a loop waiting in Wait at once. Nudges made while nobody
+// waits are kept as one, so the next Wait returns at once.
+type Nudge chan struct{}
+
+// NewNudge returns a Nudge.
+func NewNudge() Nudge { return make(Nudge, 1) }
+
+// Poke wakes the waiter; it never blocks.
+func (n Nudge) Poke() {
+	select {
+	case n <- struct{}{}:
+	default:
+	}
+}
+
+// Wait waits d or until n is poked, and reports false when ctx ended
+// first.
+func (n Nudge) Wait(ctx context.Context, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-n:
+	case <-timer.C:
+	}
+	return true
+}
