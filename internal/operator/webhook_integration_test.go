@@ -2,6 +2,8 @@ package operator_test
 
 import (
 	"bytes"
+	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,12 +15,14 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/hook-operator/hook-operator/internal/webhook"
 )
 
 // Admission and conversion requests run their hooks at once, beside the
 // queues and beside each other, but never more than the cap at a time
-// (the slots are shared by both kinds); with the cap at 3 and 12 requests
+// (the webhook listener's slots are shared by both kinds); with the cap at 3 and 12 requests
 // of 300 ms each, at least 2 and at most 3 hooks run at once.
 func TestIntegrationWebhookConcurrencyCap(t *testing.T) {
 	e := newEnv(t)
@@ -42,26 +46,38 @@ kubernetesCustomResourceConversion:
   conversions: [{fromVersion: example.com/a, toVersion: example.com/b}]`, body+`
 jq '{convertedObjects: [.[0].review.request.objects[] | .apiVersion = "example.com/b"]}' "$BINDING_CONTEXT_PATH" >"$CONVERSION_RESPONSE_PATH"`)
 	e.start()
-	admission := httptest.NewServer(e.op.AdmissionHandler(3, false))
-	defer admission.Close()
-	conv, err := e.op.ConversionHandler(3)
+	// The webhook server's handler, behind its listener's slots (3).
+	srv, err := webhook.NewServer(webhook.Options{}, e.op)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conversion := httptest.NewServer(conv)
-	defer conversion.Close()
+	tlsServer := httptest.NewTLSServer(http.NotFoundHandler())
+	client := tlsServer.Client()
+	tlsServer.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := logrus.New()
+	log.SetOutput(e.logs)
+	addr, err := webhook.Serve(ctx, "127.0.0.1:0", srv.Handler(), webhook.ServeOptions{
+		Slots: webhook.NewSlots(3), Log: log,
+		Certificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &tlsServer.TLS.Certificates[0], nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "https://" + addr.String()
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 12)
 	for i := range 12 {
 		wg.Go(func() {
-			url, body := admission.URL+webhook.Path("policy.example.com"),
+			url, body := base+webhook.Path("policy.example.com"),
 				fmt.Sprintf(`{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "u%d", "operation": "CREATE"}}`, i)
 			if i%2 == 1 {
-				url, body = conversion.URL+"/things.example.com",
+				url, body = base+"/things.example.com",
 					fmt.Sprintf(`{"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "request": {"uid": "u%d", "desiredAPIVersion": "example.com/b", "objects": [{"apiVersion": "example.com/a", "kind": "Thing"}]}}`, i)
 			}
-			resp, err := http.Post(url, "application/json", strings.NewReader(body))
+			resp, err := client.Post(url, "application/json", strings.NewReader(body))
 			if err != nil {
 				errs <- err
 				return
