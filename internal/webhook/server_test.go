@@ -24,7 +24,9 @@ type fakeHooks struct {
 	changed  chan struct{}
 }
 
-func newFakeHooks(b Bindings) *fakeHooks { return &fakeHooks{bindings: b, changed: make(chan struct{})} }
+func newFakeHooks(b Bindings) *fakeHooks {
+	return &fakeHooks{bindings: b, changed: make(chan struct{})}
+}
 
 func (f *fakeHooks) set(b Bindings) {
 	f.mu.Lock()
