@@ -330,20 +330,11 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		}
 		log.WithFields(logrus.Fields{"address": addr, "debugSocket": f.DebugSocket}).Info("serving /metrics, /healthz and /readyz")
 	}
-	webhooks, err := webhookServer(f.Webhook, op, clients, w != nil, m.WebhookRejected, log)
+	stopWebhooks, err := serveWebhooks(ctx, f.Webhook, op, clients, w != nil, m.WebhookRejected, log)
 	if err != nil {
 		return err
 	}
-	wctx, stopWebhooks := context.WithCancel(ctx)
-	webhooksDone := make(chan error, 1)
-	go func() { webhooksDone <- webhooks.Start(wctx) }()
-	select {
-	case err := <-webhooksDone:
-		stopWebhooks()
-		return err
-	case <-webhooks.Started():
-	}
-	defer func() { stopWebhooks(); <-webhooksDone }()
+	defer stopWebhooks()
 	if f.Reload.Enabled {
 		rctx, stopReload := context.WithCancel(ctx)
 		defer stopReload()

@@ -1,6 +1,7 @@
 package start
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -169,9 +170,29 @@ func operatorNamespace(flag string) string {
 	return os.Getenv("POD_NAMESPACE")
 }
 
+// serveWebhooks runs the server of the hooks' webhook bindings until ctx
+// ends, and returns once it serves those found at start; stop ends it and
+// waits for its clean-up. A dry run serves admission bindings only,
+// allowing every request, under configurations of its own.
+func serveWebhooks(ctx context.Context, f WebhookFlags, op *operator.Operator, clients *kube.Clients, dryRun bool, rejected func(string), log logrus.FieldLogger) (stop func(), err error) {
+	srv, err := webhookServer(f, op, clients, dryRun, rejected, log)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- srv.Start(ctx) }()
+	select {
+	case err := <-done:
+		cancel()
+		return func() {}, err
+	case <-srv.Started():
+	}
+	return func() { cancel(); <-done }, nil
+}
+
 // webhookServer returns the server of the hooks' webhook bindings, with
-// the flags' settings; a dry run serves admission bindings only, allowing
-// every request, and registers them under configurations of its own.
+// the flags' settings.
 func webhookServer(f WebhookFlags, op *operator.Operator, clients *kube.Clients, dryRun bool, rejected func(string), log logrus.FieldLogger) (*webhook.Server, error) {
 	c := f.Conversion
 	return webhook.NewServer(webhook.Options{
