@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -86,7 +85,7 @@ func (o *Operator) Admit(ctx context.Context, path string, review json.RawMessag
 	start := time.Now()
 	t, ok := o.hooks.Load().webhooks.admissions[path]
 	if !ok {
-		return nil, webhook.Admission{}, fmt.Errorf("no admission binding is served at %s: %w", path, webhook.ErrNotServed)
+		return nil, webhook.Admission{}, webhook.NotServed("no admission binding is served at %s", path)
 	}
 	a := webhook.Admission{Hook: t.hook.Name, Binding: t.binding}
 	resp, err := o.exec.Admit(ctx, t.hook, t.binding, t.mutating, review, t.timeout)

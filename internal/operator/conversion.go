@@ -71,7 +71,7 @@ func (o *Operator) Convert(ctx context.Context, crd string, req webhook.Conversi
 	start := time.Now()
 	c := o.hooks.Load().webhooks.crds[crd]
 	if c == nil {
-		return nil, fmt.Errorf("no hook converts %s: no kubernetesCustomResourceConversion binding names it: %w", crd, webhook.ErrNotServed)
+		return nil, webhook.NotServed("no hook converts %s: no kubernetesCustomResourceConversion binding names it", crd)
 	}
 	ctx, cancel := context.WithDeadline(ctx, start.Add(conversionBudget))
 	defer cancel()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/webhook"
 )
 
@@ -118,4 +120,76 @@ func maxInt(a, b int) int {
 		return a
 	}
 	return b
+}
+
+// The webhook server's requests look their binding up in the hook set
+// current when they arrive: after a reload that changes a validating
+// binding, Admit runs the reloaded hook, WebhooksChanged is closed and
+// WebhookBindings says what is bound now; after one that removes it, the
+// path is not served (webhook.ErrNotServed), and a reload that changes no
+// webhook binding does not close WebhooksChanged.
+func TestIntegrationWebhookLookupFollowsReload(t *testing.T) {
+	e := newEnv(t)
+	policy := func(version, timeout int) {
+		e.bashHook("policy.sh", fmt.Sprintf(`configVersion: v1
+kubernetesValidating:
+- name: policy.example.com
+  timeoutSeconds: %d
+  rules: [{apiGroups: [""], apiVersions: [v1], resources: [configmaps], operations: [CREATE]}]`, timeout),
+			fmt.Sprintf(`echo '{"allowed": false, "message": "version %d"}' >"$VALIDATING_RESPONSE_PATH"`, version))
+	}
+	policy(1, 5)
+	e.start()
+	path := webhook.Path("policy.example.com")
+	review := json.RawMessage(`{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "u1", "operation": "CREATE"}}`)
+	admit := func() string {
+		t.Helper()
+		resp, a, err := e.op.Admit(context.Background(), path, review)
+		if err != nil {
+			return err.Error()
+		}
+		return a.Hook + ": " + resp.Message
+	}
+	if got := admit(); got != "policy.sh: version 1" {
+		t.Fatalf("before the reload: %q", got)
+	}
+	reload := func() {
+		t.Helper()
+		hooks, err := hook.Load(context.Background(), e.dir, hook.LoadOptions{})
+		must(t, err)
+		_, err = e.op.Reload(hooks)
+		must(t, err)
+	}
+
+	changed := e.op.WebhooksChanged()
+	policy(2, 6)
+	reload()
+	select {
+	case <-changed:
+	default:
+		t.Error("a reload that changed a validating binding did not close WebhooksChanged")
+	}
+	if got := admit(); got != "policy.sh: version 2" {
+		t.Errorf("after the reload: %q, want the reloaded hook's answer", got)
+	}
+	b, err := e.op.WebhookBindings()
+	must(t, err)
+	if len(b.Validating) != 1 || b.Validating[0].Binding.Raw["timeoutSeconds"] != int64(6) {
+		t.Errorf("WebhookBindings after the reload: %+v, want the reloaded binding (timeoutSeconds 6)", b.Validating)
+	}
+
+	unchanged := e.op.WebhooksChanged()
+	e.bashHook("other.sh", "configVersion: v1\nschedule: [{name: rare, crontab: '0 0 1 1 *'}]", "")
+	reload()
+	select {
+	case <-unchanged:
+		t.Error("a reload that changed no webhook binding closed WebhooksChanged")
+	default:
+	}
+
+	must(t, os.Remove(filepath.Join(e.dir, "policy.sh")))
+	reload()
+	if _, _, err := e.op.Admit(context.Background(), path, review); !errors.Is(err, webhook.ErrNotServed) {
+		t.Errorf("after the binding was removed: %v, want ErrNotServed", err)
+	}
 }

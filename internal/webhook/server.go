@@ -25,18 +25,29 @@ type Hooks interface {
 	WebhooksChanged() <-chan struct{}
 	// Admit runs the hook of the admission binding served at path now
 	// with review and returns its answer and the binding that gave it; an
-	// error wrapping ErrNotServed when no binding is served at path. Other
+	// error matching ErrNotServed when no binding is served at path. Other
 	// errors deny the request with their text.
 	Admit(ctx context.Context, path string, review json.RawMessage) (*AdmissionResponse, Admission, error)
 	// Convert brings the objects of req, of CRD crd, to the desired
-	// version with the current hooks' conversions; an error wrapping
+	// version with the current hooks' conversions; an error matching
 	// ErrNotServed when no hook converts crd.
 	Convert(ctx context.Context, crd string, req ConversionRequest) ([]json.RawMessage, error)
 }
 
-// ErrNotServed is wrapped by the errors of Hooks about a path or CRD that
-// no current binding serves.
-var ErrNotServed = errors.New("no binding serves it")
+// ErrNotServed matches (errors.Is) the errors of Hooks about a path or
+// CRD that no current binding serves; NotServed makes one.
+var ErrNotServed = errors.New("not served")
+
+// NotServed returns an error that says why a path or CRD is not served
+// and matches ErrNotServed.
+func NotServed(format string, args ...any) error {
+	return notServed(fmt.Sprintf(format, args...))
+}
+
+type notServed string
+
+func (e notServed) Error() string        { return string(e) }
+func (e notServed) Is(target error) bool { return target == ErrNotServed }
 
 // Bindings are the admission and conversion bindings of a hook set.
 type Bindings struct {

@@ -56,11 +56,11 @@ func (f *fakeHooks) Admit(_ context.Context, path string, _ json.RawMessage) (*A
 			return &AdmissionResponse{Message: "denied by " + a.Hook}, a, nil
 		}
 	}
-	return nil, Admission{}, fmt.Errorf("no admission binding is served at %s: %w", path, ErrNotServed)
+	return nil, Admission{}, NotServed("no admission binding is served at %s", path)
 }
 
 func (f *fakeHooks) Convert(_ context.Context, crd string, _ ConversionRequest) ([]json.RawMessage, error) {
-	return nil, fmt.Errorf("no hook converts %s: %w", crd, ErrNotServed)
+	return nil, NotServed("no hook converts %s", crd)
 }
 
 func validating(hookName, binding string) Bindings {
