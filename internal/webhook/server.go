@@ -93,6 +93,8 @@ type Server struct {
 	separate bool
 	conv     ConversionOptions
 	started  chan struct{}
+	// retry is how often a failed change is tried again (failRetry).
+	retry time.Duration
 
 	// servedMu guards served: the admission paths and conversion paths
 	// served since start. A request to one that no binding serves now
@@ -113,7 +115,7 @@ type Server struct {
 // NewServer checks o and returns the Server of hooks' webhook bindings;
 // it starts nothing (see Start).
 func NewServer(o Options, hooks Hooks) (*Server, error) {
-	s := &Server{o: o, hooks: hooks, log: o.Log, started: make(chan struct{}), served: map[string]bool{}}
+	s := &Server{o: o, hooks: hooks, log: o.Log, started: make(chan struct{}), retry: failRetry, served: map[string]bool{}}
 	if s.log == nil {
 		s.log = logrus.StandardLogger()
 	}
@@ -157,11 +159,11 @@ func (s *Server) Start(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			s.log.WithError(err).Error("the webhook bindings changed, and serving them failed; trying again at their next change and every " + failRetry.String())
+			s.log.WithError(err).Error("the webhook bindings changed, and serving them failed; trying again at their next change and every " + s.retry.String())
 			if s.o.Failed != nil {
 				s.o.Failed(err)
 			}
-			retry = time.After(failRetry)
+			retry = time.After(s.retry)
 		} else {
 			retry = nil
 		}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hook-operator/hook-operator/internal/hook"
 )
@@ -227,4 +228,40 @@ func TestNewServerChecksOptions(t *testing.T) {
 	if _, err := NewServer(ok, newFakeHooks(Bindings{})); err != nil {
 		t.Error(err)
 	}
+}
+
+// A failure to serve the bindings found at start is Start's error, and
+// Started is never closed; a change that fails later is tried again
+// without another change, once what it lacked is there.
+func TestServerFailsAtStartAndRetriesLater(t *testing.T) {
+	log, logs := jsonLog()
+	dir := t.TempDir()
+	o := Options{
+		ListenAddress: freeAddress(t), Cert: filepath.Join(dir, "tls.crt"), Key: filepath.Join(dir, "tls.key"),
+		MaxConnections: 8, MaxConcurrent: 2, TLSMinVersion: "1.2", FailurePolicy: "Fail", Log: log,
+	}
+	s, err := NewServer(o, newFakeHooks(validating("a.sh", "a.example.com")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "--webhook-cert, --webhook-key") {
+		t.Errorf("Start without a certificate: %v, want an error naming the flags", err)
+	}
+	select {
+	case <-s.Started():
+		t.Error("Started is closed although the bindings found at start are not served")
+	default:
+	}
+
+	hooks := newFakeHooks(Bindings{})
+	if s, err = NewServer(o, hooks); err != nil {
+		t.Fatal(err)
+	}
+	s.retry = 20 * time.Millisecond
+	startServer(t, s)
+	<-s.Started()
+	hooks.set(validating("a.sh", "a.example.com"))
+	waitFor(t, "the failed change", func() bool { return strings.Contains(logs.String(), "serving them failed") }, logs.String)
+	writePair(t, dir, 1)
+	waitFor(t, "the listener, with no other change", func() bool { return strings.Contains(logs.String(), `"msg":"serving webhooks"`) }, logs.String)
 }
