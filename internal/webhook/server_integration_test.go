@@ -29,7 +29,9 @@ func TestIntegrationServerDryRunFollowsChanges(t *testing.T) {
 	addr := freeAddress(t)
 	name := "hook-operator-test-" + ns
 	gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
-	t.Cleanup(func() { _ = c.Dynamic.Resource(gvr).Delete(context.Background(), name+"-dry-run", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = c.Dynamic.Resource(gvr).Delete(context.Background(), name+"-dry-run", metav1.DeleteOptions{})
+	})
 	bindings := Bindings{Validating: []Admission{admission(t, "policy.sh", fmt.Sprintf(`
 name: check.%s.example.com
 failurePolicy: Fail
