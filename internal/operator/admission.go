@@ -4,31 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
-
-	"github.com/sirupsen/logrus"
 
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/webhook"
 )
-
-// Admissions lists the hooks' mutating (mutating) or validating bindings,
-// in the order of the hooks and of their bindings.
-func (o *Operator) Admissions(mutating bool) []webhook.Admission {
-	var out []webhook.Admission
-	for _, h := range o.current() {
-		list := h.Config.Validating
-		if mutating {
-			list = h.Config.Mutating
-		}
-		for _, b := range list {
-			out = append(out, webhook.Admission{Hook: h.Name, Binding: b})
-		}
-	}
-	return out
-}
 
 // admissionTarget is what a webhook path leads to.
 type admissionTarget struct {
@@ -38,85 +19,86 @@ type admissionTarget struct {
 	timeout  time.Duration
 }
 
-// AdmissionHandler returns the handler of the admission requests to the
-// hooks' bindings, each at the path webhook.Path gives it, or nil when no
-// hook has an admission binding. At most max requests run hooks at once;
-// the others wait for a free slot as long as the API server waits for
-// them. A hook's run, its stop included, ends a little before the
-// binding's timeoutSeconds (AdmissionTimeout), so that the API server gets
-// a denial that says why rather than a timeout.
-// With dryRun every request is allowed: what the hook answered is logged
-// and sent back as a warning, which kubectl shows, so that a policy can be
-// tried on a live cluster before it blocks anyone.
-func (o *Operator) AdmissionHandler(max int, dryRun bool) http.Handler {
-	targets := map[string]admissionTarget{}
-	for _, mutating := range []bool{false, true} {
-		for _, a := range o.Admissions(mutating) {
-			h := o.hook(a.Hook)
-			targets[webhook.Path(a.Binding.Name)] = admissionTarget{hook: h, binding: a.Binding, mutating: mutating, timeout: AdmissionTimeout(a.Binding)}
-		}
-	}
-	if len(targets) == 0 {
-		return nil
-	}
-	slots := o.webhookSlots(max)
-	return &webhook.AdmissionHandler{Log: o.log, Run: func(ctx context.Context, path string, review json.RawMessage) (*webhook.AdmissionResponse, error) {
-		start := time.Now()
-		t, ok := targets[path]
-		if !ok {
-			return nil, fmt.Errorf("no admission binding is served at %s", path)
-		}
-		select {
-		case slots <- struct{}{}:
-			defer func() { <-slots }()
-		case <-ctx.Done():
-			o.opts.Metrics.Admission(t.hook.Name, t.binding.Name, kindOf(t.mutating), "error", http.StatusInternalServerError, time.Since(start), false)
-			return nil, fmt.Errorf("binding %s: every one of the %d webhook slots stayed busy until the API server gave up", t.binding.Name, cap(slots))
-		}
-		resp, err := o.exec.Admit(ctx, t.hook, t.binding, t.mutating, review, t.timeout)
-		kind, result, code := kindOf(t.mutating), "allowed", http.StatusOK
-		var ae *AdmitError
-		switch {
-		case err != nil:
-			result, code = "error", http.StatusInternalServerError
-		case !resp.Allowed:
-			result, code = "denied", http.StatusForbidden
-		}
-		o.opts.Metrics.Admission(t.hook.Name, t.binding.Name, kind, result, code, time.Since(start), errors.As(err, &ae) && ae.TimedOut)
-		if dryRun {
-			return o.dryRunAnswer(t, resp, err), nil
-		}
-		return resp, err
-	}}
+// webhookTargets are the admission and conversion bindings of one hook
+// set, by path and by CRD: a request looks its hook up in the set current
+// when it arrives, and runs that hook to the end whatever a reload does
+// meanwhile.
+type webhookTargets struct {
+	bindings   webhook.Bindings
+	admissions map[string]admissionTarget
+	crds       map[string]*conversionCRD
+	// err says why the conversions cannot be served (two bindings declare
+	// the same one).
+	err error
 }
 
-// dryRunAnswer allows a request whatever the hook answered, logs the
-// answer (not the patch, which may hold an object's data: only how many
-// operations it has) and tells the client as a warning.
-func (o *Operator) dryRunAnswer(t admissionTarget, resp *webhook.AdmissionResponse, err error) *webhook.AdmissionResponse {
-	log := o.log.WithFields(logrus.Fields{"hook": t.hook.Name, "binding": t.binding.Name})
-	out := &webhook.AdmissionResponse{Allowed: true}
-	var would string
+// newWebhookTargets collects the webhook bindings of hooks.
+func newWebhookTargets(hooks []*hook.Hook) *webhookTargets {
+	t := &webhookTargets{admissions: map[string]admissionTarget{}}
+	for _, h := range hooks {
+		for _, b := range h.Config.Validating {
+			t.bindings.Validating = append(t.bindings.Validating, webhook.Admission{Hook: h.Name, Binding: b})
+			t.admissions[webhook.Path(b.Name)] = admissionTarget{hook: h, binding: b, timeout: AdmissionTimeout(b)}
+		}
+		for _, b := range h.Config.Mutating {
+			t.bindings.Mutating = append(t.bindings.Mutating, webhook.Admission{Hook: h.Name, Binding: b})
+			t.admissions[webhook.Path(b.Name)] = admissionTarget{hook: h, binding: b, mutating: true, timeout: AdmissionTimeout(b)}
+		}
+		for _, b := range h.Config.Conversion {
+			t.bindings.Conversions = append(t.bindings.Conversions, webhook.Conversion{Hook: h.Name, Binding: b.Name, CRD: b.CRDName})
+		}
+	}
+	t.crds, t.err = conversions(hooks)
+	return t
+}
+
+// WebhookBindings returns the admission and conversion bindings of the
+// current hooks (webhook.Hooks); an error when two bindings declare the
+// same conversion.
+func (o *Operator) WebhookBindings() (webhook.Bindings, error) {
+	t := o.hooks.Load().webhooks
+	return t.bindings, t.err
+}
+
+// WebhooksChanged returns a channel closed at the next reload that
+// changes an admission or conversion binding (webhook.Hooks).
+func (o *Operator) WebhooksChanged() <-chan struct{} {
+	o.webhooksMu.Lock()
+	defer o.webhooksMu.Unlock()
+	return o.webhooksChanged
+}
+
+// webhooksChange tells the webhook server that the bindings changed.
+func (o *Operator) webhooksChange() {
+	o.webhooksMu.Lock()
+	defer o.webhooksMu.Unlock()
+	close(o.webhooksChanged)
+	o.webhooksChanged = make(chan struct{})
+}
+
+// Admit answers an admission request to the binding served at path with
+// what its hook in the current hook set answers (webhook.Hooks), and
+// counts it. A hook's run, its stop included, ends a little before the
+// binding's timeoutSeconds (AdmissionTimeout), so that the API server
+// gets a denial that says why rather than a timeout.
+func (o *Operator) Admit(ctx context.Context, path string, review json.RawMessage) (*webhook.AdmissionResponse, webhook.Admission, error) {
+	start := time.Now()
+	t, ok := o.hooks.Load().webhooks.admissions[path]
+	if !ok {
+		return nil, webhook.Admission{}, webhook.NotServed("no admission binding is served at %s", path)
+	}
+	a := webhook.Admission{Hook: t.hook.Name, Binding: t.binding}
+	resp, err := o.exec.Admit(ctx, t.hook, t.binding, t.mutating, review, t.timeout)
+	result, code := "allowed", http.StatusOK
+	var ae *AdmitError
 	switch {
 	case err != nil:
-		log.WithError(err).Warn("dry-run: the request would have been denied (the hook gave no answer); allowed")
-		would = "would deny it: " + err.Error()
+		result, code = "error", http.StatusInternalServerError
 	case !resp.Allowed:
-		log.WithField("message", resp.Message).Info("dry-run: the hook would have denied the request; allowed")
-		would = "would deny it: " + resp.Message
-		out.Warnings = resp.Warnings
-	default:
-		var patchOps []json.RawMessage
-		_ = json.Unmarshal(resp.Patch, &patchOps)
-		log.WithField("patchOperations", len(patchOps)).Info("dry-run: the hook allowed the request")
-		would = "allows it"
-		if len(patchOps) > 0 {
-			would = fmt.Sprintf("allows it with a patch of %d operation(s), not applied", len(patchOps))
-		}
-		out.Warnings = resp.Warnings
+		result, code = "denied", http.StatusForbidden
 	}
-	out.Warnings = append(out.Warnings, fmt.Sprintf("hook-operator dry run: %s, binding %s %s", t.hook.Name, t.binding.Name, would))
-	return out
+	o.opts.Metrics.Admission(t.hook.Name, t.binding.Name, kindOf(t.mutating), result, code, time.Since(start), errors.As(err, &ae) && ae.TimedOut)
+	return resp, a, err
 }
 
 // answerMargin is what an admission or conversion run leaves of the
@@ -146,4 +128,16 @@ func kindOf(mutating bool) string {
 		return "mutating"
 	}
 	return "validating"
+}
+
+// WebhooksReason is the reason of the Event about webhook bindings that a
+// reload changed and that could not be served.
+const WebhooksReason = "WebhooksFailed"
+
+// WebhooksFailed reports, as a Warning Event on the operator's Pod, that
+// the webhook bindings a reload changed could not be served or registered
+// (err says why, a missing certificate say); the webhook server tries
+// again.
+func (o *Operator) WebhooksFailed(err error) {
+	o.podEvent(WebhooksReason, "the hooks' webhook bindings changed, and serving or registering them failed: "+err.Error()+"; fix it, and the change is tried again within 10s")
 }

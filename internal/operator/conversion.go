@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"sync"
 	"time"
 
@@ -37,12 +36,12 @@ type conversionCRD struct {
 	targets map[webhook.ConversionRule]conversionTarget
 }
 
-// conversions collects the hooks' conversion rules by CRD. Two bindings
-// that declare the same rule for a CRD are an error: which one runs would
-// be a matter of chance.
-func (o *Operator) conversions() (map[string]*conversionCRD, error) {
+// conversions collects the conversion rules of hooks by CRD. Two
+// bindings that declare the same rule for a CRD are an error: which one
+// runs would be a matter of chance.
+func conversions(hooks []*hook.Hook) (map[string]*conversionCRD, error) {
 	crds := map[string]*conversionCRD{}
-	for _, h := range o.current() {
+	for _, h := range hooks {
 		for _, b := range h.Config.Conversion {
 			c := crds[b.CRDName]
 			if c == nil {
@@ -63,104 +62,52 @@ func (o *Operator) conversions() (map[string]*conversionCRD, error) {
 	return crds, nil
 }
 
-// ConversionCRDs returns the names of the CRDs the hooks convert, sorted.
-func (o *Operator) ConversionCRDs() []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, h := range o.current() {
-		for _, b := range h.Config.Conversion {
-			if !seen[b.CRDName] {
-				seen[b.CRDName] = true
-				out = append(out, b.CRDName)
-			}
-		}
+// Convert brings the objects of a ConversionReview for CRD crd to the
+// desired version with the conversions of the current hook set
+// (webhook.Hooks), and counts it. All the steps of its chain must end
+// within conversionBudget. A failed conversion is recorded as an Event on
+// the CRD.
+func (o *Operator) Convert(ctx context.Context, crd string, req webhook.ConversionRequest) ([]json.RawMessage, error) {
+	start := time.Now()
+	c := o.hooks.Load().webhooks.crds[crd]
+	if c == nil {
+		return nil, webhook.NotServed("no hook converts %s: no kubernetesCustomResourceConversion binding names it", crd)
 	}
-	sort.Strings(out)
-	return out
-}
-
-// ConversionHandler returns the handler of the ConversionReview requests
-// for the CRDs the hooks convert, each at /<CRD name>, or nil when no hook
-// has a conversion binding; an error when two bindings declare the same
-// conversion. A request takes one of the webhook slots (shared with the
-// admission requests, at most max at once) for all the steps of its chain,
-// which must end within conversionBudget. A failed conversion is recorded
-// as an Event on the CRD.
-func (o *Operator) ConversionHandler(max int) (http.Handler, error) {
-	crds, err := o.conversions()
-	if err != nil {
-		return nil, err
-	}
-	if len(crds) == 0 {
-		return nil, nil
-	}
-	slots := o.webhookSlots(max)
-	convert := func(ctx context.Context, crd string, req webhook.ConversionRequest) ([]json.RawMessage, error) {
-		start := time.Now()
-		c := crds[crd]
-		if c == nil {
-			return nil, fmt.Errorf("no hook converts %s: no kubernetesCustomResourceConversion binding names it", crd)
+	ctx, cancel := context.WithDeadline(ctx, start.Add(conversionBudget))
+	defer cancel()
+	var last conversionTarget
+	objects, err := webhook.Convert(ctx, crd, c.rules, req, func(ctx context.Context, crd string, rule webhook.ConversionRule, req webhook.ConversionRequest) ([]json.RawMessage, error) {
+		last = c.targets[rule]
+		// The step's run, its stop included, ends before the request's
+		// deadline, with time left to answer.
+		within := answerMargin
+		if d, ok := ctx.Deadline(); ok {
+			within = time.Until(d) - answerMargin
 		}
-		ctx, cancel := context.WithDeadline(ctx, start.Add(conversionBudget))
-		defer cancel()
-		var last conversionTarget
-		select {
-		case slots <- struct{}{}:
-			defer func() { <-slots }()
-		case <-ctx.Done():
-			o.opts.Metrics.Admission("", "", "conversion", "error", http.StatusInternalServerError, time.Since(start), false)
-			return nil, fmt.Errorf("%s: every one of the %d webhook slots stayed busy until the API server gave up", crd, cap(slots))
+		if within <= 0 {
+			return nil, &ConvertError{Msg: fmt.Sprintf("no time was left for the step %s of the conversion of %s", rule, crd), TimedOut: true}
 		}
-		objects, err := webhook.Convert(ctx, crd, c.rules, req, func(ctx context.Context, crd string, rule webhook.ConversionRule, req webhook.ConversionRequest) ([]json.RawMessage, error) {
-			last = c.targets[rule]
-			// The step's run, its stop included, ends before the request's
-			// deadline, with time left to answer.
-			within := answerMargin
-			if d, ok := ctx.Deadline(); ok {
-				within = time.Until(d) - answerMargin
-			}
-			if within <= 0 {
-				return nil, &ConvertError{Msg: fmt.Sprintf("no time was left for the step %s of the conversion of %s", rule, crd), TimedOut: true}
-			}
-			return o.exec.Convert(ctx, last.hook, last.binding, last.rule, req, within)
-		})
-		hookName, bindingName := "", ""
-		if last.hook != nil {
-			hookName, bindingName = last.hook.Name, last.binding.Name
-		}
-		result, code := "converted", http.StatusOK
-		var ce *ConvertError
-		var cf *webhook.ConversionFailure
-		switch {
-		case err == nil:
-		case errors.As(err, &ce) && ce.Refused, errors.As(err, &cf):
-			result, code = "refused", http.StatusUnprocessableEntity
-		default:
-			result, code = "error", http.StatusInternalServerError
-		}
-		o.opts.Metrics.Admission(hookName, bindingName, "conversion", result, code, time.Since(start), errors.As(err, &ce) && ce.TimedOut)
-		if err != nil {
-			o.conversionFailed(crd, req, err)
-		}
-		return objects, err
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		webhook.ServeConversion(w, r, convert, func(err error, crd string) {
-			o.log.WithError(err).WithField("crd", crd).Warn("conversion failed")
-		})
-	}), nil
-}
-
-// webhookSlots returns the slots that admission and conversion requests
-// share: at most max of them run hooks at once.
-func (o *Operator) webhookSlots(max int) chan struct{} {
-	o.slotsOnce.Do(func() {
-		if max < 1 {
-			max = 1
-		}
-		o.slots = make(chan struct{}, max)
+		return o.exec.Convert(ctx, last.hook, last.binding, last.rule, req, within)
 	})
-	return o.slots
+	hookName, bindingName := "", ""
+	if last.hook != nil {
+		hookName, bindingName = last.hook.Name, last.binding.Name
+	}
+	result, code := "converted", http.StatusOK
+	var ce *ConvertError
+	var cf *webhook.ConversionFailure
+	switch {
+	case err == nil:
+	case errors.As(err, &ce) && ce.Refused, errors.As(err, &cf):
+		result, code = "refused", http.StatusUnprocessableEntity
+	default:
+		result, code = "error", http.StatusInternalServerError
+	}
+	o.opts.Metrics.Admission(hookName, bindingName, "conversion", result, code, time.Since(start), errors.As(err, &ce) && ce.TimedOut)
+	if err != nil {
+		o.conversionFailed(crd, req, err)
+	}
+	return objects, err
 }
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}

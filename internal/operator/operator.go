@@ -117,12 +117,10 @@ type Operator struct {
 	// startupSyncs counts the Synchronization runs that start-up waits for
 	// (bindings with waitForSynchronization) and have not finished.
 	startupSyncs runCount
-	// admissionServed: the webhook server serves the admission bindings;
-	// conversionServed: and the conversion bindings.
-	admissionServed, conversionServed bool
-	// slots bound the webhook requests whose hooks run at once.
-	slots     chan struct{}
-	slotsOnce sync.Once
+	// webhooksChanged is closed, and replaced, by a reload that changes
+	// an admission or conversion binding (see WebhooksChanged).
+	webhooksMu      sync.Mutex
+	webhooksChanged chan struct{}
 	// standby: leader election runs and another replica leads; nothing
 	// runs here, and readiness and liveness say so (see Ready, Alive).
 	// With sharding, a standby runs the sharded hooks.
@@ -161,6 +159,7 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 		lead:      make(chan struct{}),
 		schedules: map[string]context.CancelFunc{},
 	}
+	o.webhooksChanged = make(chan struct{})
 	o.setHooks(hooks)
 	sink := opts.Sink
 	if sink == nil {
@@ -249,7 +248,6 @@ func (o *Operator) outage(ctx context.Context, before uint64, err error) error {
 // waitForSynchronization) before schedules start. When ctx ends it takes no
 // new work, lets running hooks finish within the grace period, and returns.
 func (o *Operator) Run(ctx context.Context) error {
-	o.warnUnserved()
 	go o.tick(ctx)
 	go o.reportHeld(ctx)
 	if o.events != nil {
@@ -335,11 +333,13 @@ func (o *Operator) liveLocked(h *hook.Hook) bool {
 type hookSet struct {
 	list   []*hook.Hook
 	byName map[string]*hook.Hook
+	// webhooks are the set's admission and conversion bindings.
+	webhooks *webhookTargets
 }
 
 // setHooks makes hooks, sorted by name, the hook set.
 func (o *Operator) setHooks(hooks []*hook.Hook) {
-	s := &hookSet{list: hooks, byName: make(map[string]*hook.Hook, len(hooks))}
+	s := &hookSet{list: hooks, byName: make(map[string]*hook.Hook, len(hooks)), webhooks: newWebhookTargets(hooks)}
 	for _, h := range hooks {
 		s.byName[h.Name] = h
 	}
@@ -407,27 +407,6 @@ func (o *Operator) Standby() bool { return o.standby.Load() }
 // instead of after the grace period: the lease was lost, and another
 // replica may lead within the lease duration.
 func (o *Operator) StopNow() { o.stopNow.Store(true) }
-
-// SetWebhooksServed tells the operator whether the webhook server serves
-// the hooks' admission and conversion bindings; call it before Run.
-func (o *Operator) SetWebhooksServed(admission, conversion bool) {
-	o.admissionServed, o.conversionServed = admission, conversion
-}
-
-// warnUnserved says plainly which bindings do not run, instead of ignoring
-// them silently: admission and conversion bindings when the webhook server
-// does not serve them.
-func (o *Operator) warnUnserved() {
-	for _, h := range o.current() {
-		c := h.Config
-		if n := len(c.Conversion); n > 0 && !o.conversionServed {
-			o.log.WithField("hook", h.Name).Warnf("the hook has %d conversion binding(s), and the webhook server does not serve them (--webhook-listen-address is empty, or dry-run), so they will not run", n)
-		}
-		if n := len(c.Validating) + len(c.Mutating); n > 0 && !o.admissionServed {
-			o.log.WithField("hook", h.Name).Warnf("the hook has %d admission binding(s), and the webhook server does not serve them (--webhook-listen-address is empty, or dry-run), so they will not run", n)
-		}
-	}
-}
 
 // runStartup queues every onStartup hook in order and waits for them all.
 func (o *Operator) runStartup(ctx context.Context, hooks []*hook.Hook) error {

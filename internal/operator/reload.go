@@ -28,8 +28,8 @@ type ReloadResult struct {
 	// as they were, without a new Synchronization.
 	Kept []string
 	// Webhooks is set when admission or conversion bindings changed: the
-	// webhook configurations in the cluster are written at start, so
-	// those changes apply at the next start.
+	// webhook server then registers, updates or removes their
+	// configurations (see WebhooksChanged).
 	Webhooks bool
 }
 
@@ -93,6 +93,9 @@ func (o *Operator) Reload(hooks []*hook.Hook) (ReloadResult, error) {
 	}
 	o.watcher.Remove(stop)
 	o.setHooks(p.hooks)
+	if p.result.Webhooks {
+		o.webhooksChange()
+	}
 	for _, h := range p.removed {
 		o.stopRuns(h.Name)
 	}
@@ -153,10 +156,7 @@ func (o *Operator) logReload(r ReloadResult) {
 	if len(r.Changed) > 0 {
 		log = log.WithFields(logrus.Fields{"restarted": r.Restarted, "kept": r.Kept})
 	}
-	log.Info("hooks reloaded")
-	if r.Webhooks {
-		o.log.Warn("hooks reloaded: admission or conversion bindings changed; the webhook configurations in the cluster are written at start, so restart the operator for them to apply (until then, requests go to the bindings of the same name)")
-	}
+	log.WithField("webhooks", r.Webhooks).Info("hooks reloaded")
 }
 
 // stopSchedulesLocked stops the schedules of the hook named name.

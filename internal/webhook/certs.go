@@ -1,6 +1,3 @@
-// Package webhook serves admission and conversion requests to hooks: the
-// HTTPS listener with certificates reloaded from disk, AdmissionReview and
-// ConversionReview handling, and the hooks' response files.
 package webhook
 
 import (

@@ -2,158 +2,275 @@ package webhook
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"strings"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
-
-	"github.com/hook-operator/hook-operator/internal/server/listen"
 )
 
-// ServeOptions configure one webhook listener.
-type ServeOptions struct {
-	// Certificate returns the certificate to serve: a CertReloader's or a
-	// MemoryCert's GetCertificate.
-	Certificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
-	// ClientCAs, when not nil, admit only clients with a certificate one
-	// of them signed (the API server's, configured in its admission
-	// configuration).
-	ClientCAs *x509.CertPool
-	// TLS13Only refuses TLS 1.2; otherwise TLS 1.2 is offered with AEAD
-	// suites only (see CipherSuites).
-	TLS13Only bool
-	// Slots bounds the requests that read their body or run a hook at
-	// once; listeners of one operator share them. nil: 16 of its own.
-	Slots Slots
-	// MaxConns caps the open connections (0: 256).
-	MaxConns int
-	// BodyTimeout bounds the reading of a request's body once it has its
-	// slot (0: 10s).
-	BodyTimeout time.Duration
-	// Rejected, when not nil, is told the reason of each request answered
-	// with an error before any hook ran, and of each failed TLS handshake
-	// ("tls_handshake").
-	Rejected func(reason string)
-	Log      logrus.FieldLogger
+// Hooks is what the Server asks about the hooks: their bindings at start
+// and after each change, and, per request, an answer from the hook bound
+// now. The operator implements it; a reload of the hooks folder replaces
+// what it answers.
+type Hooks interface {
+	// WebhookBindings returns the admission and conversion bindings of
+	// the current hooks; an error when they cannot be served as they are.
+	WebhookBindings() (Bindings, error)
+	// WebhooksChanged returns a channel that is closed at the next change
+	// of the bindings WebhookBindings returns.
+	WebhooksChanged() <-chan struct{}
+	// Admit runs the hook of the admission binding served at path now
+	// with review and returns its answer and the binding that gave it; an
+	// error matching ErrNotServed when no binding is served at path. Other
+	// errors deny the request with their text.
+	Admit(ctx context.Context, path string, review json.RawMessage) (*AdmissionResponse, Admission, error)
+	// Convert brings the objects of req, of CRD crd, to the desired
+	// version with the current hooks' conversions; an error matching
+	// ErrNotServed when no hook converts crd.
+	Convert(ctx context.Context, crd string, req ConversionRequest) ([]json.RawMessage, error)
 }
 
-// Slots bounds the webhook requests handled at once: a request takes one
-// before its body is read and gives it back when it is answered.
-type Slots chan struct{}
+// ErrNotServed matches (errors.Is) the errors of Hooks about a path or
+// CRD that no current binding serves; NotServed makes one.
+var ErrNotServed = errors.New("not served")
 
-// NewSlots returns n slots (at least 1).
-func NewSlots(n int) Slots { return make(Slots, max(n, 1)) }
-
-// CipherSuites are the TLS 1.2 suites the webhook server accepts: ECDHE
-// with AES-GCM or ChaCha20-Poly1305 (no CBC, no SHA-1, no RSA key
-// exchange). TLS 1.3's suites are all AEAD and not configurable.
-var CipherSuites = []uint16{
-	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
-	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
-	tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
-	tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
-	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
-	tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+// NotServed returns an error that says why a path or CRD is not served
+// and matches ErrNotServed.
+func NotServed(format string, args ...any) error {
+	return notServed(fmt.Sprintf(format, args...))
 }
 
-// The webhook listener's limits where ServeOptions set none. The API
-// server waits at most 30 s for a webhook, so no request needs longer.
-const (
-	defaultMaxConns    = 256
-	defaultBodyTimeout = 10 * time.Second
-	defaultSlots       = 16
-)
+type notServed string
 
-// Serve runs an HTTPS server for handler on address until ctx ends, and
-// returns the address it listens on. Every request waits for a slot
-// before its body is read (see Slots), the connections are capped, every
-// phase of a request has a timeout, and requests refused before a hook
-// ran are logged (sampled) and told to o.Rejected.
-func Serve(ctx context.Context, address string, handler http.Handler, o ServeOptions) (net.Addr, error) {
-	if o.Certificate == nil {
-		return nil, errors.New("webhook server: no certificate")
+func (e notServed) Error() string        { return string(e) }
+func (e notServed) Is(target error) bool { return target == ErrNotServed }
+
+// Bindings are the admission and conversion bindings of a hook set.
+type Bindings struct {
+	// Validating and Mutating are in the order of the hooks and of their
+	// bindings.
+	Validating, Mutating []Admission
+	Conversions          []Conversion
+}
+
+// Conversion is one kubernetesCustomResourceConversion binding.
+type Conversion struct {
+	Hook, Binding, CRD string
+}
+
+// CRDs returns the names of the CRDs the bindings convert, sorted.
+func (b Bindings) CRDs() []string {
+	var out []string
+	for _, c := range b.Conversions {
+		out = append(out, c.CRD)
 	}
-	ln, err := net.Listen("tcp", address)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// failRetry is how often a change that could not be served is tried
+// again (a certificate that is not there yet, say).
+const failRetry = 10 * time.Second
+
+// Server serves the hooks' admission and conversion bindings, and keeps
+// their registration in step with them: at start and after each change
+// that Hooks reports, it starts the listeners the bindings need (once
+// started, a listener runs until the end), applies the webhook
+// configurations and the CRDs' spec.conversion, and deletes or gives back
+// those of bindings that went away. Each request asks Hooks for the hook
+// bound at that moment, so a request that runs while the bindings change
+// gets the answer of the hook it started with.
+type Server struct {
+	o        Options
+	hooks    Hooks
+	log      logrus.FieldLogger
+	tls13    bool
+	slots    Slots
+	separate bool
+	conv     ConversionOptions
+	started  chan struct{}
+	// retry is how often a failed change is tried again (failRetry).
+	retry time.Duration
+
+	// servedMu guards served: the admission paths and conversion paths
+	// served since start. A request to one that no binding serves now
+	// (its binding went, and the API server has not seen its
+	// registration go yet) is answered as no binding were there.
+	servedMu sync.Mutex
+	served   map[string]bool
+
+	// Owned by Start's goroutine.
+	certs           *MemoryCert
+	admissionUp     bool
+	conversionUp    bool
+	dryRunWritten   bool
+	stopCRDRetry    context.CancelFunc
+	unservedWarning string
+}
+
+// NewServer checks o and returns the Server of hooks' webhook bindings;
+// it starts nothing (see Start).
+func NewServer(o Options, hooks Hooks) (*Server, error) {
+	s := &Server{o: o, hooks: hooks, log: o.Log, started: make(chan struct{}), retry: failRetry, served: map[string]bool{}}
+	if s.log == nil {
+		s.log = logrus.StandardLogger()
+	}
+	if o.ListenAddress == "" {
+		return s, nil
+	}
+	if o.MaxConnections < 1 {
+		return nil, fmt.Errorf("--webhook-max-connections=%d: use 1 or more (the default is 256)", o.MaxConnections)
+	}
+	tls13, err := ParseTLSMinVersion(o.TLSMinVersion)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", address, err)
+		return nil, fmt.Errorf("--webhook-tls-min-version=%w", err)
 	}
-	if o.Slots == nil {
-		o.Slots = NewSlots(defaultSlots)
+	if !o.DryRun && o.FailurePolicy != "Fail" && o.FailurePolicy != "Ignore" {
+		return nil, fmt.Errorf("--webhook-failure-policy=%s: use Fail or Ignore", o.FailurePolicy)
 	}
-	if o.BodyTimeout <= 0 {
-		o.BodyTimeout = defaultBodyTimeout
-	}
-	if o.MaxConns <= 0 {
-		o.MaxConns = defaultMaxConns
-	}
-	rejected := o.Rejected
-	if rejected == nil {
-		rejected = func(string) {}
-	}
-	limits := listen.Limits{MaxConns: o.MaxConns, ReadHeader: 10 * time.Second, Read: 35 * time.Second, Write: 35 * time.Second, Idle: 2 * time.Minute}
-	g := &gate{next: handler, slots: o.Slots, bodyTimeout: o.BodyTimeout, rejected: rejected, log: o.Log, sampler: listen.NewSampler(10, time.Second)}
-	srv := limits.Server(g, o.Log, func() { rejected("tls_handshake") })
-	srv.TLSConfig = serverTLS(o)
-	go func() {
-		if err := srv.ServeTLS(limits.Limit(ln), "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			o.Log.WithError(err).Error("webhook server stopped")
-		}
-	}()
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	return ln.Addr(), nil
+	s.tls13, s.slots = tls13, NewSlots(o.MaxConcurrent)
+	s.separate = o.Conversion.separate()
+	s.conv = o.Conversion.withDefaults(o)
+	return s, nil
 }
 
-// serverTLS is the TLS configuration of a webhook listener.
-func serverTLS(o ServeOptions) *tls.Config {
-	c := &tls.Config{MinVersion: tls.VersionTLS12, CipherSuites: CipherSuites, GetCertificate: o.Certificate}
-	if o.TLS13Only {
-		c.MinVersion = tls.VersionTLS13
+// Started is closed once Start has served and registered the bindings of
+// the hooks it found at start.
+func (s *Server) Started() <-chan struct{} { return s.started }
+
+// Start serves the bindings until ctx ends, following their changes, and
+// then stops the listeners and deletes a dry run's configurations. An
+// error serving the bindings found at start is returned at once; later
+// errors are logged and told to Options.Failed, and the change is tried
+// again.
+func (s *Server) Start(ctx context.Context) error {
+	defer s.cleanup()
+	var retry <-chan time.Time
+	for first := true; ; first = false {
+		changed := s.hooks.WebhooksChanged()
+		if err := s.sync(ctx); err != nil {
+			if first {
+				return err
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			s.log.WithError(err).Error("the webhook bindings changed, and serving them failed; trying again at their next change and every " + s.retry.String())
+			if s.o.Failed != nil {
+				s.o.Failed(err)
+			}
+			retry = time.After(s.retry)
+		} else {
+			retry = nil
+		}
+		if first {
+			close(s.started)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		case <-retry:
+		}
 	}
-	if o.ClientCAs != nil {
-		c.ClientCAs, c.ClientAuth = o.ClientCAs, tls.RequireAndVerifyClientCert
-	}
-	return c
 }
 
-// ParseTLSMinVersion reads the value of --webhook-tls-min-version: "1.2"
-// or "1.3"; it reports whether TLS 1.3 alone is accepted.
-func ParseTLSMinVersion(v string) (tls13Only bool, err error) {
-	switch strings.TrimPrefix(strings.TrimPrefix(v, "VersionTLS"), "TLS") {
-	case "1.2", "12":
-		return false, nil
-	case "1.3", "13":
-		return true, nil
+// sync serves and registers the hooks' bindings as they are now.
+func (s *Server) sync(ctx context.Context) error {
+	b, err := s.hooks.WebhookBindings()
+	if err != nil {
+		return err
 	}
-	return false, fmt.Errorf("%q: use 1.2 (TLS 1.2 with AEAD suites, or 1.3) or 1.3 (TLS 1.3 only)", v)
+	crds := b.CRDs()
+	admissionServed, conversionServed := s.o.ListenAddress != "", s.o.ListenAddress != "" && !s.o.DryRun
+	s.warnUnserved(b, admissionServed, conversionServed)
+	admission := len(b.Validating)+len(b.Mutating) > 0
+	conversion := len(crds) > 0 && conversionServed
+	if s.o.ListenAddress == "" {
+		return nil
+	}
+	s.remember(b)
+	if s.o.SelfSigned && s.certs == nil && (admission || len(crds) > 0) {
+		if err := s.selfSigned(ctx); err != nil {
+			return err
+		}
+	}
+	if err := s.listen(ctx, b, admission, conversion); err != nil {
+		return err
+	}
+	switch {
+	case !s.o.Register:
+		return nil
+	case s.o.DryRun:
+		return s.registerDryRun(ctx, b, admission)
+	}
+	return s.register(ctx, b, admission, conversion)
 }
 
-// ClientCAs reads the PEM files of the CAs whose client certificates the
-// webhook server accepts; nil when files is empty.
-func ClientCAs(files []string) (*x509.CertPool, error) {
-	if len(files) == 0 {
-		return nil, nil
+// remember adds the paths b serves to those served since start.
+func (s *Server) remember(b Bindings) {
+	s.servedMu.Lock()
+	defer s.servedMu.Unlock()
+	for _, a := range slices.Concat(b.Validating, b.Mutating) {
+		s.served[Path(a.Binding.Name)] = true
 	}
-	pool := x509.NewCertPool()
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("client CA: %w", err)
+	for _, c := range b.Conversions {
+		s.served[ConversionPath(c.CRD)] = true
+	}
+}
+
+// servedBefore reports whether path was served since start.
+func (s *Server) servedBefore(path string) bool {
+	s.servedMu.Lock()
+	defer s.servedMu.Unlock()
+	return s.served[path]
+}
+
+// warnUnserved says plainly which bindings will not run, instead of
+// ignoring them silently, once for each change of what it says.
+func (s *Server) warnUnserved(b Bindings, admission, conversion bool) {
+	type count struct{ admission, conversion int }
+	var order []string
+	counts := map[string]*count{}
+	at := func(hook string) *count {
+		if counts[hook] == nil {
+			counts[hook] = &count{}
+			order = append(order, hook)
 		}
-		if !pool.AppendCertsFromPEM(data) {
-			return nil, fmt.Errorf("client CA %s: no PEM certificate in it", strings.TrimSpace(f))
+		return counts[hook]
+	}
+	if !admission {
+		for _, a := range slices.Concat(b.Validating, b.Mutating) {
+			at(a.Hook).admission++
 		}
 	}
-	return pool, nil
+	if !conversion {
+		for _, c := range b.Conversions {
+			at(c.Hook).conversion++
+		}
+	}
+	var warning string
+	for _, h := range order {
+		warning += fmt.Sprintf("%s %d %d;", h, counts[h].admission, counts[h].conversion)
+	}
+	if warning == s.unservedWarning {
+		return
+	}
+	s.unservedWarning = warning
+	if s.o.DryRun && s.o.ListenAddress != "" && len(b.Conversions) > 0 {
+		s.log.Warn("dry-run: conversion bindings are not served (a conversion cannot be allowed without being made); the CRDs keep their conversion")
+	}
+	for _, h := range order {
+		c, log := counts[h], s.log.WithField("hook", h)
+		if c.conversion > 0 {
+			log.Warnf("the hook has %d conversion binding(s), and the webhook server does not serve them (--webhook-listen-address is empty, or dry-run), so they will not run", c.conversion)
+		}
+		if c.admission > 0 {
+			log.Warnf("the hook has %d admission binding(s), and the webhook server does not serve them (--webhook-listen-address is empty, or dry-run), so they will not run", c.admission)
+		}
+	}
 }

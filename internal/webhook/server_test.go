@@ -1,270 +1,267 @@
 package webhook
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
-	"github.com/hook-operator/hook-operator/internal/server/listen"
-	"github.com/hook-operator/hook-operator/internal/testoperator"
+	"github.com/hook-operator/hook-operator/internal/hook"
 )
 
-func jsonLog() (*logrus.Logger, *testoperator.Buffer) {
-	out := &testoperator.Buffer{}
-	log := logrus.New()
-	log.SetOutput(out)
-	log.SetFormatter(&logrus.JSONFormatter{})
-	return log, out
+// fakeHooks is a hook set the test changes, as a reload does.
+type fakeHooks struct {
+	mu       sync.Mutex
+	bindings Bindings
+	changed  chan struct{}
 }
 
-// reasons counts what a server's Rejected was told.
-type reasons struct {
-	mu sync.Mutex
-	n  map[string]int
+func newFakeHooks(b Bindings) *fakeHooks {
+	return &fakeHooks{bindings: b, changed: make(chan struct{})}
 }
 
-func (r *reasons) add(reason string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.n == nil {
-		r.n = map[string]int{}
-	}
-	r.n[reason]++
+func (f *fakeHooks) set(b Bindings) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.bindings = b
+	close(f.changed)
+	f.changed = make(chan struct{})
 }
 
-func (r *reasons) count(reason string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.n[reason]
+func (f *fakeHooks) WebhookBindings() (Bindings, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.bindings, nil
 }
 
-func waitFor(t *testing.T, what string, cond func() bool, show func() string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 10s for %s:\n%s", what, show())
+func (f *fakeHooks) WebhooksChanged() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changed
+}
+
+// Admit denies with the name of the hook bound to path, as the set is now.
+func (f *fakeHooks) Admit(_ context.Context, path string, _ json.RawMessage) (*AdmissionResponse, Admission, error) {
+	b, _ := f.WebhookBindings()
+	for _, a := range append(b.Validating, b.Mutating...) {
+		if Path(a.Binding.Name) == path {
+			return &AdmissionResponse{Message: "denied by " + a.Hook}, a, nil
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
+	return nil, Admission{}, NotServed("no admission binding is served at %s", path)
 }
 
-// serveTest serves handler with a test certificate and o, and returns its
-// address.
-func serveTest(t *testing.T, handler http.Handler, o ServeOptions) string {
+func (f *fakeHooks) Convert(_ context.Context, crd string, _ ConversionRequest) ([]json.RawMessage, error) {
+	return nil, NotServed("no hook converts %s", crd)
+}
+
+func validating(hookName, binding string) Bindings {
+	return Bindings{Validating: []Admission{{Hook: hookName, Binding: hook.WebhookBinding{Common: hook.Common{Name: binding}}}}}
+}
+
+// startServer runs s until the test ends.
+func startServer(t *testing.T, s *Server) (errc chan error) {
 	t.Helper()
-	dir := t.TempDir()
-	writePair(t, dir, 1)
-	if o.Log == nil {
-		o.Log, _ = jsonLog()
-	}
-	certs, err := NewCertReloader(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), o.Log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Certificate = certs.GetCertificate
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	addr, err := Serve(ctx, "127.0.0.1:0", handler, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return addr.String()
+	errc = make(chan error, 1)
+	go func() { errc <- s.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-errc
+	})
+	return errc
 }
 
-func handshake(addr string, c *tls.Config) error {
-	c.InsecureSkipVerify = true
-	conn, err := tls.Dial("tcp", addr, c)
-	if err != nil {
-		return err
-	}
-	return conn.Close()
-}
-
-// TLS 1.2 is accepted with AEAD suites only, and not at all with TLS13Only.
-func TestServeTLSSuites(t *testing.T) {
-	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {})
-	addr := serveTest(t, ok, ServeOptions{})
-	tls12 := func(suite uint16) *tls.Config {
-		return &tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{suite}}
-	}
-	for _, suite := range []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA, tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256} {
-		if err := handshake(addr, tls12(suite)); err == nil {
-			t.Errorf("TLS 1.2 with %s was accepted", tls.CipherSuiteName(suite))
-		}
-	}
-	for _, suite := range []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256} {
-		if err := handshake(addr, tls12(suite)); err != nil {
-			t.Errorf("TLS 1.2 with %s: %v", tls.CipherSuiteName(suite), err)
-		}
-	}
-	only13 := serveTest(t, ok, ServeOptions{TLS13Only: true})
-	if err := handshake(only13, &tls.Config{MaxVersion: tls.VersionTLS12}); err == nil {
-		t.Errorf("TLS 1.2 was accepted with TLS13Only")
-	}
-	if err := handshake(only13, &tls.Config{MinVersion: tls.VersionTLS13}); err != nil {
-		t.Errorf("TLS 1.3 with TLS13Only: %v", err)
-	}
-}
-
-func TestParseTLSMinVersion(t *testing.T) {
-	for v, want := range map[string]bool{"1.2": false, "1.3": true, "VersionTLS13": true, "TLS12": false} {
-		if got, err := ParseTLSMinVersion(v); err != nil || got != want {
-			t.Errorf("%s: %v %v", v, got, err)
-		}
-	}
-	if _, err := ParseTLSMinVersion("1.1"); err == nil || !strings.Contains(err.Error(), "use 1.2") {
-		t.Errorf("1.1: %v", err)
-	}
-}
-
-// bodyReader records whether the server read any of a request's body.
-type bodyReader struct {
-	mu   sync.Mutex
-	read bool
-	r    io.Reader
-}
-
-func (b *bodyReader) Read(p []byte) (int, error) {
-	b.mu.Lock()
-	b.read = true
-	b.mu.Unlock()
-	return b.r.Read(p)
-}
-
-func (b *bodyReader) wasRead() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.read
-}
-
-func testGate(slots Slots, next http.Handler) (*gate, *reasons, *testoperator.Buffer) {
+// Without a listen address, the server says which hooks' bindings will
+// not run, at start and again when a change adds some.
+func TestServerWarnsOfUnservedBindings(t *testing.T) {
 	log, logs := jsonLog()
-	r := &reasons{}
-	return &gate{next: next, slots: slots, bodyTimeout: time.Second, rejected: r.add, log: log, sampler: listen.NewSampler(10, time.Second)}, r, logs
-}
-
-// A request takes a slot before its body is read: while every slot is
-// taken, no body is read, and a request that waits past the API server's
-// timeout is answered 503, logged and counted.
-func TestGateTakesASlotBeforeTheBody(t *testing.T) {
-	slots := NewSlots(1)
-	slots <- struct{}{} // every slot taken
-	read := &bodyReader{r: strings.NewReader(`{"kind": "AdmissionReview"}`)}
-	handler := &AdmissionHandler{Run: func(context.Context, string, json.RawMessage) (*AdmissionResponse, error) {
-		return &AdmissionResponse{Allowed: true}, nil
-	}}
-	g, rejected, logs := testGate(slots, handler)
-	req := httptest.NewRequest(http.MethodPost, "/hooks/x?timeout=200ms", read)
-	req.Header.Set("Content-Type", "application/json")
-	rec := httptest.NewRecorder()
-	g.ServeHTTP(rec, req)
-	if rec.Code != http.StatusServiceUnavailable || read.wasRead() {
-		t.Errorf("a request while every slot is taken: %d, body read: %v; want 503 and the body not read", rec.Code, read.wasRead())
-	}
-	if rejected.count("busy") != 1 || !strings.Contains(logs.String(), `"reason":"busy"`) {
-		t.Errorf("the busy answer: counted %d, logged:\n%s", rejected.count("busy"), logs.String())
-	}
-
-	<-slots // free
-	read = &bodyReader{r: strings.NewReader(`{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "u1"}}`)}
-	req = httptest.NewRequest(http.MethodPost, "/hooks/x", read)
-	rec = httptest.NewRecorder()
-	g.ServeHTTP(rec, req)
-	if rec.Code != http.StatusOK || !read.wasRead() || len(slots) != 0 {
-		t.Errorf("a request with a free slot: %d, body read %v, slots still taken %d", rec.Code, read.wasRead(), len(slots))
-	}
-}
-
-// Requests refused before a hook ran are logged with the client's address
-// and the reason, and counted; a flood of them is sampled in the log but
-// counted in full. A body larger than a review is refused before it is read.
-func TestGateLogsAndCountsRejections(t *testing.T) {
-	handler := &AdmissionHandler{Run: func(context.Context, string, json.RawMessage) (*AdmissionResponse, error) {
-		t.Error("a hook ran for a refused request")
-		return nil, nil
-	}}
-	g, rejected, logs := testGate(NewSlots(4), handler)
-	serve := func(method, ct string, body io.Reader, length int64) int {
-		req := httptest.NewRequest(method, "/hooks/x", body)
-		req.RemoteAddr = "192.0.2.9:4711"
-		req.Header.Set("Content-Type", ct)
-		if length > 0 {
-			req.ContentLength = length
-		}
-		rec := httptest.NewRecorder()
-		g.ServeHTTP(rec, req)
-		return rec.Code
-	}
-	for range 200 {
-		serve(http.MethodGet, "application/json", nil, 0)
-	}
-	read := &bodyReader{r: strings.NewReader("{}")}
-	cases := []struct {
-		code   int
-		reason string
-		got    int
-	}{
-		{http.StatusUnsupportedMediaType, "content_type", serve(http.MethodPost, "text/plain", strings.NewReader("{}"), 0)},
-		{http.StatusBadRequest, "bad_review", serve(http.MethodPost, "application/json", strings.NewReader("{"), 0)},
-		{http.StatusRequestEntityTooLarge, "too_large", serve(http.MethodPost, "application/json", read, maxReviewBytes+1)},
-		{http.StatusRequestEntityTooLarge, "too_large", serve(http.MethodPost, "application/json", strings.NewReader(strings.Repeat(" ", maxReviewBytes+1)), -1)},
-	}
-	for _, c := range cases {
-		if c.got != c.code {
-			t.Errorf("%s: answered %d, want %d", c.reason, c.got, c.code)
-		}
-	}
-	if read.wasRead() {
-		t.Errorf("a body announced larger than a review was read")
-	}
-	if rejected.count("method") != 200 || rejected.count("content_type") != 1 || rejected.count("bad_review") != 1 || rejected.count("too_large") != 2 {
-		t.Errorf("counted: %v", rejected.n)
-	}
-	lines := strings.Count(logs.String(), "\n")
-	if lines > 20 {
-		t.Errorf("204 rejected requests made %d log lines; want them sampled", lines)
-	}
-	if !strings.Contains(logs.String(), `"client":"192.0.2.9:4711"`) || !strings.Contains(logs.String(), `"reason":"method"`) ||
-		!strings.Contains(logs.String(), `"msg":"webhook request rejected"`) {
-		t.Errorf("the log of rejected requests:\n%s", logs.String())
-	}
-}
-
-// A body that arrives too slowly is given up once its slot's body timeout
-// passes, and the request is answered 408 and counted.
-func TestServeEndsASlowBody(t *testing.T) {
-	rejected := &reasons{}
-	handler := &AdmissionHandler{Run: func(context.Context, string, json.RawMessage) (*AdmissionResponse, error) {
-		return &AdmissionResponse{Allowed: true}, nil
-	}}
-	addr := serveTest(t, handler, ServeOptions{BodyTimeout: 200 * time.Millisecond, Rejected: rejected.add})
-	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+	hooks := newFakeHooks(validating("a.sh", "a.example.com"))
+	s, err := NewServer(Options{Log: log}, hooks)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "POST /hooks/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"apiVersion\":")
-	// The server's own limits would wait 35 s; the client waits less.
-	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	startServer(t, s)
+	unserved := func(h string) bool {
+		return strings.Contains(logs.String(), `"hook":"`+h+`","level":"warning","msg":"the hook has 1 admission binding(s), and the webhook server does not serve them`)
+	}
+	waitFor(t, "the warning about a.sh", func() bool { return unserved("a.sh") }, logs.String)
+	b := validating("a.sh", "a.example.com")
+	b.Conversions = []Conversion{{Hook: "b.sh", Binding: "b", CRD: "things.example.com"}}
+	hooks.set(b)
+	waitFor(t, "the warning about b.sh", func() bool {
+		return strings.Contains(logs.String(), `"hook":"b.sh","level":"warning","msg":"the hook has 1 conversion binding(s), and the webhook server does not serve them`)
+	}, logs.String)
+}
+
+// freeAddress returns a loopback address no one listens on.
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("no answer to a body that stopped coming: %v", err)
+		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestTimeout || rejected.count("read_timeout") != 1 {
-		t.Errorf("a slow body: %d, counted %v; want 408 and read_timeout", resp.StatusCode, rejected.n)
+	defer ln.Close()
+	return "127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// postReview posts an AdmissionReview to path of the server at addr and
+// returns its response.
+func postReview(t *testing.T, addr, path string) map[string]any {
+	t.Helper()
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // a test certificate
+	resp, err := client.Post("https://"+addr+path, "application/json", strings.NewReader(review))
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer resp.Body.Close()
+	var out struct {
+		Response map[string]any `json:"response"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatalf("%s: status %d, not a review: %v", path, resp.StatusCode, err)
+	}
+	return out.Response
+}
+
+// The listener starts with the first admission binding, also one a change
+// adds: without a certificate the change fails, says which flags to set,
+// and is told to Failed; the next change serves it. A request to a binding
+// that went away is allowed (no binding checks it now); one to a path
+// never served is not.
+func TestServerFollowsChanges(t *testing.T) {
+	log, logs := jsonLog()
+	dir := t.TempDir()
+	addr := freeAddress(t)
+	var mu sync.Mutex
+	var failed []error
+	hooks := newFakeHooks(Bindings{})
+	s, err := NewServer(Options{
+		ListenAddress: addr, Cert: filepath.Join(dir, "tls.crt"), Key: filepath.Join(dir, "tls.key"),
+		MaxConnections: 8, MaxConcurrent: 2, TLSMinVersion: "1.2", FailurePolicy: "Fail", Log: log,
+		Failed: func(err error) { mu.Lock(); defer mu.Unlock(); failed = append(failed, err) },
+	}, hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startServer(t, s)
+	<-s.Started()
+	if conn, err := net.Dial("tcp", addr); err == nil {
+		conn.Close()
+		t.Fatal("the server listens although no hook has a webhook binding")
+	}
+
+	hooks.set(validating("a.sh", "a.example.com"))
+	waitFor(t, "the failure to be reported", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(failed) > 0
+	}, logs.String)
+	mu.Lock()
+	if msg := failed[0].Error(); !strings.Contains(msg, "--webhook-cert, --webhook-key") {
+		t.Errorf("the error does not say which flags to set: %s", msg)
+	}
+	mu.Unlock()
+
+	writePair(t, dir, 1)
+	hooks.set(validating("b.sh", "a.example.com"))
+	waitFor(t, "the listener", func() bool { return strings.Contains(logs.String(), `"msg":"serving webhooks"`) }, logs.String)
+	if got := postReview(t, addr, "/hooks/a-example-com"); got["allowed"] != false || !strings.Contains(fmt.Sprint(got["status"]), "denied by b.sh") {
+		t.Errorf("a request to a.example.com: %v, want b.sh's denial", got)
+	}
+
+	hooks.set(Bindings{})
+	if got := postReview(t, addr, "/hooks/a-example-com"); got["allowed"] != true {
+		t.Errorf("a request to a binding that went away: %v, want it allowed", got)
+	}
+	if got := postReview(t, addr, "/hooks/never-served"); got["allowed"] != false {
+		t.Errorf("a request to a path never served: %v, want it denied", got)
+	}
+}
+
+// A conversion for a CRD whose binding went away is made as strategy
+// None makes it: the apiVersion alone changes.
+func TestServerConvertsAsNoneAfterItsBindingWent(t *testing.T) {
+	log, _ := jsonLog()
+	s, err := NewServer(Options{Log: log}, newFakeHooks(Bindings{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := ConversionRequest{DesiredAPIVersion: "example.com/v2", Objects: objects("example.com/v1")}
+	if _, err := s.convert(context.Background(), "things.example.com", req); !errors.Is(err, ErrNotServed) {
+		t.Errorf("a CRD never converted: %v, want ErrNotServed", err)
+	}
+	s.remember(Bindings{Conversions: []Conversion{{Hook: "c.sh", Binding: "c", CRD: "things.example.com"}}})
+	out, err := s.convert(context.Background(), "things.example.com", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := versions(t, out); len(got) != 1 || got[0] != "example.com/v2" {
+		t.Errorf("converted to %v, want [example.com/v2]", got)
+	}
+}
+
+// Options a server cannot run with are refused by NewServer, naming the
+// flag.
+func TestNewServerChecksOptions(t *testing.T) {
+	ok := Options{ListenAddress: ":0", MaxConnections: 1, TLSMinVersion: "1.2", FailurePolicy: "Fail"}
+	for flag, change := range map[string]func(*Options){
+		"--webhook-max-connections": func(o *Options) { o.MaxConnections = 0 },
+		"--webhook-tls-min-version": func(o *Options) { o.TLSMinVersion = "1.1" },
+		"--webhook-failure-policy":  func(o *Options) { o.FailurePolicy = "Maybe" },
+	} {
+		o := ok
+		change(&o)
+		if _, err := NewServer(o, newFakeHooks(Bindings{})); err == nil || !strings.HasPrefix(err.Error(), flag) {
+			t.Errorf("%s: %v, want an error naming the flag", flag, err)
+		}
+	}
+	if _, err := NewServer(ok, newFakeHooks(Bindings{})); err != nil {
+		t.Error(err)
+	}
+}
+
+// A failure to serve the bindings found at start is Start's error, and
+// Started is never closed; a change that fails later is tried again
+// without another change, once what it lacked is there.
+func TestServerFailsAtStartAndRetriesLater(t *testing.T) {
+	log, logs := jsonLog()
+	dir := t.TempDir()
+	o := Options{
+		ListenAddress: freeAddress(t), Cert: filepath.Join(dir, "tls.crt"), Key: filepath.Join(dir, "tls.key"),
+		MaxConnections: 8, MaxConcurrent: 2, TLSMinVersion: "1.2", FailurePolicy: "Fail", Log: log,
+	}
+	s, err := NewServer(o, newFakeHooks(validating("a.sh", "a.example.com")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "--webhook-cert, --webhook-key") {
+		t.Errorf("Start without a certificate: %v, want an error naming the flags", err)
+	}
+	select {
+	case <-s.Started():
+		t.Error("Started is closed although the bindings found at start are not served")
+	default:
+	}
+
+	hooks := newFakeHooks(Bindings{})
+	if s, err = NewServer(o, hooks); err != nil {
+		t.Fatal(err)
+	}
+	s.retry = 20 * time.Millisecond
+	startServer(t, s)
+	<-s.Started()
+	hooks.set(validating("a.sh", "a.example.com"))
+	waitFor(t, "the failed change", func() bool { return strings.Contains(logs.String(), "serving them failed") }, logs.String)
+	writePair(t, dir, 1)
+	waitFor(t, "the listener, with no other change", func() bool { return strings.Contains(logs.String(), `"msg":"serving webhooks"`) }, logs.String)
 }

@@ -2,7 +2,10 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -70,4 +73,105 @@ func Sync(ctx context.Context, dyn dynamic.Interface, r Registration, validating
 		log.WithFields(logrus.Fields{"configuration": r.Name, "kind": u.GetKind(), "webhooks": len(bindings)}).Info("webhook configuration applied")
 	}
 	return nil
+}
+
+// register applies the configurations of the admission bindings (deleting
+// those of a kind that has none left), and points the CRDs converted at
+// the conversion listener, giving back those no binding converts.
+func (s *Server) register(ctx context.Context, b Bindings, admission, conversion bool) error {
+	dyn := s.o.Dynamic
+	if admission {
+		reg, err := s.registration(s.o.CA, s.o.ServiceName, s.o.URL)
+		if err != nil {
+			return err
+		}
+		if err := Sync(ctx, dyn, reg, b.Validating, b.Mutating, s.log); err != nil {
+			return err
+		}
+	} else if err := Sync(ctx, dyn, Registration{Name: s.o.ConfigurationName}, nil, nil, s.log); err != nil {
+		// Bindings that went away: their configurations go too.
+		return err
+	}
+	ca, service, url := s.o.CA, s.o.ServiceName, s.o.URL
+	if s.separate {
+		ca, service, url = s.conv.CA, s.conv.ServiceName, s.conv.URL
+	}
+	// The name tells this operator's conversions from other operators'.
+	reg := Registration{Name: s.o.ConfigurationName}
+	if conversion {
+		var err error
+		if reg, err = s.registration(ca, service, url); err != nil {
+			return err
+		}
+	}
+	// A CRD not there yet is looked for until the next change.
+	if s.stopCRDRetry != nil {
+		s.stopCRDRetry()
+	}
+	var retry context.Context
+	retry, s.stopCRDRetry = context.WithCancel(ctx)
+	return SyncConversions(retry, dyn, reg, b.CRDs(), s.log)
+}
+
+// registerDryRun registers the admission bindings of a dry run under
+// configurations of its own (named <ConfigurationName>-dry-run, so that a
+// dry run beside the real operator does not take its registration over),
+// with failurePolicy Ignore for every webhook; they are deleted when its
+// last binding goes and when the dry run stops. A dry run writes nothing
+// else.
+func (s *Server) registerDryRun(ctx context.Context, b Bindings, admission bool) error {
+	if !admission {
+		if !s.dryRunWritten {
+			return nil
+		}
+		s.dryRunWritten = false
+		return Sync(ctx, s.o.Dynamic, Registration{Name: s.dryRunName()}, nil, nil, s.log)
+	}
+	reg, err := s.registration(s.o.CA, s.o.ServiceName, s.o.URL)
+	if err != nil {
+		return err
+	}
+	reg.Name, reg.IgnoreFailures = s.dryRunName(), true
+	s.dryRunWritten = true
+	return Sync(ctx, s.o.Dynamic, reg, b.Validating, b.Mutating, s.log)
+}
+
+func (s *Server) dryRunName() string { return s.o.ConfigurationName + "-dry-run" }
+
+// cleanup deletes the configurations a dry run wrote.
+func (s *Server) cleanup() {
+	if s.stopCRDRetry != nil {
+		s.stopCRDRetry()
+	}
+	if !s.dryRunWritten {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := Sync(ctx, s.o.Dynamic, Registration{Name: s.dryRunName()}, nil, nil, s.log); err != nil {
+		s.log.WithError(err).Warn("dry-run: deleting the dry run's webhook configurations failed; delete them by hand")
+	}
+}
+
+// registration says how to register the webhooks served with the CA in
+// file caFile (read now, so that a rotated CA is registered), by service
+// or url. With SelfSigned the CA is the one held in memory.
+func (s *Server) registration(caFile, service, url string) (Registration, error) {
+	var ca []byte
+	if s.certs != nil {
+		ca = s.certs.CA()
+	} else {
+		var err error
+		if ca, err = os.ReadFile(caFile); err != nil {
+			return Registration{}, fmt.Errorf("the CA bundle for the webhook registrations (--webhook-ca, or --conversion-webhook-ca): %w", err)
+		}
+	}
+	reg := Registration{
+		Name: s.o.ConfigurationName, ServiceNamespace: s.o.Namespace, ServiceName: service,
+		URL: url, CABundle: ca, FailurePolicy: s.o.FailurePolicy, Labels: s.o.Labels, Annotations: s.o.Annotations,
+	}
+	if reg.URL == "" && reg.ServiceNamespace == "" {
+		return reg, errors.New("registering the webhooks by Service needs the operator's namespace: set --operator-namespace (or run in a Pod), or register by --webhook-url")
+	}
+	return reg, nil
 }

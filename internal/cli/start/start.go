@@ -330,14 +330,11 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		}
 		log.WithFields(logrus.Fields{"address": addr, "debugSocket": f.DebugSocket}).Info("serving /metrics, /healthz and /readyz")
 	}
-	admission, conversion, cleanup, err := serveWebhooks(ctx, f.Webhook, op, clients, w != nil, m.WebhookRejected, log)
+	stopWebhooks, err := serveWebhooks(ctx, f.Webhook, op, clients, w != nil, m.WebhookRejected, log)
 	if err != nil {
 		return err
 	}
-	if cleanup != nil {
-		defer cleanup()
-	}
-	op.SetWebhooksServed(admission, conversion)
+	defer stopWebhooks()
 	if f.Reload.Enabled {
 		rctx, stopReload := context.WithCancel(ctx)
 		defer stopReload()

@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
@@ -49,10 +46,6 @@ type WebhookFlags struct {
 	MaxConnections int
 	// TLSMinVersion is 1.2 (with AEAD suites only) or 1.3.
 	TLSMinVersion string
-
-	// selfSigned holds the certificates of --webhook-self-signed, in
-	// memory only; nil: they are read from files.
-	selfSigned *webhook.MemoryCert
 }
 
 // ConversionFlags are the settings of a second listener for conversion
@@ -65,32 +58,6 @@ type ConversionFlags struct {
 	ServiceName   string
 	URL           string
 	ClientCA      []string
-}
-
-// separate reports whether any setting of a second conversion listener
-// was given.
-func (c ConversionFlags) separate() bool {
-	return c.ListenAddress != "" || c.Cert != "" || c.Key != "" || c.CA != "" || c.ServiceName != "" || c.URL != "" || len(c.ClientCA) > 0
-}
-
-// withDefaults fills the settings not given of a separate conversion
-// listener.
-func (c ConversionFlags) withDefaults(f WebhookFlags) ConversionFlags {
-	def := func(v *string, d string) {
-		if *v == "" {
-			*v = d
-		}
-	}
-	def(&c.ListenAddress, ":9681")
-	def(&c.Cert, "/conversion-certs/tls.crt")
-	def(&c.Key, "/conversion-certs/tls.key")
-	def(&c.CA, "/conversion-certs/ca.crt")
-	def(&c.ServiceName, f.ServiceName)
-	def(&c.URL, f.URL)
-	if len(c.ClientCA) == 0 {
-		c.ClientCA = f.ClientCA
-	}
-	return c
 }
 
 // bindWebhookFlags defines the webhook flags on fs.
@@ -203,259 +170,39 @@ func operatorNamespace(flag string) string {
 	return os.Getenv("POD_NAMESPACE")
 }
 
-// serveWebhooks starts the webhook server(s) for the hooks' admission and
-// conversion bindings, if they have any, and registers them: the webhook
-// configurations and the CRDs' spec.conversion. It returns which it serves.
-// A dry run serves admission bindings only (see serveDryRun); cleanup,
-// when not nil, is to be called when the operator has stopped.
-//
-// rejected is told the reason of each webhook request refused before a
-// hook ran (a metric).
-func serveWebhooks(ctx context.Context, f WebhookFlags, op *operator.Operator, clients *kube.Clients, dryRun bool, rejected func(string), log *logrus.Logger) (admission, conversion bool, cleanup func(), err error) {
-	if f.ListenAddress == "" {
-		return false, false, nil, nil
-	}
-	if f.MaxConnections < 1 {
-		return false, false, nil, fmt.Errorf("--webhook-max-connections=%d: use 1 or more (the default is 256)", f.MaxConnections)
-	}
-	tls13Only, err := webhook.ParseTLSMinVersion(f.TLSMinVersion)
+// serveWebhooks runs the server of the hooks' webhook bindings until ctx
+// ends, and returns once it serves those found at start; stop ends it and
+// waits for its clean-up. A dry run serves admission bindings only,
+// allowing every request, under configurations of its own.
+func serveWebhooks(ctx context.Context, f WebhookFlags, op *operator.Operator, clients *kube.Clients, dryRun bool, rejected func(string), log logrus.FieldLogger) (stop func(), err error) {
+	srv, err := webhookServer(f, op, clients, dryRun, rejected, log)
 	if err != nil {
-		return false, false, nil, fmt.Errorf("--webhook-tls-min-version=%w", err)
+		return nil, err
 	}
-	serve := serving{tls13Only: tls13Only, maxConns: f.MaxConnections, slots: webhook.NewSlots(f.MaxConcurrent), rejected: rejected}
-	if f.SelfSigned && len(op.Admissions(false))+len(op.Admissions(true))+len(op.ConversionCRDs()) > 0 {
-		if err := selfSigned(ctx, &f, clients, log); err != nil {
-			return false, false, nil, err
-		}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- srv.Start(ctx) }()
+	select {
+	case err := <-done:
+		cancel()
+		return func() {}, err
+	case <-srv.Started():
 	}
-	if dryRun {
-		return serveDryRun(ctx, f, op, clients, serve, log)
-	}
-	a, c, err := serveLive(ctx, f, op, clients, serve, log)
-	return a, c, nil, err
+	return func() { cancel(); <-done }, nil
 }
 
-// selfSignedCheck is how often the self-signed certificate is looked at
-// again (and made again when it is to expire within 30 days).
-const selfSignedCheck = 12 * time.Hour
-
-// selfSigned makes (or reads) the self-signed certificates and keeps them
-// in memory (f.selfSigned), renewed while ctx lasts: the private key is
-// never written to a file.
-func selfSigned(ctx context.Context, f *WebhookFlags, clients *kube.Clients, log *logrus.Logger) error {
-	ns := operatorNamespace(f.Namespace)
-	if ns == "" {
-		return fmt.Errorf("--webhook-self-signed keeps the certificates in a Secret of the operator's namespace: set --operator-namespace (or run in a Pod)")
-	}
-	var hosts []string
-	for _, svc := range []string{f.ServiceName, f.Conversion.ServiceName} {
-		if svc != "" {
-			hosts = append(hosts, webhook.ServiceHosts(svc, ns)...)
-		}
-	}
-	for _, raw := range []string{f.URL, f.Conversion.URL} {
-		if raw == "" {
-			continue
-		}
-		u, err := url.Parse(raw)
-		if err != nil || u.Hostname() == "" {
-			return fmt.Errorf("--webhook-url %q: want https://HOST[:PORT]", raw)
-		}
-		hosts = append([]string{u.Hostname()}, hosts...)
-	}
-	s := &webhook.SelfSigned{Dynamic: clients.Dynamic, Namespace: ns, Secret: f.CertSecret, Hosts: hosts, Log: log}
-	certs, err := s.Keep(ctx, selfSignedCheck)
-	if err != nil {
-		return fmt.Errorf("--webhook-self-signed: %w", err)
-	}
-	f.selfSigned = certs
-	return nil
-}
-
-// serveLive serves and registers the webhooks of an operator that is not
-// a dry run.
-func serveLive(ctx context.Context, f WebhookFlags, op *operator.Operator, clients *kube.Clients, serve serving, log *logrus.Logger) (admission, conversion bool, err error) {
-	validating, mutating := op.Admissions(false), op.Admissions(true)
-	crds := op.ConversionCRDs()
-	if f.FailurePolicy != "Fail" && f.FailurePolicy != "Ignore" {
-		return false, false, fmt.Errorf("--webhook-failure-policy=%s: use Fail or Ignore", f.FailurePolicy)
-	}
-	admissionHandler := op.AdmissionHandler(f.MaxConcurrent, false)
-	conversionHandler, err := op.ConversionHandler(f.MaxConcurrent)
-	if err != nil {
-		return false, false, err
-	}
-	admission, conversion = admissionHandler != nil, conversionHandler != nil
-
-	separate := f.Conversion.separate()
-	conv := f.Conversion.withDefaults(f)
-	mux := http.NewServeMux()
-	if admission {
-		mux.Handle("/hooks/", admissionHandler)
-	}
-	if conversion && !separate {
-		mux.Handle("/", conversionHandler)
-	}
-	if admission || (conversion && !separate) {
-		addr, err := listen(ctx, listener{flag: "webhook", what: "admission or conversion", address: f.ListenAddress,
-			cert: f.Cert, key: f.Key, memory: f.selfSigned, clientCA: f.ClientCA}, serve, mux, log)
-		if err != nil {
-			return false, false, err
-		}
-		served := 0
-		if !separate {
-			served = len(crds)
-		}
-		log.WithFields(logrus.Fields{"address": addr.String(), "validating": len(validating), "mutating": len(mutating), "conversions": served}).Info("serving webhooks")
-	}
-	if conversion && separate {
-		addr, err := listen(ctx, listener{flag: "conversion-webhook", what: "conversion", address: conv.ListenAddress,
-			cert: conv.Cert, key: conv.Key, memory: f.selfSigned, clientCA: conv.ClientCA}, serve, conversionHandler, log)
-		if err != nil {
-			return false, false, err
-		}
-		log.WithFields(logrus.Fields{"address": addr.String(), "crds": crds}).Info("serving conversion webhooks")
-	}
-	if !f.Register {
-		return admission, conversion, nil
-	}
-	if admission {
-		reg, err := registration(f, f.CA, f.ServiceName, f.URL)
-		if err != nil {
-			return false, false, err
-		}
-		if err := webhook.Sync(ctx, clients.Dynamic, reg, validating, mutating, log); err != nil {
-			return false, false, err
-		}
-	} else if err := webhook.Sync(ctx, clients.Dynamic, webhook.Registration{Name: f.ConfigurationName}, nil, nil, log); err != nil {
-		// Bindings that went away: their configurations go too.
-		return false, false, err
-	}
-	ca, service, url := f.CA, f.ServiceName, f.URL
-	if separate {
-		ca, service, url = conv.CA, conv.ServiceName, conv.URL
-	}
-	// The name tells this operator's conversions from other operators'.
-	reg := webhook.Registration{Name: f.ConfigurationName}
-	if conversion {
-		if reg, err = registration(f, ca, service, url); err != nil {
-			return false, false, err
-		}
-	}
-	return admission, conversion, webhook.SyncConversions(ctx, clients.Dynamic, reg, crds, log)
-}
-
-// serveDryRun serves the admission bindings of a dry run: every request is
-// allowed, and what the hook answered is logged and sent back as a
-// warning. The configurations it registers are its own (named
-// <--webhook-configuration-name>-dry-run, so that a dry run beside the real
-// operator does not take its registration over), with failurePolicy Ignore
-// for every webhook, and deleted when the dry run stops: a dry run writes
-// nothing else. Conversion bindings are not served: a conversion cannot be
-// allowed without being made.
-func serveDryRun(ctx context.Context, f WebhookFlags, op *operator.Operator, clients *kube.Clients, serve serving, log *logrus.Logger) (admission, conversion bool, cleanup func(), err error) {
-	validating, mutating := op.Admissions(false), op.Admissions(true)
-	if len(op.ConversionCRDs()) > 0 {
-		log.Warn("dry-run: conversion bindings are not served (a conversion cannot be allowed without being made); the CRDs keep their conversion")
-	}
-	handler := op.AdmissionHandler(f.MaxConcurrent, true)
-	if handler == nil {
-		return false, false, nil, nil
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/hooks/", handler)
-	addr, err := listen(ctx, listener{flag: "webhook", what: "admission", address: f.ListenAddress,
-		cert: f.Cert, key: f.Key, memory: f.selfSigned, clientCA: f.ClientCA}, serve, mux, log)
-	if err != nil {
-		return false, false, nil, err
-	}
-	log.WithFields(logrus.Fields{"address": addr.String(), "validating": len(validating), "mutating": len(mutating)}).Info("dry-run: serving admission webhooks; every request is allowed")
-	if !f.Register {
-		return true, false, nil, nil
-	}
-	f.ConfigurationName += "-dry-run"
-	reg, err := registration(f, f.CA, f.ServiceName, f.URL)
-	if err != nil {
-		return false, false, nil, err
-	}
-	reg.IgnoreFailures = true
-	if err := webhook.Sync(ctx, clients.Dynamic, reg, validating, mutating, log); err != nil {
-		return false, false, nil, err
-	}
-	return true, false, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := webhook.Sync(ctx, clients.Dynamic, webhook.Registration{Name: f.ConfigurationName}, nil, nil, log); err != nil {
-			log.WithError(err).Warn("dry-run: deleting the dry run's webhook configurations failed; delete them by hand")
-		}
-	}, nil
-}
-
-// listener is one HTTPS listener of webhooks: its flags' prefix (webhook
-// or conversion-webhook), the bindings it serves (for messages), and its
-// settings.
-type listener struct {
-	flag, what, address string
-	cert, key           string
-	// memory, when not nil, serves the certificate instead of the files.
-	memory   *webhook.MemoryCert
-	clientCA []string
-}
-
-// serving holds the settings every webhook listener of the operator
-// shares: TLS, the connection cap, and the slots.
-type serving struct {
-	tls13Only bool
-	maxConns  int
-	slots     webhook.Slots
-	rejected  func(string)
-}
-
-// listen starts the HTTPS server of l for handler until ctx ends, with its
-// certificate reloaded from disk (or held in memory), and returns the
-// address it listens on. Errors name the flag to change.
-func listen(ctx context.Context, l listener, serve serving, handler http.Handler, log *logrus.Logger) (net.Addr, error) {
-	o := webhook.ServeOptions{TLS13Only: serve.tls13Only, MaxConns: serve.maxConns, Slots: serve.slots, Rejected: serve.rejected, Log: log}
-	if l.memory != nil {
-		o.Certificate = l.memory.GetCertificate
-	} else {
-		certs, err := webhook.NewCertReloader(l.cert, l.key, log)
-		if err != nil {
-			return nil, fmt.Errorf("the hooks have %s bindings, so the webhook server needs a certificate and key (--%s-cert, --%s-key): %w", l.what, l.flag, l.flag, err)
-		}
-		o.Certificate = certs.GetCertificate
-	}
-	clientCAs, err := webhook.ClientCAs(l.clientCA)
-	if err != nil {
-		return nil, fmt.Errorf("--%s-client-ca: %w", l.flag, err)
-	}
-	o.ClientCAs = clientCAs
-	addr, err := webhook.Serve(ctx, l.address, handler, o)
-	if err != nil {
-		return nil, fmt.Errorf("--%s-listen-address: %w", l.flag, err)
-	}
-	return addr, nil
-}
-
-// registration says how to register the webhooks served with the CA in
-// file caFile, by service or url.
-// With --webhook-self-signed the CA is the one held in memory.
-func registration(f WebhookFlags, caFile, service, url string) (webhook.Registration, error) {
-	var ca []byte
-	if f.selfSigned != nil {
-		ca = f.selfSigned.CA()
-	} else {
-		var err error
-		if ca, err = os.ReadFile(caFile); err != nil {
-			return webhook.Registration{}, fmt.Errorf("the CA bundle for the webhook registrations (--webhook-ca, or --conversion-webhook-ca): %w", err)
-		}
-	}
-	reg := webhook.Registration{
-		Name: f.ConfigurationName, ServiceNamespace: operatorNamespace(f.Namespace), ServiceName: service,
-		URL: url, CABundle: ca, FailurePolicy: f.FailurePolicy, Labels: f.Labels, Annotations: f.Annotations,
-	}
-	if reg.URL == "" && reg.ServiceNamespace == "" {
-		return reg, fmt.Errorf("registering the webhooks by Service needs the operator's namespace: set --operator-namespace (or run in a Pod), or register by --webhook-url")
-	}
-	return reg, nil
+// webhookServer returns the server of the hooks' webhook bindings, with
+// the flags' settings.
+func webhookServer(f WebhookFlags, op *operator.Operator, clients *kube.Clients, dryRun bool, rejected func(string), log logrus.FieldLogger) (*webhook.Server, error) {
+	c := f.Conversion
+	return webhook.NewServer(webhook.Options{
+		ListenAddress: f.ListenAddress, Cert: f.Cert, Key: f.Key, CA: f.CA,
+		ConfigurationName: f.ConfigurationName, ServiceName: f.ServiceName, Namespace: operatorNamespace(f.Namespace), URL: f.URL,
+		FailurePolicy: f.FailurePolicy, Register: f.Register, Labels: f.Labels, Annotations: f.Annotations,
+		MaxConcurrent: f.MaxConcurrent, SelfSigned: f.SelfSigned, CertSecret: f.CertSecret, ClientCA: f.ClientCA,
+		Conversion: webhook.ConversionOptions{ListenAddress: c.ListenAddress, Cert: c.Cert, Key: c.Key, CA: c.CA,
+			ServiceName: c.ServiceName, URL: c.URL, ClientCA: c.ClientCA},
+		MaxConnections: f.MaxConnections, TLSMinVersion: f.TLSMinVersion, DryRun: dryRun,
+		Dynamic: clients.Dynamic, Rejected: rejected, Failed: op.WebhooksFailed, Log: log,
+	}, op)
 }

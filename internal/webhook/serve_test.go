@@ -1,0 +1,270 @@
+package webhook
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/hook-operator/hook-operator/internal/server/listen"
+	"github.com/hook-operator/hook-operator/internal/testoperator"
+)
+
+func jsonLog() (*logrus.Logger, *testoperator.Buffer) {
+	out := &testoperator.Buffer{}
+	log := logrus.New()
+	log.SetOutput(out)
+	log.SetFormatter(&logrus.JSONFormatter{})
+	return log, out
+}
+
+// reasons counts what a server's Rejected was told.
+type reasons struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (r *reasons) add(reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == nil {
+		r.n = map[string]int{}
+	}
+	r.n[reason]++
+}
+
+func (r *reasons) count(reason string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n[reason]
+}
+
+func waitFor(t *testing.T, what string, cond func() bool, show func() string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10s for %s:\n%s", what, show())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// serveTest serves handler with a test certificate and o, and returns its
+// address.
+func serveTest(t *testing.T, handler http.Handler, o ServeOptions) string {
+	t.Helper()
+	dir := t.TempDir()
+	writePair(t, dir, 1)
+	if o.Log == nil {
+		o.Log, _ = jsonLog()
+	}
+	certs, err := NewCertReloader(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), o.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Certificate = certs.GetCertificate
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	addr, err := Serve(ctx, "127.0.0.1:0", handler, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr.String()
+}
+
+func handshake(addr string, c *tls.Config) error {
+	c.InsecureSkipVerify = true
+	conn, err := tls.Dial("tcp", addr, c)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}
+
+// TLS 1.2 is accepted with AEAD suites only, and not at all with TLS13Only.
+func TestServeTLSSuites(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {})
+	addr := serveTest(t, ok, ServeOptions{})
+	tls12 := func(suite uint16) *tls.Config {
+		return &tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{suite}}
+	}
+	for _, suite := range []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA, tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256} {
+		if err := handshake(addr, tls12(suite)); err == nil {
+			t.Errorf("TLS 1.2 with %s was accepted", tls.CipherSuiteName(suite))
+		}
+	}
+	for _, suite := range []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256} {
+		if err := handshake(addr, tls12(suite)); err != nil {
+			t.Errorf("TLS 1.2 with %s: %v", tls.CipherSuiteName(suite), err)
+		}
+	}
+	only13 := serveTest(t, ok, ServeOptions{TLS13Only: true})
+	if err := handshake(only13, &tls.Config{MaxVersion: tls.VersionTLS12}); err == nil {
+		t.Errorf("TLS 1.2 was accepted with TLS13Only")
+	}
+	if err := handshake(only13, &tls.Config{MinVersion: tls.VersionTLS13}); err != nil {
+		t.Errorf("TLS 1.3 with TLS13Only: %v", err)
+	}
+}
+
+func TestParseTLSMinVersion(t *testing.T) {
+	for v, want := range map[string]bool{"1.2": false, "1.3": true, "VersionTLS13": true, "TLS12": false} {
+		if got, err := ParseTLSMinVersion(v); err != nil || got != want {
+			t.Errorf("%s: %v %v", v, got, err)
+		}
+	}
+	if _, err := ParseTLSMinVersion("1.1"); err == nil || !strings.Contains(err.Error(), "use 1.2") {
+		t.Errorf("1.1: %v", err)
+	}
+}
+
+// bodyReader records whether the server read any of a request's body.
+type bodyReader struct {
+	mu   sync.Mutex
+	read bool
+	r    io.Reader
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	b.read = true
+	b.mu.Unlock()
+	return b.r.Read(p)
+}
+
+func (b *bodyReader) wasRead() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.read
+}
+
+func testGate(slots Slots, next http.Handler) (*gate, *reasons, *testoperator.Buffer) {
+	log, logs := jsonLog()
+	r := &reasons{}
+	return &gate{next: next, slots: slots, bodyTimeout: time.Second, rejected: r.add, log: log, sampler: listen.NewSampler(10, time.Second)}, r, logs
+}
+
+// A request takes a slot before its body is read: while every slot is
+// taken, no body is read, and a request that waits past the API server's
+// timeout is answered 503, logged and counted.
+func TestGateTakesASlotBeforeTheBody(t *testing.T) {
+	slots := NewSlots(1)
+	slots <- struct{}{} // every slot taken
+	read := &bodyReader{r: strings.NewReader(`{"kind": "AdmissionReview"}`)}
+	handler := &AdmissionHandler{Run: func(context.Context, string, json.RawMessage) (*AdmissionResponse, error) {
+		return &AdmissionResponse{Allowed: true}, nil
+	}}
+	g, rejected, logs := testGate(slots, handler)
+	req := httptest.NewRequest(http.MethodPost, "/hooks/x?timeout=200ms", read)
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	g.ServeHTTP(rec, req)
+	if rec.Code != http.StatusServiceUnavailable || read.wasRead() {
+		t.Errorf("a request while every slot is taken: %d, body read: %v; want 503 and the body not read", rec.Code, read.wasRead())
+	}
+	if rejected.count("busy") != 1 || !strings.Contains(logs.String(), `"reason":"busy"`) {
+		t.Errorf("the busy answer: counted %d, logged:\n%s", rejected.count("busy"), logs.String())
+	}
+
+	<-slots // free
+	read = &bodyReader{r: strings.NewReader(`{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "u1"}}`)}
+	req = httptest.NewRequest(http.MethodPost, "/hooks/x", read)
+	rec = httptest.NewRecorder()
+	g.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK || !read.wasRead() || len(slots) != 0 {
+		t.Errorf("a request with a free slot: %d, body read %v, slots still taken %d", rec.Code, read.wasRead(), len(slots))
+	}
+}
+
+// Requests refused before a hook ran are logged with the client's address
+// and the reason, and counted; a flood of them is sampled in the log but
+// counted in full. A body larger than a review is refused before it is read.
+func TestGateLogsAndCountsRejections(t *testing.T) {
+	handler := &AdmissionHandler{Run: func(context.Context, string, json.RawMessage) (*AdmissionResponse, error) {
+		t.Error("a hook ran for a refused request")
+		return nil, nil
+	}}
+	g, rejected, logs := testGate(NewSlots(4), handler)
+	serve := func(method, ct string, body io.Reader, length int64) int {
+		req := httptest.NewRequest(method, "/hooks/x", body)
+		req.RemoteAddr = "192.0.2.9:4711"
+		req.Header.Set("Content-Type", ct)
+		if length > 0 {
+			req.ContentLength = length
+		}
+		rec := httptest.NewRecorder()
+		g.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	for range 200 {
+		serve(http.MethodGet, "application/json", nil, 0)
+	}
+	read := &bodyReader{r: strings.NewReader("{}")}
+	cases := []struct {
+		code   int
+		reason string
+		got    int
+	}{
+		{http.StatusUnsupportedMediaType, "content_type", serve(http.MethodPost, "text/plain", strings.NewReader("{}"), 0)},
+		{http.StatusBadRequest, "bad_review", serve(http.MethodPost, "application/json", strings.NewReader("{"), 0)},
+		{http.StatusRequestEntityTooLarge, "too_large", serve(http.MethodPost, "application/json", read, maxReviewBytes+1)},
+		{http.StatusRequestEntityTooLarge, "too_large", serve(http.MethodPost, "application/json", strings.NewReader(strings.Repeat(" ", maxReviewBytes+1)), -1)},
+	}
+	for _, c := range cases {
+		if c.got != c.code {
+			t.Errorf("%s: answered %d, want %d", c.reason, c.got, c.code)
+		}
+	}
+	if read.wasRead() {
+		t.Errorf("a body announced larger than a review was read")
+	}
+	if rejected.count("method") != 200 || rejected.count("content_type") != 1 || rejected.count("bad_review") != 1 || rejected.count("too_large") != 2 {
+		t.Errorf("counted: %v", rejected.n)
+	}
+	lines := strings.Count(logs.String(), "\n")
+	if lines > 20 {
+		t.Errorf("204 rejected requests made %d log lines; want them sampled", lines)
+	}
+	if !strings.Contains(logs.String(), `"client":"192.0.2.9:4711"`) || !strings.Contains(logs.String(), `"reason":"method"`) ||
+		!strings.Contains(logs.String(), `"msg":"webhook request rejected"`) {
+		t.Errorf("the log of rejected requests:\n%s", logs.String())
+	}
+}
+
+// A body that arrives too slowly is given up once its slot's body timeout
+// passes, and the request is answered 408 and counted.
+func TestServeEndsASlowBody(t *testing.T) {
+	rejected := &reasons{}
+	handler := &AdmissionHandler{Run: func(context.Context, string, json.RawMessage) (*AdmissionResponse, error) {
+		return &AdmissionResponse{Allowed: true}, nil
+	}}
+	addr := serveTest(t, handler, ServeOptions{BodyTimeout: 200 * time.Millisecond, Rejected: rejected.add})
+	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /hooks/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"apiVersion\":")
+	// The server's own limits would wait 35 s; the client waits less.
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a body that stopped coming: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout || rejected.count("read_timeout") != 1 {
+		t.Errorf("a slow body: %d, counted %v; want 408 and read_timeout", resp.StatusCode, rejected.n)
+	}
+}
