@@ -28,7 +28,6 @@ package manager
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/sirupsen/logrus"
@@ -41,7 +40,7 @@ var ErrLeaseLost = errors.New("leader election: the Lease could not be renewed, 
 
 // Runnable is one part of the process.
 type Runnable struct {
-	// Name names the part in the log and in its errors.
+	// Name names the part in the log.
 	Name string
 	// Run runs the part until ctx ends and returns once it has stopped. It
 	// calls started once the part is up (listening, its hooks started);
@@ -114,8 +113,8 @@ func (m *Manager) setLeading(v bool) {
 // and returns nil, ErrLeaseLost, or the first runnable's error.
 func (m *Manager) Run(ctx context.Context) error {
 	failed := make(chan error, len(m.groups[Always])+len(m.groups[Leading]))
-	always := &running{failed: failed}
-	leading := &running{failed: failed}
+	always := &running{log: m.opts.Log, failed: failed}
+	leading := &running{log: m.opts.Log, failed: failed}
 	err := always.start(ctx, m.groups[Always], nil)
 	stopElecting, electorDone := func() {}, make(chan struct{})
 	close(electorDone)
@@ -200,6 +199,7 @@ func (m *Manager) lead(ctx context.Context, leads <-chan context.Context, leadin
 
 // running is one group's runnables that started, in start order.
 type running struct {
+	log    logrus.FieldLogger
 	failed chan error
 	parts  []*part
 }
@@ -222,14 +222,15 @@ func (g *running) start(ctx context.Context, rs []Runnable, lost <-chan struct{}
 		pctx, cancel := context.WithCancelCause(context.Background())
 		p := &part{cancel: cancel, done: make(chan struct{})}
 		g.parts = append(g.parts, p)
+		log := g.log.WithField("runnable", r.Name)
+		log.Debug("starting")
 		go func() {
+			defer log.Debug("stopped")
 			err := r.Run(pctx, func() { once.Do(func() { close(started) }) })
 			if err != nil && pctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.Cause(pctx))) {
 				err = nil // it stopped because it was asked to
 			}
-			if err != nil {
-				p.err = fmt.Errorf("%s: %w", r.Name, err)
-			}
+			p.err = err
 			close(p.done)
 			once.Do(func() { close(started) })
 			if p.err != nil {

@@ -292,7 +292,7 @@ func TestLostLeaseWhileTheLeadingGroupStarts(t *testing.T) {
 }
 
 // A runnable that fails stops the others in the stop order, and Run
-// returns its error, naming it.
+// returns its error.
 func TestFailingRunnableStopsTheOthers(t *testing.T) {
 	tr := newTrace()
 	e := newElector(tr)
@@ -314,7 +314,7 @@ func TestFailingRunnableStopsTheOthers(t *testing.T) {
 	tr.waitFor(t, "started hooks")
 	close(fail)
 	err := wait()
-	if err == nil || err.Error() != "watcher: inotify: too many watches" {
+	if err == nil || err.Error() != "inotify: too many watches" {
 		t.Fatalf("Run: %v, want the watcher's error", err)
 	}
 	check(t, tr, "start server", "started server", "start sharded", "started sharded", "campaign", "leads",
@@ -333,7 +333,7 @@ func TestFailingStart(t *testing.T) {
 	m.Add(Always, tr.runnable("sharded", nil))
 	m.Add(Leading, tr.runnable("hooks", nil))
 	err := run(t, context.Background(), m)()
-	if err == nil || !strings.HasPrefix(err.Error(), "webhooks: listen") {
+	if err == nil || !strings.HasPrefix(err.Error(), "listen") {
 		t.Fatalf("Run: %v, want the webhooks' error", err)
 	}
 	check(t, tr, "start server", "started server", "stop server")

@@ -67,7 +67,7 @@ var ErrStopping = errors.New("the operator is stopping; the reload is not applie
 func (o *Operator) Reload(hooks []*hook.Hook) (ReloadResult, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.runCtx != nil && o.runCtx.Err() != nil {
+	if o.stoppingLocked() {
 		return ReloadResult{}, ErrStopping
 	}
 	p := planReload(o.current(), hooks, o.liveLocked)
