@@ -63,23 +63,9 @@ func (p *parts) options(env []string) operator.Options {
 // leader election the elector decides when the Leading group runs.
 func (p *parts) compose(ctx context.Context, opts operator.Options) (*manager.Manager, error) {
 	f := p.f
-	mopts := manager.Options{Log: p.log}
-	if f.elected() {
-		p.namespace = operatorNamespace(f.Webhook.Namespace)
-		if p.namespace == "" {
-			flag := "--leader-elect keeps its Lease"
-			if f.Shard.Enabled {
-				flag = "--sharding keeps its membership Leases"
-			}
-			return nil, fmt.Errorf("%s in the operator's namespace: set --operator-namespace (or run in a Pod)", flag)
-		}
-		p.id = f.Leader.identity()
-		elector, err := p.elector()
-		if err != nil {
-			return nil, err
-		}
-		mopts.Elector = elector
-		p.m.Leader(p.id, false)
+	mopts, err := p.election()
+	if err != nil {
+		return nil, err
 	}
 	mgr := manager.New(mopts)
 	if f.elected() {
@@ -123,6 +109,32 @@ func (p *parts) compose(ctx context.Context, opts operator.Options) (*manager.Ma
 	}
 	mgr.Add(manager.Leading, leading)
 	return mgr, nil
+}
+
+// election sets up leader election, when the flags ask for it: this
+// replica's identity, the namespace of the Leases, and the elector.
+func (p *parts) election() (manager.Options, error) {
+	f := p.f
+	mopts := manager.Options{Log: p.log}
+	if !f.elected() {
+		return mopts, nil
+	}
+	p.namespace = operatorNamespace(f.Webhook.Namespace)
+	if p.namespace == "" {
+		flag := "--leader-elect keeps its Lease"
+		if f.Shard.Enabled {
+			flag = "--sharding keeps its membership Leases"
+		}
+		return mopts, fmt.Errorf("%s in the operator's namespace: set --operator-namespace (or run in a Pod)", flag)
+	}
+	p.id = f.Leader.identity()
+	elector, err := p.elector()
+	if err != nil {
+		return mopts, err
+	}
+	mopts.Elector = elector
+	p.m.Leader(p.id, false)
+	return mopts, nil
 }
 
 // server serves /metrics, /healthz, /readyz and the debug routes.

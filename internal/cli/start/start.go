@@ -19,6 +19,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 
 	"github.com/hook-operator/hook-operator/internal/cli/envflag"
 	hookscmd "github.com/hook-operator/hook-operator/internal/cli/hooks"
@@ -233,15 +234,10 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	}
 	m := metrics.New(f.MetricsPrefix)
 	m.ObserveKubeClient()
-	cfg, err := kube.RESTConfig(kube.Options{Kubeconfig: f.Kubeconfig, Context: f.KubeContext, QPS: f.QPS, Burst: f.Burst, Unlimited: f.QPS <= 0})
+	cfg, clients, err := connect(f, log)
 	if err != nil {
 		return err
 	}
-	clients, err := kube.NewClients(cfg)
-	if err != nil {
-		return err
-	}
-	log.WithField("server", cfg.Host).Info("connected to the cluster")
 	p := &parts{f: f, hooks: hooks, load: load, fingerprint: fingerprint, m: m, cfg: cfg, clients: clients, dryRun: w != nil, log: log}
 	opts := p.options(env)
 	if w != nil {
@@ -262,6 +258,20 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// connect makes the clients of the cluster the flags name.
+func connect(f Flags, log logrus.FieldLogger) (*rest.Config, *kube.Clients, error) {
+	cfg, err := kube.RESTConfig(kube.Options{Kubeconfig: f.Kubeconfig, Context: f.KubeContext, QPS: f.QPS, Burst: f.Burst, Unlimited: f.QPS <= 0})
+	if err != nil {
+		return nil, nil, err
+	}
+	clients, err := kube.NewClients(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	log.WithField("server", cfg.Host).Info("connected to the cluster")
+	return cfg, clients, nil
 }
 
 // check refuses flags that do not go together or are out of range,
