@@ -315,7 +315,8 @@ func (o *Operator) startHooks(ctx context.Context, hooks, startup []*hook.Hook) 
 }
 
 // SetWebhooksServed tells the operator whether the webhook server serves
-// the hooks' admission and conversion bindings; call it before Run.
+// the hooks' admission and conversion bindings; call it before Run or the
+// Always runnable starts.
 func (o *Operator) SetWebhooksServed(admission, conversion bool) {
 	o.admissionServed, o.conversionServed = admission, conversion
 }
