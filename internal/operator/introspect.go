@@ -116,23 +116,28 @@ type RingMember struct {
 
 // Role reports the operator's part in leader election.
 func (o *Operator) Role() RoleState {
-	id, _ := o.identity.Load().(string)
-	st := RoleState{Role: "leader", Identity: id}
-	switch {
-	case id == "":
-		st = RoleState{Role: "single"}
-	case o.standby.Load():
-		st.Role = "standby"
+	st := RoleState{Role: "single"}
+	if o.opts.Leading != nil {
+		st = RoleState{Role: "leader", Identity: o.opts.Identity}
+		if o.standby() {
+			st.Role = "standby"
+		}
 	}
-	if sh := o.opts.Sharding; sh != nil && sh.Ring != nil {
-		r := sh.Ring()
-		st.Ring = &r
+	if sh := o.opts.Sharding; sh != nil {
+		st.Ring = sh.describe()
 	}
 	return st
 }
 
-// SetIdentity records this replica's name in leader election's Lease.
-func (o *Operator) SetIdentity(id string) { o.identity.Store(id) }
+// describe is the ring as RoleState shows it.
+func (s *Sharding) describe() *RingMembers {
+	r := s.Members.Ring()
+	out := &RingMembers{ShardBy: s.By, Members: []RingMember{}}
+	for _, id := range r.Members() {
+		out.Members = append(out.Members, RingMember{Identity: id, Share: r.Share(id)})
+	}
+	return out
+}
 
 // Hooks describes every hook, sorted by name.
 func (o *Operator) Hooks() []HookState {
@@ -257,7 +262,7 @@ func (o *Operator) Alive() error {
 // idle reports whether the operator runs no hook at all: a standby of
 // leader election without sharding (with sharding a standby runs the
 // sharded hooks, and is ready and alive as any operator running hooks).
-func (o *Operator) idle() bool { return o.standby.Load() && o.opts.Sharding == nil }
+func (o *Operator) idle() bool { return o.standby() && o.opts.Sharding == nil }
 
 // livenessTimeout is how long the liveness loop may go without ticking.
 const livenessTimeout = 30 * time.Second

@@ -27,6 +27,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/queue"
 	"github.com/hook-operator/hook-operator/internal/run"
 	"github.com/hook-operator/hook-operator/internal/schedule"
+	"github.com/hook-operator/hook-operator/internal/shard"
 	"github.com/hook-operator/hook-operator/internal/watch"
 )
 
@@ -60,10 +61,19 @@ type Options struct {
 	// Pod is the operator's own Pod, when it runs in one: Events about
 	// the operator itself (a reload that failed) are about it.
 	Pod PodRef
-	// Sharding, when set, runs the hooks with settings.sharded from the
-	// start, their kubernetes bindings holding only the objects this replica
-	// owns, and the other hooks only once Lead is called.
+	// Sharding, when set, runs the hooks with settings.sharded in the
+	// Always runnable (see Runnables), their kubernetes bindings holding
+	// only the objects this replica owns, and the other hooks in the
+	// Leading one.
 	Sharding *Sharding
+	// Identity is this replica's name in leader election's Lease; empty
+	// without election.
+	Identity string
+	// Leading reports whether this replica leads (manager.Leading); nil
+	// without leader election. While it reports false and no hook is
+	// sharded, the replica is a standby: readiness, liveness and debug
+	// say so.
+	Leading func() bool
 }
 
 // PodRef names a Pod; Name is empty when the operator runs in none.
@@ -71,18 +81,35 @@ type PodRef struct {
 	Namespace, Name, UID string
 }
 
-// Sharding says which objects this replica owns.
+// Sharding says which objects this replica owns: its share of the ring,
+// followed as the ring changes.
 type Sharding struct {
 	// By is the shard key: shard.ByUID or shard.ByNamespace.
 	By string
-	// Owns reports whether this replica owns the object whose key hashes
-	// to hash; Reshard replaces it.
-	Owns func(hash uint64) bool
-	// Selector is the same share as a shardSelector, asked of API servers
-	// that filter lists and watches by it.
-	Selector string
-	// Ring describes the ring now, for debug.
-	Ring func() RingMembers
+	// ServerSide asks API servers that filter lists and watches by shard
+	// for this replica's share only.
+	ServerSide bool
+	// Members is the ring's membership, already joined (shard.Members):
+	// the operator reads its share from it when made, and every change
+	// of the ring gives each sharded binding a Synchronization of its new
+	// share. Something else runs it (Members.Run).
+	Members RingMembership
+}
+
+// RingMembership is the sharding ring as the operator follows it.
+type RingMembership interface {
+	Identity() string
+	Ring() *shard.Ring
+	OnChange(func(*shard.Ring))
+}
+
+// selector is id's share of r as a shardSelector, or "" when the API
+// server is not to be asked for shares.
+func (s *Sharding) selector(r *shard.Ring, id string) string {
+	if !s.ServerSide {
+		return ""
+	}
+	return r.Selector(shard.Field(s.By), id)
 }
 
 // Operator runs a set of hooks against a cluster.
@@ -121,20 +148,9 @@ type Operator struct {
 	// an admission or conversion binding (see WebhooksChanged).
 	webhooksMu      sync.Mutex
 	webhooksChanged chan struct{}
-	// standby: leader election runs and another replica leads; nothing
-	// runs here, and readiness and liveness say so (see Ready, Alive).
-	// With sharding, a standby runs the sharded hooks.
-	standby atomic.Bool
-	// lead is closed by Lead: with sharding, the leader's hooks start.
-	lead     chan struct{}
-	leadOnce sync.Once
 	// booting is set while hooks start: their bindings' first
 	// Synchronization runs are waited for (waitForSynchronization).
-	booting  atomic.Bool
-	identity atomic.Value // string: the replica's name in the Lease
-	// stopNow: hooks still running when Run's context ends are stopped at
-	// once rather than after the grace period (the lease was lost).
-	stopNow atomic.Bool
+	booting atomic.Bool
 	// dyn reads CRDs (their uids, for Events about failed conversions).
 	dyn     dynamic.Interface
 	crdUIDs uidCache
@@ -142,10 +158,12 @@ type Operator struct {
 	// mu is held while hooks start and while a reload applies, so that
 	// the two never interleave. The fields below are guarded by it.
 	mu sync.Mutex
-	// runCtx is Run's context once hooks may start; nil before.
+	// runCtx is the Always runnable's context once hooks may start; nil
+	// before.
 	runCtx context.Context
-	// leading is set, with sharding, once the leader's hooks started.
-	leading bool
+	// leadCtx is the Leading runnable's context once the leader's hooks
+	// start; nil before.
+	leadCtx context.Context
 	// schedules stops the running schedules of each hook, by name.
 	schedules map[string]context.CancelFunc
 }
@@ -156,7 +174,6 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 		opts:      opts,
 		log:       log,
 		dyn:       clients.Dynamic,
-		lead:      make(chan struct{}),
 		schedules: map[string]context.CancelFunc{},
 	}
 	o.webhooksChanged = make(chan struct{})
@@ -196,7 +213,7 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 	}
 	o.watcher.SetIdleTimeout(opts.WatchIdleTimeout)
 	if sh := opts.Sharding; sh != nil {
-		o.watcher.Shard(sh.By, sh.Owns, sh.Selector)
+		o.followRing(sh)
 	}
 	o.queues = queue.NewSet(o.runTask, opts.Queue, log)
 	if opts.Metrics != nil {
@@ -240,92 +257,6 @@ func (o *Operator) outage(ctx context.Context, before uint64, err error) error {
 		return &queue.OutageError{Err: err, Back: o.health.Back()}
 	}
 	return err
-}
-
-// Run starts the hooks in the contract's order and runs until ctx ends:
-// onStartup hooks first (by their order, then path), then the kubernetes
-// bindings, whose Synchronization runs complete (for bindings with
-// waitForSynchronization) before schedules start. When ctx ends it takes no
-// new work, lets running hooks finish within the grace period, and returns.
-func (o *Operator) Run(ctx context.Context) error {
-	go o.tick(ctx)
-	go o.reportHeld(ctx)
-	if o.events != nil {
-		defer o.events.stop()
-	}
-	defer func() {
-		grace := o.opts.ShutdownGrace
-		if o.stopNow.Load() {
-			grace = 0
-		}
-		o.queues.Stop(grace)
-		if err := o.exec.Runner.Close(); err != nil {
-			o.log.WithError(err).Warn("removing the hooks' temp dirs")
-		}
-	}()
-	defer o.requeues.stop()
-	if o.finalizers != nil {
-		o.finalizers.Run(ctx, 2)
-	}
-
-	if o.opts.Sharding == nil {
-		if err := o.begin(ctx, false); err != nil {
-			return err
-		}
-		o.log.Info("all bindings started; running")
-		<-ctx.Done()
-		o.log.Info("stopping: no new work is taken; waiting for running hooks")
-		return nil
-	}
-	if err := o.begin(ctx, false); err != nil {
-		return err
-	}
-	o.log.Info("sharded hooks started; the other hooks start when this replica leads")
-	select {
-	case <-ctx.Done():
-	case <-o.lead:
-		o.log.Info("leading: starting the hooks that run on the leader only")
-		if err := o.begin(ctx, true); err != nil {
-			return err
-		}
-		o.log.Info("all bindings started; running")
-		<-ctx.Done()
-	}
-	o.log.Info("stopping: no new work is taken; waiting for running hooks")
-	return nil
-}
-
-// begin lets hooks run from now on (with sharding and lead, the leader's
-// too: see liveLocked) and starts those of the current set that run now and
-// did not before; a reload starts the hooks it adds that run.
-func (o *Operator) begin(ctx context.Context, lead bool) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	cur := o.current()
-	before := make([]bool, len(cur))
-	for i, h := range cur {
-		before[i] = o.liveLocked(h)
-	}
-	if o.runCtx == nil {
-		o.runCtx = ctx
-	}
-	o.leading = o.leading || lead
-	var hooks []*hook.Hook
-	for i, h := range cur {
-		if !before[i] && o.liveLocked(h) {
-			hooks = append(hooks, h)
-		}
-	}
-	return o.startHooks(ctx, hooks, hooks)
-}
-
-// liveLocked reports whether h runs now: Run has started, and, with
-// sharding, h is sharded or this replica leads.
-func (o *Operator) liveLocked(h *hook.Hook) bool {
-	if o.runCtx == nil {
-		return false
-	}
-	return o.opts.Sharding == nil || h.Config.Settings.Sharded || o.leading
 }
 
 // hookSet is the operator's hooks, sorted by name, and by name: every
@@ -383,30 +314,6 @@ func (o *Operator) startHooks(ctx context.Context, hooks, startup []*hook.Hook) 
 	o.started.Store(true)
 	return nil
 }
-
-// Lead starts, with sharding, the hooks that run on the leader only (those
-// without settings.sharded); call it when this replica becomes the leader.
-func (o *Operator) Lead() { o.leadOnce.Do(func() { close(o.lead) }) }
-
-// Reshard changes, with sharding, which objects this replica owns (owns,
-// and the same as a shardSelector): every sharded binding delivers a
-// Synchronization of its new share.
-func (o *Operator) Reshard(owns func(hash uint64) bool, selector string) {
-	o.watcher.Reshard(owns, selector)
-}
-
-// SetStandby marks the operator as a standby of leader election (true) or
-// the leader (false). A standby runs nothing; it is ready when the API
-// server answers, so that rolling updates proceed, and alive.
-func (o *Operator) SetStandby(standby bool) { o.standby.Store(standby) }
-
-// Standby reports whether the operator is a standby of leader election.
-func (o *Operator) Standby() bool { return o.standby.Load() }
-
-// StopNow makes Run, when its context ends, stop running hooks at once
-// instead of after the grace period: the lease was lost, and another
-// replica may lead within the lease duration.
-func (o *Operator) StopNow() { o.stopNow.Store(true) }
 
 // runStartup queues every onStartup hook in order and waits for them all.
 func (o *Operator) runStartup(ctx context.Context, hooks []*hook.Hook) error {

@@ -59,15 +59,16 @@ var ErrStopping = errors.New("the operator is stopping; the reload is not applie
 // run the reloaded hook, and its running run's deadline moves to what its
 // timeout gives now. A hook's script is read at
 // each run, so a changed script with an unchanged configuration needs no
-// reload. Before Run, or with sharding before this replica leads, the new
-// set just replaces the old for hooks not started yet.
+// reload. Before the operator runs, or before this replica leads (for the
+// hooks that run on the leader only), the new set just replaces the old
+// for hooks not started yet.
 //
 // Reload returns once the hooks it started have delivered the
 // Synchronization runs start-up waits for (waitForSynchronization).
 func (o *Operator) Reload(hooks []*hook.Hook) (ReloadResult, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.runCtx != nil && o.runCtx.Err() != nil {
+	if o.stoppingLocked() {
 		return ReloadResult{}, ErrStopping
 	}
 	p := planReload(o.current(), hooks, o.liveLocked)

@@ -2,20 +2,16 @@ package start
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 
 	"github.com/hook-operator/hook-operator/internal/cli/envflag"
 	"github.com/hook-operator/hook-operator/internal/election"
 	"github.com/hook-operator/hook-operator/internal/hook"
-	"github.com/hook-operator/hook-operator/internal/metrics"
-	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/shard"
 )
 
@@ -49,88 +45,30 @@ func (f ShardFlags) check() error {
 // it off the ring.
 func renewPeriod(lease time.Duration) time.Duration { return lease / 3 }
 
-// sharding is a replica's part in the ring.
-type sharding struct {
-	members    *shard.Members
-	by         string
-	serverSide bool
-}
-
-// selector is id's share of r as a shardSelector, or "" when the API
-// server is not to be asked for shares.
-func (s *sharding) selector(r *shard.Ring, id string) string {
-	if !s.serverSide {
-		return ""
-	}
-	return r.Selector(shard.Field(s.by), id)
-}
-
 // joinRing writes this replica's membership Lease and reads the ring, so
 // that the sharded hooks start with this replica's share rather than with
 // every object.
-func joinRing(ctx context.Context, f Flags, namespace string, cfg *rest.Config, m *metrics.Metrics, log logrus.FieldLogger) (*sharding, *operator.Sharding, error) {
-	if namespace == "" {
-		return nil, nil, errors.New("--sharding keeps its membership Leases in the operator's namespace: set --operator-namespace (or run in a Pod)")
-	}
-	if err := f.Shard.check(); err != nil {
-		return nil, nil, err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
+func (p *parts) joinRing(ctx context.Context) error {
+	f := p.f
+	dyn, err := dynamic.NewForConfig(p.cfg)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	id := f.Leader.identity()
-	s := &sharding{by: f.Shard.By, serverSide: f.Shard.ServerSide}
-	s.members, err = shard.NewMembers(shard.Config{
-		Client: dyn.Resource(election.Leases).Namespace(namespace), Ring: f.Leader.LeaseName, Identity: id,
+	members, err := shard.NewMembers(shard.Config{
+		Client: dyn.Resource(election.Leases).Namespace(p.namespace), Ring: f.Leader.LeaseName, Identity: p.id,
 		LeaseDuration: f.Leader.LeaseDuration, RenewPeriod: renewPeriod(f.Leader.LeaseDuration),
-		Log: log.WithField("identity", id),
+		Log: p.log.WithField("identity", p.id),
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("--sharding: %w", err)
+		return fmt.Errorf("--sharding: %w", err)
 	}
-	ring, err := s.members.Join(ctx)
+	ring, err := members.Join(ctx)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	m.Ring(id, ring.Members(), ring.Share)
-	log.WithFields(logrus.Fields{"identity": id, "members": ring.Members(), "share": fmt.Sprintf("%.3f", ring.Share(id))}).Info("sharding: joined the ring")
-	return s, &operator.Sharding{By: f.Shard.By, Owns: ring.Owns(id), Selector: s.selector(ring, id), Ring: s.describe}, nil
-}
-
-// describe is the ring as operator.RoleState shows it.
-func (s *sharding) describe() operator.RingMembers {
-	r := s.members.Ring()
-	out := operator.RingMembers{ShardBy: s.by, Members: []operator.RingMember{}}
-	for _, id := range r.Members() {
-		out.Members = append(out.Members, operator.RingMember{Identity: id, Share: r.Share(id)})
-	}
-	return out
-}
-
-// runSharded runs op's sharded hooks at once, on this replica's share,
-// and its other hooks only while this replica leads (see runElected). A
-// change of the ring gives each sharded binding a Synchronization of its
-// new share. When ctx ends, running hooks finish within the grace period;
-// then the replica leaves the ring (the others take its share at once)
-// and releases the leader's Lease.
-func runSharded(ctx context.Context, f LeaderFlags, s *sharding, namespace string, cfg *rest.Config, op *operator.Operator, m *metrics.Metrics, log logrus.FieldLogger) error {
-	id := s.members.Identity()
-	s.members.OnChange(func(r *shard.Ring) {
-		m.Ring(id, r.Members(), r.Share)
-		op.Reshard(r.Owns(id), s.selector(r, id))
-	})
-	ringCtx, leaveRing := context.WithCancel(context.Background())
-	ringDone := make(chan struct{})
-	go func() {
-		s.members.Run(ringCtx)
-		close(ringDone)
-	}()
-	defer func() {
-		leaveRing()
-		<-ringDone
-	}()
-	return runElected(ctx, f, namespace, cfg, op, m, log, true)
+	p.members = members
+	p.log.WithFields(logrus.Fields{"identity": p.id, "members": ring.Members(), "share": fmt.Sprintf("%.3f", ring.Share(p.id))}).Info("sharding: joined the ring")
+	return nil
 }
 
 // shardedHooks counts the hooks with settings.sharded.

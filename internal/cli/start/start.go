@@ -19,6 +19,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 
 	"github.com/hook-operator/hook-operator/internal/cli/envflag"
 	hookscmd "github.com/hook-operator/hook-operator/internal/cli/hooks"
@@ -31,8 +32,6 @@ import (
 	"github.com/hook-operator/hook-operator/internal/metrics"
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/procs"
-	"github.com/hook-operator/hook-operator/internal/queue"
-	"github.com/hook-operator/hook-operator/internal/server"
 	"github.com/hook-operator/hook-operator/internal/transcript"
 )
 
@@ -198,8 +197,86 @@ removed. Secret data is masked unless --show-secrets.`,
 }
 
 // Run loads the hooks and runs the operator until ctx ends. Dry-run
-// output goes to stdout.
+// output goes to stdout. It checks the flags, sets the process up, loads
+// the hooks, and hands the parts over to a manager (see compose.go).
 func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	var w *transcript.Writer
+	if f.DryRun != "" {
+		var err error
+		if w, err = transcript.NewWriter(stdout, f.Output); err != nil {
+			return fmt.Errorf("--output: %w", err)
+		}
+	}
+	adoptOrphans(ctx, log)
+	env := procs.HookEnv(os.Environ())
+	load := hook.LoadOptions{
+		ConfigTimeout:  f.ConfigTimeout,
+		MaxConfigBytes: int64(f.MaxHookOutput),
+		Env:            env,
+		Warn:           func(msg string) { log.Warn(msg) },
+	}
+	// Taken before the load, so that a change made during it is reloaded.
+	var fingerprint string
+	if f.Reload.Enabled {
+		fingerprint = hook.Fingerprint(f.HooksDir)
+	}
+	hooks, err := loadHooks(ctx, f.HooksDir, load, log)
+	if err != nil {
+		return err
+	}
+	if f.AdaptProcs {
+		pctx, stopProcs := context.WithCancel(ctx)
+		defer stopProcs()
+		go procs.Govern(pctx, procs.Options{}, log)
+	}
+	m := metrics.New(f.MetricsPrefix)
+	m.ObserveKubeClient()
+	cfg, clients, err := connect(f, log)
+	if err != nil {
+		return err
+	}
+	p := &parts{f: f, hooks: hooks, load: load, fingerprint: fingerprint, m: m, cfg: cfg, clients: clients, dryRun: w != nil, log: log}
+	opts := p.options(env)
+	if w != nil {
+		dryRun(&opts, f, clients, w, log)
+		log.WithField("mode", f.DryRun).Warn("dry-run: nothing is written to the cluster")
+	}
+	mgr, err := p.compose(ctx, opts)
+	if p.members != nil {
+		// Leave the ring at once if start-up fails before the ring runs
+		// (it leaves by itself once it has run).
+		defer p.members.Leave()
+	}
+	if err != nil {
+		return err
+	}
+	if err := mgr.Run(ctx); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// connect makes the clients of the cluster the flags name.
+func connect(f Flags, log logrus.FieldLogger) (*rest.Config, *kube.Clients, error) {
+	cfg, err := kube.RESTConfig(kube.Options{Kubeconfig: f.Kubeconfig, Context: f.KubeContext, QPS: f.QPS, Burst: f.Burst, Unlimited: f.QPS <= 0})
+	if err != nil {
+		return nil, nil, err
+	}
+	clients, err := kube.NewClients(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	log.WithField("server", cfg.Host).Info("connected to the cluster")
+	return cfg, clients, nil
+}
+
+// check refuses flags that do not go together or are out of range,
+// naming the flags and saying what to use.
+func (f Flags) check() error {
 	if f.HookTimeout <= 0 {
 		return errors.New("--hook-timeout must be positive")
 	}
@@ -227,43 +304,32 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	if f.Leader.Enabled && f.DryRun != "" {
 		return errors.New("--leader-elect with --dry-run: a dry run writes nothing, a Lease included; run it without --leader-elect")
 	}
+	if f.DryRun != "" && f.DryRun != "client" && f.DryRun != "server" {
+		return fmt.Errorf("--dry-run=%s: use client or server", f.DryRun)
+	}
 	if f.Shard.Enabled {
 		if err := f.Shard.check(); err != nil {
 			return err
 		}
-		if err := f.Leader.check(); err != nil {
-			return err
-		}
 	}
-	var w *transcript.Writer
-	if f.DryRun != "" {
-		var err error
-		if f.DryRun != "client" && f.DryRun != "server" {
-			return fmt.Errorf("--dry-run=%s: use client or server", f.DryRun)
-		}
-		if w, err = transcript.NewWriter(stdout, f.Output); err != nil {
-			return fmt.Errorf("--output: %w", err)
-		}
+	if f.elected() {
+		return f.Leader.check()
 	}
-	adoptOrphans(ctx, log)
-	env := procs.HookEnv(os.Environ())
-	load := hook.LoadOptions{
-		ConfigTimeout:  f.ConfigTimeout,
-		MaxConfigBytes: int64(f.MaxHookOutput),
-		Env:            env,
-		Warn:           func(msg string) { log.Warn(msg) },
-	}
-	// Taken before the load, so that a change made during it is reloaded.
-	var fingerprint string
-	if f.Reload.Enabled {
-		fingerprint = hook.Fingerprint(f.HooksDir)
-	}
-	hooks, err := hook.Load(ctx, f.HooksDir, load)
+	return nil
+}
+
+// elected reports whether leader election runs: --leader-elect, or
+// --sharding, which implies it.
+func (f Flags) elected() bool { return f.Leader.Enabled || f.Shard.Enabled }
+
+// loadHooks loads the hooks of dir, logging each.
+func loadHooks(ctx context.Context, dir string, load hook.LoadOptions, log logrus.FieldLogger) ([]*hook.Hook, error) {
+	hooks, err := hook.Load(ctx, dir, load)
 	if err != nil {
-		return fmt.Errorf("hooks in %s are not valid; nothing was started:\n%w", f.HooksDir, err)
+		return nil, fmt.Errorf("hooks in %s are not valid; nothing was started:\n%w", dir, err)
 	}
 	if len(hooks) == 0 {
-		log.WithField("hooksDir", f.HooksDir).Warn("no hooks found; the operator has nothing to do")
+		log.WithField("hooksDir", dir).Warn("no hooks found; the operator has nothing to do")
 	}
 	for _, h := range hooks {
 		c := h.Config
@@ -271,88 +337,7 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 			"hook": h.Name, "kubernetes": len(c.Kubernetes), "schedule": len(c.Schedule), "onStartup": c.OnStartup != nil,
 		}).Info("hook loaded")
 	}
-	if f.AdaptProcs {
-		pctx, stopProcs := context.WithCancel(ctx)
-		defer stopProcs()
-		go procs.Govern(pctx, procs.Options{}, log)
-	}
-	m := metrics.New(f.MetricsPrefix)
-	m.ObserveKubeClient()
-	cfg, err := kube.RESTConfig(kube.Options{Kubeconfig: f.Kubeconfig, Context: f.KubeContext, QPS: f.QPS, Burst: f.Burst, Unlimited: f.QPS <= 0})
-	if err != nil {
-		return err
-	}
-	clients, err := kube.NewClients(cfg)
-	if err != nil {
-		return err
-	}
-	log.WithField("server", cfg.Host).Info("connected to the cluster")
-	opts := operator.Options{
-		TmpDir:        f.TmpDir,
-		HookTimeout:   f.HookTimeout,
-		MaxHookOutput: int64(f.MaxHookOutput),
-		Queue:         queue.Options{RetryInitial: f.RetryInitial, RetryMax: f.RetryMax, BatchWindow: f.BatchWindow, MaxParallel: f.MaxParallel},
-		ShutdownGrace: f.ShutdownGrace,
-		Env:           env,
-		Metrics:       m,
-		// A dry-run writes nothing, Events included.
-		Events:           w == nil,
-		WatchIdleTimeout: f.WatchIdle,
-		Pod:              operator.PodRef{Namespace: os.Getenv("POD_NAMESPACE"), Name: os.Getenv("POD_NAME"), UID: os.Getenv("POD_UID")},
-	}
-	if w != nil {
-		dryRun(&opts, f, clients, w, log)
-		log.WithField("mode", f.DryRun).Warn("dry-run: nothing is written to the cluster")
-	}
-	var ring *sharding
-	switch n := shardedHooks(hooks); {
-	case f.Shard.Enabled:
-		if n == 0 {
-			log.Warn("--sharding, and no hook sets settings.sharded: every hook runs on the leader alone")
-		}
-		if ring, opts.Sharding, err = joinRing(ctx, f, operatorNamespace(f.Webhook.Namespace), cfg, m, log); err != nil {
-			return err
-		}
-		// Leave the ring at once if start-up fails before the ring runs
-		// (it leaves by itself once it has run).
-		defer ring.members.Leave()
-	case n > 0:
-		log.WithField("hooks", n).Info("settings.sharded applies with --sharding only; every object goes to this replica's hooks")
-	}
-	op := operator.New(hooks, clients, opts, log)
-	if f.ListenAddress != "" {
-		addr, err := server.Start(ctx, op, server.Options{
-			Address: f.ListenAddress, DebugSocket: f.DebugSocket, DebugOverHTTP: f.DebugHTTP,
-			Metrics: m.Handler(), HookMetrics: m.HooksHandler(), Pprof: f.Pprof, MaxConns: f.ListenMaxConns,
-		}, log)
-		if err != nil {
-			return err
-		}
-		log.WithFields(logrus.Fields{"address": addr, "debugSocket": f.DebugSocket}).Info("serving /metrics, /healthz and /readyz")
-	}
-	stopWebhooks, err := serveWebhooks(ctx, f.Webhook, op, clients, w != nil, m.WebhookRejected, log)
-	if err != nil {
-		return err
-	}
-	defer stopWebhooks()
-	if f.Reload.Enabled {
-		rctx, stopReload := context.WithCancel(ctx)
-		defer stopReload()
-		go watchHooks(rctx, f.HooksDir, fingerprint, f.Reload, load, op, m, log)
-	}
-	switch {
-	case ring != nil:
-		err = runSharded(ctx, f.Leader, ring, operatorNamespace(f.Webhook.Namespace), cfg, op, m, log)
-	case f.Leader.Enabled:
-		err = runElected(ctx, f.Leader, operatorNamespace(f.Webhook.Namespace), cfg, op, m, log, false)
-	default:
-		err = op.Run(ctx)
-	}
-	if err != nil {
-		return err
-	}
-	log.Info("stopped")
-	return nil
+	return hooks, nil
 }
 
 // dryRun sets opts up to send writes to a dry-run sink and print each run.

@@ -1,9 +1,17 @@
 package start
 
 import (
+	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/hook-operator/hook-operator/internal/metrics"
+	"github.com/hook-operator/hook-operator/internal/operator"
+	"github.com/hook-operator/hook-operator/internal/shard"
 )
 
 // shell-operator's SHELL_OPERATOR_LISTEN_ADDRESS and _PORT make one
@@ -54,6 +62,68 @@ func TestLeaderTimingsChecked(t *testing.T) {
 		}
 		if err != nil && !strings.Contains(err.Error(), "--leader-elect-renew-deadline") {
 			t.Errorf("the error does not name the flags: %v", err)
+		}
+	}
+}
+
+// valid are flags that pass check.
+func valid() Flags {
+	return Flags{HookTimeout: time.Minute, MetricsPrefix: metrics.DefaultPrefix, MaxParallel: 1, ListenMaxConns: 1,
+		Leader: LeaderFlags{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPer: 2 * time.Second},
+		Shard:  ShardFlags{By: shard.ByUID}}
+}
+
+// Each refusal of check names the flag and says what to use.
+func TestFlagsChecked(t *testing.T) {
+	if err := valid().check(); err != nil {
+		t.Fatalf("valid flags: %v", err)
+	}
+	for _, tc := range []struct {
+		change func(*Flags)
+		want   string
+	}{
+		{func(f *Flags) { f.HookTimeout = 0 }, "--hook-timeout"},
+		{func(f *Flags) { f.WatchIdle = time.Millisecond }, "--watch-idle-timeout=1ms: use 0"},
+		{func(f *Flags) { f.MaxParallel = 0 }, "--max-parallel-hooks=0: use 1 or more"},
+		{func(f *Flags) { f.ListenMaxConns = 0 }, "--listen-max-connections=0: use 1 or more"},
+		{func(f *Flags) { f.BatchWindow = time.Hour }, "--batch-window=1h0m0s: use a duration from 0"},
+		{func(f *Flags) { f.Reload = ReloadFlags{Enabled: true} }, "--hooks-reload-poll-period: use at least 1s"},
+		{func(f *Flags) { f.DryRun = "both" }, "--dry-run=both: use client or server"},
+		{func(f *Flags) { f.DryRun, f.Leader.Enabled = "client", true }, "--leader-elect with --dry-run"},
+		{func(f *Flags) { f.DryRun, f.Shard.Enabled = "client", true }, "--sharding with --dry-run"},
+		{func(f *Flags) { f.Shard = ShardFlags{Enabled: true, By: "name"} }, "--shard-by=name: use uid or namespace"},
+		// --sharding implies leader election, so its timings are checked too.
+		{func(f *Flags) { f.Shard.Enabled, f.Leader.RenewDeadline = true, 15*time.Second }, "--leader-elect-renew-deadline 15s"},
+		{func(f *Flags) { f.Leader.Enabled, f.Leader.RetryPer = true, 0 }, "--leader-elect-retry-period 0s"},
+	} {
+		f := valid()
+		tc.change(&f)
+		if err := f.check(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want %q", f, err, tc.want)
+		}
+	}
+}
+
+// Leader election and sharding keep their Leases in the operator's
+// namespace; without one, start says which flag to set before it starts
+// anything.
+func TestElectionNeedsTheOperatorNamespace(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "")
+	if _, err := os.Stat(serviceAccountNamespace); err == nil {
+		t.Skip("runs in a Pod: its namespace is the operator's") // never on the test machines
+	}
+	for _, tc := range []struct {
+		f    func(*Flags)
+		want string
+	}{
+		{func(f *Flags) { f.Leader.Enabled = true }, "--leader-elect keeps its Lease in the operator's namespace: set --operator-namespace"},
+		{func(f *Flags) { f.Shard.Enabled = true }, "--sharding keeps its membership Leases in the operator's namespace: set --operator-namespace"},
+	} {
+		f := valid()
+		tc.f(&f)
+		p := &parts{f: f, log: logrus.New()}
+		if _, err := p.compose(context.Background(), operator.Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want %q", err, tc.want)
 		}
 	}
 }

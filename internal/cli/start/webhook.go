@@ -1,7 +1,6 @@
 package start
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -168,27 +167,6 @@ func operatorNamespace(flag string) string {
 		return strings.TrimSpace(string(data))
 	}
 	return os.Getenv("POD_NAMESPACE")
-}
-
-// serveWebhooks runs the server of the hooks' webhook bindings until ctx
-// ends, and returns once it serves those found at start; stop ends it and
-// waits for its clean-up. A dry run serves admission bindings only,
-// allowing every request, under configurations of its own.
-func serveWebhooks(ctx context.Context, f WebhookFlags, op *operator.Operator, clients *kube.Clients, dryRun bool, rejected func(string), log logrus.FieldLogger) (stop func(), err error) {
-	srv, err := webhookServer(f, op, clients, dryRun, rejected, log)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- srv.Start(ctx) }()
-	select {
-	case err := <-done:
-		cancel()
-		return func() {}, err
-	case <-srv.Started():
-	}
-	return func() { cancel(); <-done }, nil
 }
 
 // webhookServer returns the server of the hooks' webhook bindings, with

@@ -1,0 +1,211 @@
+package start
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/sirupsen/logrus"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/hook-operator/hook-operator/internal/election"
+	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/kube"
+	"github.com/hook-operator/hook-operator/internal/manager"
+	"github.com/hook-operator/hook-operator/internal/metrics"
+	"github.com/hook-operator/hook-operator/internal/operator"
+	"github.com/hook-operator/hook-operator/internal/queue"
+	"github.com/hook-operator/hook-operator/internal/server"
+	"github.com/hook-operator/hook-operator/internal/shard"
+)
+
+// parts is what start builds from the flags and hands to the manager.
+type parts struct {
+	f           Flags
+	hooks       []*hook.Hook
+	load        hook.LoadOptions
+	fingerprint string
+	m           *metrics.Metrics
+	cfg         *rest.Config
+	clients     *kube.Clients
+	dryRun      bool
+	log         *logrus.Logger
+	// id is this replica's name in the Lease and on the ring, with
+	// leader election; namespace holds them.
+	id, namespace string
+	// members is the ring's membership, with --sharding, once joined.
+	members *shard.Members
+}
+
+// options are the operator's Options the flags give.
+func (p *parts) options(env []string) operator.Options {
+	f := p.f
+	return operator.Options{
+		TmpDir:        f.TmpDir,
+		HookTimeout:   f.HookTimeout,
+		MaxHookOutput: int64(f.MaxHookOutput),
+		Queue:         queue.Options{RetryInitial: f.RetryInitial, RetryMax: f.RetryMax, BatchWindow: f.BatchWindow, MaxParallel: f.MaxParallel},
+		ShutdownGrace: f.ShutdownGrace,
+		Env:           env,
+		Metrics:       p.m,
+		// A dry-run writes nothing, Events included.
+		Events:           !p.dryRun,
+		WatchIdleTimeout: f.WatchIdle,
+		Pod:              operator.PodRef{Namespace: os.Getenv("POD_NAMESPACE"), Name: os.Getenv("POD_NAME"), UID: os.Getenv("POD_UID")},
+	}
+}
+
+// compose makes the operator and the manager that runs it, in the groups
+// and order of docs/development.md: Always, the metrics and health server,
+// the webhook server, ring membership, the hooks-folder watcher and the
+// operator's queues and sharded hooks; Leading, the other hooks. With
+// leader election the elector decides when the Leading group runs.
+func (p *parts) compose(ctx context.Context, opts operator.Options) (*manager.Manager, error) {
+	f := p.f
+	mopts, err := p.election()
+	if err != nil {
+		return nil, err
+	}
+	mgr := manager.New(mopts)
+	if f.elected() {
+		opts.Identity, opts.Leading = p.id, mgr.Leading
+	}
+	switch n := shardedHooks(p.hooks); {
+	case f.Shard.Enabled:
+		if n == 0 {
+			p.log.Warn("--sharding, and no hook sets settings.sharded: every hook runs on the leader alone")
+		}
+		if err := p.joinRing(ctx); err != nil {
+			return nil, err
+		}
+		opts.Sharding = &operator.Sharding{By: f.Shard.By, ServerSide: f.Shard.ServerSide, Members: p.members}
+	case n > 0:
+		p.log.WithField("hooks", n).Info("settings.sharded applies with --sharding only; every object goes to this replica's hooks")
+	}
+	op := operator.New(p.hooks, p.clients, opts, p.log)
+	if f.ListenAddress != "" {
+		mgr.Add(manager.Always, p.server(op))
+	}
+	webhooks, err := p.webhooks(op)
+	if err != nil {
+		return nil, err
+	}
+	mgr.Add(manager.Always, webhooks)
+	if p.members != nil {
+		mgr.Add(manager.Always, manager.Runnable{Name: "ring", Run: func(ctx context.Context, started func()) error {
+			started()
+			p.members.Run(ctx) // leaves the ring when ctx ends
+			return nil
+		}})
+	}
+	if f.Reload.Enabled {
+		mgr.Add(manager.Always, manager.Runnable{Name: "hooks-folder watcher", Run: func(ctx context.Context, started func()) error {
+			started()
+			watchHooks(ctx, f.HooksDir, p.fingerprint, f.Reload, p.load, op, p.m, p.log)
+			return nil
+		}})
+	}
+	always, leading := op.Runnables()
+	mgr.Add(manager.Always, always)
+	if f.elected() {
+		mgr.Add(manager.Leading, p.leader())
+	}
+	mgr.Add(manager.Leading, leading)
+	return mgr, nil
+}
+
+// election sets up leader election, when the flags ask for it: this
+// replica's identity, the namespace of the Leases, and the elector.
+func (p *parts) election() (manager.Options, error) {
+	f := p.f
+	mopts := manager.Options{Log: p.log}
+	if !f.elected() {
+		return mopts, nil
+	}
+	p.namespace = operatorNamespace(f.Webhook.Namespace)
+	if p.namespace == "" {
+		flag := "--leader-elect keeps its Lease"
+		if f.Shard.Enabled {
+			flag = "--sharding keeps its membership Leases"
+		}
+		return mopts, fmt.Errorf("%s in the operator's namespace: set --operator-namespace (or run in a Pod)", flag)
+	}
+	p.id = f.Leader.identity()
+	elector, err := p.elector()
+	if err != nil {
+		return mopts, err
+	}
+	mopts.Elector = elector
+	p.m.Leader(p.id, false)
+	return mopts, nil
+}
+
+// server serves /metrics, /healthz, /readyz and the debug routes.
+func (p *parts) server(op *operator.Operator) manager.Runnable {
+	f := p.f
+	return manager.Runnable{Name: "server", Run: func(ctx context.Context, started func()) error {
+		addr, err := server.Start(ctx, op, server.Options{
+			Address: f.ListenAddress, DebugSocket: f.DebugSocket, DebugOverHTTP: f.DebugHTTP,
+			Metrics: p.m.Handler(), HookMetrics: p.m.HooksHandler(), Pprof: f.Pprof, MaxConns: f.ListenMaxConns,
+		}, p.log)
+		if err != nil {
+			return err
+		}
+		p.log.WithFields(logrus.Fields{"address": addr, "debugSocket": f.DebugSocket}).Info("serving /metrics, /healthz and /readyz")
+		started()
+		<-ctx.Done()
+		return nil
+	}}
+}
+
+// webhooks serves the hooks' admission and conversion bindings, and
+// follows their changes (webhook.Server); it has started once it serves
+// those found at start.
+func (p *parts) webhooks(op *operator.Operator) (manager.Runnable, error) {
+	srv, err := webhookServer(p.f.Webhook, op, p.clients, p.dryRun, p.m.WebhookRejected, p.log)
+	if err != nil {
+		return manager.Runnable{}, err
+	}
+	return manager.Runnable{Name: "webhooks", Run: func(ctx context.Context, started func()) error {
+		go func() {
+			select {
+			case <-srv.Started():
+				started()
+			case <-ctx.Done():
+			}
+		}()
+		return srv.Start(ctx)
+	}}, nil
+}
+
+// elector campaigns for the leader's Lease.
+func (p *parts) elector() (*election.Elector, error) {
+	f := p.f.Leader
+	dyn, err := dynamic.NewForConfig(p.cfg)
+	if err != nil {
+		return nil, err
+	}
+	log := p.log.WithFields(logrus.Fields{"identity": p.id, "lease": p.namespace + "/" + f.LeaseName})
+	return election.New(election.Config{
+		Client: dyn.Resource(election.Leases).Namespace(p.namespace), Name: f.LeaseName, Identity: p.id,
+		LeaseDuration: f.LeaseDuration, RenewDeadline: f.RenewDeadline, RetryPeriod: f.RetryPer, Log: log,
+		OnNewLeader: func(leader string) {
+			log.WithField("leader", leader).Info("leader election: standby; another replica leads")
+		},
+	})
+}
+
+// leader says, in the log and the leader metric, that this replica leads
+// while the Leading group runs.
+func (p *parts) leader() manager.Runnable {
+	log := p.log.WithFields(logrus.Fields{"identity": p.id, "lease": p.namespace + "/" + p.f.Leader.LeaseName})
+	return manager.Runnable{Name: "leader", Run: func(ctx context.Context, started func()) error {
+		log.Info("leader election: leading; starting the hooks")
+		p.m.Leader(p.id, true)
+		started()
+		<-ctx.Done()
+		p.m.Leader(p.id, false)
+		return nil
+	}}
+}
