@@ -21,7 +21,7 @@ type LeaderFlags struct {
 }
 
 func bindLeaderFlags(fs *pflag.FlagSet, f *LeaderFlags) {
-	fs.BoolVar(&f.Enabled, "leader-elect", false, "run hooks only while this replica holds the Lease --leader-elect-lease-name in --operator-namespace; standbys serve webhooks and wait")
+	fs.BoolVar(&f.Enabled, "leader-elect", false, "run hooks only while this replica holds the Lease; standbys serve webhooks and wait")
 	envflag.Bind(fs, "leader-elect", "HOOK_OPERATOR_LEADER_ELECT")
 	fs.StringVar(&f.LeaseName, "leader-elect-lease-name", "hook-operator", "the Lease of leader election")
 	envflag.Bind(fs, "leader-elect-lease-name", "HOOK_OPERATOR_LEADER_ELECT_LEASE_NAME")

@@ -21,9 +21,9 @@ type ReloadFlags struct {
 }
 
 func bindReloadFlags(fs *pflag.FlagSet, f *ReloadFlags) {
-	fs.BoolVar(&f.Enabled, "hooks-reload", true, "reload the hooks when the hooks folder changes (a ConfigMap volume's update included): start new hooks and bindings, stop removed ones, restart changed ones; an invalid change is reported and the running hooks stay")
+	fs.BoolVar(&f.Enabled, "hooks-reload", true, "reload the hooks when the hooks folder changes; an invalid change is reported, running hooks stay")
 	envflag.Bind(fs, "hooks-reload", "HOOK_OPERATOR_HOOKS_RELOAD")
-	fs.DurationVar(&f.Poll, "hooks-reload-poll-period", hook.DefaultWatchPoll, "with --hooks-reload, also compare the hooks folder with how it was this often (inotify tells of most changes at once; this catches those it cannot see, as on NFS)")
+	fs.DurationVar(&f.Poll, "hooks-reload-poll-period", hook.DefaultWatchPoll, "also compare the hooks folder this often, for changes inotify cannot see (NFS)")
 	envflag.Bind(fs, "hooks-reload-poll-period", "HOOK_OPERATOR_HOOKS_RELOAD_POLL_PERIOD")
 }
 

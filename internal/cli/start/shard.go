@@ -25,11 +25,11 @@ type ShardFlags struct {
 }
 
 func bindShardFlags(fs *pflag.FlagSet, f *ShardFlags) {
-	fs.BoolVar(&f.Enabled, "sharding", false, "spread the objects of hooks with settings.sharded across the replicas, each holding a membership Lease in --operator-namespace; the other hooks run on the elected leader (implies --leader-elect)")
+	fs.BoolVar(&f.Enabled, "sharding", false, "share sharded hooks' objects among replicas; other hooks run on the leader (implies --leader-elect)")
 	envflag.Bind(fs, "sharding", "HOOK_OPERATOR_SHARDING")
-	fs.StringVar(&f.By, "shard-by", shard.ByUID, "what decides an object's replica with --sharding: uid (objects spread evenly) or namespace (a namespace's objects stay together)")
+	fs.StringVar(&f.By, "shard-by", shard.ByUID, "what places an object on a replica with --sharding: uid (even spread) or namespace (kept together)")
 	envflag.Bind(fs, "shard-by", "HOOK_OPERATOR_SHARD_BY")
-	fs.BoolVar(&f.ServerSide, "shard-server-side", true, "with --sharding, list and watch only this replica's share where the API server filters by shard (Kubernetes' alpha ShardedListAndWatch, asked once per resource); false keeps every object in memory and filters on this side")
+	fs.BoolVar(&f.ServerSide, "shard-server-side", true, "with --sharding, have the API server filter lists and watches by shard where it can")
 	envflag.Bind(fs, "shard-server-side", "HOOK_OPERATOR_SHARD_SERVER_SIDE")
 }
 

@@ -116,7 +116,10 @@ would change (logs stay on stderr; docs/testing.md describes the format).
 object and needs only read permissions; --dry-run=server sends every write with
 dryRun=All and prints what the API server answered: the resulting object, or
 why it refused (schema validation, admission). Finalizers are not added or
-removed. Secret data is masked unless --show-secrets.`,
+removed. Secret data is masked unless --show-secrets.
+
+Each flag is described in full, with its environment variables and
+shell-operator's names for it, in docs/operating.md (Settings).`,
 		Example: `  hook-operator start --hooks-dir ./hooks
   hook-operator start --hooks-dir ./hooks --dry-run -o yaml
   hook-operator start --hooks-dir ./hooks --dry-run=server
@@ -142,7 +145,7 @@ removed. Secret data is masked unless --show-secrets.`,
 	envflag.Bind(fs, "tmp-dir", "HOOK_OPERATOR_TMP_DIR")
 	envflag.BindAlias(fs, "tmp-dir", envflag.Same("SHELL_OPERATOR_TMP_DIR"))
 	kubeflags.Bind(fs, &f.Kubeconfig, &f.KubeContext)
-	fs.Float32Var(&f.QPS, "kube-client-qps", 0, "limit the requests per second to the API server on the client side (0: no client-side limit; the API server's Priority and Fairness paces the operator)")
+	fs.Float32Var(&f.QPS, "kube-client-qps", 0, "client-side limit of API requests per second (0: none; the API server's fairness paces us)")
 	envflag.Bind(fs, "kube-client-qps", "HOOK_OPERATOR_KUBE_CLIENT_QPS")
 	envflag.BindAlias(fs, "kube-client-qps", envflag.Same("KUBE_CLIENT_QPS"))
 	fs.IntVar(&f.Burst, "kube-client-burst", 100, "request burst above --kube-client-qps, when it is set")
@@ -158,15 +161,15 @@ removed. Secret data is masked unless --show-secrets.`,
 	envflag.Bind(fs, "retry-initial-delay", "HOOK_OPERATOR_RETRY_INITIAL_DELAY")
 	fs.DurationVar(&f.RetryMax, "retry-max-delay", time.Minute, "longest pause between retries of a failed run")
 	envflag.Bind(fs, "retry-max-delay", "HOOK_OPERATOR_RETRY_MAX_DELAY")
-	fs.DurationVar(&f.WatchIdle, "watch-idle-timeout", 3*time.Minute, "list again and restart a watch that delivered no event and no bookmark for this long (the API server sends a bookmark about every minute; 0: never)")
+	fs.DurationVar(&f.WatchIdle, "watch-idle-timeout", 3*time.Minute, "list again and restart a watch with no event and no bookmark for this long (0: never)")
 	envflag.Bind(fs, "watch-idle-timeout", "HOOK_OPERATOR_WATCH_IDLE_TIMEOUT")
-	fs.DurationVar(&f.BatchWindow, "batch-window", 40*time.Millisecond, "while events stream in (each less than half a window after the one before), a queue runs at most once per window: after a run it waits for the window, or until no event came for half of it; an event that follows the one before by more runs at once (0: no waiting)")
+	fs.DurationVar(&f.BatchWindow, "batch-window", 40*time.Millisecond, "while events stream in, run each queue at most once per window (0: no waiting)")
 	envflag.Bind(fs, "batch-window", "HOOK_OPERATOR_BATCH_WINDOW")
-	fs.IntVar(&f.MaxParallel, "max-parallel-hooks", 4*runtime.NumCPU(), "the most runs of hooks with settings.parallelism above 1 at once, across the operator (other runs, one per queue at a time, are not counted)")
+	fs.IntVar(&f.MaxParallel, "max-parallel-hooks", 4*runtime.NumCPU(), "the most runs at once of hooks with settings.parallelism above 1, across the operator")
 	envflag.Bind(fs, "max-parallel-hooks", "HOOK_OPERATOR_MAX_PARALLEL_HOOKS")
-	fs.BoolVar(&f.AdaptProcs, "adapt-gomaxprocs", true, "run the operator's Go code on one processor while it uses under 0.35 of a core (for a second), and on the runtime's default (every core it may use) from half a core: thread wake-ups cost less; a GOMAXPROCS environment variable turns this off")
+	fs.BoolVar(&f.AdaptProcs, "adapt-gomaxprocs", true, "run Go code on one processor while the operator uses under 0.35 of a core (GOMAXPROCS set: off)")
 	envflag.Bind(fs, "adapt-gomaxprocs", "HOOK_OPERATOR_ADAPT_GOMAXPROCS")
-	fs.BoolVar(&f.SteadySysmon, "steady-sysmon", true, "start the operator with GODEBUG=schedtrace=2147483647 (unless GODEBUG sets schedtrace), so that the Go runtime's monitor thread checks every 10 ms instead of being woken after every idle moment: a quarter less CPU per event, about 2 ms of CPU a second more while idle; hooks do not get the setting")
+	fs.BoolVar(&f.SteadySysmon, "steady-sysmon", true, "keep the Go runtime's monitor on a steady 10 ms tick: less CPU per event (GODEBUG schedtrace)")
 	envflag.Bind(fs, "steady-sysmon", "HOOK_OPERATOR_STEADY_SYSMON")
 	fs.DurationVar(&f.ShutdownGrace, "shutdown-grace-period", 30*time.Second, "how long running hooks may finish after SIGTERM/SIGINT")
 	envflag.Bind(fs, "shutdown-grace-period", "HOOK_OPERATOR_SHUTDOWN_GRACE_PERIOD")
@@ -185,7 +188,7 @@ removed. Secret data is masked unless --show-secrets.`,
 	envflag.Bind(fs, "debug-http", "HOOK_OPERATOR_DEBUG_HTTP")
 	fs.BoolVar(&f.Pprof, "pprof", false, "serve Go's pprof profiles under /debug/pprof/ with the debug routes")
 	envflag.Bind(fs, "pprof", "HOOK_OPERATOR_PPROF")
-	fs.StringVar(&f.DryRun, "dry-run", "", "apply nothing; print each run and what it would change: client (diff against live objects) or server (API server dry-run requests)")
+	fs.StringVar(&f.DryRun, "dry-run", "", "apply nothing; print each run and its changes: client (diff with live objects) or server (dryRun)")
 	fs.Lookup("dry-run").NoOptDefVal = "client"
 	fs.StringVarP(&f.Output, "output", "o", "json", "with --dry-run, print runs as json (one per line) or yaml (one document each)")
 	fs.BoolVar(&f.ShowSecrets, "show-secrets", false, "with --dry-run, print Secret data as it is instead of masking it")
