@@ -19,6 +19,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 
 	"github.com/hook-operator/hook-operator/internal/cli/envflag"
@@ -139,7 +140,23 @@ shell-operator's names for it, in docs/operating.md (Settings).`,
 			return Run(ctx, f, stdout, log)
 		},
 	}
-	fs := cmd.Flags()
+	bindFlags(cmd.Flags(), &f)
+	return cmd
+}
+
+// bindFlags defines start's flags on fs; their full descriptions are in
+// docs/operating.md (Settings).
+func bindFlags(fs *pflag.FlagSet, f *Flags) {
+	bindRunFlags(fs, f)
+	bindProcessFlags(fs, f)
+	bindWebhookFlags(fs, &f.Webhook)
+	bindLeaderFlags(fs, &f.Leader)
+	bindShardFlags(fs, &f.Shard)
+	bindReloadFlags(fs, &f.Reload)
+}
+
+// bindRunFlags defines the flags of how hooks run and reach the cluster.
+func bindRunFlags(fs *pflag.FlagSet, f *Flags) {
 	hookscmd.BindHooksDir(fs, &f.HooksDir)
 	fs.StringVar(&f.TmpDir, "tmp-dir", "", "folder for the per-run private temp dirs (default: the system temp dir)")
 	envflag.Bind(fs, "tmp-dir", "HOOK_OPERATOR_TMP_DIR")
@@ -167,6 +184,11 @@ shell-operator's names for it, in docs/operating.md (Settings).`,
 	envflag.Bind(fs, "batch-window", "HOOK_OPERATOR_BATCH_WINDOW")
 	fs.IntVar(&f.MaxParallel, "max-parallel-hooks", 4*runtime.NumCPU(), "the most runs at once of hooks with settings.parallelism above 1, across the operator")
 	envflag.Bind(fs, "max-parallel-hooks", "HOOK_OPERATOR_MAX_PARALLEL_HOOKS")
+}
+
+// bindProcessFlags defines the flags of the process itself: its tuning,
+// listeners, debug routes and dry run.
+func bindProcessFlags(fs *pflag.FlagSet, f *Flags) {
 	fs.BoolVar(&f.AdaptProcs, "adapt-gomaxprocs", true, "run Go code on one processor while the operator uses under 0.35 of a core (GOMAXPROCS set: off)")
 	envflag.Bind(fs, "adapt-gomaxprocs", "HOOK_OPERATOR_ADAPT_GOMAXPROCS")
 	fs.BoolVar(&f.SteadySysmon, "steady-sysmon", true, "keep the Go runtime's monitor on a steady 10 ms tick: less CPU per event (GODEBUG schedtrace)")
@@ -192,11 +214,6 @@ shell-operator's names for it, in docs/operating.md (Settings).`,
 	fs.Lookup("dry-run").NoOptDefVal = "client"
 	fs.StringVarP(&f.Output, "output", "o", "json", "with --dry-run, print runs as json (one per line) or yaml (one document each)")
 	fs.BoolVar(&f.ShowSecrets, "show-secrets", false, "with --dry-run, print Secret data as it is instead of masking it")
-	bindWebhookFlags(fs, &f.Webhook)
-	bindLeaderFlags(fs, &f.Leader)
-	bindShardFlags(fs, &f.Shard)
-	bindReloadFlags(fs, &f.Reload)
-	return cmd
 }
 
 // Run loads the hooks and runs the operator until ctx ends. Dry-run
