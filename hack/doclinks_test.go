@@ -292,3 +292,44 @@ func TestDecisionsIndexed(t *testing.T) {
 		t.Fatalf("only %d decisions found", len(decisions))
 	}
 }
+
+// Every test the docs name as proof of a guarantee (`TestX`, `FuzzX`)
+// exists, so that a renamed or removed test cannot leave a guarantee
+// resting on nothing.
+func TestDocsNameExistingTests(t *testing.T) {
+	root, files := trackedFiles(t)
+	defined := map[string]bool{}
+	def := regexp.MustCompile(`(?m)^func ((?:Test|Fuzz)[A-Za-z0-9_]*)\(`)
+	var docs []string
+	for _, f := range files {
+		switch {
+		case strings.HasSuffix(f, "_test.go"):
+			src, err := os.ReadFile(root + "/" + f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range def.FindAllStringSubmatch(string(src), -1) {
+				defined[m[1]] = true
+			}
+		case strings.HasSuffix(f, ".md") && !strings.HasPrefix(f, "bench/results/"):
+			docs = append(docs, f)
+		}
+	}
+	named := regexp.MustCompile("`((?:Test|Fuzz)[A-Z][A-Za-z0-9_]*)`")
+	checked := 0
+	for _, f := range docs {
+		text, err := os.ReadFile(root + "/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range named.FindAllStringSubmatch(string(text), -1) {
+			checked++
+			if !defined[m[1]] {
+				t.Errorf("%s names the test %s, which no _test.go file defines: rename it there, or name the test that now proves it", f, m[1])
+			}
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("only %d test names found in the docs", checked)
+	}
+}
