@@ -5,21 +5,29 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/hook-operator/hook-operator/internal/jq"
 )
 
 // Durations are written as Go duration strings ("30s", "1h0m0s") rather
-// than nanoseconds, so that `hooks list -o json` reads like the hook's own
-// configuration and can be read back.
+// than nanoseconds, and sizes as quantities ("512Mi") rather than bytes, so
+// that `hooks list -o json` reads like the hook's own configuration and can
+// be read back.
 
-// MarshalJSON writes the durations as strings.
+// MarshalJSON writes the durations and sizes as strings.
 func (s Settings) MarshalJSON() ([]byte, error) {
 	type fields Settings
+	mem := ""
+	if s.ResidentMaxMemory != 0 {
+		mem = resource.NewQuantity(s.ResidentMaxMemory, resource.BinarySI).String()
+	}
 	return json.Marshal(struct {
 		fields
 		ExecutionMinInterval string `json:"executionMinInterval,omitempty"`
 		Timeout              string `json:"timeout,omitempty"`
-	}{fields(s), durationString(s.ExecutionMinInterval), durationString(s.Timeout)})
+		ResidentMaxMemory    string `json:"residentMaxMemory,omitempty"`
+	}{fields(s), durationString(s.ExecutionMinInterval), durationString(s.Timeout), mem})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -29,11 +37,19 @@ func (s *Settings) UnmarshalJSON(data []byte) error {
 		fields
 		ExecutionMinInterval string `json:"executionMinInterval,omitempty"`
 		Timeout              string `json:"timeout,omitempty"`
+		ResidentMaxMemory    string `json:"residentMaxMemory,omitempty"`
 	}
 	if err := json.Unmarshal(data, &aux); err != nil {
 		return err
 	}
 	*s = Settings(aux.fields)
+	if aux.ResidentMaxMemory != "" {
+		q, err := resource.ParseQuantity(aux.ResidentMaxMemory)
+		if err != nil {
+			return fmt.Errorf("residentMaxMemory: %q is not a size such as \"256Mi\"", aux.ResidentMaxMemory)
+		}
+		s.ResidentMaxMemory = q.Value()
+	}
 	var err error
 	if s.ExecutionMinInterval, err = parseDuration("executionMinInterval", aux.ExecutionMinInterval); err != nil {
 		return err

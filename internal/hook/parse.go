@@ -224,6 +224,37 @@ func (c *checker) settings(s *object) Settings {
 		}
 	}
 	st.Sharded = s.boolean("sharded", false)
+	c.resident(s, &st)
 	s.finish()
 	return st
+}
+
+// resident reads resident and its limits into st, with their defaults when
+// the hook is resident; limits without resident: true are errors, since they
+// would silently do nothing.
+func (c *checker) resident(s *object, st *Settings) {
+	st.Resident = s.boolean("resident", false)
+	runs, hasRuns := s.integer("residentMaxRuns")
+	mem, hasMem := s.size("residentMaxMemory")
+	for _, key := range []string{"residentMaxRuns", "residentMaxMemory"} {
+		if !st.Resident && s.has(key) {
+			c.errorf(s.at(key), "has no effect without resident: true; set settings.resident: true, or remove %s", key)
+		}
+	}
+	switch {
+	case hasRuns && runs < 1:
+		c.errorf(s.at("residentMaxRuns"), "%d: use 1 or more (runs before the process is replaced), or remove it for the default %d", runs, DefaultResidentMaxRuns)
+	case hasRuns:
+		st.ResidentMaxRuns = runs
+	case st.Resident:
+		st.ResidentMaxRuns = DefaultResidentMaxRuns
+	}
+	switch {
+	case hasMem && mem < MinResidentMaxMemory:
+		c.errorf(s.at("residentMaxMemory"), "%s: use at least 1Mi, or remove it for the default 512Mi; no process is smaller, so it would be replaced after every run", limit.Size(mem))
+	case hasMem:
+		st.ResidentMaxMemory = mem
+	case st.Resident:
+		st.ResidentMaxMemory = DefaultResidentMaxMemory
+	}
 }

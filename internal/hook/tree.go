@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/hook-operator/hook-operator/internal/limit"
 	"github.com/hook-operator/hook-operator/internal/spelling"
 )
@@ -180,6 +182,32 @@ func (o *object) duration(key string) (time.Duration, bool) {
 		return 0, false
 	}
 	return d, true
+}
+
+// size reads a number of bytes written as a Kubernetes quantity ("256Mi",
+// "1Gi", "500M") or a plain integer, as the operator's size flags are.
+func (o *object) size(key string) (int64, bool) {
+	v, ok := o.get(key)
+	if !ok {
+		return 0, false
+	}
+	var s string
+	switch v := v.(type) {
+	case string:
+		s = v
+	case json.Number:
+		s = v.String()
+	default:
+		o.c.errorf(o.at(key), "must be a size such as \"256Mi\" or \"1Gi\", not %s", describe(v))
+		return 0, false
+	}
+	q, err := resource.ParseQuantity(s)
+	n, exact := q.AsInt64()
+	if err != nil || !exact || n < 0 {
+		o.c.errorf(o.at(key), "%q is not a size; write bytes or a quantity such as \"256Mi\" or \"1Gi\"", s)
+		return 0, false
+	}
+	return n, true
 }
 
 func (o *object) list(key string) ([]any, bool) {

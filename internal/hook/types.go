@@ -71,7 +71,26 @@ type Settings struct {
 	// only the objects this replica owns, and the hook runs on every
 	// replica; hooks without it run on the leader alone.
 	Sharded bool `json:"sharded,omitempty"`
+	// Resident (EXT): the hook's process stays between runs and each run is
+	// a request on its fd 3 (docs/hooks.md, Resident hooks).
+	Resident bool `json:"resident,omitempty"`
+	// ResidentMaxRuns recycles a resident process after this many runs;
+	// DefaultResidentMaxRuns when resident and not given, zero otherwise.
+	ResidentMaxRuns int `json:"residentMaxRuns,omitempty"`
+	// ResidentMaxMemory recycles a resident process whose process group's
+	// RSS after a run exceeds it, in bytes; DefaultResidentMaxMemory when
+	// resident and not given, zero otherwise.
+	ResidentMaxMemory int64 `json:"residentMaxMemory,omitempty"`
 }
+
+// Defaults of a resident hook's limits (docs/operating.md says why).
+const (
+	DefaultResidentMaxRuns   = 10000
+	DefaultResidentMaxMemory = 512 << 20
+	// MinResidentMaxMemory is the smallest residentMaxMemory: a process's
+	// RSS is never below it, so a smaller limit would recycle every run.
+	MinResidentMaxMemory = 1 << 20
+)
 
 // Common holds the fields every binding kind shares.
 type Common struct {
