@@ -31,8 +31,9 @@ names starting with "." and folders named "lib" are skipped), runs each as
 "<hook> --config" from its own folder, validates the configurations and
 prints them.
 
-The table has one row per binding and shows, under DETAILS, only what differs
-from the defaults (the finalizer option included). Each row stays on one
+The table has one row per binding; MODE is one-shot, or resident for a hook
+with settings.resident. DETAILS shows only what differs from the defaults
+(the finalizer option included). Each row stays on one
 line: whitespace in a value, such as a multi-line jqFilter, becomes single
 spaces, and items longer than 60 characters are cut with "…". -o wide shows
 them whole; -o yaml or -o json print every field as configured, with the

@@ -76,12 +76,12 @@ func TestListTable(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	want := [][]string{
-		{"HOOK", "BINDING TYPE", "NAME", "KIND/CRONTAB", "QUEUE", "DETAILS"},
-		{"nodes.sh", "kubernetes", "nodes", "Node", "main", "executeHookOnEvent=none (snapshots only)"},
-		{"pods/on-pod.sh", "onStartup", "onStartup", "-", "main", "order=5"},
-		{"pods/on-pod.sh", "schedule", "tick", "*/5 * * * *", "main", "includeSnapshotsFrom=pods"},
-		{"pods/on-pod.sh", "kubernetes", "pods", "v1 Pod", "pods", "namespaces=default; labels=app=web; jqFilter=.metadata.labels; executeHookOnEvent=Added; resynchronizationPeriod=10m0s"},
-		{"pods/on-pod.sh", "settings", "-", "-", "-", "executionMinInterval=5s; executionBurst=1"},
+		{"HOOK", "MODE", "BINDING TYPE", "NAME", "KIND/CRONTAB", "QUEUE", "DETAILS"},
+		{"nodes.sh", "one-shot", "kubernetes", "nodes", "Node", "main", "executeHookOnEvent=none (snapshots only)"},
+		{"pods/on-pod.sh", "one-shot", "onStartup", "onStartup", "-", "main", "order=5"},
+		{"pods/on-pod.sh", "one-shot", "schedule", "tick", "*/5 * * * *", "main", "includeSnapshotsFrom=pods"},
+		{"pods/on-pod.sh", "one-shot", "kubernetes", "pods", "v1 Pod", "pods", "namespaces=default; labels=app=web; jqFilter=.metadata.labels; executeHookOnEvent=Added; resynchronizationPeriod=10m0s"},
+		{"pods/on-pod.sh", "one-shot", "settings", "-", "-", "-", "executionMinInterval=5s; executionBurst=1"},
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), out)
@@ -302,5 +302,44 @@ func TestListMisspelledKind(t *testing.T) {
 	}
 	if want := `hook group.sh: kubernetes[0].kind: binding "ns": "Namespce" is not a kind of Kubernetes; did you mean Namespace?`; !strings.Contains(stderr, want) {
 		t.Errorf("stderr lacks %q:\n%s", want, stderr)
+	}
+}
+
+// A resident hook says so in the MODE column; its limits show under DETAILS
+// only where they differ from the defaults, and -o json has them all.
+func TestListResidentMode(t *testing.T) {
+	dir := t.TempDir()
+	script(t, dir, "fast.sh", `echo '{"configVersion":"v1","onStartup":1,"settings":{"resident":true}}'`)
+	script(t, dir, "leaky.sh", `echo '{"configVersion":"v1","onStartup":1,"settings":{"resident":true,"residentMaxMemory":"64Mi","residentMaxRuns":100}}'`)
+	code, out, stderr := run(nil, "hooks", "list", "--hooks-dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := [][]string{
+		{"HOOK", "MODE", "BINDING TYPE", "NAME", "KIND/CRONTAB", "QUEUE", "DETAILS"},
+		{"fast.sh", "resident", "onStartup", "onStartup", "-", "main", "order=1"},
+		{"leaky.sh", "resident", "onStartup", "onStartup", "-", "main", "order=1"},
+		{"leaky.sh", "resident", "settings", "-", "-", "-", "residentMaxRuns=100; residentMaxMemory=64Mi"},
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i, wantCells := range want {
+		if got := cells(lines[i]); strings.Join(got, "|") != strings.Join(wantCells, "|") {
+			t.Errorf("line %d:\n got %q\nwant %q", i, got, wantCells)
+		}
+	}
+	code, out, _ = run(nil, "hooks", "list", "--hooks-dir", dir, "-o", "json")
+	var hooks []struct {
+		Config struct {
+			Settings map[string]any `json:"settings"`
+		} `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(out), &hooks); code != 0 || err != nil || len(hooks) != 2 {
+		t.Fatalf("-o json: exit %d, %v:\n%s", code, err, out)
+	}
+	if s := hooks[0].Config.Settings; s["resident"] != true || s["residentMaxRuns"] != 10000.0 || s["residentMaxMemory"] != "512Mi" {
+		t.Errorf("-o json: settings %v, want resident with the default limits filled in", s)
 	}
 }

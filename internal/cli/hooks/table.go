@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hook-operator/hook-operator/internal/hook"
@@ -23,7 +24,7 @@ const maxDetail = 60
 // jqFilter) becomes single spaces, and unless wide, long items are cut.
 func writeTable(out io.Writer, hooks []*hook.Hook, wide bool) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOOK\tBINDING TYPE\tNAME\tKIND/CRONTAB\tQUEUE\tDETAILS")
+	fmt.Fprintln(tw, "HOOK\tMODE\tBINDING TYPE\tNAME\tKIND/CRONTAB\tQUEUE\tDETAILS")
 	for _, h := range hooks {
 		for _, r := range rows(h, wide) {
 			fmt.Fprintln(tw, strings.Join(r, "\t"))
@@ -39,8 +40,8 @@ func rows(h *hook.Hook, wide bool) [][]string {
 		for i, d := range details {
 			details[i] = oneLine(d, wide)
 		}
-		cells := []string{h.Name, typ, dash(name), dash(what), dash(queue), dash(strings.Join(details, "; "))}
-		for i := range cells[:5] {
+		cells := []string{h.Name, mode(c.Settings), typ, dash(name), dash(what), dash(queue), dash(strings.Join(details, "; "))}
+		for i := range cells[:6] {
 			cells[i] = oneLine(cells[i], true)
 		}
 		out = append(out, cells)
@@ -150,7 +151,21 @@ func settings(s hook.Settings) []string {
 	if s.Timeout > 0 {
 		d = append(d, fmt.Sprintf("timeout=%s", s.Timeout))
 	}
+	if s.Resident && s.ResidentMaxRuns != hook.DefaultResidentMaxRuns {
+		d = append(d, fmt.Sprintf("residentMaxRuns=%d", s.ResidentMaxRuns))
+	}
+	if s.Resident && s.ResidentMaxMemory != hook.DefaultResidentMaxMemory {
+		d = append(d, "residentMaxMemory="+resource.NewQuantity(s.ResidentMaxMemory, resource.BinarySI).String())
+	}
 	return d
+}
+
+// mode is the MODE column: whether the hook's process stays between runs.
+func mode(s hook.Settings) string {
+	if s.Resident {
+		return "resident"
+	}
+	return "one-shot"
 }
 
 // oneLine turns every run of whitespace in s into one space and, unless
