@@ -97,6 +97,9 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
+	// Stops the resident hooks' processes: each replay (each test case)
+	// starts its own.
+	defer func() { _ = e.exec.Runner.Close() }()
 	err = e.replay(ctx)
 	return e.summary, err
 }

@@ -419,3 +419,45 @@ rmdir `+lock)
 		t.Errorf("the log does not say that sharded applies to start --sharding only:\n%s", logs.String())
 	}
 }
+
+// A resident hook in replay (and so in hook-operator test): one process
+// serves every run, its operations are applied, and it is stopped (EOF on
+// fd 3) before Run returns.
+func TestReplayResidentHook(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	writeScript(t, dir, "res.sh",
+		`{"configVersion":"v1","settings":{"resident":true},"kubernetes":[{"name":"cms","kind":"ConfigMap","executeHookOnSynchronization":false}]}`,
+		`[[ ${HOOK_OPERATOR_RESIDENT:-} == 1 ]] || { echo "not resident" >&2; exit 1; }
+echo $$ >> `+state+`/starts
+while IFS= read -r line <&3; do
+  [[ $line =~ \"id\":\"([0-9]+)\" ]] && id=${BASH_REMATCH[1]}
+  [[ $line =~ \"KUBERNETES_PATCH_PATH\":\"([^\"]+)\" ]] && patch=${BASH_REMATCH[1]}
+  echo '{"operation":"CreateIfNotExists","object":{"apiVersion":"v1","kind":"Service","metadata":{"namespace":"ns","name":"seen-'$id'"}}}' > "$patch"
+  printf '{"id":"%s","exitCode":0}\n' "$id" >&4
+done
+echo eof > `+state+`/stopped`)
+	fx := &fixture.Fixture{Events: []fixture.Event{
+		{Type: "Added", Object: object("v1", "ConfigMap", "ns", "a", nil)},
+		{Type: "Added", Object: object("v1", "ConfigMap", "ns", "b", nil)},
+	}}
+	l, sum, err := replayDir(t, dir, fx, 0)
+	if err != nil || sum.Failed != 0 {
+		t.Fatalf("replay: %v, %d failed runs: %v", err, sum.Failed, l.errs)
+	}
+	var created []string
+	for _, cs := range l.changes {
+		for _, c := range cs {
+			created = append(created, c.New.GetName())
+		}
+	}
+	if len(created) == 0 || !strings.HasPrefix(created[0], "seen-") {
+		t.Errorf("changes %v, want the Services the resident hook created", created)
+	}
+	b, _ := os.ReadFile(filepath.Join(state, "starts"))
+	if n := len(strings.Fields(string(b))); n != 1 {
+		t.Errorf("%d runs started the hook %d times, want once", len(l.contexts), n)
+	}
+	if _, err := os.Stat(filepath.Join(state, "stopped")); err != nil {
+		t.Errorf("the resident process was not stopped by EOF on fd 3 before Run returned: %v", err)
+	}
+}

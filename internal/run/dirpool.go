@@ -83,9 +83,13 @@ func (r *Runner) releaseDir(d *runDir, reusable bool) error {
 	return d.remove()
 }
 
-// Close removes the run dirs kept for later runs (ReuseDirs). Runs that
-// end after it remove their dirs.
+// Close stops the resident hook processes (each as docs/hooks.md says:
+// fd 3 closed, SIGTERM after 5 s, SIGKILL after the kill grace; a process
+// busy with a run is stopped when its run returns it) and waits for them,
+// then removes the run dirs kept for later runs (ReuseDirs). Runs that end
+// after it remove their dirs; resident runs after it fail.
 func (r *Runner) Close() error {
+	r.residents.close(r.killGrace())
 	return r.pool.close()
 }
 

@@ -128,7 +128,8 @@ type Runner struct {
 	// files' content. Close removes the dirs kept.
 	ReuseDirs bool
 
-	pool dirPool
+	pool      dirPool
+	residents residents
 }
 
 // devNull is every hook's stdin, opened once per process.
@@ -167,6 +168,9 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 
 	stdout := newLineWriter(log.WithField("output", "stdout"), r.maxLineBytes(), 0)
 	stderr := newLineWriter(log.WithField("output", "stderr"), r.maxLineBytes(), stderrTailLines)
+	if h.Config.Settings.Resident && residentSupported {
+		return r.runResident(ctx, req, dir, log, stdout, stderr)
+	}
 	limits := r.Limits(req)
 	deadline := req.Deadline
 	if deadline == nil {

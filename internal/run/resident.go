@@ -1,0 +1,369 @@
+package run
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/hook-operator/hook-operator/internal/hook"
+)
+
+// The protocol of resident hooks (docs/hooks.md, Resident hooks): the
+// environment that tells a hook it is resident and where its pipes are.
+const (
+	envResident = "HOOK_OPERATOR_RESIDENT"
+	envRequest  = "HOOK_OPERATOR_REQUEST_FD"
+	envReply    = "HOOK_OPERATOR_REPLY_FD"
+	// stopGrace is how long a resident process has to exit after its
+	// request pipe closes, before SIGTERM.
+	stopGrace = 5 * time.Second
+	// maxReplyBytes bounds one reply line; a reply is a few dozen bytes.
+	maxReplyBytes = 4 << 10
+)
+
+// Restart backoff after a resident process crashed during a run.
+const (
+	crashBackoffMin = 100 * time.Millisecond
+	crashBackoffMax = 10 * time.Second
+)
+
+// resident is one resident hook process: it serves one run at a time.
+type resident struct {
+	cmd     *exec.Cmd
+	exe     os.FileInfo // the executable when it started
+	request *os.File    // the write end of the hook's fd 3
+	replies chan string // lines from the hook's fd 4; closed at EOF
+	exited  chan struct{}
+	waitErr error // set before exited closes
+	out     *outPipe
+	errOut  *outPipe
+	runs    int
+	nextID  uint64
+}
+
+// residents keeps the idle resident processes of every hook, by hook name,
+// and the crash backoff of each.
+type residents struct {
+	mu      sync.Mutex
+	idle    map[string][]*resident
+	crashes map[string]int
+	closed  bool
+	stops   sync.WaitGroup
+}
+
+// take returns an idle process of h whose executable is unchanged, or
+// starts one, after the crash backoff.
+func (r *Runner) takeResident(ctx context.Context, h *hook.Hook, log logrus.FieldLogger) (*resident, error) {
+	p := &r.residents
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errors.New("the operator is stopping")
+	}
+	for len(p.idle[h.Name]) > 0 {
+		n := len(p.idle[h.Name])
+		rp := p.idle[h.Name][n-1]
+		p.idle[h.Name] = p.idle[h.Name][:n-1]
+		if reason := rp.stale(h.Path); reason != "" {
+			log.WithField("reason", reason).Info("resident hook process recycled")
+			p.stopLocked(rp, r.killGrace(), true)
+			continue
+		}
+		p.mu.Unlock()
+		return rp, nil
+	}
+	wait := backoff(p.crashes[h.Name])
+	p.mu.Unlock()
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+	return r.startResident(h, log)
+}
+
+// backoff is the wait before starting a process after crashes crashes in a
+// row.
+func backoff(crashes int) time.Duration {
+	if crashes == 0 {
+		return 0
+	}
+	d := crashBackoffMin << min(crashes-1, 10)
+	return min(d, crashBackoffMax)
+}
+
+// stale says why rp must not serve another run, or "".
+func (rp *resident) stale(path string) string {
+	select {
+	case <-rp.exited:
+		return "exited"
+	default:
+	}
+	if info, err := os.Stat(path); err != nil || !sameFile(rp.exe, info) {
+		return "changed"
+	}
+	return ""
+}
+
+// sameFile reports whether b is the file a was, unchanged: same inode,
+// size, mode and modification time.
+func sameFile(a, b os.FileInfo) bool {
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.Mode() == b.Mode() && a.ModTime().Equal(b.ModTime())
+}
+
+// startResident starts h as a resident process.
+func (r *Runner) startResident(h *hook.Hook, log logrus.FieldLogger) (*resident, error) {
+	exe, err := os.Stat(h.Path)
+	if err != nil {
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	stdin, err := hookStdin()
+	if err != nil {
+		return nil, err
+	}
+	reqRead, reqWrite, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start: request pipe: %w", err)
+	}
+	replyRead, replyWrite, err := os.Pipe()
+	if err != nil {
+		_, _ = reqRead.Close(), reqWrite.Close()
+		return nil, fmt.Errorf("start: reply pipe: %w", err)
+	}
+	files := []*os.File{reqRead, reqWrite, replyRead, replyWrite}
+	closeAll := func() {
+		for _, f := range files {
+			_ = f.Close()
+		}
+	}
+	out, outWrite, err := newOutPipe(log.WithField("output", "stdout"), r.maxLineBytes())
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("start: stdout pipe: %w", err)
+	}
+	files = append(files, out.r, outWrite)
+	errOut, errWrite, err := newOutPipe(log.WithField("output", "stderr"), r.maxLineBytes())
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("start: stderr pipe: %w", err)
+	}
+	files = append(files, errOut.r, errWrite)
+	rp := &resident{exe: exe, request: reqWrite, replies: make(chan string, 1), exited: make(chan struct{}), out: out, errOut: errOut}
+	cmd := exec.Command(h.Path)
+	cmd.Dir, cmd.Stdin, cmd.Stdout, cmd.Stderr = h.Dir, stdin, outWrite, errWrite
+	cmd.Env = append(withoutResidentEnv(r.baseEnv()), envResident+"=1", envRequest+"=3", envReply+"=4")
+	cmd.ExtraFiles = []*os.File{reqRead, replyWrite}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	rp.cmd = cmd
+	if err := startHook(cmd); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	// The child's ends: the hook (and what it starts) holds them now.
+	_, _, _, _ = reqRead.Close(), replyWrite.Close(), outWrite.Close(), errWrite.Close()
+	log.WithField("pid", cmd.Process.Pid).Info("resident hook process started")
+	go out.copy()
+	go errOut.copy()
+	go rp.readReplies(replyRead)
+	go func() {
+		rp.waitErr = cmd.Wait()
+		untrackHook(cmd.Process.Pid)
+		close(rp.exited)
+	}()
+	return rp, nil
+}
+
+// withoutResidentEnv returns base without the protocol's variables, so that
+// an operator started by a resident hook passes none on.
+func withoutResidentEnv(base []string) []string {
+	env := make([]string, 0, len(base)+3)
+	for _, kv := range base {
+		name, _, _ := strings.Cut(kv, "=")
+		if name != envResident && name != envRequest && name != envReply {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// readReplies sends every line of the hook's fd 4 to rp.replies; a line
+// longer than maxReplyBytes is sent cut, and fails its run.
+func (rp *resident) readReplies(f *os.File) {
+	defer close(rp.replies)
+	defer f.Close()
+	br := bufio.NewReaderSize(f, maxReplyBytes)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 && (err == nil || errors.Is(err, bufio.ErrBufferFull)) {
+			rp.replies <- string(line)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// reply is the hook's answer to one request.
+type reply struct {
+	ID       *string `json:"id"`
+	ExitCode *int    `json:"exitCode"`
+}
+
+// parseReply checks that line answers the request id and returns its exit
+// code.
+func parseReply(line, id string) (int, error) {
+	if !strings.HasSuffix(line, "\n") {
+		return 0, fmt.Errorf("reply is longer than %d bytes or not a line", maxReplyBytes)
+	}
+	var rep reply
+	dec := json.NewDecoder(strings.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		return 0, fmt.Errorf("reply %s is not {\"id\":\"%s\",\"exitCode\":N}: %v", quoteReply(line), id, err)
+	}
+	switch {
+	case rep.ID == nil || rep.ExitCode == nil:
+		return 0, fmt.Errorf("reply %s lacks id or exitCode; write {\"id\":\"%s\",\"exitCode\":N}", quoteReply(line), id)
+	case *rep.ID != id:
+		return 0, fmt.Errorf("reply %s answers run %q, but run %q is in flight", quoteReply(line), *rep.ID, id)
+	}
+	return *rep.ExitCode, nil
+}
+
+func quoteReply(line string) string {
+	line = strings.TrimSuffix(line, "\n")
+	if len(line) > 200 {
+		line = line[:200] + "…"
+	}
+	return strconv.Quote(line)
+}
+
+// requestLine is the request of one run: its id and the contract's per-run
+// variables, in the contract's order, without spaces.
+func requestLine(id string, d *runDir) []byte {
+	var b strings.Builder
+	b.WriteString(`{"id":"` + id + `","env":{`)
+	for i, kv := range [][2]string{
+		{envBindingContext, d.contexts}, {envKubernetesPatch, d.patch}, {envMetrics, d.metrics},
+		{envValidatingResponse, d.validating}, {envAdmissionResponse, d.validating}, {envConversionResponse, d.conversion},
+	} {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		v, _ := json.Marshal(kv[1])
+		b.WriteString(`"` + kv[0] + `":` + string(v))
+	}
+	b.WriteString("}}\n")
+	return []byte(b.String())
+}
+
+// outPipe reads a resident process's stdout or stderr and passes it to the
+// line writer of the run in flight or, between runs, to idle. It counts
+// what it passed on, so that a run's end can wait for what the hook wrote
+// before its reply (drain).
+type outPipe struct {
+	r        *os.File
+	mu       sync.Mutex
+	run      *lineWriter
+	idle     *lineWriter
+	consumed atomic.Int64
+	done     chan struct{}
+}
+
+func newOutPipe(log *logrus.Entry, maxLine int) (*outPipe, *os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	return &outPipe{r: r, idle: newLineWriter(log, maxLine, 0), done: make(chan struct{})}, w, nil
+}
+
+func (o *outPipe) copy() {
+	defer close(o.done)
+	defer o.r.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := o.r.Read(buf)
+		if n > 0 {
+			o.mu.Lock()
+			w := o.idle
+			if o.run != nil {
+				w = o.run
+			}
+			_, _ = w.Write(buf[:n])
+			o.mu.Unlock()
+			o.consumed.Add(int64(n))
+		}
+		if err != nil {
+			o.mu.Lock()
+			o.idle.flush()
+			o.mu.Unlock()
+			return
+		}
+	}
+}
+
+// drain waits, at most for grace, until what is in the pipe now has been
+// passed on: what the hook wrote before its reply belongs to the run.
+func (o *outPipe) drain(grace time.Duration) {
+	target, ok := o.target()
+	if !ok {
+		return
+	}
+	deadline := time.Now().Add(grace)
+	for o.consumed.Load() < target && time.Now().Before(deadline) {
+		select {
+		case <-o.done:
+			return
+		case <-time.After(50 * time.Microsecond):
+		}
+	}
+}
+
+// target is the count consumed will reach once the bytes now in the pipe
+// are passed on.
+func (o *outPipe) target() (int64, bool) {
+	for range 100 {
+		before := o.consumed.Load()
+		pending, ok := pipePending(o.r)
+		if !ok {
+			return 0, false
+		}
+		if o.consumed.Load() == before {
+			return before + int64(pending), true
+		}
+	}
+	return 0, false
+}
+
+// set makes lw (nil: idle) receive what follows; the line writer it
+// replaces is flushed.
+func (o *outPipe) set(lw *lineWriter) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.run != nil {
+		o.run.flush()
+	} else {
+		o.idle.flush()
+	}
+	o.run = lw
+}

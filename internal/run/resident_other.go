@@ -1,0 +1,15 @@
+//go:build !linux
+
+package run
+
+import "os"
+
+// residentSupported: elsewhere (macOS, where hook authors run test and
+// replay) a resident hook runs one-shot, as under shell-operator.
+const residentSupported = false
+
+// pipePending cannot tell here; resident hooks do not run here.
+func pipePending(*os.File) (int, bool) { return 0, false }
+
+// groupRSS cannot tell here.
+func groupRSS(int) int64 { return 0 }

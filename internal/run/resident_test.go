@@ -1,0 +1,261 @@
+//go:build linux
+
+package run
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hook-operator/hook-operator/internal/hook"
+)
+
+// residentBody is a resident bash hook speaking the protocol with regexes,
+// as docs/hooks.md shows. It appends its pid to "starts" when it starts, and
+// its binding contexts say what a run does: ok, fail, crash, hang or bad.
+const residentBody = `echo $$ >> starts
+echo $$ > pid
+while IFS= read -r line <&3; do
+  [[ $line =~ \"id\":\"([0-9]+)\" ]] && id=${BASH_REMATCH[1]}
+  [[ $line =~ \"BINDING_CONTEXT_PATH\":\"([^\"]+)\" ]] && ctx=${BASH_REMATCH[1]}
+  [[ $line =~ \"KUBERNETES_PATCH_PATH\":\"([^\"]+)\" ]] && patch=${BASH_REMATCH[1]}
+  what=$(cat "$ctx")
+  echo "run $id: $what"
+  code=0
+  case $what in
+    *crash*) kill -9 $$ ;;
+    *hang*) sleep 600 ;;
+    *bad*) echo 'not json' >&4; continue ;;
+    *fail*) code=3; echo "failing" >&2 ;;
+  esac
+  echo "{\"operation\":\"Delete\",\"kind\":\"Pod\",\"name\":\"$id\"}" > "$patch"
+  printf '{"id":"%s","exitCode":%d}\n' "$id" "$code" >&4
+done
+echo "EOF on fd 3" > stopped
+`
+
+func residentHook(t *testing.T, maxRuns int) *hook.Hook {
+	h := bashHook(t, residentBody)
+	h.Config.Settings = hook.Settings{Resident: true, ResidentMaxRuns: maxRuns, ResidentMaxMemory: hook.DefaultResidentMaxMemory}
+	return h
+}
+
+func starts(t *testing.T, h *hook.Hook) int {
+	t.Helper()
+	b, _ := os.ReadFile(filepath.Join(h.Dir, "starts"))
+	return len(strings.Fields(string(b)))
+}
+
+func runWhat(t *testing.T, r *Runner, h *hook.Hook, what string, timeout time.Duration) (Result, error) {
+	t.Helper()
+	return r.Run(context.Background(), Request{Hook: h, Contexts: []byte(`["` + what + `"]`), Binding: "b", Queue: "q", Timeout: timeout})
+}
+
+func TestResidentOneProcessManyRuns(t *testing.T) {
+	r, logs := testRunner(t)
+	h := residentHook(t, 0)
+	for i := 1; i <= 30; i++ {
+		res, err := runWhat(t, r, h, "ok", 0)
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if want := `"name":"` + itoa(i) + `"`; !strings.Contains(string(res.Operations), want) {
+			t.Fatalf("run %d: operations %q, want the run's own (%s)", i, res.Operations, want)
+		}
+	}
+	if n := starts(t, h); n != 1 {
+		t.Errorf("30 runs started the hook %d times, want 1", n)
+	}
+	var found bool
+	for _, e := range outputEntries(logs) {
+		if e.Message == "run 30: [\"ok\"]" {
+			found = e.Data["binding"] == "b" && e.Data["queue"] == "q" && e.Data["hook"] == h.Name
+		}
+	}
+	if !found {
+		t.Errorf("no log line of run 30 with the run's hook, binding and queue")
+	}
+	pid := readPid(t, h, "pid")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, pid)
+	if b, err := os.ReadFile(filepath.Join(h.Dir, "stopped")); err != nil || len(b) == 0 {
+		t.Errorf("Close did not let the hook see EOF on fd 3 and exit: %v", err)
+	}
+	assertEmptyDir(t, r.TmpDir)
+}
+
+func TestResidentFaults(t *testing.T) {
+	r, _ := testRunner(t)
+	r.KillGrace = 200 * time.Millisecond
+	defer r.Close()
+	h := residentHook(t, 0)
+	mustRun := func(what string) {
+		t.Helper()
+		if _, err := runWhat(t, r, h, what, 0); err != nil {
+			t.Fatalf("%s run: %v", what, err)
+		}
+	}
+	mustRun("ok")
+
+	// A failed run keeps the process.
+	if _, err := runWhat(t, r, h, "fail", 0); err == nil || !strings.Contains(err.Error(), "exit code 3") || !strings.Contains(err.Error(), "failing") {
+		t.Errorf("fail run: error %v, want exit code 3 with the stderr tail", err)
+	}
+	mustRun("ok")
+	if n := starts(t, h); n != 1 {
+		t.Fatalf("a failed run replaced the process (%d starts)", n)
+	}
+
+	// A crash fails the run; the next run gets a new process.
+	old := readPid(t, h, "pid")
+	if _, err := runWhat(t, r, h, "crash", 0); !errors.Is(err, errExited) {
+		t.Errorf("crash run: error %v, want the process's exit", err)
+	}
+	mustRun("ok")
+	if n := starts(t, h); n != 2 {
+		t.Errorf("after a crash: %d starts, want 2", n)
+	}
+	assertGone(t, old)
+
+	// A hanging run times out; its process is killed and replaced.
+	old = readPid(t, h, "pid")
+	if _, err := runWhat(t, r, h, "hang", 300*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("hang run: error %v, want a timeout", err)
+	}
+	assertGone(t, old)
+	mustRun("ok")
+	if n := starts(t, h); n != 3 {
+		t.Errorf("after a timeout: %d starts, want 3", n)
+	}
+
+	// A bad reply fails the run and replaces the process.
+	if _, err := runWhat(t, r, h, "bad", 0); err == nil || !strings.Contains(err.Error(), "protocol") {
+		t.Errorf("bad reply: error %v, want a protocol error", err)
+	}
+	mustRun("ok")
+	if n := starts(t, h); n != 4 {
+		t.Errorf("after a bad reply: %d starts, want 4", n)
+	}
+
+	// A changed executable is restarted before the next run.
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(h.Path, later, later); err != nil {
+		t.Fatal(err)
+	}
+	mustRun("ok")
+	if n := starts(t, h); n != 5 {
+		t.Errorf("after the executable changed: %d starts, want 5", n)
+	}
+}
+
+func TestResidentRecycledAfterMaxRuns(t *testing.T) {
+	r, _ := testRunner(t)
+	defer r.Close()
+	h := residentHook(t, 2)
+	for i := range 5 {
+		if _, err := runWhat(t, r, h, "ok", 0); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+	}
+	if n := starts(t, h); n != 3 {
+		t.Errorf("5 runs with residentMaxRuns 2: %d starts, want 3", n)
+	}
+}
+
+func TestResidentRecycledAtMaxMemory(t *testing.T) {
+	r, _ := testRunner(t)
+	defer r.Close()
+	h := residentHook(t, 0)
+	h.Config.Settings.ResidentMaxMemory = 1 << 20 // below any bash's RSS
+	for i := range 3 {
+		if _, err := runWhat(t, r, h, "ok", 0); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+	}
+	if n := starts(t, h); n != 3 {
+		t.Errorf("3 runs over residentMaxMemory: %d starts, want 3 (one per run)", n)
+	}
+}
+
+func TestParseReply(t *testing.T) {
+	for line, want := range map[string]string{
+		`{"id":"7","exitCode":0}` + "\n":       "",
+		`{"id":"7","exitCode":2}` + "\n":       "",
+		`{"id":"8","exitCode":0}` + "\n":       `answers run "8", but run "7" is in flight`,
+		`{"id":"7"}` + "\n":                    "lacks id or exitCode",
+		`{"id":7,"exitCode":0}` + "\n":         "is not",
+		`{"id":"7","exitCode":0,"x":1}` + "\n": "is not",
+		`{"id":"7","exitCode":0}`:              "not a line",
+		"done\n":                               "is not",
+	} {
+		_, err := parseReply(line, "7")
+		if (want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want %q", line, err, want)
+		}
+	}
+}
+
+func TestRequestLine(t *testing.T) {
+	d := &runDir{contexts: "/t/c", patch: "/t/p", metrics: "/t/m", validating: "/t/v", conversion: "/t/x"}
+	want := `{"id":"12","env":{"BINDING_CONTEXT_PATH":"/t/c","KUBERNETES_PATCH_PATH":"/t/p","METRICS_PATH":"/t/m",` +
+		`"VALIDATING_RESPONSE_PATH":"/t/v","ADMISSION_RESPONSE_PATH":"/t/v","CONVERSION_RESPONSE_PATH":"/t/x"}}` + "\n"
+	if got := string(requestLine("12", d)); got != want {
+		t.Errorf("request\n got %s\nwant %s", got, want)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// Runs at once start a process each; only settings.parallelism of them stay
+// for later runs.
+func TestResidentKeepsParallelismProcesses(t *testing.T) {
+	r, _ := testRunner(t)
+	defer r.Close()
+	h := bashHook(t, `echo $$ >> starts
+while IFS= read -r line <&3; do
+  [[ $line =~ \"id\":\"([0-9]+)\" ]] && id=${BASH_REMATCH[1]}
+  [[ $line =~ \"BINDING_CONTEXT_PATH\":\"([^\"]+)\" ]] && ctx=${BASH_REMATCH[1]}
+  # Every run waits until all three are in flight, so three processes serve them.
+  touch "running.$$"
+  while (( $(ls running.* | wc -l) < 3 )) && [[ $(cat "$ctx") == '["wait"]' ]]; do sleep 0.01; done
+  printf '{"id":"%s","exitCode":0}\n' "$id" >&4
+done
+`)
+	h.Config.Settings = hook.Settings{Resident: true, Parallelism: 2, ResidentMaxRuns: 100, ResidentMaxMemory: hook.DefaultResidentMaxMemory}
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() {
+			_, err := r.Run(context.Background(), Request{Hook: h, Contexts: []byte(`["wait"]`), Timeout: time.Minute})
+			errs <- err
+		}()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := starts(t, h); n != 3 {
+		t.Fatalf("3 runs at once: %d starts, want 3", n)
+	}
+	for i := range 4 {
+		if _, err := r.Run(context.Background(), Request{Hook: h, Contexts: []byte(`["go"]`)}); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+	}
+	if n := starts(t, h); n != 3 {
+		t.Errorf("later runs started %d more processes, want none (2 kept)", n-3)
+	}
+	r.residents.mu.Lock()
+	kept := len(r.residents.idle[h.Name])
+	r.residents.mu.Unlock()
+	if kept != 2 {
+		t.Errorf("%d processes kept, want settings.parallelism 2", kept)
+	}
+}
