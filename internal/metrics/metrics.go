@@ -55,6 +55,10 @@ type Metrics struct {
 	hookRunning *vec
 	objectWait  *vec
 
+	processStarts   *vec
+	processRestarts *vec
+	processRecycles *vec
+
 	eventsReceived   *vec
 	eventsSuppressed *vec
 	watchErrors      *vec
@@ -110,6 +114,11 @@ func New(prefix string) *Metrics {
 		combined: f.counter("contexts_combined_total", "Binding contexts merged into a run that was already pending.", "hook", "queue"),
 		objectWait: f.histogram("parallel_wait_seconds", "How long a context about one object, of a hook with settings.parallelism, waited before its run started: for its object's earlier run, a free slot, or a run without a key before it.",
 			[]float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120}, "hook"),
+		processStarts: f.counter("hook_process_starts_total", "Hook processes started: every one-shot run, and every start of a resident hook's process.", "hook"),
+		processRestarts: f.counter("hook_process_restarts_total", "Resident hook processes replaced after a fault in a run, by reason: crashed (exited during the run), timeout, protocol (a bad reply).",
+			"hook", "reason"),
+		processRecycles: f.counter("hook_process_recycles_total", "Resident hook processes stopped to be replaced, by reason: runs (residentMaxRuns), memory (residentMaxMemory), changed (the executable changed).",
+			"hook", "reason"),
 		hookRunning: f.gauge("hook_running", "Processes of the hook running now for its queued bindings (more than 1 only with settings.parallelism, or bindings in several queues).", "hook"),
 
 		eventsReceived:   f.counter("events_received_total", "Watch events received per binding (Added, Modified, Deleted).", "hook", "binding", "event"),
@@ -371,4 +380,30 @@ func (f factory) gauge(name, help string, labels ...string) *vec {
 
 func (f factory) histogram(name, help string, buckets []float64, labels ...string) *vec {
 	return f.r.addVec(newVec(f.prefix+name, help, Histogram, buckets, labels...))
+}
+
+// ProcessStarted counts a process started for hook.
+func (m *Metrics) ProcessStarted(hook string) {
+	if m == nil {
+		return
+	}
+	m.processStarts.add(1, hook)
+}
+
+// ProcessRestarted counts a resident process of hook replaced after a
+// fault, by reason.
+func (m *Metrics) ProcessRestarted(hook, reason string) {
+	if m == nil {
+		return
+	}
+	m.processRestarts.add(1, hook, reason)
+}
+
+// ProcessRecycled counts a resident process of hook stopped to be
+// replaced, by reason.
+func (m *Metrics) ProcessRecycled(hook, reason string) {
+	if m == nil {
+		return
+	}
+	m.processRecycles.add(1, hook, reason)
 }

@@ -193,7 +193,7 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 	o.exec = &Executor{
 		Objects:  o.watcher,
 		Resolver: clients.Resolver,
-		Runner:   &run.Runner{TmpDir: opts.TmpDir, Env: opts.Env, DefaultTimeout: opts.HookTimeout, MaxOutputBytes: opts.MaxHookOutput, Log: log, ReuseDirs: true},
+		Runner:   &run.Runner{TmpDir: opts.TmpDir, Env: opts.Env, DefaultTimeout: opts.HookTimeout, MaxOutputBytes: opts.MaxHookOutput, Log: log, ReuseDirs: true, Processes: opts.Metrics},
 		Sink:     sink,
 		Requeue:  func(r RequeueRequest) { o.requeues.schedule(r, o.fireRequeue) },
 		Report:   opts.Report,

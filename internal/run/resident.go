@@ -77,7 +77,10 @@ func (r *Runner) takeResident(ctx context.Context, h *hook.Hook, log logrus.Fiel
 		rp := p.idle[h.Name][n-1]
 		p.idle[h.Name] = p.idle[h.Name][:n-1]
 		if reason := rp.stale(h.Path); reason != "" {
-			log.WithField("reason", reason).Info("resident hook process recycled")
+			if reason == "changed" {
+				r.processes().ProcessRecycled(h.Name, reason)
+			}
+			log.WithField("reason", reason).Info("resident hook process replaced")
 			p.stopLocked(rp, r.killGrace(), true)
 			continue
 		}
@@ -177,6 +180,7 @@ func (r *Runner) startResident(h *hook.Hook, log logrus.FieldLogger) (*resident,
 	}
 	// The child's ends: the hook (and what it starts) holds them now.
 	_, _, _, _ = reqRead.Close(), replyWrite.Close(), outWrite.Close(), errWrite.Close()
+	r.processes().ProcessStarted(h.Name)
 	log.WithField("pid", cmd.Process.Pid).Info("resident hook process started")
 	go out.copy()
 	go errOut.copy()

@@ -55,6 +55,7 @@ func (r *Runner) runResident(ctx context.Context, req Request, dir *runDir, log 
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("hook %s: cancelled: %w", h.Name, ctx.Err())
 		}
+		r.processes().ProcessRestarted(h.Name, "timeout")
 		log.WithField("reason", "timeout").Warn("resident hook process replaced")
 		return res, fmt.Errorf("hook %s: timed out after %s: %w", h.Name, deadline.Timeout(), context.DeadlineExceeded)
 	default:
@@ -64,6 +65,7 @@ func (r *Runner) runResident(ctx context.Context, req Request, dir *runDir, log 
 		if crashed {
 			reason = "crashed"
 		}
+		r.processes().ProcessRestarted(h.Name, reason)
 		log.WithFields(logrus.Fields{"reason": reason, "error": fault}).Warn("resident hook process replaced")
 		return res, fmt.Errorf("hook %s: %w%s", h.Name, fault, stderrSuffix(res.StderrTail))
 	}
@@ -142,6 +144,7 @@ func (r *Runner) returnResident(name string, rp *resident, s hook.Settings, log 
 	surplus := len(p.idle[name]) >= max(1, s.Parallelism)
 	if reason != "" || p.closed || surplus {
 		if reason != "" {
+			r.processes().ProcessRecycled(name, reason)
 			log.WithFields(logrus.Fields{"reason": reason, "runs": rp.runs}).Info("resident hook process recycled")
 		}
 		p.stopLocked(rp, r.killGrace(), true)

@@ -5,10 +5,12 @@ package run
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,6 +45,30 @@ func residentHook(t *testing.T, maxRuns int) *hook.Hook {
 	h := bashHook(t, residentBody)
 	h.Config.Settings = hook.Settings{Resident: true, ResidentMaxRuns: maxRuns, ResidentMaxMemory: hook.DefaultResidentMaxMemory}
 	return h
+}
+
+// counted records what a Runner tells its ProcessObserver.
+type counted struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *counted) add(k string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[k]++
+}
+
+func (c *counted) ProcessStarted(string)             { c.add("start") }
+func (c *counted) ProcessRestarted(_, reason string) { c.add("restart " + reason) }
+func (c *counted) ProcessRecycled(_, reason string)  { c.add("recycle " + reason) }
+func (c *counted) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return fmt.Sprint(c.n)
 }
 
 func starts(t *testing.T, h *hook.Hook) int {
@@ -94,6 +120,8 @@ func TestResidentOneProcessManyRuns(t *testing.T) {
 func TestResidentFaults(t *testing.T) {
 	r, _ := testRunner(t)
 	r.KillGrace = 200 * time.Millisecond
+	obs := &counted{}
+	r.Processes = obs
 	defer r.Close()
 	h := residentHook(t, 0)
 	mustRun := func(what string) {
@@ -153,10 +181,15 @@ func TestResidentFaults(t *testing.T) {
 	if n := starts(t, h); n != 5 {
 		t.Errorf("after the executable changed: %d starts, want 5", n)
 	}
+	if got, want := obs.String(), "map[recycle changed:1 restart crashed:1 restart protocol:1 restart timeout:1 start:5]"; got != want {
+		t.Errorf("counted %s, want %s", got, want)
+	}
 }
 
 func TestResidentRecycledAfterMaxRuns(t *testing.T) {
 	r, _ := testRunner(t)
+	obs := &counted{}
+	r.Processes = obs
 	defer r.Close()
 	h := residentHook(t, 2)
 	for i := range 5 {
@@ -167,10 +200,15 @@ func TestResidentRecycledAfterMaxRuns(t *testing.T) {
 	if n := starts(t, h); n != 3 {
 		t.Errorf("5 runs with residentMaxRuns 2: %d starts, want 3", n)
 	}
+	if got, want := obs.String(), "map[recycle runs:2 start:3]"; got != want {
+		t.Errorf("counted %s, want %s", got, want)
+	}
 }
 
 func TestResidentRecycledAtMaxMemory(t *testing.T) {
 	r, _ := testRunner(t)
+	obs := &counted{}
+	r.Processes = obs
 	defer r.Close()
 	h := residentHook(t, 0)
 	h.Config.Settings.ResidentMaxMemory = 1 << 20 // below any bash's RSS
@@ -181,6 +219,9 @@ func TestResidentRecycledAtMaxMemory(t *testing.T) {
 	}
 	if n := starts(t, h); n != 3 {
 		t.Errorf("3 runs over residentMaxMemory: %d starts, want 3 (one per run)", n)
+	}
+	if got, want := obs.String(), "map[recycle memory:3 start:3]"; got != want {
+		t.Errorf("counted %s, want %s", got, want)
 	}
 }
 
@@ -257,5 +298,21 @@ done
 	r.residents.mu.Unlock()
 	if kept != 2 {
 		t.Errorf("%d processes kept, want settings.parallelism 2", kept)
+	}
+}
+
+// One-shot runs count a process start each.
+func TestOneShotCountsProcessStarts(t *testing.T) {
+	r, _ := testRunner(t)
+	obs := &counted{}
+	r.Processes = obs
+	h := bashHook(t, "true\n")
+	for range 3 {
+		if _, err := r.Run(context.Background(), Request{Hook: h}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := obs.String(), "map[start:3]"; got != want {
+		t.Errorf("counted %s, want %s", got, want)
 	}
 }

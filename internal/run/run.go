@@ -127,6 +127,9 @@ type Runner struct {
 	// tell: Subreap) and the hook changed nothing in the dir but the
 	// files' content. Close removes the dirs kept.
 	ReuseDirs bool
+	// Processes, when set, learns of every hook process started, and of
+	// resident processes replaced (metrics).
+	Processes ProcessObserver
 
 	pool      dirPool
 	residents residents
@@ -191,6 +194,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, fmt.Errorf("hook %s: start: %w", h.Name, err)
 	}
 	pid := cmd.Process.Pid
+	r.processes().ProcessStarted(h.Name)
 	log.WithField("pid", pid).Debug("hook started")
 	// Whatever the run's end (success, failure, timeout), nothing the hook
 	// started outlives it. Killed while the hook is a zombie not yet
@@ -288,6 +292,31 @@ func (r *Runner) baseEnv() []string {
 		return os.Environ()
 	}
 	return r.Env
+}
+
+// ProcessObserver learns of hook processes: *metrics.Metrics counts them.
+type ProcessObserver interface {
+	// ProcessStarted: a process of hook started (one-shot or resident).
+	ProcessStarted(hook string)
+	// ProcessRestarted: a resident process was replaced after a fault in
+	// a run; reason is crashed, timeout or protocol.
+	ProcessRestarted(hook, reason string)
+	// ProcessRecycled: a resident process was stopped to be replaced;
+	// reason is runs, memory or changed.
+	ProcessRecycled(hook, reason string)
+}
+
+type noObserver struct{}
+
+func (noObserver) ProcessStarted(string)           {}
+func (noObserver) ProcessRestarted(string, string) {}
+func (noObserver) ProcessRecycled(string, string)  {}
+
+func (r *Runner) processes() ProcessObserver {
+	if r.Processes == nil {
+		return noObserver{}
+	}
+	return r.Processes
 }
 
 func (r *Runner) logger() logrus.FieldLogger {
