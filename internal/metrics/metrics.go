@@ -117,7 +117,7 @@ func New(prefix string) *Metrics {
 		processStarts: f.counter("hook_process_starts_total", "Hook processes started: every one-shot run, and every start of a resident hook's process.", "hook"),
 		processRestarts: f.counter("hook_process_restarts_total", "Resident hook processes replaced after a fault in a run, by reason: crashed (exited during the run), timeout, protocol (a bad reply).",
 			"hook", "reason"),
-		processRecycles: f.counter("hook_process_recycles_total", "Resident hook processes stopped to be replaced, by reason: runs (residentMaxRuns), memory (residentMaxMemory), changed (the executable changed).",
+		processRecycles: f.counter("hook_process_recycles_total", "Resident hook processes stopped to be replaced, by reason: runs (residentMaxRuns), memory (residentMaxMemory), changed (the executable changed), reload (a reload changed the hook's configuration).",
 			"hook", "reason"),
 		hookRunning: f.gauge("hook_running", "Processes of the hook running now for its queued bindings (more than 1 only with settings.parallelism, or bindings in several queues).", "hook"),
 

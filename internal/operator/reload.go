@@ -51,7 +51,10 @@ var ErrStopping = errors.New("the operator is stopping; the reload is not applie
 //     stop, and those unchanged keep running without a new Synchronization
 //     (all start anew when settings.sharded changed); its schedules start
 //     again; its onStartup does not run (the hook is not starting);
-//   - unchanged hooks keep running untouched.
+//   - unchanged hooks keep running untouched;
+//   - the resident processes of hooks that are gone stop, and those of
+//     changed hooks are replaced (at once when idle, else when their run
+//     ends).
 //
 // Runs that are queued for hooks or bindings that are gone are dropped,
 // retries held after a failure included, and the running run of a hook
@@ -99,9 +102,13 @@ func (o *Operator) Reload(hooks []*hook.Hook) (ReloadResult, error) {
 	}
 	for _, h := range p.removed {
 		o.stopRuns(h.Name)
+		o.exec.Runner.RecycleResident(h.Name, "")
 	}
 	for _, c := range p.changed {
 		o.retimeRuns(c.next)
+		if c.prev.Config.Settings.Resident {
+			o.exec.Runner.RecycleResident(c.prev.Name, "reload")
+		}
 	}
 
 	var start, startup []*hook.Hook

@@ -51,6 +51,7 @@ type resident struct {
 	errOut  *outPipe
 	runs    int
 	nextID  uint64
+	gen     uint64 // the hook's generation when it started (RecycleResident)
 }
 
 // residents keeps the idle resident processes of every hook, by hook name,
@@ -59,6 +60,8 @@ type residents struct {
 	mu      sync.Mutex
 	idle    map[string][]*resident
 	crashes map[string]int
+	gens    map[string]uint64
+	recycle map[string]string // by hook name: the reason to count for busy processes of an older generation
 	closed  bool
 	stops   sync.WaitGroup
 }
@@ -174,6 +177,9 @@ func (r *Runner) startResident(h *hook.Hook, log logrus.FieldLogger) (*resident,
 	cmd.ExtraFiles = []*os.File{reqRead, replyWrite}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	rp.cmd = cmd
+	r.residents.mu.Lock()
+	rp.gen = r.residents.gens[h.Name]
+	r.residents.mu.Unlock()
 	if err := startHook(cmd); err != nil {
 		closeAll()
 		return nil, fmt.Errorf("start: %w", err)
@@ -370,4 +376,27 @@ func (o *outPipe) set(lw *lineWriter) {
 		o.idle.flush()
 	}
 	o.run = lw
+}
+
+// RecycleResident stops the resident processes of the hook named name, so
+// that its next run starts a new one: the idle ones now, one busy with a
+// run when the run ends. reason, when not empty, is counted as their
+// recycle (a reload changed the hook); empty, they are only stopped (the
+// hook is gone).
+func (r *Runner) RecycleResident(name, reason string) {
+	p := &r.residents
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gens == nil {
+		p.gens, p.recycle = map[string]uint64{}, map[string]string{}
+	}
+	p.gens[name]++
+	p.recycle[name] = reason
+	for _, rp := range p.idle[name] {
+		if reason != "" {
+			r.processes().ProcessRecycled(name, reason)
+		}
+		p.stopLocked(rp, r.killGrace(), true)
+	}
+	delete(p.idle, name)
 }

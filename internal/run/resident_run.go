@@ -126,7 +126,7 @@ func (rp *resident) exitState() string {
 }
 
 // returnResident puts rp back among h's idle processes, or, past its
-// limits, stops it.
+// limits or recycled by RecycleResident while it ran, stops it.
 func (r *Runner) returnResident(name string, rp *resident, s hook.Settings, log logrus.FieldLogger) {
 	reason := ""
 	switch {
@@ -139,10 +139,13 @@ func (r *Runner) returnResident(name string, rp *resident, s hook.Settings, log 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.crashes, name)
+	if rp.gen != p.gens[name] {
+		reason = p.recycle[name]
+	}
 	// Runs beside the queue's (admission requests at once) may start more
 	// processes than parallelism; only that many stay.
 	surplus := len(p.idle[name]) >= max(1, s.Parallelism)
-	if reason != "" || p.closed || surplus {
+	if rp.gen != p.gens[name] || reason != "" || p.closed || surplus {
 		if reason != "" {
 			r.processes().ProcessRecycled(name, reason)
 			log.WithFields(logrus.Fields{"reason": reason, "runs": rp.runs}).Info("resident hook process recycled")

@@ -316,3 +316,58 @@ func TestOneShotCountsProcessStarts(t *testing.T) {
 		t.Errorf("counted %s, want %s", got, want)
 	}
 }
+
+// RecycleResident (a reload) stops the idle processes now and a busy one
+// when its run ends; the next run starts a new process.
+func TestResidentRecycleOnReload(t *testing.T) {
+	r, _ := testRunner(t)
+	obs := &counted{}
+	r.Processes = obs
+	defer r.Close()
+	h := bashHook(t, `echo $$ >> starts
+while IFS= read -r line <&3; do
+  [[ $line =~ \"id\":\"([0-9]+)\" ]] && id=${BASH_REMATCH[1]}
+  [[ $line =~ \"BINDING_CONTEXT_PATH\":\"([^\"]+)\" ]] && ctx=${BASH_REMATCH[1]}
+  if [[ $(cat "$ctx") == '["wait"]' ]]; then touch running; while [[ ! -e release ]]; do sleep 0.01; done; rm -f running release; fi
+  printf '{"id":"%s","exitCode":0}\n' "$id" >&4
+done
+`)
+	h.Config.Settings = hook.Settings{Resident: true, ResidentMaxRuns: 100, ResidentMaxMemory: hook.DefaultResidentMaxMemory}
+	run := func(what string) error {
+		_, err := r.Run(context.Background(), Request{Hook: h, Contexts: []byte(`["` + what + `"]`), Timeout: time.Minute})
+		return err
+	}
+	if err := run("go"); err != nil {
+		t.Fatal(err)
+	}
+	r.RecycleResident(h.Name, "reload") // idle
+	if err := run("go"); err != nil {
+		t.Fatal(err)
+	}
+	if n := starts(t, h); n != 2 {
+		t.Fatalf("after recycling the idle process: %d starts, want 2", n)
+	}
+	done := make(chan error, 1)
+	go func() { done <- run("wait") }()
+	waitFile(t, filepath.Join(h.Dir, "running"))
+	r.RecycleResident(h.Name, "reload") // busy
+	if err := os.WriteFile(filepath.Join(h.Dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the run in flight failed: %v", err)
+	}
+	if err := run("go"); err != nil {
+		t.Fatal(err)
+	}
+	if n := starts(t, h); n != 3 {
+		t.Errorf("after recycling a busy process: %d starts, want 3", n)
+	}
+	if got, want := obs.String(), "map[recycle reload:2 start:3]"; got != want {
+		t.Errorf("counted %s, want %s", got, want)
+	}
+	r.RecycleResident(h.Name, "") // the hook is gone: stopped, not counted
+	if got, want := obs.String(), "map[recycle reload:2 start:3]"; got != want {
+		t.Errorf("after removing the hook: counted %s, want %s", got, want)
+	}
+}

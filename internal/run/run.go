@@ -302,7 +302,7 @@ type ProcessObserver interface {
 	// a run; reason is crashed, timeout or protocol.
 	ProcessRestarted(hook, reason string)
 	// ProcessRecycled: a resident process was stopped to be replaced;
-	// reason is runs, memory or changed.
+	// reason is runs, memory, changed or reload.
 	ProcessRecycled(hook, reason string)
 }
 
