@@ -1,0 +1,89 @@
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/hook-operator/hook-operator/internal/testcluster"
+)
+
+// A resident validating hook (a bash loop speaking the protocol) answers
+// the real API server's admission requests from one process: a denial
+// with the hook's message, then allowed creates, all with one start.
+func TestIntegrationResidentAdmission(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	bin := buildBinary(t)
+	_, certs, port := servingSetup(t)
+	configName := "hook-operator-test-" + ns
+	hooks, marks := t.TempDir(), t.TempDir()
+	writeHook(t, hooks, "validate.sh", `#!/usr/bin/env bash
+set -euo pipefail
+if [[ "${1:-}" == "--config" ]]; then
+cat <<EOF
+configVersion: v1
+settings: {resident: true}
+kubernetesValidating:
+- name: values.resident-test.example.com
+  timeoutSeconds: 10
+  rules: [{apiGroups: [""], apiVersions: [v1], resources: [configmaps], operations: [CREATE]}]
+  namespace: {labelSelector: {matchLabels: {kubernetes.io/metadata.name: `+ns+`}}}
+  labelSelector: {matchLabels: {admission-test: "yes"}}
+EOF
+exit 0
+fi
+[[ ${HOOK_OPERATOR_RESIDENT:-} == 1 ]] || { echo "not resident" >&2; exit 1; }
+echo $$ >> `+marks+`/starts
+while IFS= read -r line <&3; do
+  [[ $line =~ \"id\":\"([0-9]+)\" ]] && id=${BASH_REMATCH[1]}
+  [[ $line =~ \"BINDING_CONTEXT_PATH\":\"([^\"]+)\" ]] && ctx=${BASH_REMATCH[1]}
+  [[ $line =~ \"VALIDATING_RESPONSE_PATH\":\"([^\"]+)\" ]] && out=${BASH_REMATCH[1]}
+  if [[ $(jq -r '.[0].review.request.object.data.value // ""' "$ctx") == bad ]]; then
+    echo '{"allowed": false, "message": "value bad is not allowed here"}' > "$out"
+  else
+    echo '{"allowed": true}' > "$out"
+  fi
+  printf '{"id":"%s","exitCode":0}\n' "$id" >&4
+done
+`)
+	t.Cleanup(func() {
+		gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
+		_ = c.Dynamic.Resource(gvr).Delete(context.Background(), configName, metav1.DeleteOptions{})
+	})
+	o := startObserved(t, bin, c.Kubeconfig, hooks,
+		"--webhook-listen-address", "127.0.0.1:"+port, "--webhook-url", "https://127.0.0.1:"+port,
+		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
+		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName)
+	waitUntil(t, "the webhook configuration", func() bool {
+		return strings.Contains(o.logs.String(), `"msg":"webhook configuration applied"`)
+	}, o.logs.String)
+
+	cm := func(name, value string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: %s, labels: {admission-test: \"yes\"}}\ndata: {value: %s}\n", name, ns, value)
+	}
+	var out string
+	var err error
+	waitUntil(t, "the denial of a bad value", func() bool {
+		out, err = kubectlApply(c.Kubeconfig, cm("bad", "bad"))
+		return err != nil && strings.Contains(out, "value bad is not allowed here")
+	}, func() string { return out + "\n" + o.logs.String() })
+	for i := range 5 {
+		if out, err := kubectlApply(c.Kubeconfig, cm(fmt.Sprintf("good-%d", i), "fine")); err != nil {
+			t.Fatalf("an allowed create: %v\n%s", err, out)
+		}
+	}
+	data, _ := os.ReadFile(filepath.Join(marks, "starts"))
+	if starts := strings.Fields(string(data)); len(starts) != 1 {
+		t.Errorf("the admission requests started the hook %d times (%v), want once", len(starts), starts)
+	}
+	if n := o.metric(t, `hook_operator_hook_process_starts_total{hook="validate.sh"}`); n != 1 {
+		t.Errorf("hook_process_starts_total = %v, want 1", n)
+	}
+}
