@@ -4,8 +4,10 @@
 // resident=yes, appends its pid to $RESIDENT_MARKS/starts when it starts and
 // "name pid" to records for each Event, and acts on a ConfigMap's data.mode:
 // "block" waits (the first time) until the test kills it, "hang" sleeps
-// (the first time) past its timeout, "slow" takes 2 seconds. It writes its
-// pid to eof when fd 3 ends, then exits.
+// (the first time) past its timeout, "slow" takes 2 seconds, "leak" keeps
+// 64 MiB more. It writes its pid to eof when fd 3 ends, then exits. The
+// file $RESIDENT_SETTINGS, when set, holds more settings for --config
+// (",\"residentMaxRuns\":3").
 package main
 
 import (
@@ -21,9 +23,13 @@ import (
 func main() {
 	marks := os.Getenv("RESIDENT_MARKS")
 	if len(os.Args) > 1 && os.Args[1] == "--config" {
-		fmt.Printf(`{"configVersion":"v1","settings":{"resident":true,"timeout":"3s"},"kubernetes":[{"name":"cms","kind":"ConfigMap",`+
+		var extra []byte
+		if path := os.Getenv("RESIDENT_SETTINGS"); path != "" {
+			extra, _ = os.ReadFile(path)
+		}
+		fmt.Printf(`{"configVersion":"v1","settings":{"resident":true,"timeout":"3s"%s},"kubernetes":[{"name":"cms","kind":"ConfigMap",`+
 			`"executeHookOnSynchronization":false,"labelSelector":{"matchLabels":{"resident":"yes"}},"namespace":{"nameSelector":{"matchNames":[%q]}}}]}`+"\n",
-			os.Getenv("RESIDENT_NS"))
+			extra, os.Getenv("RESIDENT_NS"))
 		return
 	}
 	pid := strconv.Itoa(os.Getpid())
@@ -59,6 +65,9 @@ func main() {
 	appendLine(filepath.Join(marks, "eof"), pid)
 }
 
+// leaked is what the "leak" runs keep.
+var leaked [][]byte
+
 // run is one run: the binding contexts at $BINDING_CONTEXT_PATH.
 func run(marks, pid string) error {
 	data, err := os.ReadFile(os.Getenv("BINDING_CONTEXT_PATH"))
@@ -87,6 +96,12 @@ func run(marks, pid string) error {
 		case mode == "hang" && firstTime(once):
 			appendLine(filepath.Join(marks, "hanging"), pid)
 			time.Sleep(time.Hour)
+		case mode == "leak":
+			leak := make([]byte, 64<<20)
+			for i := range leak {
+				leak[i] = 1
+			}
+			leaked = append(leaked, leak)
 		case mode == "slow":
 			appendLine(filepath.Join(marks, "slow-started"), pid)
 			time.Sleep(2 * time.Second)
