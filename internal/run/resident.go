@@ -62,6 +62,7 @@ type residents struct {
 	crashes map[string]int
 	gens    map[string]uint64
 	recycle map[string]string // by hook name: the reason to count for busy processes of an older generation
+	warned  map[string]bool   // hooks told they run one-shot here
 	closed  bool
 	stops   sync.WaitGroup
 }
@@ -102,6 +103,21 @@ func (r *Runner) takeResident(ctx context.Context, h *hook.Hook, log logrus.Fiel
 		}
 	}
 	return r.startResident(h, log)
+}
+
+// warnOneShot logs, once per hook, that a resident hook runs one-shot on
+// this system.
+func (p *residents) warnOneShot(name string, log logrus.FieldLogger) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.warned[name] {
+		return
+	}
+	if p.warned == nil {
+		p.warned = map[string]bool{}
+	}
+	p.warned[name] = true
+	log.Warn("settings.resident needs Linux; the hook runs one-shot here, each run a process")
 }
 
 // backoff is the wait before starting a process after crashes crashes in a
@@ -158,13 +174,15 @@ func (r *Runner) startResident(h *hook.Hook, log logrus.FieldLogger) (*resident,
 			_ = f.Close()
 		}
 	}
-	out, outWrite, err := newOutPipe(log.WithField("output", "stdout"), r.maxLineBytes())
+	// Between runs its lines carry the hook's name alone.
+	idleLog := r.logger().WithField("hook", h.Name)
+	out, outWrite, err := newOutPipe(idleLog.WithField("output", "stdout"), r.maxLineBytes())
 	if err != nil {
 		closeAll()
 		return nil, fmt.Errorf("start: stdout pipe: %w", err)
 	}
 	files = append(files, out.r, outWrite)
-	errOut, errWrite, err := newOutPipe(log.WithField("output", "stderr"), r.maxLineBytes())
+	errOut, errWrite, err := newOutPipe(idleLog.WithField("output", "stderr"), r.maxLineBytes())
 	if err != nil {
 		closeAll()
 		return nil, fmt.Errorf("start: stderr pipe: %w", err)

@@ -11,40 +11,40 @@ import (
 // residentSupported: on Linux a resident hook keeps its process.
 const residentSupported = true
 
-// groupRSS returns the resident memory, in bytes, of the processes in
-// process group pgid, read from /proc; 0 when it cannot tell.
+// groupRSS returns the resident memory, in bytes, of the process pgid and
+// its descendants in its process group, read from /proc; what it cannot
+// read counts 0. It walks the process tree from pgid (a few files per
+// process) rather than scanning every process, since it runs after every
+// run of a resident hook.
 func groupRSS(pgid int) int64 {
-	entries, err := os.ReadDir("/proc")
+	pageSize := int64(os.Getpagesize())
+	var total int64
+	for todo := []int{pgid}; len(todo) > 0; {
+		pid := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		total += residentPages(pid) * pageSize
+		children, _ := childrenOf(pid)
+		for _, c := range children {
+			if p, err := readProc(c); err == nil && p.pgid == pgid {
+				todo = append(todo, c)
+			}
+		}
+	}
+	return total
+}
+
+// residentPages reads the resident pages of pid from /proc/<pid>/statm.
+func residentPages(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
 	if err != nil {
 		return 0
 	}
-	pageSize := int64(os.Getpagesize())
-	var total int64
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// After "(comm)": state ppid pgrp ... rss is field 24 of stat.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := bytes.Fields(stat[i+1:])
-		if len(f) < 22 {
-			continue
-		}
-		if g, _ := strconv.Atoi(string(f[2])); g != pgid && pid != pgid {
-			continue
-		}
-		rss, _ := strconv.ParseInt(string(f[21]), 10, 64)
-		total += rss * pageSize
+	f := bytes.Fields(b)
+	if len(f) < 2 {
+		return 0
 	}
-	return total
+	n, _ := strconv.ParseInt(string(f[1]), 10, 64)
+	return n
 }
 
 // pipePending returns how many bytes wait in the pipe f reads from

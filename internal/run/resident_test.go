@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -369,5 +370,31 @@ done
 	r.RecycleResident(h.Name, "") // the hook is gone: stopped, not counted
 	if got, want := obs.String(), "map[recycle reload:2 start:3]"; got != want {
 		t.Errorf("after removing the hook: counted %s, want %s", got, want)
+	}
+}
+
+// groupRSS counts the children in the process group too.
+func TestGroupRSSCountsTheGroup(t *testing.T) {
+	r, _ := testRunner(t)
+	defer r.Close()
+	h := bashHook(t, `echo $$ > pid
+# A child in the group that holds 32 MiB, reported once it has them.
+python3 -c 'import time,sys; b=bytearray(range(256))*(128<<10); open("child","w").write("ready"); time.sleep(600)' &
+while IFS= read -r line <&3; do
+  [[ $line =~ \"id\":\"([0-9]+)\" ]] && id=${BASH_REMATCH[1]}
+  printf '{"id":"%s","exitCode":0}\n' "$id" >&4
+done
+`)
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Fatalf("this test needs python3 for a child that holds memory: %v", err)
+	}
+	h.Config.Settings = hook.Settings{Resident: true, ResidentMaxRuns: 100, ResidentMaxMemory: hook.DefaultResidentMaxMemory}
+	if _, err := r.Run(context.Background(), Request{Hook: h}); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, filepath.Join(h.Dir, "child"))
+	pid := readPid(t, h, "pid")
+	if got := groupRSS(pid); got < 32<<20 {
+		t.Errorf("groupRSS = %d, want at least the child's 32 MiB", got)
 	}
 }

@@ -171,8 +171,11 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 
 	stdout := newLineWriter(log.WithField("output", "stdout"), r.maxLineBytes(), 0)
 	stderr := newLineWriter(log.WithField("output", "stderr"), r.maxLineBytes(), stderrTailLines)
-	if h.Config.Settings.Resident && residentSupported {
-		return r.runResident(ctx, req, dir, log, stdout, stderr)
+	if h.Config.Settings.Resident {
+		if residentSupported {
+			return r.runResident(ctx, req, dir, log, stdout, stderr)
+		}
+		r.residents.warnOneShot(h.Name, log)
 	}
 	limits := r.Limits(req)
 	deadline := req.Deadline
