@@ -24,7 +24,7 @@ handle() {
   cd /
   if { true >&"${HOOK_OPERATOR_REPLY_FD:-4}"; } 2>/dev/null; then hook::die "the reply pipe is open in the handler"; fi
   local binding
-  binding=$(hook::get "$(hook::contexts | head -n 1)" .binding -r)
+  binding=$(jq -r '.[0].binding' "$BINDING_CONTEXT_PATH")
   hook::log info "run" binding="$binding"
   case $binding in
   die) hook::die "told to die" ;;
