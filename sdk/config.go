@@ -220,6 +220,13 @@ type Settings struct {
 	// Timeout (extension) ends a run that takes longer, as a failure; zero
 	// means the operator's --hook-timeout.
 	Timeout time.Duration `json:"-"`
+	// Parallelism (extension) lets up to this many runs for different
+	// objects go on at once (for a resident hook, up to this many
+	// processes); zero means 1, one run at a time.
+	Parallelism int `json:"parallelism,omitempty"`
+	// Sharded (extension): with the operator's --sharding, the hook runs on
+	// every replica, for the objects that replica owns.
+	Sharded bool `json:"sharded,omitempty"`
 	// Resident (extension) keeps the hook's process running between runs:
 	// the runtime starts it once and sends each run as a request, which Run
 	// serves with the same handler. No other code changes.

@@ -180,6 +180,13 @@ func TestConfigParses(t *testing.T) {
 		}},
 		Settings: &sdk.Settings{ExecutionMinInterval: 10 * time.Second, ExecutionBurst: 3, Timeout: 2 * time.Minute},
 	}
+	sharded := sdk.Config{
+		Kubernetes: []sdk.KubernetesBinding{{Kind: "ConfigMap"}},
+		Settings:   &sdk.Settings{Parallelism: 4, Sharded: true},
+	}
+	if st := parseConfig(t, sharded).Settings; st.Parallelism != 4 || !st.Sharded {
+		t.Errorf("parallelism and sharded parsed as %+v", st)
+	}
 	cfg := parseConfig(t, full)
 	if cfg.OnStartup == nil || *cfg.OnStartup != 5 || len(cfg.Schedule) != 2 || len(cfg.Kubernetes) != 3 {
 		t.Fatalf("parsed %+v", cfg)
