@@ -60,7 +60,8 @@ hook::resident() {
       exec {request_fd}<&- {reply_fd}>&-
       [[ -n "$errexit" ]] && set -e
       local i
-      for i in "${!_hook_request_names[@]}"; do
+      # Empty arrays are "unbound" to bash 4.3 under set -u.
+      for i in ${_hook_request_names[@]+"${!_hook_request_names[@]}"}; do
         export "${_hook_request_names[i]}=${_hook_request_values[i]}"
       done
       "$handler"
