@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -219,6 +220,24 @@ type Settings struct {
 	// Timeout (extension) ends a run that takes longer, as a failure; zero
 	// means the operator's --hook-timeout.
 	Timeout time.Duration `json:"-"`
+	// Parallelism (extension) lets up to this many runs for different
+	// objects go on at once (for a resident hook, up to this many
+	// processes); zero means 1, one run at a time.
+	Parallelism int `json:"parallelism,omitempty"`
+	// Sharded (extension): with the operator's --sharding, the hook runs on
+	// every replica, for the objects that replica owns.
+	Sharded bool `json:"sharded,omitempty"`
+	// Resident (extension) keeps the hook's process running between runs:
+	// the runtime starts it once and sends each run as a request, which Run
+	// serves with the same handler. No other code changes.
+	Resident bool `json:"resident,omitempty"`
+	// ResidentMaxRuns (extension) recycles a resident process after this
+	// many runs; zero means the runtime's default (10000).
+	ResidentMaxRuns int `json:"residentMaxRuns,omitempty"`
+	// ResidentMaxMemory (extension), in bytes, recycles a resident process
+	// whose resident memory exceeds it after a run; zero means the runtime's
+	// default (512Mi). Printed as a quantity: 256 << 20 is "256Mi".
+	ResidentMaxMemory int64 `json:"-"`
 }
 
 // MarshalJSON writes the settings with durations as Go duration strings.
@@ -227,8 +246,18 @@ func (s Settings) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		ExecutionMinInterval string `json:"executionMinInterval,omitempty"`
 		plain
-		Timeout string `json:"timeout,omitempty"`
-	}{durationString(s.ExecutionMinInterval), plain(s), durationString(s.Timeout)})
+		Timeout           string `json:"timeout,omitempty"`
+		ResidentMaxMemory string `json:"residentMaxMemory,omitempty"`
+	}{durationString(s.ExecutionMinInterval), plain(s), durationString(s.Timeout), sizeString(s.ResidentMaxMemory)})
+}
+
+// sizeString writes n bytes as a Kubernetes quantity, as the runtime reads
+// sizes ("256Mi", or plain bytes when no binary suffix fits); "" for zero.
+func sizeString(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return resource.NewQuantity(n, resource.BinarySI).String()
 }
 
 // Ptr returns a pointer to v, for the optional fields of a Config:

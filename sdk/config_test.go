@@ -86,3 +86,22 @@ func TestDurationString(t *testing.T) {
 		}
 	}
 }
+
+// TestResidentSettings prints the resident settings under the names the
+// runtime reads, the memory limit as a quantity.
+func TestResidentSettings(t *testing.T) {
+	for _, tc := range []struct {
+		settings Settings
+		want     string
+	}{
+		{Settings{Resident: true}, `{"resident":true}`},
+		{Settings{Resident: true, ResidentMaxRuns: 500, ResidentMaxMemory: 256 << 20}, `{"resident":true,"residentMaxRuns":500,"residentMaxMemory":"256Mi"}`},
+		{Settings{Resident: true, ResidentMaxMemory: 1 << 30}, `{"resident":true,"residentMaxMemory":"1Gi"}`},
+		{Settings{Resident: true, ResidentMaxMemory: 300_000_000}, `{"resident":true,"residentMaxMemory":"300000000"}`},
+	} {
+		got, err := json.Marshal(tc.settings)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("%+v printed %s (%v), want %s", tc.settings, got, err, tc.want)
+		}
+	}
+}

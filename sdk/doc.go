@@ -45,6 +45,9 @@
 //   - Run (and Handle, its testable core) ties them together: the handler
 //     emits operations with Context.Emit, and they are written only if it
 //     returns nil, so a failing hook applies nothing.
+//   - Settings.Resident (extension) keeps the hook's process running: Run
+//     then serves each run as a request from the runtime, with the same
+//     handler, until the runtime closes the request pipe.
 //
 // A Go hook is built next to its source (go build -o hooks/x/x ./hooks/x);
 // hook-operator skips the .go files of a hooks folder and runs the binary.

@@ -56,7 +56,17 @@ type Handler func(ctx *Context) error
 // Called with --config, it prints cfg as JSON; called with no arguments, as
 // the runtime runs a hook, it reads the binding contexts, calls handler, and
 // writes the operations it emitted. It exits the process with Handle's code.
+//
+// When the runtime starts the hook as a resident hook (Settings.Resident,
+// $HOOK_OPERATOR_RESIDENT=1), Run serves one run per request instead, each
+// exactly like a one-shot run, until the runtime closes the request pipe;
+// then it exits 0. Before each run it sets the run's variables
+// ($BINDING_CONTEXT_PATH ...) in the process environment, so code that reads
+// them directly works unchanged.
 func Run(cfg Config, handler Handler) {
+	if residentRequested(os.Args[1:], os.Getenv) {
+		os.Exit(serveResident(handler, os.Getenv, os.Stderr))
+	}
 	os.Exit(Handle(cfg, handler, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 

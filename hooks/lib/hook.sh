@@ -22,6 +22,8 @@
 #                  hook::latest_objects, hook::snapshot, hook::snapshots,
 #                  hook::snapshot_object, hook::get, hook::read
 #   operations.sh  hook::apply, hook::status, ...  writing $KUBERNETES_PATCH_PATH
+#   resident.sh    hook::resident HANDLER          one run per call, or a loop
+#                                                  of runs (settings.resident)
 #
 # Every function checks its arguments and returns non-zero with a log line
 # naming the problem, so under `set -e` a mistake fails the run (and the
@@ -49,6 +51,8 @@ source "$_hook_lib_dir/log.sh"
 source "$_hook_lib_dir/contexts.sh"
 # shellcheck source=operations.sh
 source "$_hook_lib_dir/operations.sh"
+# shellcheck source=resident.sh
+source "$_hook_lib_dir/resident.sh"
 unset _hook_lib_dir
 
 # hook::config "$@" <<'CONFIG' ... CONFIG

@@ -1,0 +1,8 @@
+//go:build unix
+
+package sdk
+
+import "syscall"
+
+// closeOnExec keeps fd from the programs a handler starts.
+func closeOnExec(fd int) { syscall.CloseOnExec(fd) }
