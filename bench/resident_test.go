@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -32,7 +33,8 @@ func TestBashResidentHook(t *testing.T) {
 	cmd := exec.Command("bash", filepath.Join("hooks", "bash", "resident.sh"))
 	cmd.Env = append(os.Environ(), "BENCH_OUT="+out, "HOOK_OPERATOR_RESIDENT=1", "HOOK_OPERATOR_REQUEST_FD=3", "HOOK_OPERATOR_REPLY_FD=4")
 	cmd.ExtraFiles = []*os.File{reqR, repW}
-	cmd.Stderr = os.Stderr
+	var stderr bytes.Buffer // the hook's log stream; read after it exits
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +115,9 @@ func TestBashResidentHook(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the hook did not exit within 30 s of fd 3 closing")
+	}
+	if stderr.Len() == 0 {
+		t.Error("the failed run wrote nothing to stderr; want jq's error in the log stream")
 	}
 }
 
@@ -258,5 +263,40 @@ func TestMarkdownResident(t *testing.T) {
 	rep.Summaries = summarize(cfg, runs[:2])
 	if md := rep.Markdown(); strings.Contains(md, "resident hook process") || strings.Contains(md, "one-shot hook's") {
 		t.Errorf("without a resident variant its rows are left out:\n%s", md)
+	}
+}
+
+func TestBashResidentHookRejectsBadRequest(t *testing.T) {
+	reqR, reqW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", filepath.Join("hooks", "bash", "resident.sh"))
+	cmd.Env = append(os.Environ(), "HOOK_OPERATOR_RESIDENT=1")
+	cmd.ExtraFiles = []*os.File{reqR, repW}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	reqR.Close()
+	repW.Close()
+	t.Cleanup(func() { reqW.Close(); repR.Close(); _ = cmd.Process.Kill() })
+	if _, err := reqW.WriteString("run please\n"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(stderr.String(), "'run please' on fd 3") {
+			t.Errorf("exit %v, stderr %q: want a non-zero exit naming the bad request", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the hook did not exit within 30 s of a bad request")
 	}
 }

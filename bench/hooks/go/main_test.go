@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -29,7 +30,9 @@ type residentHook struct {
 	cmd      *exec.Cmd
 	requests *os.File
 	replies  *bufio.Reader
-	done     chan error
+	// stderr is the hook's log stream; read it after done.
+	stderr *bytes.Buffer
+	done   chan error
 }
 
 func startResident(t *testing.T, env ...string) *residentHook {
@@ -46,13 +49,14 @@ func startResident(t *testing.T, env ...string) *residentHook {
 	cmd.Env = append(os.Environ(), append([]string{"BENCH_HOOK_MAIN=1", "HOOK_OPERATOR_RESIDENT=1",
 		"HOOK_OPERATOR_REQUEST_FD=3", "HOOK_OPERATOR_REPLY_FD=4"}, env...)...)
 	cmd.ExtraFiles = []*os.File{reqR, repW}
-	cmd.Stderr = os.Stderr
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	reqR.Close()
 	repW.Close()
-	h := &residentHook{cmd: cmd, requests: reqW, replies: bufio.NewReader(repR), done: make(chan error, 1)}
+	h := &residentHook{cmd: cmd, requests: reqW, replies: bufio.NewReader(repR), stderr: stderr, done: make(chan error, 1)}
 	go func() { h.done <- cmd.Wait() }()
 	t.Cleanup(func() {
 		reqW.Close()
@@ -172,6 +176,9 @@ func TestResidentLoop(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the hook did not exit within 30 s of fd 3 closing")
 	}
+	if log := h.stderr.String(); !strings.Contains(log, "run 3: binding contexts") {
+		t.Errorf("stderr %q: want the failed run's error, naming the run", log)
+	}
 }
 
 func TestResidentRejectsBadRequest(t *testing.T) {
@@ -183,6 +190,9 @@ func TestResidentRejectsBadRequest(t *testing.T) {
 	case err := <-h.done:
 		if err == nil {
 			t.Error("a request line that is not the protocol's JSON: want a non-zero exit")
+		}
+		if log := h.stderr.String(); !strings.Contains(log, `request "run please" on fd 3`) {
+			t.Errorf("stderr %q: want the bad request named", log)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the hook did not exit within 30 s of a bad request")
