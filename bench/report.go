@@ -552,7 +552,22 @@ func (r *Report) Markdown() string {
 			"ratio is hook-operator divided by shell-operator (lower is better for every figure but the create rate).\n\n")
 	}
 
-	hooks := r.Config.Hooks
+	writeTableHead(&b, r.Config.Hooks, withRef)
+	for _, row := range markdownRows {
+		if slices.Contains(r.Config.Scenarios, row.scenario) && r.hasRow(row.scenario, row.metric) {
+			r.writeRow(&b, row.scenario, row.variant, row.metric, withRef)
+		}
+	}
+	r.writeScale(&b)
+	if n := r.failedRuns(); n > 0 {
+		fmt.Fprintf(&b, "\n%d run(s) failed and are left out of the medians; see the JSON file for why.\n", n)
+	}
+	return b.String()
+}
+
+// writeTableHead writes the head of the targets table: per hook, ours, and
+// with a reference its figure and the ratio.
+func writeTableHead(b *strings.Builder, hooks []string, withRef bool) {
 	b.WriteString("| scenario | metric | target |")
 	cols := 1
 	if withRef {
@@ -562,11 +577,11 @@ func (r *Report) Markdown() string {
 	for _, h := range hooks {
 		switch {
 		case withRef && residentHook(h):
-			fmt.Fprintf(&b, " %s hook: hook-operator | shell-operator (%s hook) | ratio |", h, oneShot(h))
+			fmt.Fprintf(b, " %s hook: hook-operator | shell-operator (%s hook) | ratio |", h, oneShot(h))
 		case withRef:
-			fmt.Fprintf(&b, " %s hook: hook-operator | shell-operator | ratio |", h)
+			fmt.Fprintf(b, " %s hook: hook-operator | shell-operator | ratio |", h)
 		default:
-			fmt.Fprintf(&b, " %s hook |", h)
+			fmt.Fprintf(b, " %s hook |", h)
 		}
 	}
 	b.WriteString(" result |\n|---|---|---|")
@@ -575,52 +590,52 @@ func (r *Report) Markdown() string {
 	}
 	b.WriteString(strings.Repeat("---|", cols*len(hooks)))
 	b.WriteString("---|\n")
-	for _, row := range markdownRows {
-		if !slices.Contains(r.Config.Scenarios, row.scenario) || !r.hasRow(row.scenario, row.metric) {
+}
+
+// writeRow writes one row of the targets table: the limits, each hook's
+// figures, and the verdict against each hook's own target.
+func (r *Report) writeRow(b *strings.Builder, scenario, variant, metric string, withRef bool) {
+	hooks := r.Config.Hooks
+	cols := 1
+	if withRef {
+		cols = 3
+	}
+	fmt.Fprintf(b, "| %s | %s |", scenarioLabel(r.Config, scenario, variant), metricLabel(r.Config, metric))
+	b.WriteString(" " + limits(scenario, variant, metric, hooks, false) + " |")
+	if withRef {
+		b.WriteString(" " + limits(scenario, variant, metric, hooks, true) + " |")
+	}
+	result, targeted := "", false
+	for _, h := range hooks {
+		t := findTarget(scenario, variant, metric, h, 0)
+		targeted = targeted || t != nil
+		s := r.find(scenario, variant, ours, h, metric, 0)
+		if s == nil {
+			b.WriteString(strings.Repeat(" — |", cols))
+			if t != nil {
+				result = combine(result, "incomplete")
+			}
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s |", scenarioLabel(r.Config, row.scenario, row.variant), metricLabel(r.Config, row.metric))
-		b.WriteString(" " + limits(row.scenario, row.variant, row.metric, hooks, false) + " |")
+		fmt.Fprintf(b, " %s |", formatValue(metric, s.Median))
 		if withRef {
-			b.WriteString(" " + limits(row.scenario, row.variant, row.metric, hooks, true) + " |")
-		}
-		result, targeted := "", false
-		for _, h := range hooks {
-			t := findTarget(row.scenario, row.variant, row.metric, h, 0)
-			targeted = targeted || t != nil
-			s := r.find(row.scenario, row.variant, ours, h, row.metric, 0)
-			if s == nil {
-				b.WriteString(strings.Repeat(" — |", cols))
-				if t != nil {
-					result = combine(result, "incomplete")
-				}
-				continue
+			if s.Ratio != nil {
+				fmt.Fprintf(b, " %s | %.2f× |", formatValue(metric, *s.Reference), *s.Ratio)
+			} else {
+				b.WriteString(" — | — |")
 			}
-			fmt.Fprintf(&b, " %s |", formatValue(row.metric, s.Median))
+		}
+		if t != nil {
+			result = combine(result, verdict(t.max, s.Pass, h))
 			if withRef {
-				if s.Ratio != nil {
-					fmt.Fprintf(&b, " %s | %.2f× |", formatValue(row.metric, *s.Reference), *s.Ratio)
-				} else {
-					b.WriteString(" — | — |")
-				}
-			}
-			if t != nil {
-				result = combine(result, verdict(t.max, s.Pass, h))
-				if withRef {
-					result = combine(result, verdict(t.ratio, s.RatioPass, h+" ratio"))
-				}
+				result = combine(result, verdict(t.ratio, s.RatioPass, h+" ratio"))
 			}
 		}
-		if !targeted {
-			result = ""
-		}
-		fmt.Fprintf(&b, " %s |\n", result)
 	}
-	r.writeScale(&b)
-	if n := r.failedRuns(); n > 0 {
-		fmt.Fprintf(&b, "\n%d run(s) failed and are left out of the medians; see the JSON file for why.\n", n)
+	if !targeted {
+		result = ""
 	}
-	return b.String()
+	fmt.Fprintf(b, " %s |\n", result)
 }
 
 // limits writes the limits of a row for the table: the one for any hook,

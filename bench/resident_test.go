@@ -13,15 +13,18 @@ import (
 	"time"
 )
 
-// TestBashResidentHook runs hooks/bash/resident.sh as the operator runs a
-// resident hook: requests on fd 3, in the protocol's key order, replies on
-// fd 4.
-func TestBashResidentHook(t *testing.T) {
-	if _, err := exec.LookPath("jq"); err != nil {
-		t.Skip("jq is not installed")
-	}
-	dir := t.TempDir()
-	out := filepath.Join(dir, "bench-out")
+// bashResident is hooks/bash/resident.sh started as the operator starts a
+// resident hook: requests on its fd 3, replies on its fd 4.
+type bashResident struct {
+	requests *os.File
+	replies  *bufio.Reader
+	// stderr is the hook's log stream; read it after done.
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+func startBashResident(t *testing.T, env ...string) *bashResident {
+	t.Helper()
 	reqR, reqW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -31,19 +34,30 @@ func TestBashResidentHook(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("bash", filepath.Join("hooks", "bash", "resident.sh"))
-	cmd.Env = append(os.Environ(), "BENCH_OUT="+out, "HOOK_OPERATOR_RESIDENT=1", "HOOK_OPERATOR_REQUEST_FD=3", "HOOK_OPERATOR_REPLY_FD=4")
+	cmd.Env = append(os.Environ(), append([]string{"HOOK_OPERATOR_RESIDENT=1", "HOOK_OPERATOR_REQUEST_FD=3", "HOOK_OPERATOR_REPLY_FD=4"}, env...)...)
 	cmd.ExtraFiles = []*os.File{reqR, repW}
-	var stderr bytes.Buffer // the hook's log stream; read after it exits
-	cmd.Stderr = &stderr
+	h := &bashResident{requests: reqW, replies: bufio.NewReader(repR), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	cmd.Stderr = h.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	reqR.Close()
 	repW.Close()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() { h.done <- cmd.Wait() }()
 	t.Cleanup(func() { reqW.Close(); repR.Close(); _ = cmd.Process.Kill() })
-	replies := bufio.NewReader(repR)
+	return h
+}
+
+// TestBashResidentHook runs hooks/bash/resident.sh with requests in the
+// protocol's key order.
+func TestBashResidentHook(t *testing.T) {
+	if _, err := exec.LookPath("jq"); err != nil {
+		t.Skip("jq is not installed")
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "bench-out")
+	h := startBashResident(t, "BENCH_OUT="+out)
+	reqW, replies, done, stderr := h.requests, h.replies, h.done, h.stderr
 
 	run := func(id, contexts string) string {
 		t.Helper()
@@ -267,30 +281,11 @@ func TestMarkdownResident(t *testing.T) {
 }
 
 func TestBashResidentHookRejectsBadRequest(t *testing.T) {
-	reqR, reqW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	repR, repW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("bash", filepath.Join("hooks", "bash", "resident.sh"))
-	cmd.Env = append(os.Environ(), "HOOK_OPERATOR_RESIDENT=1")
-	cmd.ExtraFiles = []*os.File{reqR, repW}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	reqR.Close()
-	repW.Close()
-	t.Cleanup(func() { reqW.Close(); repR.Close(); _ = cmd.Process.Kill() })
+	h := startBashResident(t)
+	reqW, done, stderr := h.requests, h.done, h.stderr
 	if _, err := reqW.WriteString("run please\n"); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
 		if err == nil || !strings.Contains(stderr.String(), "'run please' on fd 3") {
