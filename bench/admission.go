@@ -60,6 +60,8 @@ func runAdmission(ctx context.Context, b *bench) error {
 	}()
 	s := subject{b.impls[0], ""}
 	for rep := b.firstRepeat(); rep <= b.cfg.Repeat; rep++ {
+		rates := map[string]float64{} // by hook kind
+		index := map[string]int{}     // in b.runs
 		for _, kind := range b.cfg.Hooks {
 			s.hook = kind
 			r := newRun("admission", "", s, rep, b.cfg.AdmissionRequests)
@@ -68,6 +70,15 @@ func runAdmission(ctx context.Context, b *bench) error {
 				return ctx.Err()
 			}
 			b.record(r, op, err)
+			if err == nil {
+				rates[kind], index[kind] = r.Metrics[mAdmRate], len(b.runs)-1
+			}
+		}
+		for _, kind := range b.cfg.Hooks {
+			if one := rates[oneShot(kind)]; residentHook(kind) && rates[kind] > 0 && one > 0 {
+				b.runs[index[kind]].Metrics[mAdmRateGain] = rates[kind] / one
+				logf("  admission: the %s hook answers %.1f times the requests per second of the %s hook", kind, rates[kind]/one, oneShot(kind))
+			}
 		}
 	}
 	return nil
@@ -83,7 +94,7 @@ func measureAdmission(ctx context.Context, b *bench, s subject, ns, free, certs,
 		return nil, err
 	}
 	op, err := startOperator(launch{impl: s.impl, kubeconfig: b.cluster.kubeconfig, hooksDir: b.hooksDirs[s.hook],
-		dir: dir, config: admissionConfig(ns), tmpDir: b.cfg.HookTmpDir, pprof: prof != nil,
+		dir: dir, config: admissionConfig(ns), tmpDir: b.cfg.HookTmpDir, pprof: prof != nil, resident: residentHook(s.hook),
 		extra: []string{"--webhook-listen-address", "127.0.0.1:" + port, "--webhook-url", "https://127.0.0.1:" + port,
 			"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
 			"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName}})

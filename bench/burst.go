@@ -35,6 +35,10 @@ func measureBurst(ctx context.Context, b *bench, s subject, ns string, n int, r 
 	if err != nil {
 		return op, err
 	}
+	treeBefore, err := op.CPUWithHooks()
+	if err != nil {
+		return op, err
+	}
 	wait := prof.cpu(ctx, op, 2*time.Second+time.Duration(n)*2500*time.Microsecond)
 	defer wait()
 	begin := time.Now()
@@ -63,6 +67,11 @@ func measureBurst(ctx context.Context, b *bench, s subject, ns string, n int, r 
 	if err != nil {
 		return op, err
 	}
+	treeAfter, err := op.CPUWithHooks()
+	if err != nil {
+		return op, err
+	}
 	r.Metrics[mCPUPerEvent] = float64((cpuAfter - cpuBefore).Microseconds()) / 1000 / float64(n)
-	return op, nil
+	r.Metrics[mCPUWithHooks] = float64((treeAfter - treeBefore).Microseconds()) / 1000 / float64(n)
+	return op, setHookRSS(r, op, s)
 }

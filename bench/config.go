@@ -14,11 +14,33 @@ import (
 var allScenarios = []string{"idle", "sync", "trickle", "burst", "admission", "failover", "parallel", "sharded", "scale"}
 
 // The hook kinds: the bash hook (bench/hooks/bash) and the Go hook
-// (bench/hooks/go).
+// (bench/hooks/go), run once per run, and their resident variants
+// (settings.resident: true; the Go hook's own loop, bash's resident.sh).
 const (
-	bashHook = "bash"
-	goHook   = "go"
+	bashHook         = "bash"
+	goHook           = "go"
+	goResidentHook   = "go-resident"
+	bashResidentHook = "bash-resident"
 )
+
+// allHooks are the hook kinds in the order --hook all runs them.
+var allHooks = []string{bashHook, goHook, goResidentHook, bashResidentHook}
+
+// residentHook reports whether kind is a resident variant.
+func residentHook(kind string) bool { return kind == goResidentHook || kind == bashResidentHook }
+
+// oneShot is the hook kind a resident variant is the resident form of
+// (kind itself for the others): shell-operator, which knows no residency,
+// runs it in the resident variant's place, and ratios compare with it.
+func oneShot(kind string) string {
+	switch kind {
+	case goResidentHook:
+		return goHook
+	case bashResidentHook:
+		return bashHook
+	}
+	return kind
+}
 
 // Config is what one harness run measures.
 type Config struct {
@@ -86,7 +108,7 @@ func (c *Config) Full() bool {
 func parseFlags(args []string) (*Config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "scenarios to run, comma-separated: "+strings.Join(allScenarios, ","))
-	hooks := fs.String("hook", "both", "hook to run the scenarios with: bash, go or both")
+	hooks := fs.String("hook", "both", "hooks, comma-separated: bash, go, go-resident, bash-resident; both (bash,go) or all")
 	repeat := fs.Int("repeat", 3, "runs of each scenario; medians are reported")
 	sizes := fs.String("scale-sizes", "1000,10000,100000,300000", "object counts of the scale scenario's growth curve")
 	syncObjects := fs.Int("sync-objects", 12000, "ConfigMaps the sync scenario watches")
@@ -191,15 +213,28 @@ func parseScenarios(s string) ([]string, error) {
 	return out, nil
 }
 
-// parseHooks reads --hook.
+// parseHooks reads --hook: a comma-separated list of hook kinds, in the
+// order given, or both (bash,go) or all.
 func parseHooks(s string) ([]string, error) {
-	switch s {
+	switch strings.TrimSpace(s) {
 	case "both":
 		return []string{bashHook, goHook}, nil
-	case bashHook, goHook:
-		return []string{s}, nil
+	case "all":
+		return slices.Clone(allHooks), nil
 	}
-	return nil, fmt.Errorf("--hook: %q is not bash, go or both", s)
+	var out []string
+	for _, kind := range splitList(s) {
+		if !slices.Contains(allHooks, kind) {
+			return nil, fmt.Errorf("--hook: unknown hook %q; name %s, both (bash,go) or all", kind, strings.Join(allHooks, ", "))
+		}
+		if !slices.Contains(out, kind) {
+			out = append(out, kind)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--hook: name at least one of %s, or both or all", strings.Join(allHooks, ", "))
+	}
+	return out, nil
 }
 
 // parseSizes reads a comma-separated list of positive counts and returns

@@ -8,41 +8,83 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// prepareHooks makes one hooks folder per hook kind under tmp: the bash
-// hook copied, the Go hook built. The operator skips *.go files in a hooks
-// folder, but the binary must be built; building it here keeps the
-// repository clean.
+// prepareHooks makes one hooks folder per hook kind under tmp, and one for
+// the one-shot form of each resident variant (shell-operator runs it): the
+// bash hooks copied, the Go hook built. The operator skips *.go files in a
+// hooks folder, but the binary must be built; building it here keeps the
+// repository clean. The Go hook is one binary for both of its kinds: it is
+// resident when the operator starts it so (settings.resident, which the
+// harness adds to the configuration of the resident variants).
 func prepareHooks(root, tmp string, kinds []string) (map[string]string, error) {
-	dirs := map[string]string{}
+	var all []string
 	for _, kind := range kinds {
+		for _, k := range []string{kind, oneShot(kind)} {
+			if !slices.Contains(all, k) {
+				all = append(all, k)
+			}
+		}
+	}
+	dirs := map[string]string{}
+	for _, kind := range all {
 		dir := filepath.Join(tmp, "hooks-"+kind)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
 		switch kind {
-		case bashHook:
-			data, err := os.ReadFile(filepath.Join(root, "bench", "hooks", "bash", "hook.sh"))
-			if err != nil {
+		case bashHook, bashResidentHook:
+			script := map[string]string{bashHook: "hook.sh", bashResidentHook: "resident.sh"}[kind]
+			if err := copyHook(filepath.Join(root, "bench", "hooks", "bash", script), filepath.Join(dir, script)); err != nil {
 				return nil, err
 			}
-			if err := os.WriteFile(filepath.Join(dir, "hook.sh"), data, 0o755); err != nil {
+		case goHook, goResidentHook:
+			if err := buildGoHook(root, filepath.Join(dir, "bench-go")); err != nil {
 				return nil, err
-			}
-		case goHook:
-			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "bench-go"), "./bench/hooks/go")
-			cmd.Dir = root
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return nil, fmt.Errorf("go build ./bench/hooks/go: %v\n%s", err, out)
 			}
 		}
 		dirs[kind] = dir
 	}
 	return dirs, nil
+}
+
+// copyHook copies a hook script to dst, executable.
+func copyHook(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, data, 0o755)
+}
+
+// buildGoHook builds bench/hooks/go to out.
+func buildGoHook(root, out string) error {
+	cmd := exec.Command("go", "build", "-o", out, "./bench/hooks/go")
+	cmd.Dir = root
+	if data, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./bench/hooks/go: %v\n%s", err, data)
+	}
+	return nil
+}
+
+// withResident returns the hook configuration config with
+// settings.resident set to true, keeping the other settings.
+func withResident(config []byte) ([]byte, error) {
+	var c map[string]any
+	if err := json.Unmarshal(config, &c); err != nil {
+		return nil, fmt.Errorf("hook configuration: %w", err)
+	}
+	settings, _ := c["settings"].(map[string]any)
+	if settings == nil {
+		settings = map[string]any{}
+	}
+	settings["resident"] = true
+	c["settings"] = settings
+	return json.Marshal(c)
 }
 
 // hookConfig is the configuration the benchmark hook prints: one binding

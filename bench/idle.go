@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -46,5 +47,23 @@ func measureIdle(ctx context.Context, b *bench, s subject, ns string, r *Run, pr
 	r.Metrics[mRSS], r.Metrics[mPeakRSS] = mb(m.RSS), mb(m.Peak)
 	r.Metrics[mRSSAnon], r.Metrics[mRSSFile] = mb(m.Anon), mb(m.File)
 	prof.heap(ctx, op)
-	return op, nil
+	return op, setHookRSS(r, op, s)
+}
+
+// setHookRSS records, for a resident variant with ours, the RSS of its
+// resident hook process(es) (one for parallelism 1), read between runs.
+func setHookRSS(r *Run, op *operator, s subject) error {
+	if !residentHook(s.hook) || s.impl.name != ours {
+		return nil
+	}
+	rss, n, err := op.HookRSS()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("the %s hook: no resident hook process under the operator (pid %d)", s.hook, op.Pid())
+	}
+	r.Metrics[mHookRSS] = mb(rss) / float64(n)
+	r.Metrics[mHookProcesses] = float64(n)
+	return nil
 }

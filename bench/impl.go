@@ -5,6 +5,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -123,7 +124,8 @@ type subject struct {
 // subjects lists what run rep of every scenario but scale measures, in the
 // order the runs alternate: for each hook, ours and then the reference, so
 // that drift in the machine's load spreads over both. Run 0, the profiled
-// one, is ours only.
+// one, is ours only. The reference runs a resident variant's one-shot form
+// (oneShot), once per repeat however many of our kinds it stands beside.
 func (b *bench) subjects(rep int) []subject {
 	var out []subject
 	for _, kind := range b.cfg.Hooks {
@@ -131,7 +133,13 @@ func (b *bench) subjects(rep int) []subject {
 			if rep == 0 && !im.pprof {
 				continue
 			}
-			out = append(out, subject{im, kind})
+			s := subject{im, kind}
+			if im.name == reference {
+				s.hook = oneShot(kind)
+			}
+			if !slices.Contains(out, s) {
+				out = append(out, s)
+			}
 		}
 	}
 	return out

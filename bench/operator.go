@@ -63,6 +63,9 @@ type launch struct {
 	// watchLines are log texts whose first appearance the operator notes
 	// (see operator.Logged).
 	watchLines []string
+	// resident adds settings.resident: true to config (for ours only:
+	// shell-operator knows no residency and runs the hook once per run).
+	resident bool
 }
 
 // startOperator writes the hook configuration to a file in l.dir, and
@@ -72,6 +75,12 @@ type launch struct {
 func startOperator(l launch) (*operator, error) {
 	configPath := filepath.Join(l.dir, "hook-config.json")
 	outPath := filepath.Join(l.dir, "hook-out.txt")
+	if l.resident && l.impl.name == ours {
+		var err error
+		if l.config, err = withResident(l.config); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.WriteFile(configPath, l.config, 0o644); err != nil {
 		return nil, err
 	}

@@ -8,16 +8,26 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 )
 
-// The parallel scenario's variants: the hook's work and its parallelism.
-var parallelVariants = []struct {
+// A parallelVariant is the hook's work and its parallelism, and which hook
+// does it.
+type parallelVariant struct {
 	work        string // sleep (waiting on an outside API) or spin (CPU)
 	parallelism int
-}{
-	{"sleep", 1}, {"sleep", 4}, {"sleep", 16}, {"spin", 1}, {"spin", 16},
+	// hook is bash (bench/hooks/bash/slow.sh) or go-resident (the Go hook
+	// installed as sleep-go: it sleeps too).
+	hook string
+}
+
+// The parallel scenario's variants: the bash hook's always, the resident
+// Go hook's when --hook names go-resident.
+var parallelVariants = []parallelVariant{
+	{"sleep", 1, bashHook}, {"sleep", 4, bashHook}, {"sleep", 16, bashHook}, {"spin", 1, bashHook}, {"spin", 16, bashHook},
+	{"sleep", 1, goResidentHook}, {"sleep", 16, goResidentHook},
 }
 
 // runParallel measures settings.parallelism (hook-operator only; shell-
@@ -42,36 +52,55 @@ func runParallel(ctx context.Context, b *bench) error {
 	if err := os.WriteFile(filepath.Join(dirs["spin"], "spin-iterations"), []byte(strconv.Itoa(per)+"\n"), 0o644); err != nil {
 		return err
 	}
-	s := subject{b.impls[0], bashHook}
 	for rep := 1; rep <= b.cfg.Repeat; rep++ {
-		rates := map[string]float64{}
-		sleep16 := -1 // index in b.runs
-		for _, v := range parallelVariants {
-			n := b.cfg.ParallelObjects
-			if v.work == "spin" {
-				n = max(n/4, 1)
-			}
-			variant := fmt.Sprintf("%s, parallelism %d", v.work, v.parallelism)
-			ns, err := b.cluster.Namespace(ctx, "parallel")
-			if err != nil {
-				return err
-			}
-			r := newRun("parallel", variant, s, rep, n)
-			op, err := measureParallel(ctx, b, s, dirs[v.work], ns, v.parallelism, n, &r)
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			b.record(r, op, err)
-			if err == nil {
-				rates[variant] = r.Metrics[mObjectRate]
-			}
-			if v.work == "sleep" && v.parallelism == 16 {
-				sleep16 = len(b.runs) - 1
-			}
+		if err := parallelRepeat(ctx, b, dirs, rep); err != nil {
+			return err
 		}
-		if one, sixteen := rates["sleep, parallelism 1"], rates["sleep, parallelism 16"]; one > 0 && sixteen > 0 && sleep16 >= 0 {
-			b.runs[sleep16].Metrics[mParallelCost] = one / sixteen
-			logf("  parallelism 16 takes %.3f of parallelism 1's time per object (%.1f times the rate)", one/sixteen, sixteen/one)
+	}
+	return nil
+}
+
+// parallelRepeat runs every variant once, and for each hook sets the sleep
+// variants' cost ratio on its parallelism 16 run.
+func parallelRepeat(ctx context.Context, b *bench, dirs map[string]string, rep int) error {
+	rates := map[string]float64{} // by hook and variant
+	sleep16 := map[string]int{}   // by hook: index in b.runs
+	for _, v := range parallelVariants {
+		if v.hook != bashHook && !slices.Contains(b.cfg.Hooks, v.hook) {
+			continue
+		}
+		s := subject{b.impls[0], v.hook}
+		hooksDir := dirs[v.work]
+		if v.hook == goResidentHook {
+			hooksDir = dirs["sleep-go"]
+		}
+		n := b.cfg.ParallelObjects
+		if v.work == "spin" {
+			n = max(n/4, 1)
+		}
+		variant := fmt.Sprintf("%s, parallelism %d", v.work, v.parallelism)
+		ns, err := b.cluster.Namespace(ctx, "parallel")
+		if err != nil {
+			return err
+		}
+		r := newRun("parallel", variant, s, rep, n)
+		op, err := measureParallel(ctx, b, s, hooksDir, ns, v.parallelism, n, &r)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		b.record(r, op, err)
+		if err == nil {
+			rates[v.hook+" "+variant] = r.Metrics[mObjectRate]
+		}
+		if v.work == "sleep" && v.parallelism == 16 {
+			sleep16[v.hook] = len(b.runs) - 1
+		}
+	}
+	for hook, i := range sleep16 {
+		one, sixteen := rates[hook+" sleep, parallelism 1"], rates[hook+" sleep, parallelism 16"]
+		if one > 0 && sixteen > 0 {
+			b.runs[i].Metrics[mParallelCost] = one / sixteen
+			logf("  %s hook: parallelism 16 takes %.3f of parallelism 1's time per object (%.1f times the rate)", hook, one/sixteen, sixteen/one)
 		}
 	}
 	return nil
@@ -94,6 +123,16 @@ func slowHookDirs(b *bench) (map[string]string, error) {
 			return nil, err
 		}
 		dirs[work] = dir
+	}
+	if slices.Contains(b.cfg.Hooks, goResidentHook) {
+		dir := filepath.Join(b.tmp, "hooks-sleep-go")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := buildGoHook(b.root, filepath.Join(dir, "sleep-go")); err != nil {
+			return nil, err
+		}
+		dirs["sleep-go"] = dir
 	}
 	return dirs, nil
 }
@@ -135,7 +174,7 @@ func measureParallel(ctx context.Context, b *bench, s subject, hooksDir, ns stri
 	})
 	const running = "all bindings started; running"
 	op, err := startOperator(launch{impl: s.impl, kubeconfig: b.cluster.kubeconfig, hooksDir: hooksDir, dir: dir, config: config,
-		tmpDir: b.cfg.HookTmpDir, watchLines: []string{running}})
+		tmpDir: b.cfg.HookTmpDir, watchLines: []string{running}, resident: residentHook(s.hook)})
 	if err != nil {
 		return nil, err
 	}
