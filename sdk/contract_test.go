@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -265,11 +264,11 @@ func TestResidentConfigParses(t *testing.T) {
 	if code := sdk.Handle(cfg, nil, []string{"--config"}, noEnv, &stdout, &stderr); code != 0 {
 		t.Fatalf("--config exited %d: %s", code, stderr.String())
 	}
-	_, err := hook.ParseConfig("sdk-hook", stdout.Bytes())
-	if err != nil && strings.Contains(err.Error(), "settings.resident: unknown key") {
-		t.Skipf("internal/hook does not read settings.resident yet (the runtime side of issue 34 adds it): %v", err)
-	}
+	parsed, err := hook.ParseConfig("sdk-hook", stdout.Bytes())
 	if err != nil {
 		t.Fatalf("hook.ParseConfig refused what the SDK printed:\n%v\n\nprinted:\n%s", err, stdout.String())
+	}
+	if s := parsed.Settings; !s.Resident || s.ResidentMaxRuns != 500 || s.ResidentMaxMemory != 256<<20 {
+		t.Errorf("the runtime read settings %+v from:\n%s", s, stdout.String())
 	}
 }
