@@ -236,7 +236,7 @@ type Settings struct {
 	ResidentMaxRuns int `json:"residentMaxRuns,omitempty"`
 	// ResidentMaxMemory (extension), in bytes, recycles a resident process
 	// whose resident memory exceeds it after a run; zero means the runtime's
-	// default (512Mi). Printed as a quantity: 256 << 20 is "256Mi".
+	// default (128Mi). Printed as a quantity: 256 << 20 is "256Mi".
 	ResidentMaxMemory int64 `json:"-"`
 }
 

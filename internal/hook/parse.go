@@ -251,7 +251,7 @@ func (c *checker) resident(s *object, st *Settings) {
 	}
 	switch {
 	case hasMem && mem < MinResidentMaxMemory:
-		c.errorf(s.at("residentMaxMemory"), "%s: use at least 1Mi, or remove it for the default 512Mi; no process is smaller, so it would be replaced after every run", limit.Size(mem))
+		c.errorf(s.at("residentMaxMemory"), "%s: use at least 1Mi, or remove it for the default 128Mi; no process is smaller, so it would be replaced after every run", limit.Size(mem))
 	case hasMem:
 		st.ResidentMaxMemory = mem
 	case st.Resident:

@@ -86,7 +86,7 @@ type Settings struct {
 // Defaults of a resident hook's limits (docs/operating.md says why).
 const (
 	DefaultResidentMaxRuns   = 10000
-	DefaultResidentMaxMemory = 512 << 20
+	DefaultResidentMaxMemory = 128 << 20
 	// MinResidentMaxMemory is the smallest residentMaxMemory: a process's
 	// RSS is never below it, so a smaller limit would recycle every run.
 	MinResidentMaxMemory = 1 << 20

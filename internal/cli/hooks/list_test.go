@@ -339,7 +339,7 @@ func TestListResidentMode(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &hooks); code != 0 || err != nil || len(hooks) != 2 {
 		t.Fatalf("-o json: exit %d, %v:\n%s", code, err, out)
 	}
-	if s := hooks[0].Config.Settings; s["resident"] != true || s["residentMaxRuns"] != 10000.0 || s["residentMaxMemory"] != "512Mi" {
+	if s := hooks[0].Config.Settings; s["resident"] != true || s["residentMaxRuns"] != 10000.0 || s["residentMaxMemory"] != "128Mi" {
 		t.Errorf("-o json: settings %v, want resident with the default limits filled in", s)
 	}
 }
