@@ -1,7 +1,6 @@
 package sdk
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -10,9 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
+
+	"github.com/hook-operator/hook-operator/internal/residenttest"
 )
 
 // TestMain lets the test binary be a resident hook: with SDK_TEST_HOOK set,
@@ -43,104 +42,31 @@ func residentTestHandler(ctx *Context) error {
 	return os.WriteFile(os.Getenv("METRICS_PATH"), []byte(`{"name":"runs","action":"add","value":1}`+"\n"), 0o600)
 }
 
-// runEnvKeys are the per-run variables, in the order the runtime writes them.
-var runEnvKeys = []string{"BINDING_CONTEXT_PATH", "KUBERNETES_PATCH_PATH", "METRICS_PATH",
-	"VALIDATING_RESPONSE_PATH", "ADMISSION_RESPONSE_PATH", "CONVERSION_RESPONSE_PATH"}
-
-// residentProcess is a resident hook started as the runtime starts one:
-// requests on fd 3, replies on fd 4, stdout and stderr its log stream.
+// residentProcess is a resident hook started as the runtime starts one
+// (internal/residenttest): requests on fd 3, replies on fd 4, stdout and
+// stderr its log stream.
 type residentProcess struct {
-	cmd      *exec.Cmd
-	requests *os.File
-	replies  *bufio.Reader
-	log      *syncBuffer
-	done     chan error
+	*residenttest.Process
+	log *residenttest.Buffer
 }
 
+// startResident starts the test binary as a resident SDK hook.
 func startResident(t *testing.T, env ...string) *residentProcess {
 	t.Helper()
-	reqRead, reqWrite, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	repRead, repWrite, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &residentProcess{requests: reqWrite, replies: bufio.NewReader(repRead), log: &syncBuffer{}, done: make(chan error, 1)}
-	p.cmd = exec.Command(os.Args[0])
-	p.cmd.Env = append(os.Environ(), "SDK_TEST_HOOK=1", "HOOK_OPERATOR_RESIDENT=1", "HOOK_OPERATOR_REQUEST_FD=3", "HOOK_OPERATOR_REPLY_FD=4")
-	p.cmd.Env = append(p.cmd.Env, env...)
-	p.cmd.ExtraFiles = []*os.File{reqRead, repWrite}
-	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	reqRead.Close()
-	repWrite.Close()
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		reqWrite.Close()
-		repRead.Close()
-		_ = p.cmd.Process.Kill()
-	})
-	return p
+	p := residenttest.Start(t, exec.Command(os.Args[0]), append([]string{"SDK_TEST_HOOK=1"}, env...)...)
+	return &residentProcess{Process: p, log: p.Log}
 }
 
 // run prepares a run's files as the runtime does, sends the request and
 // waits for the reply; it returns the exit code and the run's folder.
 func (p *residentProcess) run(t *testing.T, id, contexts string) (int, string) {
 	t.Helper()
-	dir := t.TempDir()
-	env := map[string]string{}
-	var parts []string
-	for _, k := range runEnvKeys {
-		env[k] = filepath.Join(dir, strings.ToLower(k))
-		if err := os.WriteFile(env[k], nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		parts = append(parts, fmt.Sprintf("%q:%q", k, env[k]))
-	}
-	if err := os.WriteFile(env["BINDING_CONTEXT_PATH"], []byte(contexts), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fmt.Fprintf(p.requests, `{"id":%q,"env":{%s}}`+"\n", id, strings.Join(parts, ",")); err != nil {
-		t.Fatalf("writing request %s: %v\nlog:\n%s", id, err, p.log)
-	}
-	line := make(chan string, 1)
-	go func() {
-		s, _ := p.replies.ReadString('\n')
-		line <- s
-	}()
-	select {
-	case s := <-line:
-		var r struct {
-			ID       string `json:"id"`
-			ExitCode *int   `json:"exitCode"`
-		}
-		if err := json.Unmarshal([]byte(s), &r); err != nil || r.ID != id || r.ExitCode == nil || !strings.HasSuffix(s, "}\n") {
-			t.Fatalf("reply to run %s: %q (%v)\nlog:\n%s", id, s, err, p.log)
-		}
-		return *r.ExitCode, dir
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no reply to run %s in 30s\nlog:\n%s", id, p.log)
-	}
-	return 0, ""
+	r := p.Run(t, id, contexts)
+	return r.ExitCode, filepath.Dir(r.Env["BINDING_CONTEXT_PATH"])
 }
 
-// stop closes the request pipe, as the runtime stops a resident hook, and
-// returns how the process exited.
-func (p *residentProcess) stop(t *testing.T) error {
-	t.Helper()
-	p.requests.Close()
-	select {
-	case err := <-p.done:
-		return err
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the hook did not exit in 30s after its requests ended\nlog:\n%s", p.log)
-	}
-	return nil
-}
+// stop closes the request pipe and returns how the process exited.
+func (p *residentProcess) stop(t *testing.T) error { return p.Stop(t) }
 
 func readFile(t *testing.T, path string) string {
 	t.Helper()
@@ -235,23 +161,4 @@ func TestServeSetsRunEnvironment(t *testing.T) {
 	if strings.Join(seen, ",") != "/a," || replies.String() != `{"id":"1","exitCode":0}`+"\n"+`{"id":"2","exitCode":0}`+"\n" {
 		t.Errorf("handler saw EXTRA_PATH %q; replies %q", seen, replies.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer that a process's output and a test may use
-// at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
