@@ -77,7 +77,7 @@ func (r *Runner) takeDir(contexts []byte) (*runDir, error) {
 // d's files open, or would open one by its name, reaches nothing of a
 // later run.
 func (r *Runner) releaseDir(d *runDir, reusable bool) error {
-	if r.ReuseDirs && reusable && d.reset() && r.pool.put(d) {
+	if r.ReuseDirs && reusable && d.reset(false) && r.pool.put(d) {
 		return nil
 	}
 	return d.remove()
@@ -95,10 +95,11 @@ func (r *Runner) Close() error {
 
 // reset empties d for a later run and reports whether d is now as
 // newRunDir leaves a dir, but for the binding contexts, which it removes
-// (the next run writes its own). It is not when the hook added, removed
-// or replaced an entry of the dir, or changed a file's mode: a later run
-// must see nothing of this one.
-func (d *runDir) reset() bool {
+// (the next run writes its own) or, with keepContexts, keeps for the next
+// run to write over (rewriteContexts). It is not when the hook added,
+// removed or replaced an entry of the dir, or changed a file's mode: a
+// later run must see nothing of this one.
+func (d *runDir) reset(keepContexts bool) bool {
 	f, err := os.Open(d.path)
 	if err != nil {
 		return false
@@ -113,12 +114,15 @@ func (d *runDir) reset() bool {
 		if names[i] != filepath.Base(p) {
 			return false
 		}
-		if p == d.contexts {
+		if p == d.contexts && !keepContexts {
 			continue
 		}
 		st, err := os.Lstat(p)
 		if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o600 {
 			return false
+		}
+		if p == d.contexts {
+			continue
 		}
 		// Recreated rather than truncated: ext4 flushes a file truncated
 		// to zero (auto_da_alloc), which costs more than a new file.
@@ -126,5 +130,5 @@ func (d *runDir) reset() bool {
 			return false
 		}
 	}
-	return os.Remove(d.contexts) == nil
+	return keepContexts || os.Remove(d.contexts) == nil
 }

@@ -31,6 +31,10 @@ const (
 	stopGrace = 5 * time.Second
 	// maxReplyBytes bounds one reply line; a reply is a few dozen bytes.
 	maxReplyBytes = 4 << 10
+	// descendantsEvery is how often, at most, the memory of the processes
+	// a resident hook started is read again (a walk of /proc that costs
+	// more than a run); the hook's own is read after every run.
+	descendantsEvery = time.Second
 )
 
 // Restart backoff after a resident process crashed during a run.
@@ -52,6 +56,15 @@ type resident struct {
 	runs    int
 	nextID  uint64
 	gen     uint64 // the hook's generation when it started (RecycleResident)
+	// dir is the run dir of this process's runs, emptied after each
+	// (nil until the first, or after one the hook left changed): a late
+	// write of the process reaches only its own next run, whose state
+	// carries over anyway. Removed once the process has stopped.
+	dir *runDir
+	// descendants is the memory of the processes it started, read at
+	// descendantsAt.
+	descendants   int64
+	descendantsAt time.Time
 }
 
 // residents keeps the idle resident processes of every hook, by hook name,
@@ -81,8 +94,11 @@ func (r *Runner) takeResident(ctx context.Context, h *hook.Hook, log logrus.Fiel
 		rp := p.idle[h.Name][n-1]
 		p.idle[h.Name] = p.idle[h.Name][:n-1]
 		if reason := rp.stale(h.Path); reason != "" {
-			if reason == "changed" {
+			switch reason {
+			case "changed":
 				r.processes().ProcessRecycled(h.Name, reason)
+			case "exited":
+				r.processes().ProcessRestarted(h.Name, reason)
 			}
 			log.WithField("reason", reason).Info("resident hook process replaced")
 			p.stopLocked(rp, r.killGrace(), true)

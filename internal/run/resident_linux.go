@@ -11,18 +11,25 @@ import (
 // residentSupported: on Linux a resident hook keeps its process.
 const residentSupported = true
 
-// groupRSS returns the resident memory, in bytes, of the process pgid and
-// its descendants in its process group, read from /proc; what it cannot
-// read counts 0. It walks the process tree from pgid (a few files per
-// process) rather than scanning every process, since it runs after every
-// run of a resident hook.
-func groupRSS(pgid int) int64 {
+// ownRSS returns the resident memory, in bytes, of the process pid alone:
+// one read of /proc/<pid>/statm; 0 when it cannot be read.
+func ownRSS(pid int) int64 {
+	return residentPages(pid) * int64(os.Getpagesize())
+}
+
+// descendantsRSS returns the resident memory, in bytes, of the processes
+// below pgid in the process tree that are in its process group, read from
+// /proc; what it cannot read counts 0. It walks the tree from pgid (a few
+// files per thread and process) rather than scanning every process.
+func descendantsRSS(pgid int) int64 {
 	pageSize := int64(os.Getpagesize())
 	var total int64
 	for todo := []int{pgid}; len(todo) > 0; {
 		pid := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
-		total += residentPages(pid) * pageSize
+		if pid != pgid {
+			total += residentPages(pid) * pageSize
+		}
 		children, _ := childrenOf(pid)
 		for _, c := range children {
 			if p, err := readProc(c); err == nil && p.pgid == pgid {

@@ -11,5 +11,6 @@ const residentSupported = false
 // pipePending cannot tell here; resident hooks do not run here.
 func pipePending(*os.File) (int, bool) { return 0, false }
 
-// groupRSS cannot tell here.
-func groupRSS(int) int64 { return 0 }
+// ownRSS and descendantsRSS cannot tell here.
+func ownRSS(int) int64         { return 0 }
+func descendantsRSS(int) int64 { return 0 }

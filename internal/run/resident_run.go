@@ -16,7 +16,7 @@ import (
 // runResident does req's run on a resident process of its hook: the request
 // line on fd 3, the reply on fd 4. The run's contract (dir, files, limits,
 // meaning of success) is a one-shot run's.
-func (r *Runner) runResident(ctx context.Context, req Request, dir *runDir, log logrus.FieldLogger, stdout, stderr *lineWriter) (Result, error) {
+func (r *Runner) runResident(ctx context.Context, req Request, log logrus.FieldLogger, stdout, stderr *lineWriter) (Result, error) {
 	h := req.Hook
 	limits := r.Limits(req)
 	deadline := req.Deadline
@@ -31,6 +31,11 @@ func (r *Runner) runResident(ctx context.Context, req Request, dir *runDir, log 
 	rp, err := r.takeResident(runCtx, h, log)
 	if err != nil {
 		return Result{}, fmt.Errorf("hook %s: resident process: %w", h.Name, err)
+	}
+	dir, err := rp.takeDir(r.TmpDir, req.Contexts)
+	if err != nil {
+		r.returnResident(h.Name, rp, h.Config.Settings, log)
+		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
 	}
 	rp.nextID++
 	id := strconv.FormatUint(rp.nextID, 10)
@@ -49,7 +54,8 @@ func (r *Runner) runResident(ctx context.Context, req Request, dir *runDir, log 
 	switch {
 	case fault == nil:
 		rp.runs++
-		r.returnResident(h.Name, rp, h.Config.Settings, log)
+		defer r.returnResident(h.Name, rp, h.Config.Settings, log)
+		defer rp.releaseDir()
 	case runCtx.Err() != nil:
 		r.residents.kill(rp, limits.KillGrace)
 		if ctx.Err() != nil {
@@ -125,6 +131,44 @@ func (rp *resident) exitState() string {
 	return fmt.Sprint(rp.waitErr)
 }
 
+// takeDir returns rp's run dir holding contexts: the one of its last run,
+// emptied then but for the contexts file, written over now, or a new one.
+func (rp *resident) takeDir(parent string, contexts []byte) (*runDir, error) {
+	if rp.dir != nil {
+		if err := rp.dir.rewriteContexts(contexts); err == nil {
+			return rp.dir, nil
+		}
+		_ = rp.dir.remove()
+		rp.dir = nil
+	}
+	d, err := newRunDir(parent, contexts)
+	if err != nil {
+		return nil, err
+	}
+	rp.dir = d
+	return d, nil
+}
+
+// releaseDir empties rp's run dir after a run, or, when the hook changed
+// more than the files' content, removes it (the next run gets a new one).
+func (rp *resident) releaseDir() {
+	if rp.dir != nil && !rp.dir.reset(true) {
+		_ = rp.dir.remove()
+		rp.dir = nil
+	}
+}
+
+// memory returns the resident memory of rp's process group after a run:
+// the process's own, read now, and that of the processes it started, read
+// at most once per descendantsEvery.
+func (rp *resident) memory(now time.Time) int64 {
+	pid := rp.cmd.Process.Pid
+	if now.Sub(rp.descendantsAt) >= descendantsEvery {
+		rp.descendants, rp.descendantsAt = descendantsRSS(pid), now
+	}
+	return ownRSS(pid) + rp.descendants
+}
+
 // returnResident puts rp back among h's idle processes, or, past its
 // limits or recycled by RecycleResident while it ran, stops it.
 func (r *Runner) returnResident(name string, rp *resident, s hook.Settings, log logrus.FieldLogger) {
@@ -132,7 +176,7 @@ func (r *Runner) returnResident(name string, rp *resident, s hook.Settings, log 
 	switch {
 	case s.ResidentMaxRuns > 0 && rp.runs >= s.ResidentMaxRuns:
 		reason = "runs"
-	case s.ResidentMaxMemory > 0 && groupRSS(rp.cmd.Process.Pid) > s.ResidentMaxMemory:
+	case s.ResidentMaxMemory > 0 && rp.memory(time.Now()) > s.ResidentMaxMemory:
 		reason = "memory"
 	}
 	p := &r.residents
@@ -192,8 +236,13 @@ func (p *residents) stopLocked(rp *resident, killGrace time.Duration, graceful b
 }
 
 // stop ends rp (stopLocked says how) and whatever is left in its process
-// group.
+// group, then removes its run dir.
 func (rp *resident) stop(killGrace time.Duration, graceful bool) {
+	defer func() {
+		if rp.dir != nil {
+			_ = rp.dir.remove()
+		}
+	}()
 	_ = rp.request.Close()
 	pgid := rp.cmd.Process.Pid
 	firstWait := stopGrace

@@ -20,7 +20,9 @@ import (
 
 // residentBody is a resident bash hook speaking the protocol with regexes,
 // as docs/hooks.md shows. It appends its pid to "starts" when it starts, and
-// its binding contexts say what a run does: ok, fail, crash, hang or bad.
+// the run's dir and the size of its patch file at the run's start to
+// "dirs"; its binding contexts say what a run does: ok, fail, crash, hang,
+// bad (reply), quit (reply, then exit) or litter (leave a file in the dir).
 const residentBody = `echo $$ >> starts
 echo $$ > pid
 while IFS= read -r line <&3; do
@@ -29,9 +31,12 @@ while IFS= read -r line <&3; do
   [[ $line =~ \"KUBERNETES_PATCH_PATH\":\"([^\"]+)\" ]] && patch=${BASH_REMATCH[1]}
   what=$(cat "$ctx")
   echo "run $id: $what"
+  echo "${ctx%/*} $(stat -c %s "$patch")" >> dirs
   code=0
   case $what in
     *crash*) kill -9 $$ ;;
+    *quit*) printf '{"id":"%s","exitCode":0}\n' "$id" >&4; exit 0 ;;
+    *litter*) touch "${ctx%/*}/litter" ;;
     *hang*) sleep 600 ;;
     *bad*) echo 'not json' >&4; continue ;;
     *fail*) code=3; echo "failing" >&2 ;;
@@ -173,18 +178,97 @@ func TestResidentFaults(t *testing.T) {
 		t.Errorf("after a bad reply: %d starts, want 4", n)
 	}
 
+	// A process that exits between runs is restarted at the next run.
+	mustRun("quit")
+	waitExited(t, r, h)
+	mustRun("ok")
+	if n := starts(t, h); n != 5 {
+		t.Errorf("after an exit between runs: %d starts, want 5", n)
+	}
+
 	// A changed executable is restarted before the next run.
 	later := time.Now().Add(time.Hour)
 	if err := os.Chtimes(h.Path, later, later); err != nil {
 		t.Fatal(err)
 	}
 	mustRun("ok")
-	if n := starts(t, h); n != 5 {
-		t.Errorf("after the executable changed: %d starts, want 5", n)
+	if n := starts(t, h); n != 6 {
+		t.Errorf("after the executable changed: %d starts, want 6", n)
 	}
-	if got, want := obs.String(), "map[recycle changed:1 restart crashed:1 restart protocol:1 restart timeout:1 start:5]"; got != want {
+	if got, want := obs.String(), "map[recycle changed:1 restart crashed:1 restart exited:1 restart protocol:1 restart timeout:1 start:6]"; got != want {
 		t.Errorf("counted %s, want %s", got, want)
 	}
+}
+
+// waitExited waits until the idle process of h has exited and its exit
+// has been seen (what takeResident checks).
+func waitExited(t *testing.T, r *Runner, h *hook.Hook) {
+	t.Helper()
+	r.residents.mu.Lock()
+	idle := r.residents.idle[h.Name]
+	r.residents.mu.Unlock()
+	if len(idle) != 1 {
+		t.Fatalf("%d idle processes of %s, want 1", len(idle), h.Name)
+	}
+	select {
+	case <-idle[0].exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the process did not exit")
+	}
+}
+
+// A resident process keeps one run dir for its runs, emptied after each;
+// a dir the hook changed is replaced; the dirs go with the processes.
+func TestResidentRunDirIsTheProcesss(t *testing.T) {
+	r, logs := testRunner(t)
+	r.KillGrace = 200 * time.Millisecond
+	h := residentHook(t, 0)
+	runs := []string{"ok", "long ok", "litter", "ok", "ok", "crash", "ok"}
+	for _, what := range runs {
+		_, _ = runWhat(t, r, h, what, 0)
+	}
+	var seen []string
+	for _, e := range outputEntries(logs) {
+		if _, what, ok := strings.Cut(e.Message, ": "); ok && strings.HasPrefix(e.Message, "run ") {
+			seen = append(seen, what)
+		}
+	}
+	if got, want := strings.Join(seen, " "), `["ok"] ["long ok"] ["litter"] ["ok"] ["ok"] ["crash"] ["ok"]`; got != want {
+		t.Errorf("the runs read the contexts %s, want %s", got, want)
+	}
+	b, err := os.ReadFile(filepath.Join(h.Dir, "dirs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs, sizes []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		dir, size, _ := strings.Cut(line, " ")
+		dirs, sizes = append(dirs, dir), append(sizes, size)
+	}
+	if len(dirs) != 7 {
+		t.Fatalf("the hook saw %d runs, want 7:\n%s", len(dirs), b)
+	}
+	for i, size := range sizes {
+		if size != "0" {
+			t.Errorf("run %d found a patch file of %s bytes, want an empty one", i+1, size)
+		}
+	}
+	if dirs[0] != dirs[1] || dirs[1] != dirs[2] {
+		t.Errorf("one process's first three runs ran in %v, want one dir", dirs[:3])
+	}
+	if dirs[3] == dirs[2] || dirs[3] != dirs[4] || dirs[4] != dirs[5] {
+		t.Errorf("runs 3 to 6 ran in %v: want a new dir after the hook left a file in its dir, then that one", dirs[2:6])
+	}
+	if _, err := os.Stat(dirs[2]); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the dir the hook left a file in is still there: %v", err)
+	}
+	if dirs[6] == dirs[5] {
+		t.Errorf("the process started after a crash ran in the crashed one's dir %s", dirs[6])
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertEmptyDir(t, r.TmpDir)
 }
 
 func TestResidentRecycledAfterMaxRuns(t *testing.T) {
@@ -373,8 +457,8 @@ done
 	}
 }
 
-// groupRSS counts the children in the process group too.
-func TestGroupRSSCountsTheGroup(t *testing.T) {
+// descendantsRSS counts the processes below the hook in its group.
+func TestDescendantsRSSCountsTheGroup(t *testing.T) {
 	r, _ := testRunner(t)
 	defer r.Close()
 	h := bashHook(t, `echo $$ > pid
@@ -394,7 +478,7 @@ done
 	}
 	waitFile(t, filepath.Join(h.Dir, "child"))
 	pid := readPid(t, h, "pid")
-	if got := groupRSS(pid); got < 32<<20 {
-		t.Errorf("groupRSS = %d, want at least the child's 32 MiB", got)
+	if got := descendantsRSS(pid); got < 32<<20 {
+		t.Errorf("descendantsRSS = %d, want at least the child's 32 MiB", got)
 	}
 }

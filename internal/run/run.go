@@ -157,11 +157,19 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, fmt.Errorf("hook %s: not started: %w", h.Name, err)
 	}
+	log := r.logger().WithFields(logrus.Fields{"hook": h.Name, "binding": req.Binding, "queue": req.Queue})
+	stdout := newLineWriter(log.WithField("output", "stdout"), r.maxLineBytes(), 0)
+	stderr := newLineWriter(log.WithField("output", "stderr"), r.maxLineBytes(), stderrTailLines)
+	if h.Config.Settings.Resident {
+		if residentSupported {
+			return r.runResident(ctx, req, log, stdout, stderr)
+		}
+		r.residents.warnOneShot(h.Name, log)
+	}
 	dir, err := r.takeDir(req.Contexts)
 	if err != nil {
 		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
 	}
-	log := r.logger().WithFields(logrus.Fields{"hook": h.Name, "binding": req.Binding, "queue": req.Queue})
 	reusable := false // whether nothing of the run is left to write to dir
 	defer func() {
 		if err := r.releaseDir(dir, reusable); err != nil {
@@ -169,14 +177,6 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 		}
 	}()
 
-	stdout := newLineWriter(log.WithField("output", "stdout"), r.maxLineBytes(), 0)
-	stderr := newLineWriter(log.WithField("output", "stderr"), r.maxLineBytes(), stderrTailLines)
-	if h.Config.Settings.Resident {
-		if residentSupported {
-			return r.runResident(ctx, req, dir, log, stdout, stderr)
-		}
-		r.residents.warnOneShot(h.Name, log)
-	}
 	limits := r.Limits(req)
 	deadline := req.Deadline
 	if deadline == nil {
