@@ -1,17 +1,21 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,8 +39,12 @@ const admissionWorkers = 32
 // harness sends AdmissionRequests dry-run creates one at a time, each
 // followed by one to a namespace the webhook does not match, and reports
 // the latency the webhook adds (p50 and p99 of the differences of the two
-// distributions); then 2×AdmissionRequests creates from 32 goroutines, and
-// the requests per second the operator answers at its concurrency cap.
+// distributions). Then, from 32 goroutines: 2×AdmissionRequests creates
+// where the webhook does not match (the API server's own rate on this
+// machine, which bounds the next), as many where it does (the requests
+// per second answered at the operator's concurrency cap, through the API
+// server), and 4×AdmissionRequests AdmissionReviews sent straight to the
+// operator's webhook (the rate the operator and its hook answer at).
 // Dry-run creates change nothing and still go through admission (the
 // binding's sideEffects is None).
 func runAdmission(ctx context.Context, b *bench) error {
@@ -60,8 +68,8 @@ func runAdmission(ctx context.Context, b *bench) error {
 	}()
 	s := subject{b.impls[0], ""}
 	for rep := b.firstRepeat(); rep <= b.cfg.Repeat; rep++ {
-		rates := map[string]float64{} // by hook kind
-		index := map[string]int{}     // in b.runs
+		rates, direct := map[string]float64{}, map[string]float64{} // by hook kind
+		index := map[string]int{}                                   // in b.runs
 		for _, kind := range b.cfg.Hooks {
 			s.hook = kind
 			r := newRun("admission", "", s, rep, b.cfg.AdmissionRequests)
@@ -71,13 +79,17 @@ func runAdmission(ctx context.Context, b *bench) error {
 			}
 			b.record(r, op, err)
 			if err == nil {
-				rates[kind], index[kind] = r.Metrics[mAdmRate], len(b.runs)-1
+				rates[kind], direct[kind], index[kind] = r.Metrics[mAdmRate], r.Metrics[mAdmDirectRate], len(b.runs)-1
 			}
 		}
 		for _, kind := range b.cfg.Hooks {
 			if one := rates[oneShot(kind)]; residentHook(kind) && rates[kind] > 0 && one > 0 {
 				b.runs[index[kind]].Metrics[mAdmRateGain] = rates[kind] / one
 				logf("  admission: the %s hook answers %.1f times the requests per second of the %s hook", kind, rates[kind]/one, oneShot(kind))
+			}
+			if one := direct[oneShot(kind)]; residentHook(kind) && direct[kind] > 0 && one > 0 {
+				b.runs[index[kind]].Metrics[mAdmDirectGain] = direct[kind] / one
+				logf("  admission: sent directly, the %s hook answers %.1f times the requests per second of the %s hook", kind, direct[kind]/one, oneShot(kind))
 			}
 		}
 	}
@@ -137,11 +149,33 @@ func measureAdmission(ctx context.Context, b *bench, s subject, ns, free, certs,
 	r.Metrics[mAdmAddedP50] = percentile(with, 50) - percentile(without, 50)
 	r.Metrics[mAdmAddedP99] = percentile(with, 99) - percentile(without, 99)
 
+	// The API server's own rate, without the webhook, bounds the rate
+	// with it.
+	rate, err := concurrently(2*n, func() error { return b.cluster.DryRunCreate(ctx, free, "bench-a") })
+	if err != nil {
+		return op, fmt.Errorf("concurrent dry-run creates in %s: %w", free, err)
+	}
+	r.Metrics[mAdmFreeRate] = rate
+	if r.Metrics[mAdmRate], err = concurrently(2*n, func() error { return b.cluster.DryRunCreate(ctx, ns, "bench-a") }); err != nil {
+		return op, fmt.Errorf("concurrent dry-run creates in %s: %w", ns, err)
+	}
+	send, err := directReviews(ctx, b, certs, configName, ns)
+	if err != nil {
+		return op, err
+	}
+	if r.Metrics[mAdmDirectRate], err = concurrently(4*n, send); err != nil {
+		return op, fmt.Errorf("AdmissionReviews sent to the operator: %w", err)
+	}
+	return op, nil
+}
+
+// concurrently calls f total times from admissionWorkers goroutines and
+// returns the calls per second; the first error stops it.
+func concurrently(total int, f func() error) (float64, error) {
 	var done atomic.Int64
 	var firstErr error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	total := 2 * n
 	next := make(chan struct{}, total)
 	for range total {
 		next <- struct{}{}
@@ -151,7 +185,7 @@ func measureAdmission(ctx context.Context, b *bench, s subject, ns, free, certs,
 	for range admissionWorkers {
 		wg.Go(func() {
 			for range next {
-				if err := b.cluster.DryRunCreate(ctx, ns, "bench-a"); err != nil {
+				if err := f(); err != nil {
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = err
@@ -165,10 +199,73 @@ func measureAdmission(ctx context.Context, b *bench, s subject, ns, free, certs,
 	}
 	wg.Wait()
 	if firstErr != nil {
-		return op, fmt.Errorf("concurrent dry-run creates: %w", firstErr)
+		return 0, firstErr
 	}
-	r.Metrics[mAdmRate] = float64(done.Load()) / time.Since(start).Seconds()
-	return op, nil
+	return float64(done.Load()) / time.Since(start).Seconds(), nil
+}
+
+// directReviews returns a function that sends one AdmissionReview of a
+// dry-run ConfigMap create in ns straight to the operator's webhook, at
+// the URL it registered in configName, and checks that it is allowed: the
+// rate the operator answers at, which the API server does not bound.
+func directReviews(ctx context.Context, b *bench, certs, configName, ns string) (func() error, error) {
+	cfg, err := b.cluster.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, configName, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Webhooks) == 0 || cfg.Webhooks[0].ClientConfig.URL == nil {
+		return nil, fmt.Errorf("%s has no webhook with a URL", configName)
+	}
+	url := *cfg.Webhooks[0].ClientConfig.URL
+	caPEM, err := os.ReadFile(filepath.Join(certs, "ca.crt"))
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, MaxIdleConnsPerHost: admissionWorkers}}
+	object, err := json.Marshal(newConfigMap("bench-a"))
+	if err != nil {
+		return nil, err
+	}
+	var id atomic.Int64
+	return func() error {
+		uid := fmt.Sprintf("bench-%d", id.Add(1))
+		body, _ := json.Marshal(map[string]any{
+			"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+			"request": map[string]any{
+				"uid": uid, "kind": map[string]string{"group": "", "version": "v1", "kind": "ConfigMap"},
+				"resource": map[string]string{"group": "", "version": "v1", "resource": "configmaps"},
+				"name":     "bench-a", "namespace": ns, "operation": "CREATE", "dryRun": true,
+				"userInfo": map[string]any{"username": "bench"},
+				"object":   json.RawMessage(object), "options": map[string]any{"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
+			},
+		})
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var review struct {
+			Response struct {
+				UID     string `json:"uid"`
+				Allowed bool   `json:"allowed"`
+			} `json:"response"`
+		}
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&review); err != nil || resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s answered %s: %v", url, resp.Status, err)
+		}
+		if review.Response.UID != uid || !review.Response.Allowed {
+			return fmt.Errorf("%s answered %+v to %s, want it allowed", url, review.Response, uid)
+		}
+		return nil
+	}, nil
 }
 
 // admissionConfig is the hook configuration of the admission scenario: a

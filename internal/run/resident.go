@@ -31,6 +31,10 @@ const (
 	stopGrace = 5 * time.Second
 	// maxReplyBytes bounds one reply line; a reply is a few dozen bytes.
 	maxReplyBytes = 4 << 10
+	// surplusIdle is how long a process above a hook's parallelism (one
+	// started for admission or conversion requests that came at once)
+	// stays idle before it is stopped.
+	surplusIdle = 10 * time.Second
 	// descendantsEvery is how often, at most, the memory of the processes
 	// a resident hook started is read again (a walk of /proc that costs
 	// more than a run); the hook's own is read after every run.
@@ -65,6 +69,7 @@ type resident struct {
 	// descendantsAt.
 	descendants   int64
 	descendantsAt time.Time
+	idleSince     time.Time // when it last became idle
 }
 
 // residents keeps the idle resident processes of every hook, by hook name,
@@ -78,6 +83,12 @@ type residents struct {
 	warned  map[string]bool   // hooks told they run one-shot here
 	closed  bool
 	stops   sync.WaitGroup
+	// keep is, by hook name, how many idle processes stay however long
+	// they are idle (its parallelism); trimming says which hooks have a
+	// trim of the others scheduled.
+	keep        map[string]int
+	trimming    map[string]bool
+	surplusIdle time.Duration // zero: surplusIdle (tests shorten it)
 }
 
 // take returns an idle process of h whose executable is unchanged, or

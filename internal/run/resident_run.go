@@ -186,10 +186,7 @@ func (r *Runner) returnResident(name string, rp *resident, s hook.Settings, log 
 	if rp.gen != p.gens[name] {
 		reason = p.recycle[name]
 	}
-	// Runs beside the queue's (admission requests at once) may start more
-	// processes than parallelism; only that many stay.
-	surplus := len(p.idle[name]) >= max(1, s.Parallelism)
-	if rp.gen != p.gens[name] || reason != "" || p.closed || surplus {
+	if rp.gen != p.gens[name] || reason != "" || p.closed {
 		if reason != "" {
 			r.processes().ProcessRecycled(name, reason)
 			log.WithFields(logrus.Fields{"reason": reason, "runs": rp.runs}).Info("resident hook process recycled")
@@ -198,9 +195,57 @@ func (r *Runner) returnResident(name string, rp *resident, s hook.Settings, log 
 		return
 	}
 	if p.idle == nil {
-		p.idle = map[string][]*resident{}
+		p.idle, p.keep = map[string][]*resident{}, map[string]int{}
 	}
+	rp.idleSince = time.Now()
 	p.idle[name] = append(p.idle[name], rp)
+	// Runs beside the queue's (admission requests at once) may start more
+	// processes than parallelism; those above it stop once idle for
+	// surplusIdle, so that requests that keep coming at once keep theirs.
+	p.keep[name] = max(1, s.Parallelism)
+	if len(p.idle[name]) > p.keep[name] {
+		r.scheduleTrimLocked(name, p.idleFor())
+	}
+}
+
+func (p *residents) idleFor() time.Duration {
+	if p.surplusIdle > 0 {
+		return p.surplusIdle
+	}
+	return surplusIdle
+}
+
+// scheduleTrimLocked trims name's idle processes after wait, unless a trim
+// is scheduled already.
+func (r *Runner) scheduleTrimLocked(name string, wait time.Duration) {
+	p := &r.residents
+	if p.trimming[name] {
+		return
+	}
+	if p.trimming == nil {
+		p.trimming = map[string]bool{}
+	}
+	p.trimming[name] = true
+	time.AfterFunc(wait, func() { r.trimResidents(name) })
+}
+
+// trimResidents stops name's idle processes above its keep that have been idle for
+// surplusIdle, the longest idle first (idle lists are taken from the end),
+// and schedules the next trim while more than keep are idle.
+func (r *Runner) trimResidents(name string) {
+	p := &r.residents
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.trimming[name] = false
+	idle, keep, now := p.idle[name], p.keep[name], time.Now()
+	for len(idle) > keep && now.Sub(idle[0].idleSince) >= p.idleFor() {
+		p.stopLocked(idle[0], r.killGrace(), true)
+		idle = idle[1:]
+	}
+	p.idle[name] = idle
+	if len(idle) > keep {
+		r.scheduleTrimLocked(name, idle[0].idleSince.Add(p.idleFor()).Sub(now))
+	}
 }
 
 // replaced stops rp after a fault; a crash counts towards the backoff of

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -341,8 +342,12 @@ func itoa(i int) string { return strconv.Itoa(i) }
 
 // Runs at once start a process each; only settings.parallelism of them stay
 // for later runs.
+// Runs at once beyond parallelism start more processes; those stay while
+// runs keep coming and stop once idle for surplusIdle, the longest idle
+// first, down to parallelism.
 func TestResidentKeepsParallelismProcesses(t *testing.T) {
 	r, _ := testRunner(t)
+	r.residents.surplusIdle = 500 * time.Millisecond
 	defer r.Close()
 	h := bashHook(t, `echo $$ >> starts
 while IFS= read -r line <&3; do
@@ -370,19 +375,39 @@ done
 	if n := starts(t, h); n != 3 {
 		t.Fatalf("3 runs at once: %d starts, want 3", n)
 	}
+	idle := func() int {
+		r.residents.mu.Lock()
+		defer r.residents.mu.Unlock()
+		return len(r.residents.idle[h.Name])
+	}
+	if n := idle(); n != 3 {
+		t.Errorf("right after the runs, %d processes idle, want the 3 that ran them", n)
+	}
 	for i := range 4 {
 		if _, err := r.Run(context.Background(), Request{Hook: h, Contexts: []byte(`["go"]`)}); err != nil {
 			t.Fatalf("run %d: %v", i, err)
 		}
 	}
 	if n := starts(t, h); n != 3 {
-		t.Errorf("later runs started %d more processes, want none (2 kept)", n-3)
+		t.Errorf("later runs started %d more processes, want none", n-3)
 	}
+	deadline := time.Now().Add(10 * time.Second)
+	for idle() > 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := idle(); n != 2 {
+		t.Errorf("%d processes kept after they were idle, want settings.parallelism 2", n)
+	}
+	// One idle since the runs at once went, not the one the later runs
+	// used (taken from the end, the last returned).
 	r.residents.mu.Lock()
-	kept := len(r.residents.idle[h.Name])
+	var runs []int
+	for _, rp := range r.residents.idle[h.Name] {
+		runs = append(runs, rp.runs)
+	}
 	r.residents.mu.Unlock()
-	if kept != 2 {
-		t.Errorf("%d processes kept, want settings.parallelism 2", kept)
+	if !slices.Contains(runs, 5) {
+		t.Errorf("the processes kept had served %v runs, want one that served the 4 later runs too (5)", runs)
 	}
 }
 
