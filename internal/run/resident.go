@@ -70,6 +70,7 @@ type resident struct {
 	descendants   int64
 	descendantsAt time.Time
 	idleSince     time.Time // when it last became idle
+	statm         *os.File  // its /proc statm, read after each run (nil: unknown)
 }
 
 // residents keeps the idle resident processes of every hook, by hook name,
@@ -231,6 +232,7 @@ func (r *Runner) startResident(h *hook.Hook, log logrus.FieldLogger) (*resident,
 	}
 	// The child's ends: the hook (and what it starts) holds them now.
 	_, _, _, _ = reqRead.Close(), replyWrite.Close(), outWrite.Close(), errWrite.Close()
+	rp.statm = openStatm(cmd.Process.Pid)
 	r.processes().ProcessStarted(h.Name)
 	log.WithField("pid", cmd.Process.Pid).Info("resident hook process started")
 	go out.copy()

@@ -166,7 +166,7 @@ func (rp *resident) memory(now time.Time) int64 {
 	if now.Sub(rp.descendantsAt) >= descendantsEvery {
 		rp.descendants, rp.descendantsAt = descendantsRSS(pid), now
 	}
-	return ownRSS(pid) + rp.descendants
+	return ownRSS(rp.statm) + rp.descendants
 }
 
 // returnResident puts rp back among h's idle processes, or, past its
@@ -286,6 +286,9 @@ func (rp *resident) stop(killGrace time.Duration, graceful bool) {
 	defer func() {
 		if rp.dir != nil {
 			_ = rp.dir.remove()
+		}
+		if rp.statm != nil {
+			_ = rp.statm.Close()
 		}
 	}()
 	_ = rp.request.Close()

@@ -507,3 +507,25 @@ done
 		t.Errorf("descendantsRSS = %d, want at least the child's 32 MiB", got)
 	}
 }
+
+// ownRSS reads the process's statm through the file opened at its start,
+// and reads nothing once the process has ended, whatever takes its pid.
+func TestOwnRSSFollowsTheProcess(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f := openStatm(cmd.Process.Pid)
+	if f == nil {
+		t.Fatal("cannot open the statm of a process just started")
+	}
+	defer f.Close()
+	if got := ownRSS(f); got <= 0 {
+		t.Errorf("ownRSS of a running sleep = %d, want its RSS", got)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if got := ownRSS(f); got != 0 {
+		t.Errorf("ownRSS after the process ended = %d, want 0", got)
+	}
+}
