@@ -1,0 +1,157 @@
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/hook-operator/hook-operator/internal/testcluster"
+)
+
+// residentLoop is a resident bash hook without the helpers (the loop of
+// docs/hooks.md): --config prints config; otherwise it records its pid in
+// marks/starts, then runs body in a subshell for each request, with the
+// run's variables exported. Started without the protocol, it fails.
+func residentLoop(config, marks, body string) string {
+	return `#!/usr/bin/env bash
+set -euo pipefail
+if [[ "${1:-}" == "--config" ]]; then
+cat <<'CONFIG'
+` + config + `
+CONFIG
+exit 0
+fi
+[[ ${HOOK_OPERATOR_RESIDENT:-} == 1 ]] || { echo "not resident" >&2; exit 1; }
+echo $$ >> ` + marks + `/starts
+while IFS= read -r line <&3; do
+  [[ $line =~ \"id\":\"([0-9]+)\" ]] && id=${BASH_REMATCH[1]}
+  for v in BINDING_CONTEXT_PATH KUBERNETES_PATCH_PATH METRICS_PATH VALIDATING_RESPONSE_PATH \
+           ADMISSION_RESPONSE_PATH CONVERSION_RESPONSE_PATH; do
+    [[ $line =~ \"$v\":\"([^\"]*)\" ]] && export "$v=${BASH_REMATCH[1]}"
+  done
+  code=0
+  (
+` + body + `
+  ) || code=$?
+  printf '{"id":"%s","exitCode":%d}\n' "$id" "$code" >&4
+done
+`
+}
+
+func startsIn(t *testing.T, marks string) []string {
+	t.Helper()
+	data, _ := os.ReadFile(filepath.Join(marks, "starts"))
+	return strings.Fields(string(data))
+}
+
+// start --dry-run runs a resident hook as start does, through its process:
+// the run's operations are printed, and the cluster is left as it was.
+func TestIntegrationResidentDryRun(t *testing.T) {
+	c, ns, hooksDir, crd := dryRunSetup(t)
+	marks := t.TempDir()
+	must(t, os.Remove(filepath.Join(hooksDir, "change.sh")))
+	writeHook(t, hooksDir, "change.sh", residentLoop(
+		`{"configVersion":"v1","settings":{"resident":true},"kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"executeHookOnEvent":[]}]}`,
+		marks, `echo '{"operation":"MergePatch","kind":"ConfigMap","namespace":"`+ns+`","name":"cm","mergePatch":{"data":{"a":"2"}}}' >> "$KUBERNETES_PATCH_PATH"`))
+	bin := buildBinary(t)
+	before := resourceVersions(t, c, ns)
+	run := firstRun(t, bin, c.Kubeconfig, hooksDir, "client")
+	assertUnchanged(t, c, ns, crd, before)
+	if run.Hook != "change.sh" || run.Error != "" || len(run.Operations) != 1 {
+		t.Errorf("run: hook %q error %q, %d operations; want change.sh's one patch", run.Hook, run.Error, len(run.Operations))
+	}
+	if ch, ok := change(run, "Updated", "ConfigMap "+ns+"/cm"); !ok || !strings.Contains(ch.Diff, `+  a: "2"`) {
+		t.Errorf("no diff of cm's patch: %+v", run.Changes)
+	}
+	if starts := startsIn(t, marks); len(starts) != 1 {
+		t.Errorf("the dry run started the resident hook %d times (%v), want once", len(starts), starts)
+	}
+}
+
+// The API server's conversion requests are served by a resident hook's
+// processes: an object stored as v1alpha1 is read as v1 again and again
+// without a process start per request.
+func TestIntegrationResidentConversion(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	bin := buildBinary(t)
+	_, certs, port := servingSetup(t)
+	group := ns + ".resident-conversion.example.com"
+	crd := "crontabs." + group
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	t.Cleanup(func() { _ = c.Dynamic.Resource(crdGVR).Delete(context.Background(), crd, metav1.DeleteOptions{}) })
+	version := func(name string, storage bool) string {
+		return fmt.Sprintf(`
+  - name: %s
+    served: true
+    storage: %t
+    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, x-kubernetes-preserve-unknown-fields: true}}}}`, name, storage)
+	}
+	out, err := kubectlApply(c.Kubeconfig, fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: %s}
+spec:
+  group: %s
+  scope: Namespaced
+  names: {plural: crontabs, singular: crontab, kind: CronTab}
+  versions:%s%s
+`, crd, group, version("v1alpha1", true), version("v1", false)))
+	must(t, errWith(err, out))
+
+	hooks, marks := t.TempDir(), t.TempDir()
+	writeHook(t, hooks, "convert.sh", residentLoop(`configVersion: v1
+settings: {resident: true}
+kubernetesCustomResourceConversion:
+- name: alpha1_to_v1
+  crdName: `+crd+`
+  conversions:
+  - {fromVersion: `+group+`/v1alpha1, toVersion: `+group+`/v1}`, marks,
+		`jq '{convertedObjects: [.[0] as $c | $c.review.request.objects[] |
+  if .apiVersion == $c.fromVersion then .apiVersion = $c.toVersion | .spec.schedule = (.spec.cron | join(" ")) | del(.spec.cron) else . end]}' \
+  "$BINDING_CONTEXT_PATH" > "$CONVERSION_RESPONSE_PATH"`))
+	o := startObserved(t, bin, c.Kubeconfig, hooks,
+		"--webhook-listen-address", "127.0.0.1:"+port, "--webhook-url", "https://127.0.0.1:"+port,
+		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
+		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", "resident-conversion-"+ns)
+	waitUntil(t, "the conversion registered in the CRD", func() bool {
+		return strings.Contains(o.logs.String(), `"msg":"conversion webhook registered in the CRD"`)
+	}, o.logs.String)
+	out, err = kubectlApply(c.Kubeconfig, fmt.Sprintf(`apiVersion: %s/v1alpha1
+kind: CronTab
+metadata: {name: nightly, namespace: %s}
+spec: {cron: ["0", "3", "*", "*", "*"]}
+`, group, ns))
+	must(t, errWith(err, out))
+	get := func() (string, error) {
+		b, err := exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "-n", ns, "get", "crontabs.v1."+group, "nightly",
+			"-o", "jsonpath={.apiVersion} {.spec.schedule}").CombinedOutput()
+		return string(b), err
+	}
+	want := group + "/v1 0 3 * * *"
+	var got string
+	waitUntil(t, "the object read as v1", func() bool {
+		got, err = get()
+		return err == nil && got == want
+	}, func() string { return got + "\n" + o.logs.String() })
+	// The API server may send requests at once (one process each); later
+	// reads, one at a time, reuse those processes.
+	first := startsIn(t, marks)
+	for i := range 5 {
+		if got, err := get(); err != nil || got != want {
+			t.Fatalf("read %d as v1: %q, %v; want %q", i, got, err, want)
+		}
+	}
+	if starts := startsIn(t, marks); len(first) == 0 || len(starts) != len(first) {
+		t.Errorf("5 reads one at a time started the hook %d more times (%v before, %v after), want none", len(starts)-len(first), first, starts)
+	}
+	if n := o.metric(t, `hook_operator_hook_process_starts_total{hook="convert.sh"}`); n != float64(len(first)) {
+		t.Errorf("hook_process_starts_total = %v, want the %d starts the hook counted", n, len(first))
+	}
+}
