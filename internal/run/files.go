@@ -37,7 +37,7 @@ type runDir struct {
 
 // newRunDir creates a 0700 dir under parent ("" = os.TempDir()) holding the
 // binding contexts and empty output files, all 0600.
-func newRunDir(parent string, contexts []byte) (*runDir, error) {
+func newRunDir(parent string, contexts func(io.Writer) error) (*runDir, error) {
 	path, err := os.MkdirTemp(parent, "hook-run-")
 	if err != nil {
 		return nil, fmt.Errorf("creating the run's temp dir: %w", err)
@@ -64,12 +64,17 @@ func newRunDir(parent string, contexts []byte) (*runDir, error) {
 }
 
 // writeContexts writes the binding contexts file of d, which must not
-// exist: "[]" when there are none.
-func (d *runDir) writeContexts(contexts []byte) error {
-	if len(contexts) == 0 {
-		contexts = []byte("[]")
+// exist, 0600, with write (Request.contextsWriter).
+func (d *runDir) writeContexts(write func(io.Writer) error) error {
+	f, err := os.OpenFile(d.contexts, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
 	}
-	return createFile(d.contexts, contexts)
+	if err := write(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // createFile creates name, which must not exist, 0600, holding content.
