@@ -243,6 +243,9 @@ func TestParseFlags(t *testing.T) {
 			t.Errorf("parseFlags(%q) should fail", bad)
 		}
 	}
+	if c, err := parseFlags([]string{"--scale-namespace", "kept"}); err != nil || c.ScaleNamespace != "kept" || c.Full() {
+		t.Errorf("--scale-namespace kept: %+v, %v; want it set, and not a full run", c, err)
+	}
 	sizes, err := parseSizes("100000, 1000,1000")
 	if err != nil || !slices.Equal(sizes, []int{1000, 100000}) {
 		t.Errorf("parseSizes = %v, %v; want sorted, without duplicates", sizes, err)
