@@ -243,6 +243,9 @@ func TestParseFlags(t *testing.T) {
 			t.Errorf("parseFlags(%q) should fail", bad)
 		}
 	}
+	if c, err := parseFlags([]string{"--scale-namespace", "kept"}); err != nil || c.ScaleNamespace != "kept" || c.Full() {
+		t.Errorf("--scale-namespace kept: %+v, %v; want it set, and not a full run", c, err)
+	}
 	sizes, err := parseSizes("100000, 1000,1000")
 	if err != nil || !slices.Equal(sizes, []int{1000, 100000}) {
 		t.Errorf("parseSizes = %v, %v; want sorted, without duplicates", sizes, err)
@@ -406,5 +409,36 @@ func TestHookConfig(t *testing.T) {
 	}
 	if strings.Contains(string(hookConfig("ns-1", nil)), "keepFullObjectsInMemory") {
 		t.Error("without keepFull the default applies and the key is left out")
+	}
+}
+
+// The scale table reports peak ÷ settled RSS, with issue 37's target of
+// 1.3× at 100,000 and 300,000 objects.
+func TestScalePeakOverSettled(t *testing.T) {
+	cfg := testConfig()
+	cfg.Scenarios, cfg.ScaleSizes = []string{"scale"}, []int{10000, 100000, 300000}
+	var runs []Run
+	for _, n := range cfg.ScaleSizes {
+		r := newRun("scale", "keepFull=true", testSubject(ours, cfg.Hooks[0]), 1, n)
+		r.Metrics[mPeakRSS], r.Metrics[mRSSLater], r.Metrics[mPeakOver] = 150, 100, 1.5
+		runs = append(runs, r)
+	}
+	s := summarize(cfg, runs)
+	for _, sum := range s {
+		if sum.Metric != mPeakOver {
+			continue
+		}
+		if sum.Objects == 10000 && sum.Target != nil {
+			t.Errorf("the peak target is for 100,000 and 300,000 objects only: %+v", sum)
+		}
+		if sum.Objects != 10000 && (sum.Target == nil || *sum.Target != 1.3 || *sum.Pass) {
+			t.Errorf("a peak 1.5× the settled RSS at %d objects must fail the 1.3× target: %+v", sum.Objects, sum)
+		}
+	}
+	r := &Report{Config: cfg, Summaries: s}
+	var b strings.Builder
+	r.writeScale(&b)
+	if !strings.Contains(b.String(), "| peak ÷ settled |") || !strings.Contains(b.String(), "| 1.50× (FAIL) |") {
+		t.Errorf("the scale table lacks the peak ÷ settled column or its verdict:\n%s", b.String())
 	}
 }

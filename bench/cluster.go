@@ -99,6 +99,49 @@ func (c *cluster) Namespace(ctx context.Context, scenario string) (string, error
 	}
 }
 
+// KeptNamespace returns namespace name, created when missing, for
+// --scale-namespace: it has no bench label, so that neither Cleanup nor
+// WaitLeftovers deletes it, and the ConfigMaps made in it serve later runs.
+func (c *cluster) KeptNamespace(ctx context.Context, name string) (string, error) {
+	_, err := c.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("--scale-namespace %s: %w", name, err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		_, err := c.client.CoreV1().ConfigMaps(name).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		if err == nil {
+			return name, nil
+		}
+		if !apierrors.IsNotFound(err) || time.Now().After(deadline) {
+			return "", fmt.Errorf("--scale-namespace %s: no kube-root-ca.crt ConfigMap (is kube-controller-manager running?): %w", name, err)
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return "", err
+		}
+	}
+}
+
+// Present returns the names of the ConfigMaps of ns that start with
+// prefix, listed in pages.
+func (c *cluster) Present(ctx context.Context, ns, prefix string) (map[string]bool, error) {
+	have := map[string]bool{}
+	opts := metav1.ListOptions{Limit: 10000}
+	for {
+		l, err := c.client.CoreV1().ConfigMaps(ns).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list the configmaps of %s: %w", ns, err)
+		}
+		for _, cm := range l.Items {
+			if strings.HasPrefix(cm.Name, prefix) {
+				have[cm.Name] = true
+			}
+		}
+		if opts.Continue = l.Continue; opts.Continue == "" {
+			return have, nil
+		}
+	}
+}
+
 // Cleanup starts deleting the namespaces of this run. Deletion goes on in
 // the cluster after the harness ends; the next run waits for it.
 func (c *cluster) Cleanup() {

@@ -71,6 +71,9 @@ type Config struct {
 	ParallelObjects int `json:"parallel_objects"`
 	// ScaleSizes are the object counts of the growth curve, ascending.
 	ScaleSizes []int `json:"scale_sizes"`
+	// ScaleNamespace, when set, is the scale scenario's namespace, kept
+	// between runs with its ConfigMaps (--scale-namespace).
+	ScaleNamespace string `json:"scale_namespace,omitempty"`
 	// Settle is how long after the Synchronization run memory is read again.
 	Settle time.Duration `json:"settle_ns"`
 	Quick  bool          `json:"quick"`
@@ -111,6 +114,7 @@ func parseFlags(args []string) (*Config, error) {
 	hooks := fs.String("hook", "both", "hooks, comma-separated: bash, go, go-resident, bash-resident; both (bash,go) or all")
 	repeat := fs.Int("repeat", 3, "runs of each scenario; medians are reported")
 	sizes := fs.String("scale-sizes", "1000,10000,100000,300000", "object counts of the scale scenario's growth curve")
+	scaleNS := fs.String("scale-namespace", "", "keep the scale scenario's ConfigMaps in this namespace for later runs (made if missing, never deleted)")
 	syncObjects := fs.Int("sync-objects", 12000, "ConfigMaps the sync scenario watches")
 	burstObjects := fs.Int("burst-objects", 3000, "ConfigMaps the burst scenario creates")
 	failoverObjects := fs.Int("failover-objects", 1000, "ConfigMaps the failover scenario's operators watch")
@@ -147,6 +151,7 @@ func parseFlags(args []string) (*Config, error) {
 		Quick:             *quick,
 		Profile:           *profile,
 		HookTmpDir:        *hookTmpDir,
+		ScaleNamespace:    *scaleNS,
 		Out:               *out,
 		Binary:            *binary,
 		Reference:         *ref,

@@ -259,7 +259,7 @@ func (b *bench) record(r Run, op *operator, err error) {
 		return
 	}
 	line := fmt.Sprintf("  %s, %s, %s hook, run %d:", name, r.Operator, r.Hook, r.Repeat)
-	for _, m := range []string{mObjectRate, mParallelCost, mShardScale, mTwice, mFailover, mLeaseTaken, mTakeoverSync, mStandbyRSS, mLeaderRSS, mLeaderReqs, mStandbyReqs, mAdmBaseP50, mAdmAddedP50, mAdmAddedP99, mAdmFreeRate, mAdmRate, mAdmRateGain, mAdmDirectRate, mAdmDirectGain, mFloor, mSync, mOverFloor, mRSS, mPeakRSS, mRSSLater, mRate, mDrain, mP50, mP99, mCPUPerEvent, mCPUWithHooks, mHookRSS, mHookProcesses, mRuns, mMissed} {
+	for _, m := range []string{mObjectRate, mParallelCost, mShardScale, mTwice, mFailover, mLeaseTaken, mTakeoverSync, mStandbyRSS, mLeaderRSS, mLeaderReqs, mStandbyReqs, mAdmBaseP50, mAdmAddedP50, mAdmAddedP99, mAdmFreeRate, mAdmRate, mAdmRateGain, mAdmDirectRate, mAdmDirectGain, mFloor, mSync, mOverFloor, mRSS, mPeakRSS, mRSSLater, mPeakOver, mRate, mDrain, mP50, mP99, mCPUPerEvent, mCPUWithHooks, mHookRSS, mHookProcesses, mRuns, mMissed} {
 		if v, ok := r.Metrics[m]; ok {
 			line += fmt.Sprintf(" %s %s,", m, formatValue(m, v))
 		}

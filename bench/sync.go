@@ -69,6 +69,9 @@ func measureSync(ctx context.Context, b *bench, s subject, ns string, keepFull b
 		return op, err
 	}
 	r.Metrics[mPeakRSS], r.Metrics[mRSSLater] = mb(m.Peak), mb(m.RSS)
+	if m.RSS > 0 {
+		r.Metrics[mPeakOver] = float64(m.Peak) / float64(m.RSS)
+	}
 	r.Metrics[mRSSAnon], r.Metrics[mRSSFile] = mb(m.Anon), mb(m.File)
 	if c := op.Connected(); !c.IsZero() {
 		r.Metrics[mConnected] = seconds(op.started, c)

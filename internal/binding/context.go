@@ -5,9 +5,11 @@
 package binding
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 )
 
@@ -54,7 +56,7 @@ func (o Object) MarshalJSON() ([]byte, error) {
 }
 
 // writeFields writes the object's keys; comma says whether one must precede.
-func (o Object) writeFields(b *bytes.Buffer, comma bool) {
+func (o Object) writeFields(b jsonWriter, comma bool) {
 	if o.Raw != nil {
 		if comma {
 			b.WriteByte(',')
@@ -111,7 +113,7 @@ func (c Context) MarshalJSON() ([]byte, error) {
 }
 
 // write appends the context's JSON to b.
-func (c Context) write(b *bytes.Buffer) error {
+func (c Context) write(b jsonWriter) error {
 	b.WriteString(`{"binding":`)
 	writeString(b, c.Binding)
 	if c.Type != "" {
@@ -142,8 +144,12 @@ func (c Context) write(b *bytes.Buffer) error {
 		b.WriteString(`,"review":`)
 		if len(c.Review) == 0 {
 			b.WriteString("null")
-		} else if err := json.Compact(b, c.Review); err != nil {
-			return fmt.Errorf("binding %s: the review is not JSON: %w", c.Binding, err)
+		} else {
+			var review bytes.Buffer
+			if err := json.Compact(&review, c.Review); err != nil {
+				return fmt.Errorf("binding %s: the review is not JSON: %w", c.Binding, err)
+			}
+			b.Write(review.Bytes())
 		}
 	}
 	if c.Snapshots != nil {
@@ -168,7 +174,7 @@ func (c Context) write(b *bytes.Buffer) error {
 }
 
 // writeObjects writes objs as a JSON array ([] when empty).
-func writeObjects(b *bytes.Buffer, objs []Object) {
+func writeObjects(b jsonWriter, objs []Object) {
 	b.WriteByte('[')
 	for i, o := range objs {
 		if i > 0 {
@@ -181,7 +187,7 @@ func writeObjects(b *bytes.Buffer, objs []Object) {
 	b.WriteByte(']')
 }
 
-func writeString(b *bytes.Buffer, s string) {
+func writeString(b jsonWriter, s string) {
 	data, _ := json.Marshal(s) // a string always encodes
 	b.Write(data)
 }
@@ -203,17 +209,83 @@ func SortObjects(objs []Object) {
 // JSON the runtime wrote (watch entries, jq results; a review is compacted
 // as it is written), and scanning them again was the largest part of
 // preparing a run (FuzzEncodeRoundTrip checks the result is valid JSON).
+//
+// The buffer is sized once, from sizeHint, before anything is written: a
+// buffer left to grow by doubling allocated about three times what it
+// finally held, and held the old and the new copy at once. Where the bytes
+// are not needed afterwards, Write does without the buffer.
 func Encode(contexts []Context) ([]byte, error) {
 	var b bytes.Buffer
+	b.Grow(sizeHint(contexts))
+	if err := encode(&b, contexts); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// Write writes what Encode returns to w, through a small buffer of its
+// own: a Synchronization of 100,000 full objects is about 45 MB of JSON,
+// and held whole, it was the largest part of the start-up memory peak
+// (docs/decisions.md, "The start-up memory peak").
+func Write(w io.Writer, contexts []Context) error {
+	b := bufio.NewWriterSize(w, 64<<10)
+	if err := encode(b, contexts); err != nil {
+		return err
+	}
+	return b.Flush()
+}
+
+// jsonWriter is what the encoding writes to: a bytes.Buffer (Encode) or a
+// bufio.Writer (Write). Their writes fail only when the bufio.Writer's
+// does, and then it remembers the error and Flush returns it.
+type jsonWriter interface {
+	io.Writer
+	io.ByteWriter
+	io.StringWriter
+}
+
+func encode(b jsonWriter, contexts []Context) error {
 	b.WriteByte('[')
 	for i, c := range contexts {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		if err := c.write(&b); err != nil {
-			return nil, err
+		if err := c.write(b); err != nil {
+			return err
 		}
 	}
 	b.WriteByte(']')
-	return b.Bytes(), nil
+	return nil
+}
+
+// Upper bounds of what Encode writes around the JSON it copies: per object
+// ({"object":,"filterResult":} and a comma) and per context (its keys,
+// binding, type and group names, and a conversion's versions, which are
+// short names; a longer one only makes the buffer grow once).
+const (
+	objectOverhead  = 32
+	contextOverhead = 512
+)
+
+// sizeHint returns about how many bytes Encode writes for contexts, at
+// least that many unless a context's names are unusually long.
+func sizeHint(contexts []Context) int {
+	n := 2
+	object := func(o *Object) { n += len(o.Raw) + len(o.FilterResult) + objectOverhead }
+	for _, c := range contexts {
+		n += contextOverhead + len(c.Review)
+		for i := range c.Objects {
+			object(&c.Objects[i])
+		}
+		if c.Object != nil {
+			object(c.Object)
+		}
+		for name, snap := range c.Snapshots {
+			n += len(name) + 8
+			for i := range snap {
+				object(&snap[i])
+			}
+		}
+	}
+	return n
 }

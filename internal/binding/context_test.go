@@ -1,7 +1,11 @@
 package binding
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -135,3 +139,89 @@ func BenchmarkEncode(b *testing.B) {
 		})
 	}
 }
+
+// Encode sizes its buffer once: a Synchronization of many objects is
+// written without the buffer growing (and copying) as it fills, which was
+// the largest part of the start-up memory peak.
+func TestEncodeSizesItsBufferOnce(t *testing.T) {
+	objects := make([]Object, 20000)
+	for i := range objects {
+		objects[i] = obj("ns", fmt.Sprintf("cm-%06d", i), true, `{"name":"x","value":"small"}`)
+	}
+	contexts := []Context{{Binding: "cms", Type: TypeSynchronization, Objects: objects}}
+	data, err := Encode(contexts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hint := sizeHint(contexts); len(data) > hint {
+		t.Fatalf("Encode wrote %d bytes, more than sizeHint's %d", len(data), hint)
+	}
+	allocs := testing.AllocsPerRun(3, func() { _, _ = Encode(contexts) })
+	// The buffer and a few small things (the binding's and the type's names
+	// as JSON strings; a few more under -race); a buffer that grows as it
+	// fills makes 15 more here.
+	if allocs > 12 {
+		t.Errorf("Encode made %.0f allocations for one Synchronization of %d objects, want at most 12: its buffer grew as it filled", allocs, len(objects))
+	}
+}
+
+// sizeHint is at least what Encode writes for every shape of context.
+func TestSizeHintCoversEveryShape(t *testing.T) {
+	o := obj("a", "p", true, `{"x":1}`)
+	review := json.RawMessage(`{"request":{"uid":"1","object":{"metadata":{"name":"p"}}}}`)
+	for _, c := range []Context{
+		{Binding: OnStartup},
+		{Binding: "pods", Type: TypeSynchronization, Objects: []Object{o, o}},
+		{Binding: "pods", Type: TypeEvent, WatchEvent: "Added", Object: &o},
+		{Binding: "pods", Type: TypeGroup, GroupName: "g", Snapshots: map[string][]Object{"pods": {o}, "cms": nil}},
+		{Binding: "check", Type: TypeValidating, Review: review},
+		{Binding: "convert", Type: TypeConversion, FromVersion: "v1", ToVersion: "v2", Review: review},
+	} {
+		data, err := Encode([]Context{c, c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hint := sizeHint([]Context{c, c}); len(data) > hint {
+			t.Errorf("%s context: Encode wrote %d bytes, sizeHint said %d", c.Type, len(data), hint)
+		}
+	}
+}
+
+// Write writes what Encode returns, for every shape of context, and its
+// writer's error comes back.
+func TestWriteMatchesEncode(t *testing.T) {
+	o := obj("a", "p", true, `{"x":1}`)
+	many := make([]Object, 5000) // more than Write's buffer holds
+	for i := range many {
+		many[i] = obj("ns", fmt.Sprintf("cm-%06d", i), true, `{"name":"x"}`)
+	}
+	contexts := []Context{
+		{Binding: OnStartup},
+		{Binding: "pods", Type: TypeSynchronization, Objects: many},
+		{Binding: "pods", Type: TypeEvent, WatchEvent: "Added", Object: &o},
+		{Binding: "pods", Type: TypeGroup, GroupName: "g", Snapshots: map[string][]Object{"pods": {o}, "cms": nil}},
+		{Binding: "check", Type: TypeValidating, Review: json.RawMessage(`{ "request" : {"uid":"1"} }`)},
+	}
+	want, err := Encode(contexts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if err := Write(&got, contexts); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Fatalf("Write wrote %d bytes that differ from Encode's %d", got.Len(), len(want))
+	}
+	if err := Write(failingWriter{}, contexts); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("Write to a failing writer: %v, want its error", err)
+	}
+	bad := []Context{{Binding: "check", Type: TypeValidating, Review: json.RawMessage(`{`)}}
+	if err := Write(&got, bad); err == nil || !strings.Contains(err.Error(), "binding check") {
+		t.Fatalf("Write of a review that is not JSON: %v, want an error naming the binding", err)
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }

@@ -1,7 +1,10 @@
 // Package memlimit sets the Go runtime's memory limit from the container's,
 // so that the garbage collector works harder as the operator nears the
 // container's limit instead of letting the heap grow until the kernel's
-// OOM killer ends the process.
+// OOM killer ends the process. It also lowers the garbage collector's
+// target while the initial lists fill the watch cache
+// (LowerGCWhileStarting), which keeps the start-up peak near the memory the
+// process settles at.
 package memlimit
 
 import (

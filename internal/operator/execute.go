@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -134,15 +135,23 @@ func (e *Executor) execute(ctx context.Context, t *queue.Task, rep *Report) erro
 		}
 		return nil
 	})
-	data, err := binding.Encode(contexts)
-	if err != nil {
-		return fail("its binding contexts could not be encoded", fmt.Errorf("hook %s: encode binding contexts: %w", t.Hook.Name, err))
-	}
 	names := bindingNames(contexts)
-	rep.Contexts, rep.Bindings = data, names
+	req := run.Request{Hook: t.Hook, Binding: names, Queue: t.Queue, Deadline: runDeadline(ctx)}
+	if e.Report != nil {
+		// The report prints the contexts (dry-run, replay, test).
+		data, err := binding.Encode(contexts)
+		if err != nil {
+			return fail("its binding contexts could not be encoded", fmt.Errorf("hook %s: encode binding contexts: %w", t.Hook.Name, err))
+		}
+		req.Contexts, rep.Contexts = data, data
+	} else {
+		// Straight into the file: a Synchronization is never held whole.
+		req.WriteContexts = func(w io.Writer) error { return binding.Write(w, contexts) }
+	}
+	rep.Bindings = names
 	log := e.Log.WithFields(logrus.Fields{"hook": t.Hook.Name, "binding": names, "queue": t.Queue})
 	log.WithField("contexts", len(contexts)).Debug("running hook")
-	res, err := e.Runner.Run(ctx, run.Request{Hook: t.Hook, Contexts: data, Binding: names, Queue: t.Queue, Deadline: runDeadline(ctx)})
+	res, err := e.Runner.Run(ctx, req)
 	rep.ran(res)
 	if err != nil {
 		return fail(runStatus(err), err)

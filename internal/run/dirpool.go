@@ -2,6 +2,7 @@ package run
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,7 +60,7 @@ func (p *dirPool) close() error {
 
 // takeDir returns a run dir holding contexts: one kept from an earlier
 // run when there is one, else a new one.
-func (r *Runner) takeDir(contexts []byte) (*runDir, error) {
+func (r *Runner) takeDir(contexts func(io.Writer) error) (*runDir, error) {
 	if r.ReuseDirs {
 		if d := r.pool.get(); d != nil {
 			if err := d.writeContexts(contexts); err == nil {

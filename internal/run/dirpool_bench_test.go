@@ -3,7 +3,7 @@ package run
 import "testing"
 
 func BenchmarkRunDir(b *testing.B) {
-	ctx := []byte(`[{"binding":"b","type":"Event"}]`)
+	ctx := Request{Contexts: []byte(`[{"binding":"b","type":"Event"}]`)}.contextsWriter()
 	b.Run("new", func(b *testing.B) {
 		dir := b.TempDir()
 		for b.Loop() {

@@ -37,7 +37,7 @@ type runDir struct {
 
 // newRunDir creates a 0700 dir under parent ("" = os.TempDir()) holding the
 // binding contexts and empty output files, all 0600.
-func newRunDir(parent string, contexts []byte) (*runDir, error) {
+func newRunDir(parent string, contexts func(io.Writer) error) (*runDir, error) {
 	path, err := os.MkdirTemp(parent, "hook-run-")
 	if err != nil {
 		return nil, fmt.Errorf("creating the run's temp dir: %w", err)
@@ -64,21 +64,23 @@ func newRunDir(parent string, contexts []byte) (*runDir, error) {
 }
 
 // writeContexts writes the binding contexts file of d, which must not
-// exist: "[]" when there are none.
-func (d *runDir) writeContexts(contexts []byte) error {
-	if len(contexts) == 0 {
-		contexts = []byte("[]")
+// exist, 0600, with write (Request.contextsWriter).
+func (d *runDir) writeContexts(write func(io.Writer) error) error {
+	f, err := os.OpenFile(d.contexts, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
 	}
-	return createFile(d.contexts, contexts)
+	if err := write(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // rewriteContexts writes contexts over the binding contexts file that d
 // kept from its last run (reset(true)): a file written in place costs the
 // file system less than a new one.
-func (d *runDir) rewriteContexts(contexts []byte) error {
-	if len(contexts) == 0 {
-		contexts = []byte("[]")
-	}
+func (d *runDir) rewriteContexts(write func(io.Writer) error) error {
 	f, err := os.OpenFile(d.contexts, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return err
@@ -87,13 +89,26 @@ func (d *runDir) rewriteContexts(contexts []byte) error {
 		_ = f.Close()
 		return fmt.Errorf("%s is not a regular file", d.contexts)
 	}
-	_, err = f.WriteAt(contexts, 0)
+	w := &countingWriter{w: f}
+	err = write(w)
 	if err == nil {
-		// Never to zero: ext4 flushes a file truncated to zero when it
-		// is closed (auto_da_alloc).
-		err = f.Truncate(int64(len(contexts)))
+		// Never to zero (contexts are at least "[]"): ext4 flushes a
+		// file truncated to zero when it is closed (auto_da_alloc).
+		err = f.Truncate(w.n)
 	}
 	return errors.Join(err, f.Close())
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // createFile creates name, which must not exist, 0600, holding content.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"syscall"
 	"time"
@@ -32,7 +33,7 @@ func (r *Runner) runResident(ctx context.Context, req Request, log logrus.FieldL
 	if err != nil {
 		return Result{}, fmt.Errorf("hook %s: resident process: %w", h.Name, err)
 	}
-	dir, err := rp.takeDir(r.TmpDir, req.Contexts)
+	dir, err := rp.takeDir(r.TmpDir, req.contextsWriter())
 	if err != nil {
 		r.returnResident(h.Name, rp, h.Config.Settings, log)
 		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
@@ -133,7 +134,7 @@ func (rp *resident) exitState() string {
 
 // takeDir returns rp's run dir holding contexts: the one of its last run,
 // emptied then but for the contexts file, written over now, or a new one.
-func (rp *resident) takeDir(parent string, contexts []byte) (*runDir, error) {
+func (rp *resident) takeDir(parent string, contexts func(io.Writer) error) (*runDir, error) {
 	if rp.dir != nil {
 		if err := rp.dir.rewriteContexts(contexts); err == nil {
 			return rp.dir, nil

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sync"
@@ -35,6 +36,10 @@ type Request struct {
 	// Contexts is the JSON array written to BINDING_CONTEXT_PATH; empty
 	// means "[]".
 	Contexts []byte
+	// WriteContexts, when set, writes the contexts to that file instead of
+	// Contexts (binding.Write): a Synchronization of many objects is then
+	// never held in memory whole.
+	WriteContexts func(io.Writer) error
 	// Binding and Queue only label the log lines of the run.
 	Binding string
 	Queue   string
@@ -49,6 +54,21 @@ type Request struct {
 	// admission hook's answer must reach the API server before it gives
 	// up). The graces are cut to fit (Limits), and Timeout is ignored.
 	Within time.Duration
+}
+
+// contextsWriter returns what writes the request's contexts file.
+func (req Request) contextsWriter() func(io.Writer) error {
+	if req.WriteContexts != nil {
+		return req.WriteContexts
+	}
+	contexts := req.Contexts
+	if len(contexts) == 0 {
+		contexts = []byte("[]")
+	}
+	return func(w io.Writer) error {
+		_, err := w.Write(contexts)
+		return err
+	}
 }
 
 // Limits are the three spans a run may last, one after the other: the
@@ -166,7 +186,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 		}
 		r.residents.warnOneShot(h.Name, log)
 	}
-	dir, err := r.takeDir(req.Contexts)
+	dir, err := r.takeDir(req.contextsWriter())
 	if err != nil {
 		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
 	}

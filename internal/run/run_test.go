@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,6 +99,32 @@ func TestRunEmptyContextsAreAnEmptyArray(t *testing.T) {
 	if string(res.Operations) != "[]" {
 		t.Errorf("binding context = %q, want []", res.Operations)
 	}
+}
+
+// WriteContexts writes the contexts file in place of Contexts, into a
+// private file, and a failure to write it is the run's error, before the
+// hook starts.
+func TestRunWriteContextsWritesTheFile(t *testing.T) {
+	r, _ := testRunner(t)
+	h := bashHook(t, `{ stat -c %a "$BINDING_CONTEXT_PATH"; cat "$BINDING_CONTEXT_PATH"; } > "$KUBERNETES_PATCH_PATH"`)
+	contexts := `[{"binding":"pods","type":"Synchronization","objects":[]}]`
+	write := func(w io.Writer) error {
+		_, err := io.WriteString(w, contexts)
+		return err
+	}
+	res, err := r.Run(context.Background(), Request{Hook: h, Contexts: []byte(`[]`), WriteContexts: write})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "600\n" + contexts; string(res.Operations) != want {
+		t.Errorf("hook saw %q, want %q", res.Operations, want)
+	}
+	failing := func(io.Writer) error { return errors.New("binding pods: the review is not JSON") }
+	_, err = r.Run(context.Background(), Request{Hook: h, WriteContexts: failing})
+	if err == nil || !strings.Contains(err.Error(), "binding pods") || !strings.Contains(err.Error(), h.Name) {
+		t.Fatalf("Run with a failing WriteContexts: %v, want the hook's name and the write's error", err)
+	}
+	assertEmptyDir(t, r.TmpDir)
 }
 
 func TestRunReplacesInheritedContractVariables(t *testing.T) {

@@ -203,9 +203,22 @@ func (b *Binding) Snapshot() []binding.Object {
 }
 
 func (b *Binding) snapshotLocked() []binding.Object {
-	out := []binding.Object{}
+	// Sized once: grown by append, a snapshot of 100,000 objects allocated
+	// five times its size, and held the old and the new copy at once.
+	type listed struct {
+		src     *source
+		entries []*entry
+	}
+	lists := make([]listed, 0, len(b.sources))
+	n := 0
 	for _, src := range b.sources {
-		for _, e := range src.inf.list() {
+		lists = append(lists, listed{src, src.inf.list()})
+		n += len(lists[len(lists)-1].entries)
+	}
+	out := make([]binding.Object, 0, n)
+	for _, l := range lists {
+		src := l.src
+		for _, e := range l.entries {
 			if b.matches(e) {
 				out = append(out, b.object(src, e))
 			}
