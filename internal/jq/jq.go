@@ -45,8 +45,8 @@ var Timeout = 5 * time.Second
 // string, float64/int, bool and nil, as decoded JSON) and returns every
 // output.
 func (f *Filter) All(input any) ([]any, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
-	defer cancel()
+	ctx := newRunContext()
+	defer ctx.stop()
 	var out []any
 	iter := f.code.RunWithContext(ctx, input)
 	for {

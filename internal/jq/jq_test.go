@@ -1,6 +1,8 @@
 package jq
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -72,5 +74,52 @@ func TestEndlessProgramTimesOut(t *testing.T) {
 	}
 	if el := time.Since(start); el > 2*time.Second {
 		t.Errorf("took %v to give up", el)
+	}
+}
+
+// A short run makes no timer: its context's Done stays nil (never ready)
+// until armAfter steps, and Err nil.
+func TestRunContextArmsOnlyLongRuns(t *testing.T) {
+	old := Timeout
+	Timeout = 50 * time.Millisecond
+	defer func() { Timeout = old }()
+	c := newRunContext()
+	defer c.stop()
+	for i := 1; i < armAfter; i++ {
+		if c.Done() != nil || c.Err() != nil {
+			t.Fatalf("step %d: Done %v, Err %v; want no timer yet", i, c.Done(), c.Err())
+		}
+	}
+	done := c.Done()
+	if done == nil {
+		t.Fatalf("step %d: Done still nil; want the deadline's channel", armAfter)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done not closed 10 s after a 50 ms deadline")
+	}
+	if !errors.Is(c.Err(), context.DeadlineExceeded) {
+		t.Fatalf("Err after the deadline = %v, want context.DeadlineExceeded", c.Err())
+	}
+	if d, ok := c.Deadline(); !ok || !d.Equal(c.start.Add(Timeout)) {
+		t.Errorf("Deadline = %v, %v; want start + Timeout", d, ok)
+	}
+}
+
+// A filter's run on an object allocates no timeout context, timer and
+// channel (a watch runs one per object and binding).
+func TestShortRunAllocations(t *testing.T) {
+	f, err := Compile(".data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := map[string]any{"data": map[string]any{"name": "x"}, "metadata": map[string]any{"name": "x"}}
+	got := testing.AllocsPerRun(100, func() { _, _ = f.All(obj) })
+	// 8 here: gojq's state, the outputs, and the run's context. With a
+	// context.WithTimeout per run it was 12 (its context, timer, channel
+	// and cancel function).
+	if got > 9 {
+		t.Errorf("one run of .data made %.0f allocations, want at most 9", got)
 	}
 }

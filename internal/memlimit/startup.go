@@ -3,6 +3,7 @@ package memlimit
 import (
 	"os"
 	"runtime/debug"
+	"sync"
 )
 
 // StartupGCPercent is the garbage collector's target (GOGC) while bindings
@@ -14,14 +15,38 @@ import (
 // start (docs/decisions.md, "The start-up memory peak").
 const StartupGCPercent = 25
 
+// starting counts the starts under way (operators in one process, as in
+// tests and replay, may start at once); the first sets GOGC, the last puts
+// back the setting from before the first.
+var starting struct {
+	sync.Mutex
+	n      int
+	before int
+}
+
 // LowerGCWhileStarting sets GOGC to StartupGCPercent and returns the
 // function that puts back the setting before it, to be called once the
-// Synchronizations have run. With a GOGC environment variable set, the
-// user's choice stands: nothing changes, and restore does nothing.
+// Synchronizations have run; calling it again does nothing. While several
+// starts overlap, GOGC stays low until the last one ends. With a GOGC
+// environment variable set, the user's choice stands: nothing changes.
 func LowerGCWhileStarting() (restore func()) {
 	if _, ok := os.LookupEnv("GOGC"); ok {
 		return func() {}
 	}
-	before := debug.SetGCPercent(StartupGCPercent)
-	return func() { debug.SetGCPercent(before) }
+	starting.Lock()
+	if starting.n == 0 {
+		starting.before = debug.SetGCPercent(StartupGCPercent)
+	}
+	starting.n++
+	starting.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			starting.Lock()
+			defer starting.Unlock()
+			if starting.n--; starting.n == 0 {
+				debug.SetGCPercent(starting.before)
+			}
+		})
+	}
 }
