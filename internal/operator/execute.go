@@ -140,7 +140,11 @@ func (e *Executor) execute(ctx context.Context, t *queue.Task, rep *Report) erro
 	}
 	names := bindingNames(contexts)
 	rep.Contexts, rep.Bindings = data, names
-	log := e.Log.WithFields(logrus.Fields{"hook": t.Hook.Name, "binding": names, "queue": t.Queue})
+	fields := logrus.Fields{"hook": t.Hook.Name, "binding": names, "queue": t.Queue}
+	if t.Origin != "" {
+		fields["origin"] = t.Origin
+	}
+	log := e.Log.WithFields(fields)
 	log.WithField("contexts", len(contexts)).Debug("running hook")
 	res, err := e.Runner.Run(ctx, run.Request{Hook: t.Hook, Contexts: data, Binding: names, Queue: t.Queue, Deadline: runDeadline(ctx)})
 	rep.ran(res)
