@@ -22,6 +22,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/cli/record"
 	"github.com/hook-operator/hook-operator/internal/cli/replay"
 	"github.com/hook-operator/hook-operator/internal/cli/start"
+	"github.com/hook-operator/hook-operator/internal/cli/trigger"
 	"github.com/hook-operator/hook-operator/internal/cli/version"
 	"github.com/hook-operator/hook-operator/internal/logging"
 )
@@ -108,6 +109,7 @@ a flag given on the command line wins over the variable.`,
 	root.AddCommand(record.New(stdout, log))
 	root.AddCommand(replay.New(stdout, log))
 	root.AddCommand(debug.New(stdout))
+	root.AddCommand(trigger.New(stdout))
 	root.AddCommand(rbaccmd.New(stdout, log))
 	root.AddCommand(hooktest.New(stdout, log))
 	return root

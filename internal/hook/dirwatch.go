@@ -37,7 +37,7 @@ type WatchOptions struct {
 
 // Fingerprint sums up what a reload of the hooks folder dir depends on:
 // for every file and folder under it (symlinks followed, names starting
-// with "." left out as Discover does), its path, mode, size, modification
+// with "." left out as Discover does, but for the top's .hookignore), its path, mode, size, modification
 // time and the real path it resolves to. A Kubernetes ConfigMap volume
 // changes by swapping its "..data" symlink to a new folder of new files:
 // the real paths change even when sizes and times do not. Two equal
@@ -70,7 +70,7 @@ func scan(dir string) (fingerprint string, folders []string) {
 		}
 		for _, e := range entries {
 			name := e.Name()
-			if strings.HasPrefix(name, ".") {
+			if strings.HasPrefix(name, ".") && (rel != "" || name != IgnoreFile) {
 				continue
 			}
 			relName := rel + "/" + name

@@ -23,34 +23,44 @@ import (
 // (itself skipped as a dot-folder), and nested items as symlinked folders.
 // A hook keeps the name it has under dir, not the name of its target.
 //
-// A dir that is missing or not a folder, and a folder that cannot be read,
-// are errors.
-func Discover(dir string) (names []string, warnings []string, err error) {
+// Entries that the hooks folder's .hookignore file matches (see
+// IgnoreFile) are left out, and an ignored folder is not read at all;
+// ignored lists them with the line that matched.
+//
+// A dir that is missing or not a folder, a folder that cannot be read, and
+// a .hookignore line that is not a valid pattern, are errors.
+func Discover(dir string) (names []string, ignored []Skipped, warnings []string, err error) {
 	info, err := os.Stat(dir)
 	if err != nil {
 		if os.IsNotExist(err) {
-			return nil, nil, fmt.Errorf("hooks folder %q does not exist", dir)
+			return nil, nil, nil, fmt.Errorf("hooks folder %q does not exist", dir)
 		}
-		return nil, nil, fmt.Errorf("hooks folder %q: %w", dir, err)
+		return nil, nil, nil, fmt.Errorf("hooks folder %q: %w", dir, err)
 	}
 	if !info.IsDir() {
-		return nil, nil, fmt.Errorf("hooks folder %q is not a folder", dir)
+		return nil, nil, nil, fmt.Errorf("hooks folder %q is not a folder", dir)
 	}
-	d := discovery{root: dir}
+	rules, err := readIgnore(dir)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("hooks folder %q: %w", dir, err)
+	}
+	d := discovery{root: dir, rules: rules}
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("hooks folder %q: %w", dir, err)
+		return nil, nil, nil, fmt.Errorf("hooks folder %q: %w", dir, err)
 	}
 	if err := d.walk("", map[string]bool{real: true}); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	sort.Strings(d.names)
-	return d.names, d.warnings, nil
+	return d.names, d.ignored, d.warnings, nil
 }
 
 type discovery struct {
 	root     string
+	rules    ignoreRules
 	names    []string
+	ignored  []Skipped
 	warnings []string
 }
 
@@ -78,6 +88,15 @@ func (d *discovery) walk(rel string, ancestors map[string]bool) error {
 				continue
 			}
 			return fmt.Errorf("hooks folder %q: %w", d.root, err)
+		}
+		if ignored, rule := d.rules.match(relName, info.IsDir()); ignored {
+			shown := relName
+			if info.IsDir() {
+				shown += "/"
+			}
+			d.ignored = append(d.ignored, Skipped{Name: shown,
+				Reason: fmt.Sprintf("%s by %s line %d (%s)", ReasonIgnored, IgnoreFile, rule.line, rule.text)})
+			continue
 		}
 		switch {
 		case info.IsDir():

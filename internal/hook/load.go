@@ -41,20 +41,40 @@ type LoadOptions struct {
 	// Warn receives each discovery warning (a file skipped and why); nil
 	// drops them.
 	Warn func(msg string)
+	// Disabled are hook names or globs of them (see CheckDisabled) whose
+	// hooks are not loaded; their --config is not run.
+	Disabled []string
+	// Skip receives, in name order, each entry that is not loaded as a
+	// hook on purpose: ignored by .hookignore, disabled, or configured
+	// with no bindings. nil drops them.
+	Skip func(Skipped)
 }
 
-// Load finds the hooks under dir (see Discover), runs each as
-// `<hook> --config` from its own folder, a few at a time, and validates
-// every configuration (see ParseConfig). It returns the hooks sorted by
-// Name.
+// Load finds the hooks under dir (see Discover), leaves out those that
+// opts.Disabled names, runs each other one as `<hook> --config` from its
+// own folder, a few at a time, and validates every configuration (see
+// ParseConfig). A hook whose configuration has no bindings is left out
+// too. It returns the hooks sorted by Name; opts.Skip hears of every entry
+// left out, after the load succeeded.
 //
 // When any hook cannot be run or has an invalid configuration, Load returns
 // no hooks and ConfigErrors listing every problem of every hook. A dir that
 // cannot be read, or ctx ending, is a plain error.
 func Load(ctx context.Context, dir string, opts LoadOptions) ([]*Hook, error) {
-	names, warnings, err := Discover(dir)
+	found, skipped, warnings, err := Discover(dir)
 	if err != nil {
 		return nil, err
+	}
+	if err := CheckDisabled(opts.Disabled); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, name := range found {
+		if p := disabledBy(opts.Disabled, name); p != "" {
+			skipped = append(skipped, Skipped{Name: name, Reason: fmt.Sprintf("%s by --disabled-hooks (%s)", ReasonDisabled, p)})
+			continue
+		}
+		names = append(names, name)
 	}
 	if opts.Warn != nil {
 		for _, w := range warnings {
@@ -101,8 +121,23 @@ func Load(ctx context.Context, dir string, opts LoadOptions) ([]*Hook, error) {
 	if len(all) > 0 {
 		return nil, all
 	}
-	sort.Slice(hooks, func(i, j int) bool { return hooks[i].Name < hooks[j].Name })
-	return hooks, nil
+	loaded := hooks[:0]
+	for _, h := range hooks {
+		if hasBindings(&h.Config) {
+			loaded = append(loaded, h)
+			continue
+		}
+		skipped = append(skipped, Skipped{Name: h.Name,
+			Reason: ReasonNoBindings + ": its --config prints no onStartup, schedule, kubernetes or webhook binding, so it would never run"})
+	}
+	sort.Slice(loaded, func(i, j int) bool { return loaded[i].Name < loaded[j].Name })
+	sort.Slice(skipped, func(i, j int) bool { return skipped[i].Name < skipped[j].Name })
+	if opts.Skip != nil {
+		for _, s := range skipped {
+			opts.Skip(s)
+		}
+	}
+	return loaded, nil
 }
 
 // loadHook runs one hook's --config and parses its output.

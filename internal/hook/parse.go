@@ -19,6 +19,9 @@ import (
 // a Config, applying the defaults of configVersion v1. hookName names the
 // hook in errors. The error, when not nil, is ConfigErrors listing every
 // problem found, each with its field path and what to change.
+//
+// A configuration without bindings (only settings, as shell-operator hooks
+// print to turn themselves off) is valid; Load skips its hook.
 func ParseConfig(hookName string, data []byte) (Config, error) {
 	c := &checker{hook: hookName}
 	if len(bytes.TrimSpace(data)) == 0 {
@@ -152,10 +155,6 @@ func (c *checker) config(raw any) Config {
 	o.finish()
 
 	c.checkSnapshotRefs(cfg.Kubernetes, refs)
-	if len(c.errs) == 0 && cfg.OnStartup == nil && len(cfg.Schedule) == 0 && len(cfg.Kubernetes) == 0 &&
-		len(cfg.Validating) == 0 && len(cfg.Mutating) == 0 && len(cfg.Conversion) == 0 {
-		c.errorf("", "the configuration has no bindings, so the hook would never run; add onStartup, schedule or kubernetes (or remove the file's executable bit if it is not a hook)")
-	}
 	return cfg
 }
 

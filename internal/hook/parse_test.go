@@ -304,7 +304,6 @@ func TestProblems(t *testing.T) {
 		{"unquoted crontab star", "configVersion: v1\nschedule:\n- crontab: */5 * * * *\n", []want{{"", "quote values that start with *"}}},
 		{"a list", "- configVersion: v1", []want{{"", "must print an object"}}},
 		{"duplicate key", "configVersion: v1\nonStartup: 1\nonStartup: 2\n", []want{{"", "onStartup"}}},
-		{"no bindings", "configVersion: v1\nsettings: {timeout: 1m}", []want{{"", "no bindings"}}},
 
 		// configVersion.
 		{"configVersion missing", "onStartup: 1", []want{{"configVersion", "add configVersion: v1"}}},

@@ -67,6 +67,7 @@ type Metrics struct {
 	operations *vec
 	events     *vec
 	reloads    *vec
+	triggers   *vec
 
 	webhookRequests *vec
 	webhookSeconds  *vec
@@ -129,6 +130,7 @@ func New(prefix string) *Metrics {
 
 		operations: f.counter("operations_total", "Object operations of hooks by type and result (applied, failed, not_applied: after a failed one).", "hook", "type", "result"),
 		reloads:    f.counter("hooks_reload_total", "Reloads of the hooks folder after it changed, by result: applied (hooks started, stopped or changed), unchanged (no configuration changed; changed scripts take effect at their next run), invalid (a configuration is not valid; the running hooks stay) or failed.", "result"),
+		triggers:   f.counter("hook_triggers_total", "Runs asked for by hook-operator trigger, by hook and context type (Synchronization, Event, Schedule), counted when queued; the run counts in hook_run_* as any run.", "hook", "type"),
 		events:     f.counter("kube_events_total", "Kubernetes Events about failed runs, by what became of them: sent, limited (folded into the next one sent) or dropped.", "result"),
 
 		webhookRequests: f.counter("webhook_requests_total", "Admission requests by hook, binding, kind (validating, mutating), result (allowed, denied, error: the hook gave no valid answer) and the code of the answer (200, 403, 500).",
@@ -345,6 +347,15 @@ func (m *Metrics) KubeEvent(result string) {
 		return
 	}
 	m.events.add(1, result)
+}
+
+// Triggered counts a run that `hook-operator trigger` queued, by hook and
+// context type.
+func (m *Metrics) Triggered(hook, typ string) {
+	if m == nil {
+		return
+	}
+	m.triggers.add(1, hook, typ)
 }
 
 // HooksReload counts a reload of the hooks folder by its result: applied,

@@ -149,7 +149,11 @@ func (e *Executor) execute(ctx context.Context, t *queue.Task, rep *Report) erro
 		req.WriteContexts = func(w io.Writer) error { return binding.Write(w, contexts) }
 	}
 	rep.Bindings = names
-	log := e.Log.WithFields(logrus.Fields{"hook": t.Hook.Name, "binding": names, "queue": t.Queue})
+	fields := logrus.Fields{"hook": t.Hook.Name, "binding": names, "queue": t.Queue}
+	if t.Origin != "" {
+		fields["origin"] = t.Origin
+	}
+	log := e.Log.WithFields(fields)
 	log.WithField("contexts", len(contexts)).Debug("running hook")
 	res, err := e.Runner.Run(ctx, req)
 	rep.ran(res)

@@ -75,6 +75,9 @@ type Options struct {
 	// sharded, the replica is a standby: readiness, liveness and debug
 	// say so.
 	Leading func() bool
+	// Leader returns the identity of the replica seen to lead, for a
+	// standby's answer to a trigger; nil or "" when unknown.
+	Leader func() string
 }
 
 // PodRef names a Pod; Name is empty when the operator runs in none.

@@ -47,6 +47,10 @@ type Task struct {
 	// runs for different objects may run at once (parallelism above 1);
 	// "" for every other task, which runs alone in its queue.
 	Key string
+	// Origin says what asked for the run when it was not a binding itself:
+	// "trigger" for `hook-operator trigger`, "" otherwise. It goes to the
+	// run's log lines. A task merged into another passes its origin on.
+	Origin string
 
 	done     []func(error)
 	attempts int
@@ -383,6 +387,9 @@ func (s *Set) mergeLocked(q *fifo, head, t *Task) {
 	head.Contexts = append(head.Contexts, t.Contexts...)
 	head.AllowFailure = head.AllowFailure && t.AllowFailure
 	head.done = append(head.done, t.done...)
+	if t.Origin != "" {
+		head.Origin = t.Origin
+	}
 }
 
 func (t *Task) finish(err error) {

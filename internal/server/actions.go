@@ -1,8 +1,11 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/hook-operator/hook-operator/internal/operator"
 )
 
 // Debug routes that change a queue, as `hook-operator debug retry` and
@@ -10,7 +13,14 @@ import (
 const (
 	RetryPath = "/debug/queues/retry"
 	DropPath  = "/debug/queues/drop"
+	// TriggerPath queues a run, as `hook-operator trigger` asks for it.
+	TriggerPath = "/debug/trigger"
 )
+
+// Triggerer is what the trigger route acts on: *operator.Operator.
+type Triggerer interface {
+	Trigger(operator.TriggerRequest) (operator.TriggerAnswer, error)
+}
 
 // QueueActor is what the action routes act on: *operator.Operator.
 type QueueActor interface {
@@ -23,8 +33,27 @@ type Answer struct {
 	Tasks int `json:"tasks"`
 }
 
-// addActions adds the routes of QueueActor when op is one.
+// addActions adds the routes of QueueActor and Triggerer when op is one.
 func addActions(mux *http.ServeMux, op Operator) {
+	if tr, ok := op.(Triggerer); ok {
+		mux.HandleFunc("POST "+TriggerPath, func(w http.ResponseWriter, r *http.Request) {
+			q := r.URL.Query()
+			if q.Get("hook") == "" {
+				http.Error(w, "name the hook: ?hook=NAME[&binding=NAME][&object=NS/NAME]", http.StatusBadRequest)
+				return
+			}
+			a, err := tr.Trigger(operator.TriggerRequest{Hook: q.Get("hook"), Binding: q.Get("binding"), Object: q.Get("object")})
+			var standby *operator.StandbyError
+			switch {
+			case errors.As(err, &standby):
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			case err != nil:
+				http.Error(w, err.Error(), http.StatusConflict)
+			default:
+				writeJSON(w, a)
+			}
+		})
+	}
 	a, ok := op.(QueueActor)
 	if !ok {
 		return

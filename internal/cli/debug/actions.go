@@ -63,7 +63,7 @@ it.`,
 
 // act posts to path and returns how many tasks the operator changed.
 func act(cmd *cobra.Command, f Flags, path string) (int, error) {
-	body, err := request(cmd.Context(), f, http.MethodPost, path)
+	body, err := Request(cmd.Context(), f, http.MethodPost, path)
 	if err != nil {
 		return 0, err
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/hook-operator/hook-operator/internal/cli/envflag"
 	"github.com/hook-operator/hook-operator/internal/cli/start"
@@ -77,9 +78,7 @@ start's --debug-socket), so in a Pod run it with
 		},
 	}
 	fs := cmd.PersistentFlags()
-	fs.StringVar(&f.Socket, "socket", start.DefaultDebugSocket(), "the operator's debug socket (start --debug-socket)")
-	envflag.Bind(fs, "socket", start.EnvDebugSocket)
-	fs.StringVar(&f.Address, "address", "", "host:port of an operator started with --debug-http; used instead of --socket")
+	BindTarget(fs, &f)
 	fs.StringVarP(&f.Output, "output", "o", "table", "table or json")
 	cmd.AddCommand(
 		&cobra.Command{
@@ -148,12 +147,20 @@ func show(ctx context.Context, f Flags, path string, v any, out io.Writer, table
 }
 
 func fetch(ctx context.Context, f Flags, path string) ([]byte, error) {
-	return request(ctx, f, http.MethodGet, path)
+	return Request(ctx, f, http.MethodGet, path)
 }
 
-// request sends a request with method to path and returns the answer's
+// BindTarget adds --socket and --address, where the operator is, to fs:
+// debug and trigger find the operator the same way.
+func BindTarget(fs *pflag.FlagSet, f *Flags) {
+	fs.StringVar(&f.Socket, "socket", start.DefaultDebugSocket(), "the operator's debug socket (start --debug-socket)")
+	envflag.Bind(fs, "socket", start.EnvDebugSocket)
+	fs.StringVar(&f.Address, "address", "", "host:port of an operator started with --debug-http; used instead of --socket")
+}
+
+// Request sends a request with method to path and returns the answer's
 // body when it is 200 OK.
-func request(ctx context.Context, f Flags, method, path string) ([]byte, error) {
+func Request(ctx context.Context, f Flags, method, path string) ([]byte, error) {
 	client := &http.Client{Timeout: 10 * time.Second}
 	base := "http://" + f.Address
 	where := f.Address

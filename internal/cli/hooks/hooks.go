@@ -20,6 +20,7 @@ const (
 	// a shell-operator deployment keeps working while it migrates.
 	EnvShellOperatorHooksDir = "SHELL_OPERATOR_HOOKS_DIR"
 	EnvConfigTimeout         = "HOOK_OPERATOR_CONFIG_TIMEOUT"
+	EnvDisabledHooks         = "HOOK_OPERATOR_DISABLED_HOOKS"
 )
 
 // DefaultHooksDir is where the hooks are looked for when nothing says
@@ -56,4 +57,12 @@ func BindHooksDir(fs *pflag.FlagSet, p *string) {
 func BindConfigTimeout(fs *pflag.FlagSet, p *time.Duration) {
 	fs.DurationVar(p, "config-timeout", hook.DefaultConfigTimeout, "how long one hook's --config run may take before its process group is killed")
 	envflag.Bind(fs, "config-timeout", EnvConfigTimeout)
+}
+
+// BindDisabledHooks adds --disabled-hooks to fs, stored in p and bound to
+// HOOK_OPERATOR_DISABLED_HOOKS, so that `hooks list` shows what `start`
+// with the same environment leaves out.
+func BindDisabledHooks(fs *pflag.FlagSet, p *[]string) {
+	fs.StringSliceVar(p, "disabled-hooks", nil, "hook names or globs (debug/*) not to load, comma-separated; hooks list shows them")
+	envflag.Bind(fs, "disabled-hooks", EnvDisabledHooks)
 }

@@ -22,6 +22,7 @@ func newList(stdout, stderr io.Writer) *cobra.Command {
 	var (
 		dir, output string
 		timeout     time.Duration
+		disabled    []string
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -32,14 +33,17 @@ names starting with "." and folders named "lib" are skipped), runs each as
 prints them.
 
 The table has one row per binding; MODE is one-shot, or resident for a hook
-with settings.resident. DETAILS shows only what differs from the defaults
-(the finalizer option included). Each row stays on one
-line: whitespace in a value, such as a multi-line jqFilter, becomes single
-spaces, and items longer than 60 characters are cut with "…". -o wide shows
-them whole; -o yaml or -o json print every field as configured, with the
-defaults filled in.
+with settings.resident. Below it, SKIPPED lists what is not run and why:
+entries matched by the folder's .hookignore, hooks named by --disabled-hooks
+and hooks whose configuration has no bindings. -o wide adds DETAILS: what
+differs from the defaults (the finalizer option included) and a settings row.
+Each row stays on one line: whitespace in a value, such as a multi-line
+jqFilter, becomes single spaces. -o yaml or -o json print every field as
+configured, with the defaults filled in, and each skipped entry as
+{name, skipped: reason}.
 
-Skipped files are reported on stderr as warnings. When any hook cannot be run
+Files that look like mistakes (not executable, broken symlinks) are reported
+on stderr as warnings. When any hook cannot be run
 or has an invalid configuration, nothing is printed on stdout: every problem
 of every hook goes to stderr, and the exit code is 1.`,
 		Example: `  # The hooks of a local checkout, as a table
@@ -58,6 +62,9 @@ of every hook goes to stderr, and the exit code is 1.`,
 			if !slices.Contains([]string{"table", "wide", "json", "yaml"}, output) {
 				return fmt.Errorf("--output %q: use table, wide, json or yaml", output)
 			}
+			if err := hook.CheckDisabled(disabled); err != nil {
+				return err
+			}
 			if timeout <= 0 {
 				return fmt.Errorf("--config-timeout %s: use a positive duration such as 30s", timeout)
 			}
@@ -65,9 +72,12 @@ of every hook goes to stderr, and the exit code is 1.`,
 			// terminal's Ctrl-C; cancelling kills those groups.
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			var skipped []hook.Skipped
 			hooks, err := hook.Load(ctx, dir, hook.LoadOptions{
 				ConfigTimeout: timeout,
 				Warn:          func(msg string) { fmt.Fprintf(stderr, "warning: %s\n", msg) },
+				Disabled:      disabled,
+				Skip:          func(s hook.Skipped) { skipped = append(skipped, s) },
 			})
 			var problems hook.ConfigErrors
 			switch {
@@ -80,35 +90,47 @@ of every hook goes to stderr, and the exit code is 1.`,
 			if len(hooks) == 0 {
 				fmt.Fprintf(stderr, "warning: no hooks found in %s\n", dir)
 			}
-			return write(stdout, hooks, output)
+			return write(stdout, hooks, skipped, output)
 		},
 	}
 	fs := cmd.Flags()
 	BindHooksDir(fs, &dir)
 	BindConfigTimeout(fs, &timeout)
+	BindDisabledHooks(fs, &disabled)
 	fs.StringVarP(&output, "output", "o", "table", "output format: table, wide (table with values in full), json or yaml")
 	return cmd
 }
 
-func write(out io.Writer, hooks []*hook.Hook, format string) error {
-	if hooks == nil {
-		hooks = []*hook.Hook{}
+// skippedEntry is how -o json and yaml show a skipped entry: beside the
+// hooks, with its reason where a hook has its configuration.
+type skippedEntry struct {
+	Name    string `json:"name"`
+	Skipped string `json:"skipped"`
+}
+
+func write(out io.Writer, hooks []*hook.Hook, skipped []hook.Skipped, format string) error {
+	entries := []any{}
+	for _, h := range hooks {
+		entries = append(entries, h)
+	}
+	for _, s := range skipped {
+		entries = append(entries, skippedEntry{Name: s.Name, Skipped: s.Reason})
 	}
 	switch format {
 	case "json":
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(hooks)
+		return enc.Encode(entries)
 	case "yaml":
-		b, err := yaml.Marshal(hooks)
+		b, err := yaml.Marshal(entries)
 		if err != nil {
 			return err
 		}
 		_, err = out.Write(b)
 		return err
 	case "wide":
-		return writeTable(out, hooks, true)
+		return writeTable(out, hooks, skipped, true)
 	default:
-		return writeTable(out, hooks, false)
+		return writeTable(out, hooks, skipped, false)
 	}
 }

@@ -70,12 +70,7 @@ YAML
 
 func TestListTable(t *testing.T) {
 	dir := hooksDir(t)
-	code, out, stderr := run(nil, "hooks", "list", "--hooks-dir", dir)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	want := [][]string{
+	wide := [][]string{
 		{"HOOK", "MODE", "BINDING TYPE", "NAME", "KIND/CRONTAB", "QUEUE", "DETAILS"},
 		{"nodes.sh", "one-shot", "kubernetes", "nodes", "Node", "main", "executeHookOnEvent=none (snapshots only)"},
 		{"pods/on-pod.sh", "one-shot", "onStartup", "onStartup", "-", "main", "order=5"},
@@ -83,23 +78,38 @@ func TestListTable(t *testing.T) {
 		{"pods/on-pod.sh", "one-shot", "kubernetes", "pods", "v1 Pod", "pods", "namespaces=default; labels=app=web; jqFilter=.metadata.labels; executeHookOnEvent=Added; resynchronizationPeriod=10m0s"},
 		{"pods/on-pod.sh", "one-shot", "settings", "-", "-", "-", "executionMinInterval=5s; executionBurst=1"},
 	}
-	if len(lines) != len(want) {
-		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), out)
+	// The default table is the wide one without DETAILS and the settings
+	// row, which only DETAILS fills.
+	var table [][]string
+	for _, r := range wide[:len(wide)-1] {
+		table = append(table, r[:6])
 	}
-	for i, wantCells := range want {
-		got := cells(lines[i])
-		if strings.Join(got, "|") != strings.Join(wantCells, "|") {
-			t.Errorf("line %d:\n got %q\nwant %q", i, got, wantCells)
+	for _, tc := range []struct {
+		format string
+		want   [][]string
+	}{{"table", table}, {"wide", wide}} {
+		code, out, stderr := run(nil, "hooks", "list", "--hooks-dir", dir, "-o", tc.format)
+		if code != 0 {
+			t.Fatalf("-o %s: exit %d: %s", tc.format, code, stderr)
 		}
-	}
-	if !strings.Contains(stderr, "warning: skipping README.md: not executable") {
-		t.Errorf("stderr %q lacks the warning for README.md", stderr)
+		lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+		if len(lines) != len(tc.want) {
+			t.Fatalf("-o %s: %d lines, want %d:\n%s", tc.format, len(lines), len(tc.want), out)
+		}
+		for i, wantCells := range tc.want {
+			got := cells(lines[i])
+			if strings.Join(got, "|") != strings.Join(wantCells, "|") {
+				t.Errorf("-o %s line %d:\n got %q\nwant %q", tc.format, i, got, wantCells)
+			}
+		}
+		if !strings.Contains(stderr, "warning: skipping README.md: not executable") {
+			t.Errorf("-o %s: stderr %q lacks the warning for README.md", tc.format, stderr)
+		}
 	}
 }
 
-// A long, multi-line jqFilter keeps the table's rows on one line: cut in
-// the table, whole (on one line) with -o wide, as written in JSON. The
-// finalizer option shows.
+// A long, multi-line jqFilter keeps -o wide's rows on one line: whole, on
+// one line, and as written in JSON. The finalizer option shows.
 func TestListLongValues(t *testing.T) {
 	dir := t.TempDir()
 	filter := "{\n  name: .metadata.name,\n  labels: .metadata.labels,\n  replicas: .spec.replicas,\n  image: .spec.template.spec.containers[0].image\n}"
@@ -109,7 +119,6 @@ func TestListLongValues(t *testing.T) {
 	for _, tc := range []struct {
 		format, want string
 	}{
-		{"table", "jqFilter={ name: .metadata.name, labels: .metadata.labels, …; finalizer=example.com/cleanup"},
 		{"wide", "jqFilter=" + oneLine + "; finalizer=example.com/cleanup"},
 	} {
 		code, out, stderr := run(nil, "hooks", "list", "--hooks-dir", dir, "-o", tc.format)
@@ -305,13 +314,13 @@ func TestListMisspelledKind(t *testing.T) {
 	}
 }
 
-// A resident hook says so in the MODE column; its limits show under DETAILS
+// A resident hook says so in the MODE column; its limits show under -o wide's DETAILS
 // only where they differ from the defaults, and -o json has them all.
 func TestListResidentMode(t *testing.T) {
 	dir := t.TempDir()
 	script(t, dir, "fast.sh", `echo '{"configVersion":"v1","onStartup":1,"settings":{"resident":true}}'`)
 	script(t, dir, "leaky.sh", `echo '{"configVersion":"v1","onStartup":1,"settings":{"resident":true,"residentMaxMemory":"64Mi","residentMaxRuns":100}}'`)
-	code, out, stderr := run(nil, "hooks", "list", "--hooks-dir", dir)
+	code, out, stderr := run(nil, "hooks", "list", "--hooks-dir", dir, "-o", "wide")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -341,5 +350,70 @@ func TestListResidentMode(t *testing.T) {
 	}
 	if s := hooks[0].Config.Settings; s["resident"] != true || s["residentMaxRuns"] != 10000.0 || s["residentMaxMemory"] != "128Mi" {
 		t.Errorf("-o json: settings %v, want resident with the default limits filled in", s)
+	}
+}
+
+// hooks list shows what the operator would not run, and why, in the table
+// and in -o json; --disabled-hooks has an environment form.
+func TestListSkipped(t *testing.T) {
+	dir := t.TempDir()
+	script(t, dir, "run.sh", `echo '{"configVersion":"v1","onStartup":1}'`)
+	script(t, dir, "off.sh", `echo '{"configVersion":"v1","settings":{"executionMinInterval":"1s"}}'`)
+	script(t, dir, "debug/dump.sh", `echo '{"configVersion":"v1","onStartup":2}'`)
+	script(t, dir, "node_modules/.bin/x", `exit 1`)
+	if err := os.WriteFile(filepath.Join(dir, hook.IgnoreFile), []byte("# not hooks\nnode_modules/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := run(map[string]string{"HOOK_OPERATOR_DISABLED_HOOKS": "debug/*"}, "hooks", "list", "--hooks-dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		"SKIPPED",
+		"debug/dump.sh  disabled by --disabled-hooks (debug/*)",
+		"node_modules/  ignored by .hookignore line 2 (node_modules/)",
+		"off.sh         no bindings: ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, stderr = run(nil, "hooks", "list", "--hooks-dir", dir, "--disabled-hooks", "debug/dump.sh", "-o", "json")
+	var entries []struct {
+		Name    string `json:"name"`
+		Skipped string `json:"skipped"`
+	}
+	if err := json.Unmarshal([]byte(out), &entries); code != 0 || err != nil {
+		t.Fatalf("-o json: exit %d, %v:\n%s%s", code, err, out, stderr)
+	}
+	got := map[string]string{}
+	for _, e := range entries {
+		got[e.Name] = e.Skipped
+	}
+	if got["run.sh"] != "" || got["debug/dump.sh"] == "" || got["node_modules/"] == "" || got["off.sh"] == "" || len(got) != 4 {
+		t.Errorf("-o json entries %v: want run.sh as a hook and the three others skipped with a reason", got)
+	}
+	code, _, stderr = run(nil, "hooks", "list", "--hooks-dir", dir, "--disabled-hooks", "a/[b")
+	if code == 0 || !strings.Contains(stderr, `--disabled-hooks: "a/[b"`) {
+		t.Errorf("a bad glob: exit %d, stderr %q; want an error naming the flag and the pattern", code, stderr)
+	}
+}
+
+// The default table of the hooks the project ships fits a 160-column
+// terminal (the DETAILS column made rows 344 characters wide).
+func TestListShippedHooksFit160Columns(t *testing.T) {
+	dir := filepath.Join("..", "..", "..", "hooks")
+	code, out, stderr := run(nil, "hooks", "list", "--hooks-dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) < 5 {
+		t.Fatalf("only %d lines for the shipped hooks:\n%s", len(lines), out)
+	}
+	for i, l := range lines {
+		if n := len([]rune(l)); n > 160 {
+			t.Errorf("line %d is %d columns wide, over 160:\n%s", i, n, l)
+		}
 	}
 }

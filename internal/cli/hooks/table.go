@@ -14,35 +14,56 @@ import (
 	"github.com/hook-operator/hook-operator/internal/webhook"
 )
 
-// maxDetail is how many characters of one DETAILS item the table shows;
-// -o wide shows them whole.
-const maxDetail = 60
-
-// writeTable prints one row per binding. DETAILS lists, as key=value pairs
-// named like the configuration keys, only what differs from the defaults.
+// writeTable prints one row per binding and, below, the entries of the
+// hooks folder that are not run and why. Only wide tables have the DETAILS
+// column (and a row for settings): as key=value pairs named like the
+// configuration keys, what differs from the defaults. Without it a row of
+// the shipped hooks fits a 160-column terminal, as kubectl's tables do.
 // Every row stays on one line: whitespace in values (a multi-line
-// jqFilter) becomes single spaces, and unless wide, long items are cut.
-func writeTable(out io.Writer, hooks []*hook.Hook, wide bool) error {
+// jqFilter) becomes single spaces.
+func writeTable(out io.Writer, hooks []*hook.Hook, skipped []hook.Skipped, wide bool) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOOK\tMODE\tBINDING TYPE\tNAME\tKIND/CRONTAB\tQUEUE\tDETAILS")
+	header := "HOOK\tMODE\tBINDING TYPE\tNAME\tKIND/CRONTAB\tQUEUE"
+	if wide {
+		header += "\tDETAILS"
+	}
+	fmt.Fprintln(tw, header)
 	for _, h := range hooks {
-		for _, r := range rows(h, wide) {
+		for _, r := range rows(h) {
+			if !wide {
+				if r[2] == "settings" {
+					continue
+				}
+				r = r[:6]
+			}
 			fmt.Fprintln(tw, strings.Join(r, "\t"))
 		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(skipped) == 0 {
+		return nil
+	}
+	fmt.Fprintln(out)
+	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SKIPPED\tREASON")
+	for _, s := range skipped {
+		fmt.Fprintf(tw, "%s\t%s\n", oneLine(s.Name), oneLine(s.Reason))
 	}
 	return tw.Flush()
 }
 
-func rows(h *hook.Hook, wide bool) [][]string {
+func rows(h *hook.Hook) [][]string {
 	c := &h.Config
 	var out [][]string
 	row := func(typ, name, what, queue string, details ...string) {
 		for i, d := range details {
-			details[i] = oneLine(d, wide)
+			details[i] = oneLine(d)
 		}
 		cells := []string{h.Name, mode(c.Settings), typ, dash(name), dash(what), dash(queue), dash(strings.Join(details, "; "))}
-		for i := range cells[:6] {
-			cells[i] = oneLine(cells[i], true)
+		for i := range cells {
+			cells[i] = oneLine(cells[i])
 		}
 		out = append(out, cells)
 	}
@@ -168,14 +189,9 @@ func mode(s hook.Settings) string {
 	return "one-shot"
 }
 
-// oneLine turns every run of whitespace in s into one space and, unless
-// whole, cuts it to maxDetail characters, ending with "…".
-func oneLine(s string, whole bool) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); !whole && len(r) > maxDetail {
-		s = string(r[:maxDetail-1]) + "…"
-	}
-	return s
+// oneLine turns every run of whitespace in s into one space.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }
 
 func dash(s string) string {

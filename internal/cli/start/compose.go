@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/client-go/dynamic"
@@ -36,6 +37,15 @@ type parts struct {
 	id, namespace string
 	// members is the ring's membership, with --sharding, once joined.
 	members *shard.Members
+	// leaderSeen is the last other replica seen to lead, for a standby's
+	// answer to `hook-operator trigger`.
+	leaderSeen atomic.Value
+}
+
+// seenLeader returns the replica last seen to lead, or "".
+func (p *parts) seenLeader() string {
+	s, _ := p.leaderSeen.Load().(string)
+	return s
 }
 
 // options are the operator's Options the flags give.
@@ -69,7 +79,7 @@ func (p *parts) compose(ctx context.Context, opts operator.Options) (*manager.Ma
 	}
 	mgr := manager.New(mopts)
 	if f.elected() {
-		opts.Identity, opts.Leading = p.id, mgr.Leading
+		opts.Identity, opts.Leading, opts.Leader = p.id, mgr.Leading, p.seenLeader
 	}
 	switch n := shardedHooks(p.hooks); {
 	case f.Shard.Enabled:
@@ -191,6 +201,7 @@ func (p *parts) elector() (*election.Elector, error) {
 		Client: dyn.Resource(election.Leases).Namespace(p.namespace), Name: f.LeaseName, Identity: p.id,
 		LeaseDuration: f.LeaseDuration, RenewDeadline: f.RenewDeadline, RetryPeriod: f.RetryPer, Log: log,
 		OnNewLeader: func(leader string) {
+			p.leaderSeen.Store(leader)
 			log.WithField("leader", leader).Info("leader election: standby; another replica leads")
 		},
 	})

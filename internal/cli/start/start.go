@@ -46,6 +46,8 @@ type Flags struct {
 	Burst         int
 	HookTimeout   time.Duration
 	ConfigTimeout time.Duration
+	// DisabledHooks are hook names or globs not to load (--disabled-hooks).
+	DisabledHooks []string
 	RetryInitial  time.Duration
 	RetryMax      time.Duration
 	BatchWindow   time.Duration
@@ -174,6 +176,7 @@ func bindRunFlags(fs *pflag.FlagSet, f *Flags) {
 	fs.Var(&f.MaxHookOutput, "max-hook-output", "the most read from a file a hook writes or its --config output; a run writing more fails")
 	envflag.Bind(fs, "max-hook-output", "HOOK_OPERATOR_MAX_HOOK_OUTPUT")
 	hookscmd.BindConfigTimeout(fs, &f.ConfigTimeout)
+	hookscmd.BindDisabledHooks(fs, &f.DisabledHooks)
 	fs.DurationVar(&f.RetryInitial, "retry-initial-delay", time.Second, "pause before the first retry of a failed run; doubles per failure")
 	envflag.Bind(fs, "retry-initial-delay", "HOOK_OPERATOR_RETRY_INITIAL_DELAY")
 	fs.DurationVar(&f.RetryMax, "retry-max-delay", time.Minute, "longest pause between retries of a failed run")
@@ -237,6 +240,8 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		MaxConfigBytes: int64(f.MaxHookOutput),
 		Env:            env,
 		Warn:           func(msg string) { log.Warn(msg) },
+		Disabled:       f.DisabledHooks,
+		Skip:           func(s hook.Skipped) { logSkipped(log, s) },
 	}
 	// Taken before the load, so that a change made during it is reloaded.
 	var fingerprint string
@@ -318,6 +323,9 @@ func (f Flags) check() error {
 	if err := f.Reload.check(); err != nil {
 		return err
 	}
+	if err := hook.CheckDisabled(f.DisabledHooks); err != nil {
+		return err
+	}
 	if f.Shard.Enabled && f.DryRun != "" {
 		return errors.New("--sharding with --dry-run: a dry run writes nothing, Leases included; run it without --sharding")
 	}
@@ -341,6 +349,11 @@ func (f Flags) check() error {
 // elected reports whether leader election runs: --leader-elect, or
 // --sharding, which implies it.
 func (f Flags) elected() bool { return f.Leader.Enabled || f.Shard.Enabled }
+
+// logSkipped logs an entry of the hooks folder that is not run, and why.
+func logSkipped(log logrus.FieldLogger, s hook.Skipped) {
+	log.WithFields(logrus.Fields{"hook": s.Name, "reason": s.Reason}).Info("hook skipped")
+}
 
 // loadHooks loads the hooks of dir, logging each.
 func loadHooks(ctx context.Context, dir string, load hook.LoadOptions, log logrus.FieldLogger) ([]*hook.Hook, error) {
