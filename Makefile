@@ -69,7 +69,7 @@ IMAGE ?= hook-operator:dev
 image: ## build the image from the Dockerfile: docker if a daemon answers, else podman (installed from Debian's packages on first use; base images assembled here when no registry answers)
 	@hack/image/build.sh $(IMAGE)
 
-.PHONY: helm deploy shell-operator conformance
+.PHONY: helm deploy shell-operator conformance monitoring promtool
 helm: ## build the pinned helm (hack/tools/helm) into the per-user cache (once); prints its path
 	@hack/tools/helm.sh
 
@@ -81,6 +81,12 @@ conformance: cluster ## the differential suite: every case of conformance/cases 
 
 deploy: ## regenerate deploy/rbac.yaml and the Helm chart's generated parts from the hooks and CRDs
 	@hack/gen-deploy.sh
+
+promtool: ## build the pinned promtool (hack/tools/promtool) into the per-user cache (once); prints its path
+	@hack/tools/promtool.sh
+
+monitoring: ## regenerate the PrometheusRule and the chart's copies from deploy/monitoring/alerts.yaml and dashboard.json
+	@hack/gen-monitoring.sh
 
 run: build hooks ## build, start the local cluster, run the operator with hooks/ (Ctrl-C stops)
 	@hack/run.sh

@@ -7,7 +7,8 @@ import (
 )
 
 // The local cluster's API server accepts the chart's rendering (server-side
-// dry-run), with the default values and with the example hooks inline, in a
+// dry-run), with the default values, with the example hooks inline, and
+// with secure metrics and the dashboard, in a
 // namespace enforcing the restricted Pod Security Standard. helm renders
 // the namespace it is given; the test gives it a fresh one that exists.
 func TestIntegrationHelmServerDryRun(t *testing.T) {
@@ -18,6 +19,11 @@ func TestIntegrationHelmServerDryRun(t *testing.T) {
 	}{
 		{"defaults", nil},
 		{"inline hooks", exampleHooksArgs(t)},
+		// The monitors and the PrometheusRule need the Prometheus
+		// Operator's CRDs, which the local cluster has not: the dashboard
+		// and the secure metrics' RBAC, Service port and settings only.
+		{"secure metrics and dashboard", []string{"--set", "metrics.secure.enabled=true", "--set", "monitoring.dashboard.enabled=true",
+			"--set-json", `metrics.secure.readerSubjects=[{"kind":"ServiceAccount","name":"prom","namespace":"mon"}]`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := c.Namespace(t)

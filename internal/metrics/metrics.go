@@ -151,6 +151,14 @@ func New(prefix string) *Metrics {
 		ringShare:   f.gauge("shard_ring_share", "The fraction of the hash space each member of the sharding ring owns, as this replica sees it (only with --sharding).", "member"),
 		ringChanges: f.counter("shard_ring_changes_total", "Times this replica saw the sharding ring's members change."),
 	}
+	// Series with known label values start at 0, so that an alert's
+	// increase() sees the first one and a dashboard shows the series.
+	for _, result := range []string{"applied", "unchanged", "invalid", "failed"} {
+		m.reloads.add(0, result)
+	}
+	for _, where := range []string{"run", "admission", "conversion", "webhook"} {
+		m.panics.add(0, where)
+	}
 	r.Register(goCollector{})
 	r.Register(processCollector{})
 	r.Register(m.Hooks)
@@ -314,6 +322,19 @@ func (m *Metrics) EventSuppressed(hook, binding, reason string) {
 		return
 	}
 	m.eventsSuppressed.add(1, hook, binding, reason)
+}
+
+// WatchStarted makes the watch counters of resource start at 0 (every
+// reason of a restart), so that an alert's increase() sees the first
+// failure or restart.
+func (m *Metrics) WatchStarted(resource string) {
+	if m == nil {
+		return
+	}
+	m.watchErrors.add(0, resource)
+	for _, reason := range []string{"timeout", "idle", "expired", "error"} {
+		m.watchRestarts.add(0, resource, reason)
+	}
 }
 
 // WatchError counts a failed watch of resource.

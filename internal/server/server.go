@@ -68,6 +68,9 @@ type Options struct {
 	Pprof bool
 	// MaxConns caps the open connections of each listener (0: 128).
 	MaxConns int
+	// Secure, when set, serves /metrics and /metrics/hooks on its HTTPS
+	// listener to authorized callers only, and not on Address.
+	Secure *SecureMetrics
 	// ReadyInterval is how old the readiness /readyz answers with may be:
 	// a request after it starts a new check (0: DefaultReadyInterval).
 	ReadyInterval time.Duration
@@ -77,11 +80,17 @@ type Options struct {
 const DefaultReadyInterval = time.Second
 
 // Start listens and serves until ctx ends. It returns the TCP address it
-// listens on.
-func Start(ctx context.Context, op Operator, opts Options, log logrus.FieldLogger) (string, error) {
+// listens on, and that of the secure metrics listener ("" without one).
+func Start(ctx context.Context, op Operator, opts Options, log logrus.FieldLogger) (addr, secureAddr string, err error) {
+	if opts.Secure != nil {
+		if secureAddr, err = startSecure(ctx, opts.Secure, opts, log); err != nil {
+			return "", "", err
+		}
+		opts.Metrics, opts.HookMetrics = nil, nil
+	}
 	ln, err := net.Listen("tcp", opts.Address)
 	if err != nil {
-		return "", fmt.Errorf("--listen-address %s: %w", opts.Address, err)
+		return "", "", fmt.Errorf("--listen-address %s: %w", opts.Address, err)
 	}
 	ready := newReadiness(ctx, op, opts.ReadyInterval)
 	serve(ctx, ln, handler(op, ready, opts, true, opts.DebugOverHTTP), limits(opts, opts.DebugOverHTTP), log)
@@ -89,11 +98,11 @@ func Start(ctx context.Context, op Operator, opts Options, log logrus.FieldLogge
 		sock, err := listenUnix(opts.DebugSocket)
 		if err != nil {
 			_ = ln.Close()
-			return "", fmt.Errorf("--debug-socket %s: %w", opts.DebugSocket, err)
+			return "", "", fmt.Errorf("--debug-socket %s: %w", opts.DebugSocket, err)
 		}
 		serve(ctx, sock, handler(op, ready, opts, false, true), limits(opts, true), log)
 	}
-	return ln.Addr().String(), nil
+	return ln.Addr().String(), secureAddr, nil
 }
 
 // listenUnix listens on a socket only the operator's user may use,

@@ -119,7 +119,7 @@ func TestDebugOnSocketOnly(t *testing.T) {
 	defer cancel()
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	addr, err := server.Start(ctx, &fakeOperator{}, server.Options{Address: "127.0.0.1:0", DebugSocket: sock, Pprof: true}, log)
+	addr, _, err := server.Start(ctx, &fakeOperator{}, server.Options{Address: "127.0.0.1:0", DebugSocket: sock, Pprof: true}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestListenerIsBounded(t *testing.T) {
 	defer cancel()
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	addr, err := server.Start(ctx, op, server.Options{Address: "127.0.0.1:0", MaxConns: 1}, log)
+	addr, _, err := server.Start(ctx, op, server.Options{Address: "127.0.0.1:0", MaxConns: 1}, log)
 	if err != nil {
 		t.Fatal(err)
 	}

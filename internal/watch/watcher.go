@@ -320,6 +320,7 @@ func (w *Watcher) informerFor(b *Binding, key informerKey) *informer {
 	}
 	inf := newInformer(w.clients.Dynamic, w.streams, w.health, key, b, w.log)
 	inf.metrics = w.metrics
+	w.metrics.WatchStarted(key.resource)
 	inf.refs = 1
 	w.informers[key] = inf // a started one with the same key keeps running for its bindings
 	return inf

@@ -2,6 +2,7 @@ package start
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -94,6 +95,9 @@ func (p *parts) compose(ctx context.Context, opts operator.Options) (*manager.Ma
 		p.log.WithField("hooks", n).Info("settings.sharded applies with --sharding only; every object goes to this replica's hooks")
 	}
 	op := operator.New(p.hooks, p.clients, opts, p.log)
+	if f.MetricsSecure && f.ListenAddress == "" {
+		return nil, errors.New("--metrics-secure needs --listen-address (its listener serves /healthz and /readyz): set one, or drop --metrics-secure")
+	}
 	if f.ListenAddress != "" {
 		mgr.Add(manager.Always, p.server(op))
 	}
@@ -155,14 +159,23 @@ func (p *parts) election() (manager.Options, error) {
 func (p *parts) server(op *operator.Operator) manager.Runnable {
 	f := p.f
 	return manager.Runnable{Name: "server", Run: func(ctx context.Context, started func()) error {
-		addr, err := server.Start(ctx, op, server.Options{
+		opts := server.Options{
 			Address: f.ListenAddress, DebugSocket: f.DebugSocket, DebugOverHTTP: f.DebugHTTP,
 			Metrics: p.m.Handler(), HookMetrics: p.m.HooksHandler(), Pprof: f.Pprof, MaxConns: f.ListenMaxConns,
-		}, p.log)
+		}
+		if f.MetricsSecure {
+			opts.Secure = &server.SecureMetrics{Address: f.MetricsSecureAddress, CertFile: f.MetricsCert, KeyFile: f.MetricsKey, Client: p.clients.Dynamic}
+		}
+		addr, secureAddr, err := server.Start(ctx, op, opts, p.log)
 		if err != nil {
 			return err
 		}
-		p.log.WithFields(logrus.Fields{"address": addr, "debugSocket": f.DebugSocket}).Info("serving /metrics, /healthz and /readyz")
+		if secureAddr != "" {
+			p.log.WithField("address", secureAddr).Info("serving /metrics over HTTPS to callers with a token allowed to get it")
+			p.log.WithFields(logrus.Fields{"address": addr, "debugSocket": f.DebugSocket}).Info("serving /healthz and /readyz")
+		} else {
+			p.log.WithFields(logrus.Fields{"address": addr, "debugSocket": f.DebugSocket}).Info("serving /metrics, /healthz and /readyz")
+		}
 		started()
 		<-ctx.Done()
 		return nil

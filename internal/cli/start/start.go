@@ -68,9 +68,16 @@ type Flags struct {
 	ListenMaxConns int
 	// MetricsPrefix starts the names of the operator's own metrics.
 	MetricsPrefix string
-	DebugSocket   string
-	DebugHTTP     bool
-	Pprof         bool
+	// MetricsSecure serves /metrics over HTTPS on MetricsSecureAddress to
+	// callers with a token allowed to get it (TokenReview and
+	// SubjectAccessReview), and not on ListenAddress.
+	MetricsSecure        bool
+	MetricsSecureAddress string
+	// MetricsCert and MetricsKey are its certificate; empty: self-signed.
+	MetricsCert, MetricsKey string
+	DebugSocket             string
+	DebugHTTP               bool
+	Pprof                   bool
 	// DryRun is "" (write to the cluster), "client" or "server".
 	DryRun      string
 	Output      string
@@ -206,6 +213,14 @@ func bindProcessFlags(fs *pflag.FlagSet, f *Flags) {
 	fs.StringVar(&f.MetricsPrefix, "metrics-prefix", metrics.DefaultPrefix, "start the names of the operator's own metrics with this (hooks' metrics keep their names)")
 	envflag.Bind(fs, "metrics-prefix", "HOOK_OPERATOR_METRICS_PREFIX")
 	envflag.BindAlias(fs, "metrics-prefix", envflag.Same("SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX"))
+	fs.BoolVar(&f.MetricsSecure, "metrics-secure", false, "serve /metrics over HTTPS on --metrics-secure-address, to tokens allowed to get it")
+	envflag.Bind(fs, "metrics-secure", "HOOK_OPERATOR_METRICS_SECURE")
+	fs.StringVar(&f.MetricsSecureAddress, "metrics-secure-address", ":8443", "host:port of the HTTPS /metrics listener of --metrics-secure")
+	envflag.Bind(fs, "metrics-secure-address", "HOOK_OPERATOR_METRICS_SECURE_ADDRESS")
+	fs.StringVar(&f.MetricsCert, "metrics-cert", "", "PEM certificate of the HTTPS /metrics listener (empty: self-signed)")
+	envflag.Bind(fs, "metrics-cert", "HOOK_OPERATOR_METRICS_CERT")
+	fs.StringVar(&f.MetricsKey, "metrics-key", "", "PEM key of --metrics-cert")
+	envflag.Bind(fs, "metrics-key", "HOOK_OPERATOR_METRICS_KEY")
 	fs.StringVar(&f.DebugSocket, "debug-socket", DefaultDebugSocket(), "unix socket serving the debug routes that `hook-operator debug` reads (empty: none)")
 	envflag.Bind(fs, "debug-socket", EnvDebugSocket)
 	envflag.BindAlias(fs, "debug-socket", envflag.Same("DEBUG_UNIX_SOCKET"))

@@ -70,3 +70,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/* How a ServiceMonitor or PodMonitor scrapes --metrics-secure: with the
+Prometheus ServiceAccount's token, over TLS to the self-signed certificate. */}}
+{{- define "hook-operator.secureScrape" -}}
+bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
+tlsConfig:
+  insecureSkipVerify: true
+{{- end }}
