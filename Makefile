@@ -69,6 +69,10 @@ IMAGE ?= hook-operator:dev
 image: ## build the image from the Dockerfile: docker if a daemon answers, else podman (installed from Debian's packages on first use; base images assembled here when no registry answers)
 	@hack/image/build.sh $(IMAGE)
 
+.PHONY: chart
+chart: ## package the Helm chart for VERSION (vX.Y.Z) into dist/, after helm lint --strict
+	@hack/release/chart.sh $(VERSION) dist
+
 .PHONY: helm deploy shell-operator conformance
 helm: ## build the pinned helm (hack/tools/helm) into the per-user cache (once); prints its path
 	@hack/tools/helm.sh
