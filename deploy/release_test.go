@@ -1,12 +1,15 @@
 package deploy_test
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 )
 
 // hack/release/chart.sh packages the chart for a release: the package is
@@ -40,5 +43,78 @@ func TestReleaseChartPackage(t *testing.T) {
 	cmd = exec.Command(script, "1.2", out)
 	if msg, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(msg), "give one like v1.2.3") {
 		t.Errorf("chart.sh 1.2: err %v, output\n%s\nwant it refused with the expected form", err, msg)
+	}
+}
+
+// readYAMLFile reads the YAML file at path (relative to the repository)
+// into v.
+func readYAMLFile(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// The registry path that make release-push pushes to (the Makefile's
+// REGISTRY) is the image that deploy/ and the chart run, at the release the
+// chart is versioned as: the manifests' tag, the kustomization's newTag and
+// the chart's appVersion are "v" + the chart's version. The release
+// workflow pushes with the make targets.
+func TestReleaseReferencesInStep(t *testing.T) {
+	makefile, err := os.ReadFile(filepath.Join(repoRoot(t), "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^REGISTRY \?= (\S+)$`).FindSubmatch(makefile)
+	if m == nil {
+		t.Fatal("Makefile: no `REGISTRY ?= REPOSITORY` line (the default of make release-push)")
+	}
+	registry := string(m[1])
+
+	var chartMeta struct{ Version, AppVersion string }
+	readYAMLFile(t, "deploy/helm/hook-operator/Chart.yaml", &chartMeta)
+	version := "v" + chartMeta.Version
+	if chartMeta.AppVersion != version {
+		t.Errorf("Chart.yaml: appVersion %s, want v+version %s (make chart sets both from VERSION)", chartMeta.AppVersion, version)
+	}
+	var values struct {
+		Image struct{ Repository, Tag string }
+	}
+	readYAMLFile(t, "deploy/helm/hook-operator/values.yaml", &values)
+	if values.Image.Repository != registry || values.Image.Tag != "" {
+		t.Errorf("values.yaml: image %s tag %q, want %s with no tag (the chart's appVersion)", values.Image.Repository, values.Image.Tag, registry)
+	}
+	var kust struct {
+		Images []struct{ Name, NewTag string }
+	}
+	readYAMLFile(t, "deploy/kustomization.yaml", &kust)
+	if len(kust.Images) != 1 || kust.Images[0].Name != registry || kust.Images[0].NewTag != version {
+		t.Errorf("deploy/kustomization.yaml: images %+v, want %s with newTag %s", kust.Images, registry, version)
+	}
+	deployment, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "deployment.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "image: " + registry + ":" + version + "\n"; !strings.Contains(string(deployment), want) {
+		t.Errorf("deploy/deployment.yaml does not run %s:%s (want a line %q)", registry, version, strings.TrimSpace(want))
+	}
+
+	workflow, err := os.ReadFile(filepath.Join(repoRoot(t), ".github", "workflows", "release.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"make release-check VERSION=", "make release-push VERSION="} {
+		if !strings.Contains(string(workflow), want) {
+			t.Errorf(".github/workflows/release.yml does not run %q", want)
+		}
+	}
+	// The workflow pushes to the owner of the repository it runs in: the
+	// project's own is hook-operator, a fork's its owner.
+	if !strings.HasPrefix(registry, "ghcr.io/hook-operator/") || !strings.Contains(string(workflow), "REGISTRY=ghcr.io/${{ github.repository_owner }}/hook-operator") {
+		t.Errorf("the workflow pushes elsewhere than the Makefile's REGISTRY %s: give REGISTRY=ghcr.io/${{ github.repository_owner }}/hook-operator", registry)
 	}
 }
