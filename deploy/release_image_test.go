@@ -206,3 +206,72 @@ func TestReleaseImagesArchitecture(t *testing.T) {
 		}
 	}
 }
+
+// Every file of the release is in SHA256SUMS with its digest, and the
+// SBOMs (CycloneDX) describe what they are of: the binary's Go modules,
+// each image's Debian packages and the operator in it.
+func TestReleaseSumsAndSBOMs(t *testing.T) {
+	dir, version := release(t)
+	run(t, dir, nil, "sha256sum", "--quiet", "--strict", "-c", "SHA256SUMS")
+	sums, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(sums)), "\n") {
+		if _, file, ok := strings.Cut(line, "  "); ok {
+			listed[file] = true
+		}
+	}
+	err = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if rel != "SHA256SUMS" && !listed[rel] {
+			t.Errorf("%s is not in SHA256SUMS", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// components returns the names of the components of a CycloneDX SBOM.
+	components := func(file string) map[string]bool {
+		var bom struct {
+			BOMFormat  string `json:"bomFormat"`
+			Components []struct{ Name, Type string }
+		}
+		data, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, &bom); err != nil || bom.BOMFormat != "CycloneDX" {
+			t.Fatalf("%s: not a CycloneDX JSON SBOM (%v)", file, err)
+		}
+		names := map[string]bool{}
+		for _, c := range bom.Components {
+			names[c.Name] = true
+		}
+		return names
+	}
+	for _, arch := range []string{"amd64", "arm64"} {
+		if c := components("hook-operator-linux-" + arch + ".cdx.json"); !c["k8s.io/client-go"] {
+			t.Errorf("hook-operator-linux-%s.cdx.json does not list k8s.io/client-go among %d components", arch, len(c))
+		}
+		for _, tag := range []string{version, version + "-python"} {
+			file := "hook-operator-" + tag + "-" + arch + ".cdx.json"
+			c := components(file)
+			want := []string{"bash", "jq", "tini", "k8s.io/client-go"}
+			if strings.HasSuffix(tag, "-python") {
+				want = append(want, "python3")
+			}
+			for _, name := range want {
+				if !c[name] {
+					t.Errorf("%s does not list %s among %d components", file, name, len(c))
+				}
+			}
+		}
+	}
+}

@@ -16,8 +16,8 @@ arch=${1:-} variant=${2:-}
 case "$arch" in amd64 | arm64) ;; *) echo "rootfs.sh: ARCH $arch: give amd64 or arm64" >&2; exit 2 ;; esac
 # What bash hooks and shell-operator's shell framework use: bash, jq, the
 # POSIX tools (coreutils, grep, sed, mawk, findutils, diffutils, gzip, tar),
-# rev (bsdextrautils); tini as PID 1; CA certificates for kubectl and hooks.
-packages=base-files,bash,dash,coreutils,grep,sed,mawk,findutils,diffutils,gzip,tar,hostname,debianutils,bsdextrautils,jq,tini,ca-certificates,tzdata
+# rev (util-linux in bookworm), column and hexdump (bsdextrautils); tini as PID 1; CA certificates for kubectl and hooks.
+packages=base-files,bash,dash,coreutils,grep,sed,mawk,findutils,diffutils,gzip,tar,hostname,debianutils,util-linux,bsdextrautils,jq,tini,ca-certificates,tzdata
 case "$variant" in
   base) ;;
   python) packages+=,python3 ;;
@@ -34,13 +34,13 @@ fi
 # engine.sh installs mmdebstrap (with podman) from Debian's packages.
 command -v mmdebstrap >/dev/null || "$(dirname "${BASH_SOURCE[0]}")/../image/engine.sh" >/dev/null
 mkdir -p "$cache"
-# mmdebstrap writes a tar for a name ending in .tar, and refuses one that exists.
-tmp="$cache/.rootfs-$arch-$variant-$$.tar"
-trap 'rm -f "$tmp"' EXIT
+tmp=$(mktemp -d "$cache/.rootfs-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
 
-# The fix-ups run on this machine with the root folder as $1 (hooks of
-# mmdebstrap), never inside it.
-fixup='set -e; r=$1
+# mmdebstrap runs no hooks for the extract variant: the fix-ups run here,
+# on this machine, on the unpacked folder.
+fixup() {
+  local r=$1
   rm -rf "$r"/usr/share/man "$r"/usr/share/locale "$r"/usr/share/info "$r"/usr/share/lintian "$r"/usr/share/bash-completion "$r"/var/cache/apt "$r"/var/lib/apt/lists
   find "$r"/usr/share/doc -type f ! -name copyright -delete
   ln -sf mawk "$r"/usr/bin/awk
@@ -48,10 +48,11 @@ fixup='set -e; r=$1
   printf "root:x:0:\nnogroup:x:65534:\nhook-operator:x:65532:\n" >"$r"/etc/group
   mkdir -p "$r"/etc/ssl/certs
   find "$r"/usr/share/ca-certificates -name "*.crt" | LC_ALL=C sort | xargs cat >"$r"/etc/ssl/certs/ca-certificates.crt
-  mkdir -p "$r"/tmp "$r"/root "$r"/usr/local/bin && chmod 1777 "$r"/tmp && chmod 0700 "$r"/root'
+  mkdir -p "$r"/tmp "$r"/root "$r"/usr/local/bin && chmod 1777 "$r"/tmp && chmod 0700 "$r"/root
+}
 mmdebstrap --quiet --variant=extract --architectures="$arch" --include="$packages" \
-  --aptopt='APT::Install-Recommends "false"' \
-  --customize-hook="$fixup" bookworm "$tmp" >&2
-mv "$tmp" "$out"
-trap - EXIT
+  --aptopt='APT::Install-Recommends "false"' bookworm "$tmp/root" >&2
+fixup "$tmp/root"
+tar -C "$tmp/root" --sort=name --numeric-owner -cf "$tmp/root.tar" .
+mv "$tmp/root.tar" "$out"
 echo "$out"
