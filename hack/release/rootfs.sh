@@ -40,8 +40,18 @@ trap 'rm -rf "$tmp"' EXIT
 # mmdebstrap runs no hooks for the extract variant: the fix-ups run here,
 # on this machine, on the unpacked folder.
 fixup() {
-  local r=$1
-  rm -rf "$r"/usr/share/man "$r"/usr/share/locale "$r"/usr/share/info "$r"/usr/share/lintian "$r"/usr/share/bash-completion "$r"/var/cache/apt "$r"/var/lib/apt/lists
+  local r=$1 deb
+  # dpkg's database, as installing would have left it, so that SBOM
+  # generators and scanners see the Debian packages: each package's control
+  # fields, installed, and its file list.
+  mkdir -p "$r"/var/lib/dpkg/info
+  : >"$r"/var/lib/dpkg/status
+  for deb in "$r"/var/cache/apt/archives/*.deb; do
+    { dpkg-deb -f "$deb" | sed '/^Package:/a Status: install ok installed'; echo; } >>"$r"/var/lib/dpkg/status
+    dpkg-deb -c "$deb" | awk '{ sub(/^\./, "", $6); print ($6 == "/" ? "/." : $6) }' | sed 's|/$||' \
+      >"$r/var/lib/dpkg/info/$(dpkg-deb -f "$deb" Package).list"
+  done
+  rm -rf "$r"/usr/share/man "$r"/usr/share/locale "$r"/usr/share/info "$r"/usr/share/lintian "$r"/usr/share/bash-completion "$r"/var/cache/apt "$r"/var/lib/apt/lists "$r"/var/log/apt
   find "$r"/usr/share/doc -type f ! -name copyright -delete
   ln -sf mawk "$r"/usr/bin/awk
   printf "root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\nhook-operator:x:65532:65532::/nonexistent:/usr/sbin/nologin\n" >"$r"/etc/passwd
@@ -51,7 +61,7 @@ fixup() {
   mkdir -p "$r"/tmp "$r"/root "$r"/usr/local/bin && chmod 1777 "$r"/tmp && chmod 0700 "$r"/root
 }
 mmdebstrap --quiet --variant=extract --architectures="$arch" --include="$packages" \
-  --aptopt='APT::Install-Recommends "false"' bookworm "$tmp/root" >&2
+  --aptopt='APT::Install-Recommends "false"' --skip=cleanup/apt/cache bookworm "$tmp/root" >&2
 fixup "$tmp/root"
 tar -C "$tmp/root" --sort=name --numeric-owner -cf "$tmp/root.tar" .
 mv "$tmp/root.tar" "$out"
