@@ -45,7 +45,9 @@ unit: ## unit tests only (no cluster)
 	go test -race -count=1 -skip 'Integration' ./...
 
 test: vet cross cluster image ## vet, cross-builds, the image, then unit and integration tests against the local cluster (the image's run with podman among them); removes the clusters the tests started for themselves when they end
-	rc=0; go test -race -count=1 -timeout $(TEST_TIMEOUT) ./... || rc=$$?; hack/cluster/down.sh --tests; exit $$rc
+	rc=0; go test -race -count=1 -timeout $(TEST_TIMEOUT) ./... || rc=$$?; \
+	(cd hack/release/ociimage && go test -race -count=1 ./...) || rc=$$?; \
+	hack/cluster/down.sh --tests; exit $$rc
 
 .PHONY: test-fresh test-loaded
 test-fresh: ## make test as on a new machine: a fresh clone of HEAD, empty caches (HOOK_OPERATOR_CACHE, GOCACHE, HOME, podman storage); prints its wall time
@@ -68,6 +70,24 @@ cluster-down: ## stop and remove the local cluster (binaries stay cached)
 IMAGE ?= hook-operator:dev
 image: ## build the image from the Dockerfile: docker if a daemon answers, else podman (installed from Debian's packages on first use; base images assembled here when no registry answers)
 	@hack/image/build.sh $(IMAGE)
+
+.PHONY: chart
+chart: ## package the Helm chart for VERSION (vX.Y.Z) into dist/, after helm lint --strict
+	@hack/release/chart.sh $(VERSION) dist
+
+.PHONY: release release-check release-push
+# Where released images go: make release-push pushes there, and deploy/ and
+# the chart name it (deploy/release_test.go keeps them in step).
+REGISTRY ?= ghcr.io/hook-operator/hook-operator
+release: ## write release VERSION (vX.Y.Z) into dist/: amd64+arm64 images (and -python) as an OCI layout, binaries, chart, SBOMs, SHA256SUMS
+	@hack/release/release.sh $(VERSION) dist
+
+release-check: release ## make release, then check dist/ (each image's executables are of its architecture)
+	HOOK_OPERATOR_RELEASE_DIR=$(CURDIR)/dist HOOK_OPERATOR_RELEASE_VERSION=$(VERSION) \
+		go test -count=1 -run '^TestRelease' ./deploy
+
+release-push: ## push the images make release wrote to REGISTRY:VERSION and REGISTRY:VERSION-python (docker login first)
+	@hack/release/push.sh $(VERSION) $(REGISTRY) dist
 
 .PHONY: helm deploy shell-operator conformance monitoring promtool
 helm: ## build the pinned helm (hack/tools/helm) into the per-user cache (once); prints its path

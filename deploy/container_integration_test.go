@@ -40,6 +40,17 @@ var built struct {
 	err    error
 }
 
+// findEngine returns the engine hack/image/engine.sh names (installing
+// podman on first use).
+func findEngine(root string) (engine, error) {
+	out, err := exec.Command(filepath.Join(root, "hack", "image", "engine.sh")).Output()
+	if err != nil {
+		return engine{}, fmt.Errorf("hack/image/engine.sh: %w", err)
+	}
+	return engine{cmd: strings.Fields(strings.TrimSpace(string(out))),
+		env: append(os.Environ(), "CONTAINERS_CONF="+filepath.Join(root, "hack", "image", "containers.conf"))}, nil
+}
+
 // builtImage builds the image from the Dockerfile with hack/image/build.sh
 // (a cache hit after make image, which make test runs first), once per test
 // binary, and returns the engine to run it with.
@@ -47,13 +58,10 @@ func builtImage(t *testing.T) engine {
 	t.Helper()
 	built.Do(func() {
 		root := repoRoot(t)
-		out, err := exec.Command(filepath.Join(root, "hack", "image", "engine.sh")).Output()
-		if err != nil {
-			built.err = fmt.Errorf("hack/image/engine.sh: %w", err)
+		built.engine, built.err = findEngine(root)
+		if built.err != nil {
 			return
 		}
-		built.engine = engine{cmd: strings.Fields(strings.TrimSpace(string(out))),
-			env: append(os.Environ(), "CONTAINERS_CONF="+filepath.Join(root, "hack", "image", "containers.conf"))}
 		build := exec.Command(filepath.Join(root, "hack", "image", "build.sh"), testImage)
 		build.Env = built.engine.env
 		if out, err := build.CombinedOutput(); err != nil {
@@ -227,6 +235,14 @@ type container struct {
 // returns once /readyz answers 200.
 func startContainer(t *testing.T, e engine, c *testcluster.Cluster, ns, mount string) container {
 	t.Helper()
+	return startImage(t, e, c, ns, mount, testImage, map[string]string{"ack.sh": ackHook(ns)})
+}
+
+// startImage runs image as deploy/ runs it, with its own CMD and the hooks
+// (file name -> content) mounted read-only at mount; it returns once
+// /readyz answers 200.
+func startImage(t *testing.T, e engine, c *testcluster.Cluster, ns, mount, image string, hookFiles map[string]string) container {
+	t.Helper()
 	dir := t.TempDir()
 	must(t, os.Chmod(dir, 0o755)) // the container's user reads what is mounted from it
 	kubeconfig := filepath.Join(dir, "kubeconfig")
@@ -235,7 +251,9 @@ func startContainer(t *testing.T, e engine, c *testcluster.Cluster, ns, mount st
 	must(t, os.WriteFile(kubeconfig, flat, 0o644))
 	hooks := filepath.Join(dir, "hooks")
 	must(t, os.Mkdir(hooks, 0o755))
-	must(t, os.WriteFile(filepath.Join(hooks, "ack.sh"), []byte(ackHook(ns)), 0o755))
+	for name, content := range hookFiles {
+		must(t, os.WriteFile(filepath.Join(hooks, name), []byte(content), 0o755))
+	}
 
 	addr := freeAddress(t)
 	name := "hook-operator-test-" + ns
@@ -243,7 +261,7 @@ func startContainer(t *testing.T, e engine, c *testcluster.Cluster, ns, mount st
 		"--user", "65532:65532", "--read-only", "--tmpfs", "/tmp", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
 		"-v", kubeconfig + ":/kube/config:ro", "-e", "KUBECONFIG=/kube/config",
 		"-v", hooks + ":" + mount + ":ro", "-e", "HOOK_OPERATOR_LISTEN_ADDRESS=" + addr, "-e", "HOOK_OPERATOR_LOG_FORMAT=json",
-		testImage}
+		image}
 	e.must(t, run...)
 	t.Cleanup(func() { _, _ = e.run(t, "rm", "-f", name) })
 	ctr := container{name: name, addr: addr, hooks: hooks, logs: func() string { out, _ := e.run(t, "logs", name); return tail(out, 60) }}

@@ -380,3 +380,30 @@ func TestHelmTemplateWebhook(t *testing.T) {
 	}
 	checkRBAC(t, objs, "hook-operator", "ops")
 }
+
+// values.schema.json refuses values the chart would otherwise ignore or
+// render wrong: a misspelt key, a value of the wrong type, a word outside a
+// key's choices; helm names the key in its error.
+func TestHelmValuesSchema(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"misspelt key", []string{"--set", "replica=3"}, "additional properties 'replica' not allowed"},
+		{"misspelt nested key", []string{"--set", "webhook.enable=true"}, "additional properties 'enable' not allowed"},
+		{"wrong type", []string{"--set-string", "replicas=two"}, "/replicas': got string, want integer"},
+		{"not a choice", []string{"--set", "logLevel=verbose"}, "/logLevel': value must be one of"},
+		{"relative mount path", []string{"--set", "hooks.mountPath=hooks"}, "/hooks/mountPath': 'hooks' does not match pattern"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if out := helmTemplateFails(t, c.args...); !strings.Contains(out, c.want) {
+				t.Errorf("helm template %v: error\n%s\nwant it to contain %q", c.args, out, c.want)
+			}
+			cmd := exec.Command(helm(t), append([]string{"lint", "--strict", chart(t)}, c.args...)...)
+			if out, err := cmd.CombinedOutput(); err == nil {
+				t.Errorf("helm lint --strict %v: passed, want it refused\n%s", c.args, out)
+			}
+		})
+	}
+}

@@ -182,6 +182,9 @@ func TestMain(m *testing.M) {
 	if imageDir != "" {
 		os.RemoveAll(imageDir)
 	}
+	if releaseDir != "" { // built by release, not given
+		os.RemoveAll(filepath.Dir(releaseDir))
+	}
 	os.Exit(code)
 }
 

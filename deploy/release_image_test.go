@@ -1,0 +1,277 @@
+package deploy_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"debug/elf"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// releaseVersion is the version the tests build a release as.
+const releaseVersion = "v0.0.0-test"
+
+var (
+	releaseOnce sync.Once
+	releaseDir  string
+	releaseErr  string
+)
+
+// release returns the folder of a release built by hack/release/release.sh:
+// HOOK_OPERATOR_RELEASE_DIR when set (make release-check points it at the
+// dist/ it has just written, with its VERSION in HOOK_OPERATOR_RELEASE_VERSION),
+// else one built here once per test binary (minutes on a machine whose
+// cache has no kubectl for both architectures yet, about a minute after).
+func release(t *testing.T) (dir, version string) {
+	t.Helper()
+	if dir := os.Getenv("HOOK_OPERATOR_RELEASE_DIR"); dir != "" {
+		version := os.Getenv("HOOK_OPERATOR_RELEASE_VERSION")
+		if version == "" {
+			t.Fatal("HOOK_OPERATOR_RELEASE_DIR is set without HOOK_OPERATOR_RELEASE_VERSION: set both, as make release-check does")
+		}
+		return dir, version
+	}
+	releaseOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "hook-operator-release-")
+		if err != nil {
+			releaseErr = err.Error()
+			return
+		}
+		releaseDir = filepath.Join(dir, "dist")
+		script := filepath.Join(repoRoot(t), "hack", "release", "release.sh")
+		if out, err := exec.Command(script, releaseVersion, releaseDir).CombinedOutput(); err != nil {
+			releaseErr = script + ": " + err.Error() + "\n" + string(out)
+		}
+	})
+	if releaseErr != "" {
+		t.Fatal(releaseErr)
+	}
+	return releaseDir, releaseVersion
+}
+
+// ociDescriptor is the part of an OCI descriptor the tests read.
+type ociDescriptor struct {
+	MediaType   string            `json:"mediaType"`
+	Digest      string            `json:"digest"`
+	Size        int64             `json:"size"`
+	Annotations map[string]string `json:"annotations"`
+	Platform    *struct {
+		OS           string `json:"os"`
+		Architecture string `json:"architecture"`
+	} `json:"platform"`
+}
+
+// blob reads the blob of digest d in the OCI layout dir.
+func blob(t *testing.T, dir, d string) []byte {
+	t.Helper()
+	algo, hex, _ := strings.Cut(d, ":")
+	data, err := os.ReadFile(filepath.Join(dir, "blobs", algo, hex))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// platformManifests returns the layers (descriptors) of each platform's
+// image ("linux/arm64" -> layers) of the index tagged tag in layout dir.
+func platformManifests(t *testing.T, dir, tag string) map[string][]ociDescriptor {
+	t.Helper()
+	var top struct{ Manifests []ociDescriptor }
+	data, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &top); err != nil {
+		t.Fatal(err)
+	}
+	var index *ociDescriptor
+	for i, m := range top.Manifests {
+		if m.Annotations["org.opencontainers.image.ref.name"] == tag {
+			index = &top.Manifests[i]
+		}
+	}
+	if index == nil {
+		t.Fatalf("%s/index.json: no index tagged %s", dir, tag)
+	}
+	var idx struct{ Manifests []ociDescriptor }
+	if err := json.Unmarshal(blob(t, dir, index.Digest), &idx); err != nil {
+		t.Fatal(err)
+	}
+	platforms := map[string][]ociDescriptor{}
+	for _, m := range idx.Manifests {
+		if m.Platform == nil {
+			t.Fatalf("%s: manifest %s without a platform", tag, m.Digest)
+		}
+		var manifest struct{ Layers []ociDescriptor }
+		if err := json.Unmarshal(blob(t, dir, m.Digest), &manifest); err != nil {
+			t.Fatal(err)
+		}
+		platforms[m.Platform.OS+"/"+m.Platform.Architecture] = manifest.Layers
+	}
+	return platforms
+}
+
+// elfMachine returns the machine of an ELF file's header, or ok false when
+// head (the file's first bytes) is not an ELF header.
+func elfMachine(head []byte) (machine elf.Machine, ok bool) {
+	if len(head) < 20 || !bytes.HasPrefix(head, []byte(elf.ELFMAG)) {
+		return 0, false
+	}
+	var order binary.ByteOrder = binary.LittleEndian
+	if elf.Data(head[elf.EI_DATA]) == elf.ELFDATA2MSB {
+		order = binary.BigEndian
+	}
+	// e_machine follows e_ident (16 bytes) and e_type (2 bytes) in both classes.
+	return elf.Machine(order.Uint16(head[18:20])), true
+}
+
+// executables returns the machine of every executable ELF file in the gzip
+// tar layers ("/usr/bin/bash" -> machine), and the executable files that
+// are neither ELF files nor scripts (#!).
+func executables(t *testing.T, dir string, layers []ociDescriptor) (elfs map[string]elf.Machine, other []string) {
+	t.Helper()
+	elfs = map[string]elf.Machine{}
+	for _, l := range layers {
+		zr, err := gzip.NewReader(bytes.NewReader(blob(t, dir, l.Digest)))
+		if err != nil {
+			t.Fatalf("layer %s: %v", l.Digest, err)
+		}
+		tr := tar.NewReader(zr)
+		for {
+			h, err := tr.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("layer %s: %v", l.Digest, err)
+			}
+			if h.Typeflag != tar.TypeReg || h.Mode&0o111 == 0 {
+				continue
+			}
+			head := make([]byte, 64)
+			n, _ := io.ReadFull(tr, head)
+			name := "/" + strings.TrimPrefix(h.Name, "./")
+			if m, ok := elfMachine(head[:n]); ok {
+				elfs[name] = m
+			} else if !bytes.HasPrefix(head[:n], []byte("#!")) {
+				other = append(other, name)
+			}
+		}
+	}
+	return elfs, other
+}
+
+// Every executable ELF file of each architecture's image, of both variants,
+// is built for that architecture: the operator, kubectl, the Go hooks and
+// Debian's programs alike (shell-operator's users once got an arm64 image
+// of amd64 binaries).
+func TestReleaseImagesArchitecture(t *testing.T) {
+	dir, version := release(t)
+	want := map[string]elf.Machine{"linux/amd64": elf.EM_X86_64, "linux/arm64": elf.EM_AARCH64}
+	for _, tag := range []string{version, version + "-python"} {
+		platforms := platformManifests(t, filepath.Join(dir, "oci"), tag)
+		if len(platforms) != len(want) {
+			t.Errorf("%s: platforms %v, want linux/amd64 and linux/arm64", tag, keys(platforms))
+		}
+		for platform, layers := range platforms {
+			machine, known := want[platform]
+			if !known {
+				t.Errorf("%s: platform %s, want linux/amd64 and linux/arm64 only", tag, platform)
+				continue
+			}
+			elfs, _ := executables(t, filepath.Join(dir, "oci"), layers)
+			for name, m := range elfs {
+				if m != machine {
+					t.Errorf("%s %s: %s is built for %v, want %v", tag, platform, name, m, machine)
+				}
+			}
+			must := []string{"/usr/local/bin/hook-operator", "/usr/local/bin/kubectl", "/bin/bash", "/usr/bin/jq", "/usr/bin/tini", "/examples/hooks/memcached/memcached"}
+			if strings.HasSuffix(tag, "-python") {
+				must = append(must, "/usr/bin/python3.11")
+			}
+			for _, name := range must {
+				if _, ok := elfs[name]; !ok {
+					t.Errorf("%s %s: no executable %s among the %d ELF files", tag, platform, name, len(elfs))
+				}
+			}
+		}
+	}
+}
+
+// Every file of the release is in SHA256SUMS with its digest, and the
+// SBOMs (CycloneDX) describe what they are of: the binary's Go modules,
+// each image's Debian packages and the operator in it.
+func TestReleaseSumsAndSBOMs(t *testing.T) {
+	dir, version := release(t)
+	run(t, dir, nil, "sha256sum", "--quiet", "--strict", "-c", "SHA256SUMS")
+	sums, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(sums)), "\n") {
+		if _, file, ok := strings.Cut(line, "  "); ok {
+			listed[file] = true
+		}
+	}
+	err = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if rel != "SHA256SUMS" && !listed[rel] {
+			t.Errorf("%s is not in SHA256SUMS", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// components returns the names of the components of a CycloneDX SBOM.
+	components := func(file string) map[string]bool {
+		var bom struct {
+			BOMFormat  string `json:"bomFormat"`
+			Components []struct{ Name, Type string }
+		}
+		data, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, &bom); err != nil || bom.BOMFormat != "CycloneDX" {
+			t.Fatalf("%s: not a CycloneDX JSON SBOM (%v)", file, err)
+		}
+		names := map[string]bool{}
+		for _, c := range bom.Components {
+			names[c.Name] = true
+		}
+		return names
+	}
+	for _, arch := range []string{"amd64", "arm64"} {
+		if c := components("hook-operator-linux-" + arch + ".cdx.json"); !c["k8s.io/client-go"] {
+			t.Errorf("hook-operator-linux-%s.cdx.json does not list k8s.io/client-go among %d components", arch, len(c))
+		}
+		for _, tag := range []string{version, version + "-python"} {
+			file := "hook-operator-" + tag + "-" + arch + ".cdx.json"
+			c := components(file)
+			want := []string{"bash", "jq", "tini", "k8s.io/client-go"}
+			if strings.HasSuffix(tag, "-python") {
+				want = append(want, "python3")
+			}
+			for _, name := range want {
+				if !c[name] {
+					t.Errorf("%s does not list %s among %d components", file, name, len(c))
+				}
+			}
+		}
+	}
+}

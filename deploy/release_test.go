@@ -1,0 +1,120 @@
+package deploy_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// hack/release/chart.sh packages the chart for a release: the package is
+// named for the release's SemVer, deploys the release's image tag by
+// default, and carries values.schema.json, so that helm refuses bad values
+// of the packaged chart too.
+func TestReleaseChartPackage(t *testing.T) {
+	helm(t) // built once, before the script asks for it
+	out := t.TempDir()
+	script := filepath.Join(repoRoot(t), "hack", "release", "chart.sh")
+	got := strings.TrimSpace(string(run(t, repoRoot(t), nil, script, "v1.2.3-rc.1", out)))
+	if want := filepath.Join(out, "hook-operator-1.2.3-rc.1.tgz"); got != want {
+		t.Fatalf("chart.sh printed %q, want %q", got, want)
+	}
+
+	objs := objects(t, run(t, out, nil, helm(t), "template", "hook-operator", got, "--namespace", "ops"))
+	containers, _, _ := unstructured.NestedSlice(one(t, objs, "Deployment").Object, "spec", "template", "spec", "containers")
+	if len(containers) == 0 {
+		t.Fatal("packaged chart: the Deployment has no containers")
+	}
+	image := containers[0].(map[string]any)["image"]
+	if want := "ghcr.io/hook-operator/hook-operator:v1.2.3-rc.1"; image != want {
+		t.Errorf("packaged chart's image %q, want %q", image, want)
+	}
+
+	cmd := exec.Command(helm(t), "template", "hook-operator", got, "--set", "replica=3")
+	if msg, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(msg), "additional properties 'replica' not allowed") {
+		t.Errorf("packaged chart with a misspelt key: err %v, output\n%s\nwant the schema to refuse it", err, msg)
+	}
+
+	cmd = exec.Command(script, "1.2", out)
+	if msg, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(msg), "give one like v1.2.3") {
+		t.Errorf("chart.sh 1.2: err %v, output\n%s\nwant it refused with the expected form", err, msg)
+	}
+}
+
+// readYAMLFile reads the YAML file at path (relative to the repository)
+// into v.
+func readYAMLFile(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// The registry path that make release-push pushes to (the Makefile's
+// REGISTRY) is the image that deploy/ and the chart run, at the release the
+// chart is versioned as: the manifests' tag, the kustomization's newTag and
+// the chart's appVersion are "v" + the chart's version. The release
+// workflow pushes with the make targets.
+func TestReleaseReferencesInStep(t *testing.T) {
+	makefile, err := os.ReadFile(filepath.Join(repoRoot(t), "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^REGISTRY \?= (\S+)$`).FindSubmatch(makefile)
+	if m == nil {
+		t.Fatal("Makefile: no `REGISTRY ?= REPOSITORY` line (the default of make release-push)")
+	}
+	registry := string(m[1])
+
+	var chartMeta struct{ Version, AppVersion string }
+	readYAMLFile(t, "deploy/helm/hook-operator/Chart.yaml", &chartMeta)
+	version := "v" + chartMeta.Version
+	if chartMeta.AppVersion != version {
+		t.Errorf("Chart.yaml: appVersion %s, want v+version %s (make chart sets both from VERSION)", chartMeta.AppVersion, version)
+	}
+	var values struct {
+		Image struct{ Repository, Tag string }
+	}
+	readYAMLFile(t, "deploy/helm/hook-operator/values.yaml", &values)
+	if values.Image.Repository != registry || values.Image.Tag != "" {
+		t.Errorf("values.yaml: image %s tag %q, want %s with no tag (the chart's appVersion)", values.Image.Repository, values.Image.Tag, registry)
+	}
+	var kust struct {
+		Images []struct{ Name, NewTag string }
+	}
+	readYAMLFile(t, "deploy/kustomization.yaml", &kust)
+	if len(kust.Images) != 1 || kust.Images[0].Name != registry || kust.Images[0].NewTag != version {
+		t.Errorf("deploy/kustomization.yaml: images %+v, want %s with newTag %s", kust.Images, registry, version)
+	}
+	deployment, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "deployment.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "image: " + registry + ":" + version + "\n"; !strings.Contains(string(deployment), want) {
+		t.Errorf("deploy/deployment.yaml does not run %s:%s (want a line %q)", registry, version, strings.TrimSpace(want))
+	}
+
+	workflow, err := os.ReadFile(filepath.Join(repoRoot(t), ".github", "workflows", "release.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"make release-check VERSION=", "make release-push VERSION="} {
+		if !strings.Contains(string(workflow), want) {
+			t.Errorf(".github/workflows/release.yml does not run %q", want)
+		}
+	}
+	// The workflow pushes to the owner of the repository it runs in: the
+	// project's own is hook-operator, a fork's its owner.
+	if !strings.HasPrefix(registry, "ghcr.io/hook-operator/") || !strings.Contains(string(workflow), "REGISTRY=ghcr.io/${{ github.repository_owner }}/hook-operator") {
+		t.Errorf("the workflow pushes elsewhere than the Makefile's REGISTRY %s: give REGISTRY=ghcr.io/${{ github.repository_owner }}/hook-operator", registry)
+	}
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// push writes the index tagged -tag in -layout to -to:TAG.
+func push(args []string) error {
+	fs := flag.NewFlagSet("ociimage push", flag.ContinueOnError)
+	dir := fs.String("layout", "", "the OCI image layout holding the image")
+	tag := fs.String("tag", "", "the image's tag in the layout, and in the registry")
+	to := fs.String("to", "", "the repository to push to, like ghcr.io/OWNER/hook-operator")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dir == "" || *tag == "" || *to == "" || fs.NArg() != 0 {
+		return errors.New("usage: ociimage push -layout DIR -tag TAG -to REPOSITORY")
+	}
+	ref, err := name.NewTag(*to + ":" + *tag)
+	if err != nil {
+		return fmt.Errorf("-to %q with tag %q: %w (give a repository like ghcr.io/OWNER/hook-operator, without a tag)", *to, *tag, err)
+	}
+	idx, err := taggedIndex(*dir, *tag)
+	if err != nil {
+		return err
+	}
+	if err := remote.WriteIndex(ref, idx, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+		return fmt.Errorf("push %s: %w", ref, err)
+	}
+	digest, err := idx.Digest()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s@%s\n", ref, digest)
+	return nil
+}
+
+// taggedIndex returns the index tagged tag in the layout dir.
+func taggedIndex(dir, tag string) (v1.ImageIndex, error) {
+	path, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, fmt.Errorf("layout %s: %w (make release writes it)", dir, err)
+	}
+	top, err := path.ImageIndex()
+	if err != nil {
+		return nil, fmt.Errorf("layout %s: %w", dir, err)
+	}
+	manifest, err := top.IndexManifest()
+	if err != nil {
+		return nil, fmt.Errorf("layout %s: %w", dir, err)
+	}
+	var tags []string
+	for _, m := range manifest.Manifests {
+		if m.Annotations[refName] == tag {
+			return top.ImageIndex(m.Digest)
+		}
+		tags = append(tags, m.Annotations[refName])
+	}
+	return nil, fmt.Errorf("layout %s: no image tagged %q (it holds %q)", dir, tag, tags)
+}

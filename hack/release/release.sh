@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Writes the release VERSION into OUTDIR (default dist/), on this machine,
+# for linux/amd64 and linux/arm64 alike, without a container engine and
+# without emulation (docs/decisions.md, "Release images: ..."):
+#   oci/                       an OCI image layout: the index tagged VERSION
+#                              (the image) and VERSION-python (with python3),
+#                              each with one image per architecture
+#   hook-operator-linux-ARCH   the operator's binary per architecture
+#   hook-operator-X.Y.Z.tgz    the Helm chart (chart.sh)
+#   *.cdx.json                 CycloneDX SBOMs of each binary and of each
+#                              image (TAG-ARCH), by the pinned syft
+#   SHA256SUMS                 SHA-256 of every other file in OUTDIR
+# Base roots (rootfs.sh) and kubectl (files.sh) are cached per user; the
+# rest is built each time.
+#
+# Usage: release.sh VERSION [OUTDIR]     (VERSION like v1.2.3)
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+version=${1:-} out=${2:-$root/dist}
+if [[ ! "$version" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]]; then
+  echo "release.sh: VERSION '$version' is not vMAJOR.MINOR.PATCH[-PRERELEASE]: run make release VERSION=v1.2.3" >&2
+  exit 2
+fi
+commit=$(git -C "$root" rev-parse --short HEAD)
+# The commit's time, not the clock's: the images' creation time and the
+# files' times in their layers, the same for every build of one commit.
+epoch=$(git -C "$root" log -1 --format=%ct HEAD)
+created=$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)
+log() { printf '%s release.sh: %s\n' "$(date +%T)" "$*" >&2; }
+start=$(date +%s)
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+ociimage="$work/ociimage"
+(cd "$here/ociimage" && CGO_ENABLED=0 go build -o "$ociimage" .)
+
+rm -rf "$out"
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+for arch in amd64 arm64; do
+  log "linux/$arch: files"
+  "$here/files.sh" "$arch" "$version" "$commit" "$work/files-$arch"
+  cp "$work/files-$arch/usr/local/bin/hook-operator" "$out/hook-operator-linux-$arch"
+  tar -C "$work/files-$arch" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" \
+    -cf "$work/files-$arch.tar" .
+  for variant in base python; do
+    log "linux/$arch: $variant root"
+    ln -sf "$("$here/rootfs.sh" "$arch" "$variant")" "$work/root-$arch-$variant.tar"
+  done
+done
+
+# The Dockerfile's runtime settings (deploy/ tests check they agree).
+jq -n --arg version "$version" --arg commit "$commit" '{
+  Entrypoint: ["/usr/bin/tini", "--", "/usr/local/bin/hook-operator"],
+  Cmd: ["start", "--hooks-dir", "/hooks", "--tmp-dir", "/tmp"],
+  Env: ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "HOOK_OPERATOR_HOOKS_DIR=/hooks", "HOOK_OPERATOR_TMP_DIR=/tmp",
+        "HOOK_OPERATOR_LISTEN_ADDRESS=:9115", "HOME=/tmp"],
+  User: "65532:65532",
+  ExposedPorts: {"9115/tcp": {}},
+  Labels: {
+    "org.opencontainers.image.title": "hook-operator",
+    "org.opencontainers.image.description": "A Kubernetes operator runtime: a folder of executable hooks (bash or Go) becomes an operator",
+    "org.opencontainers.image.source": "https://github.com/hook-operator/hook-operator",
+    "org.opencontainers.image.version": $version,
+    "org.opencontainers.image.revision": $commit
+  }
+}' >"$work/config.json"
+
+for variant in base python; do
+  tag=$version
+  [[ "$variant" == base ]] || tag=$version-$variant
+  log "image $tag"
+  "$ociimage" build -layout "$out/oci" -tag "$tag" -config "$work/config.json" -created "$created" \
+    "linux/amd64=$work/root-amd64-$variant.tar,$work/files-amd64.tar" \
+    "linux/arm64=$work/root-arm64-$variant.tar,$work/files-arm64.tar" >/dev/null
+done
+
+"$here/chart.sh" "$version" "$out" >/dev/null
+
+# SBOMs, read from the files alone: no engine, no registry, no update check.
+syft=$("$root/hack/tools/syft.sh")
+export SYFT_CHECK_FOR_APP_UPDATE=false
+for arch in amd64 arm64; do
+  log "SBOMs for linux/$arch"
+  "$syft" scan -q "file:$out/hook-operator-linux-$arch" -o "cyclonedx-json=$out/hook-operator-linux-$arch.cdx.json"
+  for tag in "$version" "$version-python"; do
+    # syft reads a layout of one index: this tag's, sharing dist/oci's blobs.
+    one="$work/oci-$tag"
+    if [[ ! -d "$one" ]]; then
+      mkdir "$one"
+      cp "$out/oci/oci-layout" "$one/"
+      ln -s "$out/oci/blobs" "$one/blobs"
+      jq --arg tag "$tag" '.manifests |= map(select(.annotations["org.opencontainers.image.ref.name"] == $tag))' \
+        "$out/oci/index.json" >"$one/index.json"
+    fi
+    "$syft" scan -q "oci-dir:$one" --platform "linux/$arch" --source-name hook-operator --source-version "$tag" \
+      -o "cyclonedx-json=$out/hook-operator-$tag-$arch.cdx.json"
+  done
+done
+
+(cd "$out" && find . -type f ! -name SHA256SUMS | LC_ALL=C sort | sed 's|^\./||' | xargs sha256sum >SHA256SUMS)
+log "release $version written to $out in $(( $(date +%s) - start )) s"
