@@ -395,6 +395,8 @@ func TestHelmValuesSchema(t *testing.T) {
 		{"wrong type", []string{"--set-string", "replicas=two"}, "/replicas': got string, want integer"},
 		{"not a choice", []string{"--set", "logLevel=verbose"}, "/logLevel': value must be one of"},
 		{"relative mount path", []string{"--set", "hooks.mountPath=hooks"}, "/hooks/mountPath': 'hooks' does not match pattern"},
+		{"misspelt monitoring key", []string{"--set", "monitoring.serviceMonitor.enable=true"}, "additional properties 'enable' not allowed"},
+		{"secure metrics port", []string{"--set-string", "metrics.secure.port=https"}, "/metrics/secure/port': got string, want integer"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if out := helmTemplateFails(t, c.args...); !strings.Contains(out, c.want) {
