@@ -128,6 +128,12 @@ bench: build cluster ## measure speed and memory on the local cluster beside she
 	hack/cluster/down.sh --tests
 	go run ./bench $(BENCH_FLAGS)
 
+SOAK_DURATION ?= 30m
+
+.PHONY: soak
+soak: build ## 3 sharded replicas, churn and faults for SOAK_DURATION (default 30m) on a cluster of their own; checks and plots in soak/results/ (not part of make test; docs/soak.md)
+	go run ./soak --duration $(SOAK_DURATION)
+
 clean: ## remove build output (not the cluster or its cached binaries)
 	rm -rf bin/
 	@for pkg in $$(go list -f '{{if .GoFiles}}{{.ImportPath}}{{end}}' ./hooks/... 2>/dev/null); do d=$${pkg#$(MODULE)/}; rm -f "$$d/$$(basename $$d)"; done

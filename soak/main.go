@@ -1,0 +1,352 @@
+// Command soak runs hook-operator for a long time with every mechanism at
+// once and faults on a schedule, and checks that it keeps its promises and
+// that its resources stay flat. Three replicas with --sharding run a
+// level-triggered mirror hook (soak/hook/mirror.sh) and a validating
+// webhook on a cluster of their own (HOOK_OPERATOR_CLUSTER=soak, so that
+// stopping its control plane disturbs no test), while the harness creates,
+// updates and deletes source ConfigMaps. `make soak` runs it
+// (SOAK_DURATION, default 30m); docs/soak.md explains the checks, the
+// bounds and the report written to soak/results/.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// The soak's bounds (docs/soak.md).
+const (
+	// convergeBound is how long after a fault ends (or after churn pauses
+	// at a checkpoint) every source must have its mirror and no orphan be
+	// left. A killed leader's Lease expires after 15 s; the rest is the
+	// restart, the resynchronization and the runs.
+	convergeBound = 90 * time.Second
+	// takeoverWindow is how long after a fault two replicas may both
+	// handle a namespace: the ring settles after a member leaves or joins.
+	takeoverWindow = 60 * time.Second
+	// sampleEvery is the period of the resource samples.
+	sampleEvery = 5 * time.Second
+	// checkpointEvery is how often, between faults, churn pauses for a
+	// convergence measurement.
+	checkpointEvery = 60 * time.Second
+	replicas        = 3
+	namespaces      = 6
+	// maxSources bounds the source ConfigMaps alive at once.
+	maxSources = 60
+)
+
+func main() {
+	duration := flag.Duration("duration", 30*time.Minute, "how long the soak runs, faults and churn included")
+	warmup := flag.Duration("warmup", 0, "time before faults start and resource growth is fitted (0: 5m, or a sixth of --duration if less)")
+	binary := flag.String("binary", "bin/hook-operator", "the operator binary")
+	out := flag.String("results", "soak/results", "folder for the summary, samples and plots")
+	flag.Parse()
+	if *warmup == 0 {
+		*warmup = min(5*time.Minute, *duration/6)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *duration, *warmup, *binary, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s soak: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// soak is one run's state.
+type soak struct {
+	start    time.Time
+	client   kubernetes.Interface
+	kwokctl  string
+	workdir  string
+	dir      string // the run's private folder (hooks, logs, certs)
+	hooksDir string
+	proxy    *throttleProxy
+	replicas []*replica
+	churn    *churner
+
+	mu          sync.Mutex
+	faults      []faultRecord
+	current     faultKind // the fault in progress, until its convergence is measured
+	checkpoints []checkpoint
+	samples     []sample
+	webhook     webhookTally
+	problems    []string
+}
+
+// A faultRecord is an injected fault and what followed it.
+type faultRecord struct {
+	Kind     faultKind
+	Target   string
+	At, Done time.Duration // since start: injected, and its recovery action finished
+	Converge time.Duration // from Done to convergence; -1: not within convergeBound
+}
+
+// A checkpoint is one convergence measurement.
+type checkpoint struct {
+	At       time.Duration
+	After    faultKind // "" for a checkpoint between faults
+	Converge time.Duration
+	OK       bool
+	Detail   string
+}
+
+// A sample is one replica's resources at one moment.
+type sample struct {
+	At         time.Duration
+	Replica    string
+	Pid        int
+	Started    time.Duration // the process's start, since the soak's
+	Proc       procSample
+	Goroutines float64
+	Queue      float64
+	MetricsErr bool
+}
+
+func run(ctx context.Context, duration, warmup time.Duration, binary, out string) error {
+	faults, err := schedule(duration, warmup, 2*time.Minute, 2*time.Minute+30*time.Second)
+	if err != nil {
+		return err
+	}
+	root, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	binary, err = filepath.Abs(binary)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(binary); err != nil {
+		return fmt.Errorf("the operator binary: %w (run make build, or use make soak)", err)
+	}
+	s := &soak{}
+	if err := s.setup(ctx, root, binary); err != nil {
+		return err
+	}
+	defer s.teardown()
+	logf("3 replicas up; %d faults from %s on, one every %s; the run ends at %s", len(faults), warmup,
+		(faults[1].At - faults[0].At).Round(time.Second), s.start.Add(duration).Format("15:04:05"))
+
+	runCtx, cancel := context.WithTimeout(ctx, duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { s.sampleLoop(runCtx) })
+	wg.Go(func() { s.churn.loop(runCtx) })
+	wg.Go(func() { s.webhookLoop(runCtx) })
+	s.faultLoop(runCtx, faults)
+	wg.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	// The end: churn stopped; everything converges, then the replicas go
+	// idle and must have no hook process nor temp file left.
+	end := s.measureConvergence(ctx, "")
+	s.mu.Lock()
+	s.checkpoints = append(s.checkpoints, end)
+	s.mu.Unlock()
+	s.idleCheck(ctx)
+	rep := s.report(warmup)
+	path, err := rep.write(out, s.start)
+	if err != nil {
+		return err
+	}
+	logf("report: %s", path)
+	if !rep.Pass {
+		return fmt.Errorf("the soak failed %d check(s); see %s", len(rep.Failures), path)
+	}
+	return nil
+}
+
+// setup starts the soak cluster (or reuses it), the proxy and the three
+// replicas, and waits until the mirrors converge once.
+func (s *soak) setup(ctx context.Context, root, binary string) error {
+	env := append(os.Environ(), "HOOK_OPERATOR_CLUSTER=soak")
+	kubeconfig, err := script(ctx, env, filepath.Join(root, "hack/cluster/up.sh"))
+	if err != nil {
+		return err
+	}
+	bin, err := script(ctx, env, filepath.Join(root, "hack/cluster/build.sh"), "--dir")
+	if err != nil {
+		return err
+	}
+	s.kwokctl, s.workdir = filepath.Join(bin, "kwokctl"), filepath.Join(filepath.Dir(kubeconfig), "kwok")
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	if s.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return err
+	}
+	if s.dir, err = os.MkdirTemp("", "hook-operator-soak-"); err != nil {
+		return err
+	}
+	certs := filepath.Join(s.dir, "certs")
+	if err := writeServingCerts(certs); err != nil {
+		return err
+	}
+	if s.proxy, err = startProxy(cfg, certs); err != nil {
+		return err
+	}
+	proxyConfig := filepath.Join(s.dir, "kubeconfig")
+	if err := writeKubeconfig(proxyConfig, s.proxy.Host(), filepath.Join(certs, "ca.crt")); err != nil {
+		return err
+	}
+	if err := s.prepareCluster(ctx); err != nil {
+		return err
+	}
+	s.hooksDir = filepath.Join(s.dir, "hooks")
+	if err := os.MkdirAll(s.hooksDir, 0o700); err != nil {
+		return err
+	}
+	hook, err := os.ReadFile(filepath.Join(root, "soak/hook/mirror.sh"))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(s.hooksDir, "mirror.sh"), hook, 0o700); err != nil {
+		return err
+	}
+	config := filepath.Join(s.dir, "mirror-config.json")
+	if err := os.WriteFile(config, []byte(mirrorConfig), 0o600); err != nil {
+		return err
+	}
+	s.start = time.Now()
+	for i := range replicas {
+		id := fmt.Sprintf("replica-%d", i)
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		tmp := filepath.Join(s.dir, id+"-tmp")
+		if err := os.MkdirAll(tmp, 0o700); err != nil {
+			return err
+		}
+		r := &replica{id: id, tmpDir: tmp, logPath: filepath.Join(s.dir, id+".log"),
+			env: []string{"SOAK_CONFIG=" + config, "SOAK_DIR=" + s.dir, "SOAK_REPLICA=" + id},
+			args: []string{binary, "start", "--hooks-dir", s.hooksDir, "--kubeconfig", proxyConfig,
+				"--log-format", "json", "--listen-address", "127.0.0.1:0", "--tmp-dir", tmp,
+				"--shutdown-grace-period", "5s", "--hooks-reload-poll-period", "2s",
+				"--sharding", "--shard-by", "namespace", "--operator-namespace", systemNamespace,
+				"--leader-elect-lease-name", "soak", "--leader-elect-identity", id,
+				"--webhook-listen-address", "127.0.0.1:" + port, "--webhook-url", "https://127.0.0.1:" + port,
+				"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
+				"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", "hook-operator-soak-" + id}}
+		if err := r.start(); err != nil {
+			return err
+		}
+		s.replicas = append(s.replicas, r)
+	}
+	s.churn = newChurner(s.client)
+	if err := s.churn.seed(ctx, maxSources/2); err != nil {
+		return err
+	}
+	c := s.measureConvergence(ctx, "")
+	if !c.OK {
+		return fmt.Errorf("the first convergence: %s; the replicas' logs are in %s", c.Detail, s.dir)
+	}
+	logf("first convergence in %s", c.Converge.Round(100*time.Millisecond))
+	return nil
+}
+
+// teardown stops the replicas and removes the run's folder and webhook
+// configurations; the namespaces stay for the next run to empty.
+func (s *soak) teardown() {
+	for _, r := range s.replicas {
+		_ = r.signal(syscall.SIGTERM, 15*time.Second)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, r := range s.replicas {
+		_ = s.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "hook-operator-soak-"+r.id, deleteNow)
+	}
+	if s.dir != "" {
+		_ = os.RemoveAll(s.dir)
+	}
+}
+
+// since is the time since the soak started.
+func (s *soak) since() time.Duration { return time.Since(s.start) }
+
+func (s *soak) problem(format string, args ...any) {
+	msg := fmt.Sprintf("%s: ", s.since().Round(time.Second)) + fmt.Sprintf(format, args...)
+	logf("PROBLEM %s", msg)
+	s.mu.Lock()
+	s.problems = append(s.problems, msg)
+	s.mu.Unlock()
+}
+
+// script runs one of hack/cluster's scripts and returns its stdout.
+func script(ctx context.Context, env []string, path string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = env
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w\n%s", path, err, stderr.String())
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// kwok stops or starts the soak cluster's control plane.
+func (s *soak) kwok(ctx context.Context, verb string) error {
+	cmd := exec.CommandContext(ctx, s.kwokctl, verb, "cluster", "--name", "soak")
+	cmd.Env = append(os.Environ(), "KWOK_WORKDIR="+s.workdir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("kwokctl %s cluster soak: %w\n%s", verb, err, out)
+	}
+	return nil
+}
+
+// writeKubeconfig writes a kubeconfig for the proxy: no credentials (the
+// proxy adds the harness's).
+func writeKubeconfig(path, server, ca string) error {
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: soak-proxy
+  cluster: {server: %q, certificate-authority: %q}
+users:
+- name: soak
+  user: {}
+contexts:
+- name: soak
+  context: {cluster: soak-proxy, user: soak}
+current-context: soak
+`, server, ca)
+	return os.WriteFile(path, []byte(cfg), 0o600)
+}
+
+// sleep waits d, or less if ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// random picks one of n.
+func random(n int) int { return rand.IntN(n) }
+
+var errNoLeader = errors.New("no replica holds the Lease")

@@ -1,0 +1,416 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// report is what a soak found.
+type report struct {
+	Duration    time.Duration
+	Warmup      time.Duration
+	Faults      []faultRecord
+	Checkpoints []checkpoint
+	Samples     []sample
+	Webhook     webhookTally
+	Churn       map[string]int
+	ChurnErrors int
+	Twice       []string // namespaces handled by two replicas outside a fault window
+	Panics      []string
+	Exits       []string // replicas that exited by themselves (restarted by the harness)
+	Growth      []verdict
+	Problems    []string
+	Failures    []string
+	Pass        bool
+}
+
+// report gathers the run's records and judges them.
+func (s *soak) report(warmup time.Duration) *report {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rep := &report{Duration: s.since(), Warmup: warmup, Faults: s.faults, Checkpoints: s.checkpoints,
+		Samples: s.samples, Webhook: s.webhook, Problems: s.problems}
+	rep.Churn, rep.ChurnErrors = s.churn.totals()
+	for _, r := range s.replicas {
+		r.mu.Lock()
+		rep.Exits = append(rep.Exits, r.exits...)
+		for _, p := range r.panics {
+			rep.Panics = append(rep.Panics, r.id+": "+p)
+		}
+		r.mu.Unlock()
+	}
+	handled, err := readHandled(s.dir, s.start, s.replicas)
+	if err != nil {
+		rep.Problems = append(rep.Problems, "the hook's handled logs: "+err.Error())
+	}
+	rep.Twice = twiceHandled(handled, func(from, to time.Duration) bool { return s.inFaultWindow(from, to) })
+	rep.Growth = judgeSamples(s.samples, warmup)
+	rep.judge()
+	return rep
+}
+
+// A handling is one run of the hook on one replica over a namespace.
+type handling struct {
+	At      time.Duration
+	Replica string
+}
+
+// readHandled reads the hook's handled-<replica>.log files into runs per
+// namespace, in time order.
+func readHandled(dir string, start time.Time, rs []*replica) (map[string][]handling, error) {
+	out := map[string][]handling{}
+	for _, r := range rs {
+		f, err := os.Open(filepath.Join(dir, "handled-"+r.id+".log"))
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			if len(fields) < 3 {
+				continue
+			}
+			ts, err := strconv.ParseFloat(fields[0], 64)
+			if err != nil {
+				continue // a locale with a decimal comma: EPOCHREALTIME's mark
+			}
+			at := time.Unix(0, int64(ts*1e9)).Sub(start)
+			for _, ns := range fields[2:] {
+				out[ns] = append(out[ns], handling{At: at, Replica: fields[1]})
+			}
+		}
+		f.Close()
+	}
+	for _, h := range out {
+		sort.Slice(h, func(i, j int) bool { return h[i].At < h[j].At })
+	}
+	return out, nil
+}
+
+// twiceHandled returns the namespaces whose runs passed from one replica
+// to another with no fault window between the two runs: two replicas
+// handled the same objects outside a takeover.
+func twiceHandled(runs map[string][]handling, inWindow func(from, to time.Duration) bool) []string {
+	var out []string
+	for ns, h := range runs {
+		for i := 1; i < len(h); i++ {
+			if h[i].Replica != h[i-1].Replica && !inWindow(h[i-1].At, h[i].At) {
+				out = append(out, fmt.Sprintf("%s: %s at %s, then %s at %s", ns, h[i-1].Replica, h[i-1].At.Round(time.Second), h[i].Replica, h[i].At.Round(time.Second)))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// minFitSpan is the least time after a process's warm-up that its samples
+// must span for a growth verdict.
+const minFitSpan = 10 * time.Minute
+
+// judgeSamples fits the growth of RSS, goroutines and open fds for every
+// process (a restarted replica is a new process) over its samples after
+// its own warm-up: warmup after the soak's start or the process's, the
+// later. Processes whose samples span less than minFitSpan (or a third of
+// the run, if shorter) after that are left out: a replica killed by a
+// fault has no long run to fit.
+func judgeSamples(samples []sample, warmup time.Duration) []verdict {
+	type key struct {
+		replica string
+		pid     int
+	}
+	byProc := map[key][]sample{}
+	var keys []key
+	var end time.Duration
+	for _, smp := range samples {
+		k := key{smp.Replica, smp.Pid}
+		if _, ok := byProc[k]; !ok {
+			keys = append(keys, k)
+		}
+		byProc[k] = append(byProc[k], smp)
+		end = max(end, smp.At)
+	}
+	span := min(minFitSpan, end/3)
+	var out []verdict
+	for _, k := range keys {
+		var t []time.Duration
+		var rss, gr, fds []float64
+		for _, smp := range byProc[k] {
+			if smp.At < max(warmup, smp.Started+warmup) || smp.MetricsErr {
+				continue
+			}
+			t = append(t, smp.At)
+			rss = append(rss, float64(smp.Proc.RSS))
+			gr = append(gr, smp.Goroutines)
+			fds = append(fds, float64(smp.Proc.FDs))
+		}
+		if len(t) < 3 || t[len(t)-1]-t[0] < span {
+			continue
+		}
+		name := fmt.Sprintf("%s (pid %d, %s to %s)", k.replica, k.pid, t[0].Round(time.Second), t[len(t)-1].Round(time.Second))
+		out = append(out, judgeGrowth(name+" RSS", t, rss), judgeGrowth(name+" goroutines", t, gr), judgeGrowth(name+" open fds", t, fds))
+	}
+	return out
+}
+
+// judge lists the failed checks.
+func (rep *report) judge() {
+	for _, c := range rep.Checkpoints {
+		if !c.OK {
+			rep.Failures = append(rep.Failures, fmt.Sprintf("convergence at %s (after %q): %s", c.At.Round(time.Second), c.After, c.Detail))
+		}
+	}
+	if rep.Webhook.Wrong > 0 {
+		rep.Failures = append(rep.Failures, fmt.Sprintf("the webhook answered wrongly %d time(s) outside fault windows: %v", rep.Webhook.Wrong, rep.Webhook.WrongExamples))
+	}
+	if rep.Webhook.Correct == 0 {
+		rep.Failures = append(rep.Failures, "the webhook never answered correctly")
+	}
+	for _, t := range rep.Twice {
+		rep.Failures = append(rep.Failures, "handled by two replicas outside a takeover: "+t)
+	}
+	for _, p := range rep.Panics {
+		rep.Failures = append(rep.Failures, "panic in a log: "+p)
+	}
+	fitted := 0
+	for _, g := range rep.Growth {
+		if g.Fitted {
+			fitted++
+		}
+		if !g.Pass {
+			rep.Failures = append(rep.Failures, "growth: "+g.Series+": "+g.Reason)
+		}
+	}
+	if fitted == 0 {
+		rep.Failures = append(rep.Failures, "growth: no process ran long enough after warm-up to fit")
+	}
+	for _, z := range rep.zombies() {
+		rep.Failures = append(rep.Failures, "zombie: "+z)
+	}
+	for _, p := range rep.Problems {
+		if !slices.ContainsFunc(rep.Failures, func(f string) bool { return strings.Contains(f, p) }) {
+			rep.Failures = append(rep.Failures, p)
+		}
+	}
+	rep.Pass = len(rep.Failures) == 0
+}
+
+// zombies lists the processes that had zombie children in two samples in a
+// row (one sample may catch a hook between its exit and its reaping).
+func (rep *report) zombies() []string {
+	last := map[int]int{}
+	var out []string
+	for _, smp := range rep.Samples {
+		if smp.Proc.Zombies > 0 && last[smp.Pid] > 0 {
+			out = append(out, fmt.Sprintf("%s (pid %d): %d zombie child(ren) at %s", smp.Replica, smp.Pid, smp.Proc.Zombies, smp.At.Round(time.Second)))
+		}
+		last[smp.Pid] = smp.Proc.Zombies
+	}
+	return out
+}
+
+// write writes <time>.md, <time>.json and the plots into dir, and returns
+// the summary's path.
+func (rep *report) write(dir string, start time.Time) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	stem := filepath.Join(dir, start.UTC().Format("2006-01-02T15-04-05Z"))
+	data, err := json.MarshalIndent(rep, "", " ")
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(stem+".json", data, 0o644); err != nil {
+		return "", err
+	}
+	plots, err := rep.plots(stem)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(stem+".md", []byte(rep.markdown(plots)), 0o644); err != nil {
+		return "", err
+	}
+	return stem + ".md", nil
+}
+
+func (rep *report) markdown(plots []string) string {
+	var b strings.Builder
+	verdict := "PASS"
+	if !rep.Pass {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(&b, "# Soak: %s\n\n%s with 3 replicas (`--sharding --shard-by namespace`), the mirror hook and its validating webhook; warm-up %s. Bounds: convergence within %s of a fault's end; "+
+		"outside a fault's window (its start to its convergence, plus %s), no namespace handled by two replicas and no wrong webhook answer; "+
+		"after warm-up, RSS, goroutines and open fds grow at most %.0f%% of their mean per hour (least-squares slope per process); no zombie in two samples in a row; "+
+		"no hook process, and at most %d run dirs (the ones the operator keeps), left a minute after the end. See docs/soak.md.\n\n",
+		verdict, rep.Duration.Round(time.Second), rep.Warmup, convergeBound, takeoverSlack, 100*maxGrowthPerHour, keptRunDirs)
+	fmt.Fprintf(&b, "Churn: %v (%d failed, during faults).\n\n", rep.Churn, rep.ChurnErrors)
+	b.WriteString("## Faults\n\n| at | fault | target | converged after |\n| --- | --- | --- | --- |\n")
+	longest := map[faultKind]time.Duration{}
+	for _, f := range rep.Faults {
+		conv := "**not within bound**"
+		if f.Converge >= 0 {
+			conv = f.Converge.Round(100 * time.Millisecond).String()
+			longest[f.Kind] = max(longest[f.Kind], f.Converge)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.At.Round(time.Second), f.Kind, f.Target, conv)
+	}
+	b.WriteString("\nLongest convergence per kind:")
+	for _, k := range faultOrder {
+		if d, ok := longest[k]; ok {
+			fmt.Fprintf(&b, " %s %s;", k, d.Round(100*time.Millisecond))
+		}
+	}
+	var between time.Duration
+	n := 0
+	for _, c := range rep.Checkpoints {
+		if c.After == "" && c.OK {
+			between, n = max(between, c.Converge), n+1
+		}
+	}
+	fmt.Fprintf(&b, " between faults (%d checkpoints) %s.\n\n", n, between.Round(100*time.Millisecond))
+	fmt.Fprintf(&b, "## Webhook\n\n%d probes: %d correct, %d failed inside a fault window (stated unavailability), %d wrong outside.\n\n",
+		rep.Webhook.Probes, rep.Webhook.Correct, rep.Webhook.Unavailable, rep.Webhook.Wrong)
+	b.WriteString("## Resource growth after warm-up\n\n| series | growth per hour | verdict |\n| --- | --- | --- |\n")
+	for _, g := range rep.Growth {
+		v := "ok"
+		if !g.Pass {
+			v = "**" + g.Reason + "**"
+		}
+		fmt.Fprintf(&b, "| %s | %+.2f%% | %s |\n", g.Series, 100*g.PerHour, v)
+	}
+	fmt.Fprintf(&b, "\n## Exits\n\n%d replica exit(s) not caused by the harness (each restarted a second later, as the kubelet would):\n\n", len(rep.Exits))
+	for _, e := range rep.Exits {
+		fmt.Fprintf(&b, "- %s\n", e)
+	}
+	b.WriteString("\n## Failures\n\n")
+	if len(rep.Failures) == 0 {
+		b.WriteString("None.\n")
+	}
+	for _, f := range rep.Failures {
+		fmt.Fprintf(&b, "- %s\n", f)
+	}
+	b.WriteString("\n## Plots (faults marked by vertical lines)\n\n")
+	for _, p := range plots {
+		fmt.Fprintf(&b, "![%s](%s)\n\n", p, p)
+	}
+	return b.String()
+}
+
+// plots draws RSS, goroutines and queue length per replica, and the
+// convergence times, over the run, with each fault a vertical line.
+func (rep *report) plots(stem string) ([]string, error) {
+	type series struct {
+		file, title, y string
+		value          func(sample) float64
+	}
+	var names []string
+	for _, sr := range []series{
+		{"rss", "RSS per replica", "MiB", func(s sample) float64 { return float64(s.Proc.RSS) / (1 << 20) }},
+		{"goroutines", "Goroutines per replica", "goroutines", func(s sample) float64 { return s.Goroutines }},
+		{"queue", "Main queue length per replica", "tasks", func(s sample) float64 { return s.Queue }},
+	} {
+		p := plot.New()
+		p.Title.Text, p.X.Label.Text, p.Y.Label.Text = sr.title, "minutes", sr.y
+		byReplica := map[string]plotter.XYs{}
+		var ymax float64
+		for _, smp := range rep.Samples {
+			if smp.MetricsErr && sr.file != "rss" {
+				continue
+			}
+			v := sr.value(smp)
+			byReplica[smp.Replica] = append(byReplica[smp.Replica], plotter.XY{X: smp.At.Minutes(), Y: v})
+			ymax = max(ymax, v)
+		}
+		ids := slices.Sorted(func(yield func(string) bool) {
+			for id := range byReplica {
+				if !yield(id) {
+					return
+				}
+			}
+		})
+		for i, id := range ids {
+			l, err := plotter.NewLine(byReplica[id])
+			if err != nil {
+				return nil, err
+			}
+			l.Color = palette[i%len(palette)]
+			p.Add(l)
+			p.Legend.Add(id, l)
+		}
+		if err := rep.markFaults(p, ymax); err != nil {
+			return nil, err
+		}
+		name := filepath.Base(stem) + "-" + sr.file + ".png"
+		if err := p.Save(8*vg.Inch, 3.5*vg.Inch, filepath.Join(filepath.Dir(stem), name)); err != nil {
+			return nil, err
+		}
+		names = append(names, name)
+	}
+	p := plot.New()
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = "Convergence time (after a fault, or churn paused between faults)", "minutes", "seconds"
+	var pts plotter.XYs
+	var ymax float64
+	for _, c := range rep.Checkpoints {
+		y := c.Converge.Seconds()
+		if !c.OK {
+			y = convergeBound.Seconds()
+		}
+		pts = append(pts, plotter.XY{X: c.At.Minutes(), Y: y})
+		ymax = max(ymax, y)
+	}
+	if len(pts) > 0 {
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return nil, err
+		}
+		p.Add(sc)
+	}
+	if err := rep.markFaults(p, ymax); err != nil {
+		return nil, err
+	}
+	name := filepath.Base(stem) + "-convergence.png"
+	if err := p.Save(8*vg.Inch, 3.5*vg.Inch, filepath.Join(filepath.Dir(stem), name)); err != nil {
+		return nil, err
+	}
+	return append(names, name), nil
+}
+
+var palette = []color.Color{color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 255}, color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 255}, color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 255}}
+
+// markFaults adds a labelled vertical line at each fault's start.
+func (rep *report) markFaults(p *plot.Plot, ymax float64) error {
+	top := max(ymax*1.05, 1)
+	for _, f := range rep.Faults {
+		x := f.At.Minutes()
+		l, err := plotter.NewLine(plotter.XYs{{X: x, Y: 0}, {X: x, Y: top}})
+		if err != nil {
+			return err
+		}
+		l.Color = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 255}
+		l.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
+		p.Add(l)
+		labels, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: x, Y: top}}, Labels: []string{string(f.Kind)}})
+		if err != nil {
+			return err
+		}
+		for i := range labels.TextStyle {
+			labels.TextStyle[i].Font.Size = vg.Points(7)
+			labels.TextStyle[i].Rotation = -1.5708
+		}
+		p.Add(labels)
+	}
+	return nil
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestGrowthFitsSlopeAsFractionOfMean(t *testing.T) {
+	var ts []time.Duration
+	var flat, growing, noisy []float64
+	for i := range 61 { // an hour, a sample a minute
+		ts = append(ts, time.Duration(i)*time.Minute)
+		flat = append(flat, 100)
+		growing = append(growing, 100+10*float64(i)/60) // 100 → 110 in an hour
+		noisy = append(noisy, 100+float64(i%2)*4)       // alternating, no trend
+	}
+	if g, ok := growth(ts, flat); !ok || g != 0 {
+		t.Errorf("flat: growth = %v, %v; want 0, true", g, ok)
+	}
+	// Slope 10/h over a mean of 105: 9.52% per hour.
+	if g, ok := growth(ts, growing); !ok || math.Abs(g-10.0/105) > 1e-9 {
+		t.Errorf("growing: growth = %v, %v; want %v", g, ok, 10.0/105)
+	}
+	if g, _ := growth(ts, noisy); math.Abs(g) > 0.005 {
+		t.Errorf("noisy without trend: growth = %v; want about 0", g)
+	}
+	if _, ok := growth(ts[:2], flat[:2]); ok {
+		t.Error("two samples: fitted; want too few")
+	}
+}
+
+func TestJudgeGrowthAppliesTheBound(t *testing.T) {
+	ts := []time.Duration{0, 30 * time.Minute, time.Hour}
+	if v := judgeGrowth("rss", ts, []float64{100, 102, 104}); !v.Pass {
+		t.Errorf("4%% per hour: failed (%s); want pass under the 5%% bound", v.Reason)
+	}
+	v := judgeGrowth("rss", ts, []float64{100, 104, 108})
+	if v.Pass || !strings.Contains(v.Reason, "above the bound of 5%") {
+		t.Errorf("about 7.7%% per hour: pass=%v reason %q; want a failure naming the bound", v.Pass, v.Reason)
+	}
+	if v := judgeGrowth("children", ts, []float64{0, 0, 0}); !v.Pass {
+		t.Errorf("all zero: failed (%s); want pass", v.Reason)
+	}
+	if v := judgeGrowth("rss", ts[:1], []float64{1}); v.Pass || !strings.Contains(v.Reason, "too few") {
+		t.Errorf("one sample: pass=%v reason %q; want a failure saying too few", v.Pass, v.Reason)
+	}
+}
+
+func TestScheduleCoversEveryKindAfterWarmup(t *testing.T) {
+	got, err := schedule(30*time.Minute, 5*time.Minute, 2*time.Minute, 2*time.Minute+30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[faultKind]bool{}
+	for i, f := range got {
+		seen[f.Kind] = true
+		if f.At < 5*time.Minute || f.At >= 28*time.Minute {
+			t.Errorf("fault %d at %s: outside [warm-up, end - tail)", i, f.At)
+		}
+		if i > 0 && f.At <= got[i-1].At {
+			t.Errorf("fault %d at %s: not after the one before (%s)", i, f.At, got[i-1].At)
+		}
+	}
+	if len(got) != 9 || len(seen) != len(faultOrder) {
+		t.Errorf("30m: %d faults of %d kinds; want 9 of all %d", len(got), len(seen), len(faultOrder))
+	}
+	// A short run still gets one of each kind, closer together.
+	short, err := schedule(5*time.Minute, 50*time.Second, 2*time.Minute, 2*time.Minute+30*time.Second)
+	if err != nil || len(short) != len(faultOrder) {
+		t.Errorf("5m: %d faults, %v; want %d", len(short), err, len(faultOrder))
+	}
+	if _, err := schedule(2*time.Minute, time.Minute, 2*time.Minute, time.Minute); err == nil || !strings.Contains(err.Error(), "SOAK_DURATION") {
+		t.Errorf("too short: %v; want an error that says to raise SOAK_DURATION", err)
+	}
+}
+
+func TestTwiceHandledOnlyOutsideFaultWindows(t *testing.T) {
+	runs := map[string][]handling{
+		"soak-0": {{10 * time.Second, "replica-0"}, {20 * time.Second, "replica-1"}},   // hand-over in a window
+		"soak-1": {{100 * time.Second, "replica-0"}, {110 * time.Second, "replica-2"}}, // outside: a violation
+		"soak-2": {{100 * time.Second, "replica-1"}, {110 * time.Second, "replica-1"}}, // same replica
+	}
+	window := func(from, to time.Duration) bool { return from < 60*time.Second }
+	got := twiceHandled(runs, window)
+	if len(got) != 1 || !strings.HasPrefix(got[0], "soak-1: replica-0") {
+		t.Errorf("twiceHandled = %q; want only soak-1's hand-over", got)
+	}
+}
+
+func TestJudgeSamplesFitsEachProcessAfterItsWarmup(t *testing.T) {
+	var samples []sample
+	for i := range 120 { // 20 minutes, 10 s apart
+		at := time.Duration(i) * 10 * time.Second
+		rss := int64(50 << 20)
+		if at < 5*time.Minute {
+			rss = int64(10<<20) + int64(i)<<20 // warm-up growth, not judged
+		}
+		samples = append(samples, sample{At: at, Replica: "replica-0", Pid: 7, Proc: procSample{RSS: rss, FDs: 20}, Goroutines: 80})
+		// A process started at 15 minutes has too short a run to judge.
+		if at >= 15*time.Minute {
+			samples = append(samples, sample{At: at, Replica: "replica-1", Pid: 9, Started: 15 * time.Minute, Proc: procSample{RSS: rss}})
+		}
+	}
+	got := judgeSamples(samples, 5*time.Minute)
+	if len(got) != 3 {
+		t.Fatalf("judgeSamples gave %d verdicts, want 3 (RSS, goroutines, fds of pid 7 only): %+v", len(got), got)
+	}
+	for _, v := range got {
+		if !v.Pass || !strings.Contains(v.Series, "pid 7") {
+			t.Errorf("%+v: want a pass for pid 7 (flat after warm-up)", v)
+		}
+	}
+	rep := &report{Samples: []sample{
+		{At: 0, Pid: 7, Replica: "replica-0", Proc: procSample{Zombies: 1}},
+		{At: 5 * time.Second, Pid: 7, Replica: "replica-0"},
+		{At: 10 * time.Second, Pid: 7, Replica: "replica-0", Proc: procSample{Zombies: 1}},
+		{At: 15 * time.Second, Pid: 7, Replica: "replica-0", Proc: procSample{Zombies: 2}},
+	}}
+	if z := rep.zombies(); len(z) != 1 || !strings.Contains(z[0], "15s") {
+		t.Errorf("zombies = %q; want one, at 15s (two samples in a row)", z)
+	}
+}
+
+func TestReportWritesSummaryAndPlots(t *testing.T) {
+	rep := &report{Duration: 10 * time.Minute, Warmup: time.Minute,
+		Faults:      []faultRecord{{Kind: faultKill, Target: "replica-1", At: 2 * time.Minute, Done: 2 * time.Minute, Converge: 3 * time.Second}},
+		Checkpoints: []checkpoint{{At: 3 * time.Minute, Converge: time.Second, OK: true}, {At: 4 * time.Minute, After: faultKill, Converge: -1, Detail: "not converged"}},
+		Webhook:     webhookTally{Probes: 4, Correct: 4},
+	}
+	for i := range 60 {
+		rep.Samples = append(rep.Samples, sample{At: time.Duration(i) * 10 * time.Second, Replica: "replica-0", Pid: 1,
+			Proc: procSample{RSS: 40 << 20, FDs: 12}, Goroutines: 50, Queue: float64(i % 3)})
+	}
+	rep.judge()
+	if rep.Pass {
+		t.Fatal("a report with an unconverged checkpoint passed")
+	}
+	dir := t.TempDir()
+	path, err := rep.write(dir, time.Date(2026, 11, 26, 23, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# Soak: FAIL", "| 2m0s | kill-replica | replica-1 | 3s |", "not converged", "2026-11-26T23-00-00Z-rss.png", "2026-11-26T23-00-00Z-convergence.png"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("summary lacks %q:\n%s", want, md)
+		}
+	}
+	for _, p := range []string{"rss", "goroutines", "queue", "convergence"} {
+		if st, err := os.Stat(filepath.Join(dir, "2026-11-26T23-00-00Z-"+p+".png")); err != nil || st.Size() == 0 {
+			t.Errorf("plot %s: %v", p, err)
+		}
+	}
+}
