@@ -14,8 +14,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hook-operator/hook-operator/internal/shard"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
@@ -259,6 +261,15 @@ echo run >>`+filepath.Join(records, id+".leader")+`
 	if err := ops[other].cmd.Wait(); err != nil {
 		t.Errorf("%s's exit after SIGTERM: %v", other, err)
 	}
+	// Its membership Lease is gone by the time it has exited: the others
+	// learn of it from their watch, not from its expiry.
+	if !strings.Contains(ops[other].logs.String(), `"msg":"sharding: left the ring"`) {
+		t.Errorf("%s exited after SIGTERM without leaving the ring:\n%s", other, ops[other].logs.String())
+	}
+	member := shard.LeaseName("lease-"+ns, other)
+	if _, err := c.Client.CoordinationV1().Leases(ns).Get(context.Background(), member, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("%s's membership Lease %s after its exit: %v; want it deleted", other, member, err)
+	}
 	waitUntil(t, "the leader's Synchronization of every object", func() bool {
 		ls := lines(leader)
 		for _, l := range ls[min(mark, len(ls)):] {
@@ -268,9 +279,8 @@ echo run >>`+filepath.Join(records, id+".leader")+`
 		}
 		return false
 	}, allLogs)
-	took = time.Since(stopped)
-	t.Logf("share of the replica stopped with SIGTERM taken over after %s", took.Round(10*time.Millisecond))
-	if took > 3*time.Second {
-		t.Errorf("the leader took the stopped replica's share after %s; it left the ring, so that should be at once", took)
-	}
+	// How soon is for make bench, not a timed assertion here: on a loaded
+	// machine it took 6 s once; what makes it prompt (the deleted Lease)
+	// is checked above.
+	t.Logf("share of the replica stopped with SIGTERM taken over after %s", time.Since(stopped).Round(10*time.Millisecond))
 }
