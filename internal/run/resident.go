@@ -31,6 +31,10 @@ const (
 	stopGrace = 5 * time.Second
 	// maxReplyBytes bounds one reply line; a reply is a few dozen bytes.
 	maxReplyBytes = 4 << 10
+	// exitReplyGrace is how long a run whose process exited waits for a
+	// reply the process wrote before it exited (a child of the hook that
+	// holds fd 4 open would keep the pipe from its end of file).
+	exitReplyGrace = 100 * time.Millisecond
 	// surplusIdle is how long a process above a hook's parallelism (one
 	// started for admission or conversion requests that came at once)
 	// stays idle before it is stopped.

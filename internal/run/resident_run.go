@@ -110,6 +110,17 @@ func (rp *resident) serve(ctx context.Context, request []byte, id string) (exitC
 		}
 		return parseReplyLine(line, id)
 	case <-rp.exited:
+		// A reply written just before the exit may not have been read
+		// yet: it ends the run as any reply does.
+		t := time.NewTimer(exitReplyGrace)
+		defer t.Stop()
+		select {
+		case line, ok := <-rp.replies:
+			if ok {
+				return parseReplyLine(line, id)
+			}
+		case <-t.C:
+		}
 		return 0, fmt.Errorf("%w (%v)", errExited, rp.exitState())
 	case <-ctx.Done():
 		return 0, ctx.Err()
