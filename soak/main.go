@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hook-operator/hook-operator/internal/localcerts"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -199,7 +200,7 @@ func (s *soak) setup(ctx context.Context, root, binary string) error {
 		return err
 	}
 	certs := filepath.Join(s.dir, "certs")
-	if err := writeServingCerts(certs); err != nil {
+	if err := localcerts.Write(certs, "hook-operator soak CA"); err != nil {
 		return err
 	}
 	if s.proxy, err = startProxy(cfg, certs); err != nil {

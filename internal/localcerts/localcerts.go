@@ -1,4 +1,7 @@
-package main
+// Package localcerts writes a CA and a serving certificate for 127.0.0.1,
+// for the harnesses (bench, soak) whose operators serve webhooks that the
+// local API server reaches by URL.
+package localcerts
 
 import (
 	"crypto/ecdsa"
@@ -14,10 +17,10 @@ import (
 	"time"
 )
 
-// writeServingCerts writes a CA (ca.crt) and a serving certificate and key
-// for 127.0.0.1 signed by it (tls.crt, tls.key) to dir, readable by the owner only:
-// the replicas' webhooks and the 429 proxy serve them (as bench/admission.go).
-func writeServingCerts(dir string) error {
+// Write writes a CA named caName (ca.crt) and a serving certificate and key
+// for 127.0.0.1 signed by it (tls.crt, tls.key) to dir, readable by the
+// owner only.
+func Write(dir, caName string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -25,7 +28,7 @@ func writeServingCerts(dir string) error {
 	if err != nil {
 		return err
 	}
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "hook-operator soak CA"},
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: caName},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
