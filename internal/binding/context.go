@@ -215,9 +215,10 @@ func SortObjects(objs []Object) {
 // finally held, and held the old and the new copy at once. Where the bytes
 // are not needed afterwards, Write does without the buffer.
 func Encode(contexts []Context) ([]byte, error) {
-	var b bytes.Buffer
-	b.Grow(sizeHint(contexts))
-	if err := encode(&b, contexts); err != nil {
+	// The slice is made here rather than by b.Grow, which allocates it
+	// twice over in a -race build (make, then append's copy of it).
+	b := bytes.NewBuffer(make([]byte, 0, sizeHint(contexts)))
+	if err := encode(b, contexts); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
