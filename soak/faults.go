@@ -297,8 +297,11 @@ func (s *soak) idleCheck(ctx context.Context) {
 				left = append(left, r.id+": "+err.Error())
 				continue
 			}
-			if p.Children > 0 || p.TmpDirs > keptRunDirs {
-				left = append(left, fmt.Sprintf("%s: %d child process(es) (%d zombie), %d run dir(s) in its --tmp-dir (at most %d are kept)", r.id, p.Children, p.Zombies, p.TmpDirs, keptRunDirs))
+			// One operator's own dir: those of the processes killed
+			// before it are removed at its first run.
+			if p.Children > 0 || p.TmpDirs > keptRunDirs || p.TmpTop > 1 {
+				left = append(left, fmt.Sprintf("%s: %d child process(es) (%d zombie); in its --tmp-dir %d operator dir(s) (want 1: its own) holding %d run dir(s) (at most %d are kept)",
+					r.id, p.Children, p.Zombies, p.TmpTop, p.TmpDirs, keptRunDirs))
 			}
 		}
 		if len(left) == 0 {

@@ -209,7 +209,8 @@ type procSample struct {
 	Children int // descendants, however deep (hook runs and what they start)
 	Zombies  int // descendants in state Z
 	TmpFiles int // entries under the replica's --tmp-dir, however deep
-	TmpDirs  int // entries directly under it: run dirs
+	TmpTop   int // entries directly under it: the operators' own dirs
+	TmpDirs  int // run dirs, the entries of those but their lock files
 }
 
 // sampleProc reads /proc for pid and walks /proc for its descendants.
@@ -243,7 +244,16 @@ func sampleProc(pid int, tmpDir string) (procSample, error) {
 		}
 	}
 	if top, err := os.ReadDir(tmpDir); err == nil {
-		s.TmpDirs = len(top)
+		s.TmpTop = len(top)
+		for _, e := range top {
+			if inside, err := os.ReadDir(filepath.Join(tmpDir, e.Name())); err == nil {
+				for _, e2 := range inside {
+					if e2.Name() != ".lock" {
+						s.TmpDirs++
+					}
+				}
+			}
+		}
 	}
 	_ = filepath.WalkDir(tmpDir, func(path string, _ os.DirEntry, err error) error {
 		if err == nil && path != tmpDir {

@@ -69,7 +69,11 @@ func (r *Runner) takeDir(contexts func(io.Writer) error) (*runDir, error) {
 			_ = os.RemoveAll(d.path)
 		}
 	}
-	return newRunDir(r.TmpDir, contexts)
+	parent, err := r.home.dir(r.TmpDir)
+	if err != nil {
+		return nil, err
+	}
+	return newRunDir(parent, contexts)
 }
 
 // releaseDir ends d's use by a run. It keeps d for a later run when no
@@ -87,11 +91,12 @@ func (r *Runner) releaseDir(d *runDir, reusable bool) error {
 // Close stops the resident hook processes (each as docs/hooks.md says:
 // fd 3 closed, SIGTERM after 5 s, SIGKILL after the kill grace; a process
 // busy with a run is stopped when its run returns it) and waits for them,
-// then removes the run dirs kept for later runs (ReuseDirs). Runs that end
-// after it remove their dirs; resident runs after it fail.
+// then removes the run dirs kept for later runs (ReuseDirs) and the
+// Runner's own dir under TmpDir (home.go). Runs that end after it remove
+// their dirs; resident runs after it fail.
 func (r *Runner) Close() error {
 	r.residents.close(r.killGrace())
-	return r.pool.close()
+	return errors.Join(r.pool.close(), r.home.close())
 }
 
 // reset empties d for a later run and reports whether d is now as

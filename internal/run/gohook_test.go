@@ -45,7 +45,7 @@ func TestGoHook(t *testing.T) {
 			t.Fatalf("report %q: %v", res.Operations, err)
 		}
 		if report.Args != 0 || report.Cwd != dir || report.RunDirMode != "700" || report.ContextMode != "600" ||
-			!report.SameDir || !report.AdmissionSame || report.Bindings != 2 || filepath.Dir(report.RunDir) != r.TmpDir {
+			!report.SameDir || !report.AdmissionSame || report.Bindings != 2 || tmpDirOf(report.RunDir) != r.TmpDir {
 			t.Errorf("the hook saw %+v", report)
 		}
 		assertEmptyDir(t, r.TmpDir)

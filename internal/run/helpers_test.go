@@ -48,8 +48,35 @@ func assertEmptyDir(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		t.Errorf("left behind in %s: %s", dir, e.Name())
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), homePrefix) {
+			t.Errorf("left behind in %s: %s", dir, e.Name())
+			continue
+		}
+		// The Runner's own dir (home.go) stays until Close, holding its
+		// lock file only.
+		inside, err := os.ReadDir(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e2 := range inside {
+			if e2.Name() != homeLockName {
+				t.Errorf("left behind in %s: %s/%s", dir, e.Name(), e2.Name())
+			}
+		}
 	}
+}
+
+// runDirs returns the run dirs under tmpDir: those in the Runners' own
+// dirs (home.go).
+func runDirs(tmpDir string) []string {
+	dirs, _ := filepath.Glob(filepath.Join(tmpDir, homePrefix+"*", "hook-run-*"))
+	return dirs
+}
+
+// tmpDirOf returns the --tmp-dir a run dir is under: the parent of its
+// Runner's own dir.
+func tmpDirOf(runDir string) string {
+	return filepath.Dir(filepath.Dir(runDir))
 }
 
 // readPid reads a pid a hook wrote to a file in its folder.

@@ -90,7 +90,7 @@ echo "dir=$(dirname "$KUBERNETES_PATCH_PATH")" >> "$KUBERNETES_PATCH_PATH"
 	if strings.Contains(got, "Delete") || !strings.HasPrefix(got, "dir=") {
 		t.Fatalf("the second run's operations are %q: the first run's writer reached them", got)
 	}
-	if kept, _ := filepath.Glob(filepath.Join(r.TmpDir, "*")); len(kept) != 1 || "dir="+kept[0]+"\n" != got {
+	if kept, _ := runDirs(r.TmpDir), error(nil); len(kept) != 1 || "dir="+kept[0]+"\n" != got {
 		t.Errorf("the second run had %q, the kept dirs are %v: want the first run's dir reused", got, kept)
 	}
 }
@@ -170,7 +170,7 @@ if kill -0 "$(cat child.pid)"; then echo alive; else echo killed; fi > "$KUBERNE
 	if reaped(shortChild) {
 		t.Error("the short run killed a setsid child it cannot tell from the live run's")
 	}
-	if kept, _ := filepath.Glob(filepath.Join(r.TmpDir, "*")); len(kept) != 1 {
+	if kept, _ := runDirs(r.TmpDir), error(nil); len(kept) != 1 {
 		t.Errorf("dirs after the short run: %v, want only the long run's (the short run's removed)", kept)
 	}
 	if err := os.WriteFile(filepath.Join(long.Dir, "go"), nil, 0o600); err != nil {

@@ -13,6 +13,9 @@ import (
 // TestMain makes the test process the reaper of its hooks' orphans, as
 // `hook-operator start` makes the operator (Subreap).
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(homeHelperEnv); dir != "" {
+		homeHelper(dir) // never returns
+	}
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	ctx, cancel := context.WithCancel(context.Background())

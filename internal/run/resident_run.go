@@ -33,7 +33,7 @@ func (r *Runner) runResident(ctx context.Context, req Request, log logrus.FieldL
 	if err != nil {
 		return Result{}, fmt.Errorf("hook %s: resident process: %w", h.Name, err)
 	}
-	dir, err := rp.takeDir(r.TmpDir, req.contextsWriter())
+	dir, err := rp.takeDir(&r.home, r.TmpDir, req.contextsWriter())
 	if err != nil {
 		r.returnResident(h.Name, rp, h.Config.Settings, log)
 		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
@@ -145,13 +145,17 @@ func (rp *resident) exitState() string {
 
 // takeDir returns rp's run dir holding contexts: the one of its last run,
 // emptied then but for the contexts file, written over now, or a new one.
-func (rp *resident) takeDir(parent string, contexts func(io.Writer) error) (*runDir, error) {
+func (rp *resident) takeDir(h *home, tmpDir string, contexts func(io.Writer) error) (*runDir, error) {
 	if rp.dir != nil {
 		if err := rp.dir.rewriteContexts(contexts); err == nil {
 			return rp.dir, nil
 		}
 		_ = rp.dir.remove()
 		rp.dir = nil
+	}
+	parent, err := h.dir(tmpDir)
+	if err != nil {
+		return nil, err
 	}
 	d, err := newRunDir(parent, contexts)
 	if err != nil {

@@ -118,8 +118,8 @@ type Result struct {
 // Runner runs hook processes. The zero value is usable; a Runner is safe for
 // concurrent use.
 type Runner struct {
-	// TmpDir is the parent of the per-run temp dirs; empty means
-	// os.TempDir().
+	// TmpDir is where the Runner makes its own dir, which holds the
+	// per-run temp dirs (home.go); empty means os.TempDir().
 	TmpDir string
 	// Env is the base environment of every hook; nil means os.Environ().
 	Env []string
@@ -153,6 +153,7 @@ type Runner struct {
 
 	pool      dirPool
 	residents residents
+	home      home
 }
 
 // devNull is every hook's stdin, opened once per process.

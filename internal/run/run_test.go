@@ -63,7 +63,7 @@ echo '{"convertedObjects":[]}' > "$CONVERSION_RESPONSE_PATH"
 			t.Errorf("hook saw %s=%q, want %q", k, report[k], v)
 		}
 	}
-	if filepath.Dir(report["dir"]) != r.TmpDir {
+	if tmpDirOf(report["dir"]) != r.TmpDir {
 		t.Errorf("run dir %s is not under TmpDir %s", report["dir"], r.TmpDir)
 	}
 	if _, err := os.Stat(report["dir"]); !os.IsNotExist(err) {

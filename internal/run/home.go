@@ -1,0 +1,148 @@
+package run
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// A Runner makes its run dirs inside a dir of its own under TmpDir, its
+// home ("hook-operator-*"), which it holds locked (flock on its .lock file)
+// for as long as the process lives. A process that is killed (SIGKILL, the
+// OOM killer, a node's restart of the container with its emptyDir kept)
+// leaves its home behind with the run dirs in it; the next Runner to make
+// its own home under the same TmpDir removes every home whose lock it can
+// take, since the kernel releases a lock when its holder dies. A pid would
+// not do: a container's operator is pid 1 again after a restart.
+const (
+	homePrefix   = "hook-operator-"
+	homeLockName = ".lock"
+	// lockless is how old a home without a lock file must be before it is
+	// taken for one whose process died between making it and locking it.
+	lockless = time.Minute
+)
+
+// home is a Runner's own dir under its TmpDir, made at its first run.
+type home struct {
+	mu   sync.Mutex
+	path string
+	lock *os.File // held open (and flocked) until close; close-on-exec
+	err  error    // why the home could not be made
+}
+
+// dir returns the home's path, making it, and sweeping the homes of dead
+// processes, the first time. An error is kept: every later run fails the
+// same way (a --tmp-dir that cannot be written to does not heal).
+func (h *home) dir(parent string) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.path != "" || h.err != nil {
+		return h.path, h.err
+	}
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	// Sweep before making our own: a home whose lock is free is not ours
+	// yet, and would be taken for a dead process's.
+	sweepHomes(parent)
+	for range 3 {
+		path, lock, err := makeHome(parent)
+		if err == nil {
+			h.path, h.lock = path, lock
+			return path, nil
+		}
+		if !errors.Is(err, errHomeTaken) {
+			h.err = err
+			return "", err
+		}
+	}
+	h.err = fmt.Errorf("making a private dir under %s: another process removed it three times", parent)
+	return "", h.err
+}
+
+// errHomeTaken: a sweep of another Runner removed the home being made,
+// between its lock file's creation and its lock.
+var errHomeTaken = errors.New("home removed while it was made")
+
+// makeHome makes a 0700 home under parent and locks it.
+func makeHome(parent string) (string, *os.File, error) {
+	path, err := os.MkdirTemp(parent, homePrefix)
+	if err != nil {
+		return "", nil, fmt.Errorf("making a private dir under the temp dir (--tmp-dir): %w", err)
+	}
+	name := filepath.Join(path, homeLockName)
+	lock, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		_ = os.RemoveAll(path)
+		return "", nil, fmt.Errorf("making a private dir under the temp dir (--tmp-dir): %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		// Another Runner's sweep holds it (and removes the dir).
+		_ = lock.Close()
+		return "", nil, errHomeTaken
+	}
+	// The sweep may have taken the lock, removed the dir and let go of the
+	// lock before we took it: the lock is ours only if the file is still
+	// the one at its name.
+	held, err1 := lock.Stat()
+	named, err2 := os.Lstat(name)
+	if err1 != nil || err2 != nil || !os.SameFile(held, named) {
+		_ = lock.Close()
+		return "", nil, errHomeTaken
+	}
+	return path, lock, nil
+}
+
+// sweepHomes removes the homes under parent whose process has died: those
+// whose lock it can take, and those without a lock file older than
+// lockless. It is best effort: what it cannot remove, the next sweep tries.
+func sweepHomes(parent string) {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), homePrefix) {
+			continue
+		}
+		path := filepath.Join(parent, e.Name())
+		lock, err := os.OpenFile(filepath.Join(path, homeLockName), os.O_RDWR|syscall.O_NOFOLLOW, 0)
+		if errors.Is(err, os.ErrNotExist) {
+			if st, err := os.Lstat(path); err == nil && time.Since(st.ModTime()) > lockless {
+				_ = os.RemoveAll(path)
+			}
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			_ = os.RemoveAll(path) // the lock goes with the file's close
+		}
+		_ = lock.Close()
+	}
+}
+
+// close removes the home and lets go of its lock. A run still in flight
+// keeps the home until it ends and removes its own dir; the empty home is
+// then a lockless one, which a later sweep removes. A run after close
+// makes a new home.
+func (h *home) close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.path == "" {
+		return nil
+	}
+	err := os.Remove(filepath.Join(h.path, homeLockName))
+	if e := os.Remove(h.path); e != nil && !errors.Is(e, syscall.ENOTEMPTY) && !errors.Is(e, syscall.EEXIST) {
+		err = errors.Join(err, e)
+	}
+	_ = h.lock.Close()
+	h.path, h.lock = "", nil
+	return err
+}

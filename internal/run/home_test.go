@@ -1,0 +1,157 @@
+package run
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// homeHelperEnv makes the test binary a process that makes its Runner's
+// home under the dir it names, with a run dir in it, prints the home's
+// path and waits to be killed (TestHomeOfAKilledProcessIsSwept).
+const homeHelperEnv = "HOOK_RUN_HOME_HELPER"
+
+func homeHelper(tmpDir string) {
+	r := &Runner{TmpDir: tmpDir}
+	home, err := r.home.dir(tmpDir)
+	if err == nil {
+		_, err = newRunDir(home, func(w io.Writer) error { _, err := w.Write([]byte("[]")); return err })
+	}
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	fmt.Println(home)
+	select {}
+}
+
+// A Runner's run dirs are in a dir of its own, which a Runner made later
+// under the same --tmp-dir removes once the process that made it has died
+// (SIGKILL, as a container's restart after the OOM killer: its emptyDir
+// kept the run dirs of the process before). Before, every such restart
+// left its run dirs for good (the soak counted 35 files after two).
+func TestHomeOfAKilledProcessIsSwept(t *testing.T) {
+	tmpDir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), homeHelperEnv+"="+tmpDir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, tmpDir) {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("the helper printed %q (%v), want its home under %s", line, err, tmpDir)
+	}
+	helperHome := strings.TrimSpace(line)
+
+	// While the helper lives, a new Runner leaves its home alone.
+	live, _ := testRunner(t)
+	live.TmpDir = tmpDir
+	runOnce(t, live)
+	if len(runDirsIn(helperHome)) != 1 {
+		t.Fatalf("a Runner swept the home of a live process: %v", runDirsIn(helperHome))
+	}
+	_ = live.Close()
+
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	r, _ := testRunner(t)
+	r.TmpDir = tmpDir
+	runOnce(t, r)
+	if _, err := os.Stat(helperHome); !os.IsNotExist(err) {
+		t.Errorf("the killed process's home %s is still there after a new Runner's first run (%v)", helperHome, err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertEmptyDir(t, tmpDir)
+	if entries, _ := os.ReadDir(tmpDir); len(entries) != 0 {
+		t.Errorf("Close left %d entries in the temp dir", len(entries))
+	}
+}
+
+// The sweep removes only what is a Runner's home and dead: a home whose
+// lock is held (in this process, through another open file), an entry of
+// another name and a lockless home younger than a minute (one being made)
+// stay; a home whose lock is free and a lockless one older than a minute
+// go.
+func TestSweepRemovesOnlyDeadHomes(t *testing.T) {
+	tmpDir := t.TempDir()
+	held := &home{}
+	heldPath, err := held.dir(tmpDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string, lock bool, age time.Duration) string {
+		p := filepath.Join(tmpDir, name)
+		if err := os.MkdirAll(filepath.Join(p, "hook-run-1"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if lock {
+			if err := os.WriteFile(filepath.Join(p, homeLockName), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if age > 0 {
+			old := time.Now().Add(-age)
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return p
+	}
+	dead := mk(homePrefix+"dead", true, 0)
+	oldLockless := mk(homePrefix+"old", false, 2*lockless)
+	newLockless := mk(homePrefix+"new", false, 0)
+	other := mk("other-dir", true, 0)
+
+	sweepHomes(tmpDir)
+	for p, want := range map[string]bool{heldPath: true, dead: false, oldLockless: false, newLockless: true, other: true} {
+		_, err := os.Stat(p)
+		if got := err == nil; got != want {
+			t.Errorf("after the sweep, %s exists = %v, want %v", filepath.Base(p), got, want)
+		}
+	}
+	if err := held.close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(heldPath); !os.IsNotExist(err) {
+		t.Errorf("close left the home %s (%v)", heldPath, err)
+	}
+}
+
+// An unusable --tmp-dir fails every run with an error that names it.
+func TestHomeUnderAMissingTmpDir(t *testing.T) {
+	r, _ := testRunner(t)
+	r.TmpDir = filepath.Join(t.TempDir(), "missing")
+	_, err := r.Run(context.Background(), Request{Hook: bashHook(t, "true\n")})
+	if err == nil || !strings.Contains(err.Error(), "--tmp-dir") || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("a run under a missing --tmp-dir: %v, want an error naming --tmp-dir and the dir", err)
+	}
+}
+
+func runOnce(t *testing.T, r *Runner) {
+	t.Helper()
+	if _, err := r.Run(context.Background(), Request{Hook: bashHook(t, "true\n")}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func runDirsIn(home string) []string {
+	dirs, _ := filepath.Glob(filepath.Join(home, "hook-run-*"))
+	return dirs
+}
