@@ -118,6 +118,7 @@ type sample struct {
 	Proc       procSample
 	Goroutines float64
 	Queue      float64
+	HeapInuse  float64 // go_memstats_heap_inuse_bytes
 	MetricsErr bool
 }
 
@@ -151,8 +152,16 @@ func run(ctx context.Context, duration, warmup time.Duration, binary, out string
 	wg.Go(func() { s.sampleLoop(runCtx) })
 	wg.Go(func() { s.churn.loop(runCtx) })
 	wg.Go(func() { s.webhookLoop(runCtx) })
+	wg.Go(func() {
+		// Heap profiles where a growth can be read: at the end of the
+		// warm-up and at the end (before the replicas go idle).
+		if sleep(runCtx, warmup) == nil {
+			s.heapProfiles(ctx, out, "warm")
+		}
+	})
 	s.faultLoop(runCtx, faults)
 	wg.Wait()
+	s.heapProfiles(ctx, out, "end")
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -248,7 +257,8 @@ func (s *soak) setup(ctx context.Context, root, binary string) error {
 				"--leader-elect-lease-name", "soak", "--leader-elect-identity", id,
 				"--webhook-listen-address", "127.0.0.1:" + port, "--webhook-url", "https://127.0.0.1:" + port,
 				"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
-				"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", "hook-operator-soak-" + id}}
+				"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", "hook-operator-soak-" + id,
+				"--debug-socket", filepath.Join(s.dir, id+".sock"), "--pprof"}}
 		if err := r.start(); err != nil {
 			return err
 		}

@@ -146,7 +146,7 @@ func judgeSamples(samples []sample, warmup time.Duration) []verdict {
 	var out []verdict
 	for _, k := range keys {
 		var t []time.Duration
-		var rss, gr, fds []float64
+		var rss, gr, fds, heap []float64
 		for _, smp := range byProc[k] {
 			if smp.At < max(warmup, smp.Started+warmup) || smp.MetricsErr {
 				continue
@@ -155,12 +155,14 @@ func judgeSamples(samples []sample, warmup time.Duration) []verdict {
 			rss = append(rss, float64(smp.Proc.RSS))
 			gr = append(gr, smp.Goroutines)
 			fds = append(fds, float64(smp.Proc.FDs))
+			heap = append(heap, smp.HeapInuse)
 		}
 		if len(t) < 3 || t[len(t)-1]-t[0] < span {
 			continue
 		}
 		name := fmt.Sprintf("%s (pid %d, %s to %s)", k.replica, k.pid, t[0].Round(time.Second), t[len(t)-1].Round(time.Second))
-		out = append(out, judgeGrowth(name+" RSS", t, rss), judgeGrowth(name+" goroutines", t, gr), judgeGrowth(name+" open fds", t, fds))
+		out = append(out, judgeGrowth(name+" RSS", t, rss), judgeGrowth(name+" Go heap in use", t, heap),
+			judgeGrowth(name+" goroutines", t, gr), judgeGrowth(name+" open fds", t, fds))
 	}
 	return out
 }
@@ -319,6 +321,7 @@ func (rep *report) plots(stem string) ([]string, error) {
 	var names []string
 	for _, sr := range []series{
 		{"rss", "RSS per replica", "MiB", func(s sample) float64 { return float64(s.Proc.RSS) / (1 << 20) }},
+		{"heap", "Go heap in use per replica", "MiB", func(s sample) float64 { return s.HeapInuse / (1 << 20) }},
 		{"goroutines", "Goroutines per replica", "goroutines", func(s sample) float64 { return s.Goroutines }},
 		{"queue", "Main queue length per replica", "tasks", func(s sample) float64 { return s.Queue }},
 	} {

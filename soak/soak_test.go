@@ -99,15 +99,15 @@ func TestJudgeSamplesFitsEachProcessAfterItsWarmup(t *testing.T) {
 		if at < 5*time.Minute {
 			rss = int64(10<<20) + int64(i)<<20 // warm-up growth, not judged
 		}
-		samples = append(samples, sample{At: at, Replica: "replica-0", Pid: 7, Proc: procSample{RSS: rss, FDs: 20}, Goroutines: 80})
+		samples = append(samples, sample{At: at, Replica: "replica-0", Pid: 7, Proc: procSample{RSS: rss, FDs: 20}, Goroutines: 80, HeapInuse: float64(rss / 2)})
 		// A process started at 15 minutes has too short a run to judge.
 		if at >= 15*time.Minute {
 			samples = append(samples, sample{At: at, Replica: "replica-1", Pid: 9, Started: 15 * time.Minute, Proc: procSample{RSS: rss}})
 		}
 	}
 	got := judgeSamples(samples, 5*time.Minute)
-	if len(got) != 3 {
-		t.Fatalf("judgeSamples gave %d verdicts, want 3 (RSS, goroutines, fds of pid 7 only): %+v", len(got), got)
+	if len(got) != 4 {
+		t.Fatalf("judgeSamples gave %d verdicts, want 4 (RSS, heap, goroutines, fds of pid 7 only): %+v", len(got), got)
 	}
 	for _, v := range got {
 		if !v.Pass || !strings.Contains(v.Series, "pid 7") {
