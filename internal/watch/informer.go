@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/hook-operator/hook-operator/internal/kube"
+	"github.com/hook-operator/hook-operator/internal/memlimit"
 	"github.com/hook-operator/hook-operator/internal/metrics"
 )
 
@@ -84,7 +86,11 @@ type informer struct {
 	// stopped is set by stop: the informer never starts after it.
 	stopped bool
 	cancel  context.CancelFunc
-	refs    int // sources using it; stopped at zero
+	// progress is the first list's part in the start-up GC target (see
+	// memlimit.StartList): it counts the objects the list stores, and is
+	// told how many to expect by a limit=1 list (countObjects).
+	progress *memlimit.List
+	refs     int // sources using it; stopped at zero
 	done    chan struct{}
 	mu      sync.Mutex
 }
@@ -198,15 +204,40 @@ func (i *informer) start(ctx context.Context) error {
 		return nil // running, or let go of before it started (a share replaced)
 	}
 	i.lean = leanKeys(i.bindings, i.keepFull)
-	i.store = &objectStore{transform: i.transform, notify: i.dispatch, items: map[string]*entry{}}
+	i.progress = memlimit.StartList()
+	i.store = &objectStore{transform: i.transform, notify: i.dispatch, items: map[string]*entry{}, listed: i.progress.Done}
 	r := cache.NewReflectorWithOptions(i.lw, &unstructured.Unstructured{}, i.store, cache.ReflectorOptions{Name: i.key.String()})
 	ctx, i.cancel = context.WithCancel(ctx)
 	i.started = true
+	go i.countObjects(ctx)
 	go func() {
 		defer close(i.done)
+		defer i.progress.Done() // stopped before its list ended
 		r.RunWithContext(ctx)
 	}()
 	return nil
+}
+
+// countObjects tells the start-up GC target how many objects the first
+// list will hold: a limit=1 list's remainingItemCount, plus its one item.
+// The API server leaves the count out for lists with a label or field
+// selector, and a shard selector is not counted either: the target then
+// stays at its lowest until the list has ended.
+func (i *informer) countObjects(ctx context.Context) {
+	if i.key.labelSelector != "" || i.key.fieldSelector != "" || i.key.shardSelector != "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	list, err := i.client.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return // the list itself reports what is wrong
+	}
+	if rest := list.GetRemainingItemCount(); rest != nil {
+		i.progress.Expect(*rest + int64(len(list.Items)))
+	} else if list.GetContinue() == "" {
+		i.progress.Expect(int64(len(list.Items)))
+	}
 }
 
 func (i *informer) stop() {
@@ -225,6 +256,9 @@ func (i *informer) transform(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return obj, nil // already an entry (a streamed list's, made as it arrived)
+	}
+	if !i.store.synced.Load() {
+		i.progress.Stored()
 	}
 	return newEntry(u, i.bindings, i.keepFull, i.finalizers), nil
 }

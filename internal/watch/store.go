@@ -37,6 +37,9 @@ type objectStore struct {
 	items map[string]*entry
 	// synced is set once the first list has been handed over.
 	synced atomic.Bool
+	// listed, when set, is called when the first list has been handed
+	// over (and again after a relist: it must be idempotent).
+	listed func()
 }
 
 var (
@@ -112,6 +115,9 @@ func (s *objectStore) Replace(list []any, _ string) error {
 		}
 	}
 	s.synced.Store(true)
+	if s.listed != nil {
+		s.listed()
+	}
 	return nil
 }
 
