@@ -91,8 +91,8 @@ type informer struct {
 	// told how many to expect by a limit=1 list (countObjects).
 	progress *memlimit.List
 	refs     int // sources using it; stopped at zero
-	done    chan struct{}
-	mu      sync.Mutex
+	done     chan struct{}
+	mu       sync.Mutex
 }
 
 // newInformer returns the informer of key, first for binding b. Its watches
