@@ -118,7 +118,7 @@ type sample struct {
 	Proc       procSample
 	Goroutines float64
 	Queue      float64
-	HeapInuse  float64 // go_memstats_heap_inuse_bytes
+	HeapLive   float64 // go_gc_heap_live_bytes: what the last collection found live
 	MetricsErr bool
 }
 

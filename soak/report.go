@@ -120,9 +120,17 @@ func twiceHandled(runs map[string][]handling, inWindow func(from, to time.Durati
 // must span for a growth verdict.
 const minFitSpan = 10 * time.Minute
 
-// judgeSamples fits the growth of RSS, goroutines and open fds for every
-// process (a restarted replica is a new process) over its samples after
-// its own warm-up: warmup after the soak's start or the process's, the
+// processWarmup is how long a process runs before its resources are
+// fitted: a replica's RSS rises for its first 10 minutes or so while its
+// Go heap stays flat (the runtime's spans, stacks and page cache of the
+// binary settling; soak results of 2026-11-27), and a fit over that rise
+// reads as growth.
+const processWarmup = 10 * time.Minute
+
+// judgeSamples fits the growth of RSS, the live heap, goroutines and open
+// fds for every process (a restarted replica is a new process) over its
+// samples after its own warm-up: warmup after the soak's start, or
+// processWarmup (a third of the run, if shorter) after the process's, the
 // later. Processes whose samples span less than minFitSpan (or a third of
 // the run, if shorter) after that are left out: a replica killed by a
 // fault has no long run to fit.
@@ -143,25 +151,26 @@ func judgeSamples(samples []sample, warmup time.Duration) []verdict {
 		end = max(end, smp.At)
 	}
 	span := min(minFitSpan, end/3)
+	procWarmup := min(processWarmup, end/3)
 	var out []verdict
 	for _, k := range keys {
 		var t []time.Duration
 		var rss, gr, fds, heap []float64
 		for _, smp := range byProc[k] {
-			if smp.At < max(warmup, smp.Started+warmup) || smp.MetricsErr {
+			if smp.At < max(warmup, smp.Started+procWarmup) || smp.MetricsErr {
 				continue
 			}
 			t = append(t, smp.At)
 			rss = append(rss, float64(smp.Proc.RSS))
 			gr = append(gr, smp.Goroutines)
 			fds = append(fds, float64(smp.Proc.FDs))
-			heap = append(heap, smp.HeapInuse)
+			heap = append(heap, smp.HeapLive)
 		}
 		if len(t) < 3 || t[len(t)-1]-t[0] < span {
 			continue
 		}
 		name := fmt.Sprintf("%s (pid %d, %s to %s)", k.replica, k.pid, t[0].Round(time.Second), t[len(t)-1].Round(time.Second))
-		out = append(out, judgeGrowth(name+" RSS", t, rss), judgeGrowth(name+" Go heap in use", t, heap),
+		out = append(out, judgeGrowth(name+" RSS", t, rss), judgeGrowth(name+" Go heap live", t, heap),
 			judgeGrowth(name+" goroutines", t, gr), judgeGrowth(name+" open fds", t, fds))
 	}
 	return out
@@ -321,7 +330,7 @@ func (rep *report) plots(stem string) ([]string, error) {
 	var names []string
 	for _, sr := range []series{
 		{"rss", "RSS per replica", "MiB", func(s sample) float64 { return float64(s.Proc.RSS) / (1 << 20) }},
-		{"heap", "Go heap in use per replica", "MiB", func(s sample) float64 { return s.HeapInuse / (1 << 20) }},
+		{"heap", "Go heap live after the last collection, per replica", "MiB", func(s sample) float64 { return s.HeapLive / (1 << 20) }},
 		{"goroutines", "Goroutines per replica", "goroutines", func(s sample) float64 { return s.Goroutines }},
 		{"queue", "Main queue length per replica", "tasks", func(s sample) float64 { return s.Queue }},
 	} {

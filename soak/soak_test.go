@@ -99,7 +99,7 @@ func TestJudgeSamplesFitsEachProcessAfterItsWarmup(t *testing.T) {
 		if at < 5*time.Minute {
 			rss = int64(10<<20) + int64(i)<<20 // warm-up growth, not judged
 		}
-		samples = append(samples, sample{At: at, Replica: "replica-0", Pid: 7, Proc: procSample{RSS: rss, FDs: 20}, Goroutines: 80, HeapInuse: float64(rss / 2)})
+		samples = append(samples, sample{At: at, Replica: "replica-0", Pid: 7, Proc: procSample{RSS: rss, FDs: 20}, Goroutines: 80, HeapLive: float64(rss / 2)})
 		// A process started at 15 minutes has too short a run to judge.
 		if at >= 15*time.Minute {
 			samples = append(samples, sample{At: at, Replica: "replica-1", Pid: 9, Started: 15 * time.Minute, Proc: procSample{RSS: rss}})
@@ -157,5 +157,33 @@ func TestReportWritesSummaryAndPlots(t *testing.T) {
 		if st, err := os.Stat(filepath.Join(dir, "2026-11-26T23-00-00Z-"+p+".png")); err != nil || st.Size() == 0 {
 			t.Errorf("plot %s: %v", p, err)
 		}
+	}
+}
+
+// In a long run, a process's first 10 minutes are not fitted: a replica's
+// RSS rises by about 2 MB then, while its heap stays flat, and a fit over
+// the rise reads as a growth of 15-25% per hour. A rise after that fails.
+func TestJudgeSamplesLeavesOutAProcesssFirstTenMinutes(t *testing.T) {
+	judge := func(rise func(age time.Duration) int64) []verdict {
+		var samples []sample
+		for i := range 480 { // 40 minutes, 5 s apart
+			at := time.Duration(i) * 5 * time.Second
+			samples = append(samples, sample{At: at, Replica: "replica-0", Pid: 7, Proc: procSample{RSS: 26<<20 + rise(at), FDs: 30}, Goroutines: 110, HeapLive: 4 << 20})
+		}
+		return judgeSamples(samples, 5*time.Minute)
+	}
+	settling := func(age time.Duration) int64 { return min(int64(age/time.Minute), 10) * 200 << 10 }
+	for _, v := range judge(settling) {
+		if !v.Pass {
+			t.Errorf("RSS rising 2 MB over a process's first 10 minutes, flat after: %+v, want a pass", v)
+		}
+	}
+	leaking := func(age time.Duration) int64 { return int64(age/time.Minute) * 100 << 10 } // 6 MB/h
+	failed := false
+	for _, v := range judge(leaking) {
+		failed = failed || (!v.Pass && strings.Contains(v.Series, "RSS"))
+	}
+	if !failed {
+		t.Error("RSS growing 6 MB/h the whole run passed")
 	}
 }

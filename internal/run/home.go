@@ -25,14 +25,19 @@ const (
 	// lockless is how old a home without a lock file must be before it is
 	// taken for one whose process died between making it and locking it.
 	lockless = time.Minute
+	// homeSweepEvery is how often, at most, a Runner sweeps again, when it
+	// makes a run dir: a process killed while this one was already running
+	// (two operators sharing a --tmp-dir) leaves its home behind too.
+	homeSweepEvery = 10 * time.Minute
 )
 
 // home is a Runner's own dir under its TmpDir, made at its first run.
 type home struct {
-	mu   sync.Mutex
-	path string
-	lock *os.File // held open (and flocked) until close; close-on-exec
-	err  error    // why the home could not be made
+	mu      sync.Mutex
+	path    string
+	lock    *os.File // held open (and flocked) until close; close-on-exec
+	err     error    // why the home could not be made
+	sweptAt time.Time
 }
 
 // dir returns the home's path, making it, and sweeping the homes of dead
@@ -41,14 +46,22 @@ type home struct {
 func (h *home) dir(parent string) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.path != "" || h.err != nil {
-		return h.path, h.err
-	}
 	if parent == "" {
 		parent = os.TempDir()
 	}
+	if h.path != "" {
+		if time.Since(h.sweptAt) > homeSweepEvery {
+			h.sweptAt = time.Now()
+			sweepHomes(parent) // ours is locked: left alone
+		}
+		return h.path, nil
+	}
+	if h.err != nil {
+		return "", h.err
+	}
 	// Sweep before making our own: a home whose lock is free is not ours
 	// yet, and would be taken for a dead process's.
+	h.sweptAt = time.Now()
 	sweepHomes(parent)
 	for range 3 {
 		path, lock, err := makeHome(parent)
@@ -128,20 +141,28 @@ func sweepHomes(parent string) {
 	}
 }
 
-// close removes the home and lets go of its lock. A run still in flight
-// keeps the home until it ends and removes its own dir; the empty home is
-// then a lockless one, which a later sweep removes. A run after close
-// makes a new home.
+// close removes the home when it holds nothing but its lock file: the
+// dirs kept for later runs have been removed first (Runner.Close). When a
+// run is still in flight (a shutdown that did not wait for it), its dir is
+// left where it is, and so are the home and its lock, held until the
+// process exits: the next Runner's sweep removes them then. Removing the
+// lock file first would leave a home without one, which a sweep takes for
+// one being made until it is a minute old. A run after close makes a new
+// home.
 func (h *home) close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.path == "" {
 		return nil
 	}
-	err := os.Remove(filepath.Join(h.path, homeLockName))
-	if e := os.Remove(h.path); e != nil && !errors.Is(e, syscall.ENOTEMPTY) && !errors.Is(e, syscall.EEXIST) {
-		err = errors.Join(err, e)
+	entries, err := os.ReadDir(h.path)
+	if err != nil {
+		return err
 	}
+	if len(entries) != 1 || entries[0].Name() != homeLockName {
+		return nil // a run still in flight: left for the next sweep
+	}
+	err = os.RemoveAll(h.path)
 	_ = h.lock.Close()
 	h.path, h.lock = "", nil
 	return err

@@ -155,3 +155,35 @@ func runDirsIn(home string) []string {
 	dirs, _ := filepath.Glob(filepath.Join(home, "hook-run-*"))
 	return dirs
 }
+
+// A Close while a run is still in flight leaves that run's dir, and the
+// home with its lock file, held until the process exits; the next sweep
+// after that removes them. (Removing the lock file at Close left a home
+// without one, which the next process's sweep took for one being made: the
+// soak found it still there at the end.)
+func TestCloseWithARunInFlightLeavesTheHomeToTheSweep(t *testing.T) {
+	tmpDir := t.TempDir()
+	h := &home{}
+	path, err := h.dir(tmpDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(path, "hook-run-1"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(path, homeLockName)); err != nil {
+		t.Fatalf("close with a run in flight removed the lock file: %v", err)
+	}
+	sweepHomes(tmpDir)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("a sweep removed the home of a live process: %v", err)
+	}
+	_ = h.lock.Close() // the process exits
+	sweepHomes(tmpDir)
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the sweep after the process's exit left its home (%v)", err)
+	}
+}
