@@ -23,7 +23,7 @@ var goNames = []string{
 	"go_memstats_heap_alloc_bytes", "go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes",
 	"go_memstats_heap_released_bytes", "go_memstats_heap_objects", "go_memstats_stack_inuse_bytes",
 	"go_memstats_next_gc_bytes", "go_memstats_last_gc_time_seconds", "go_memstats_mallocs_total", "go_memstats_frees_total",
-	"go_gc_gogc_percent", "go_gc_gomemlimit_bytes", "go_sched_gomaxprocs_threads",
+	"go_gc_gogc_percent", "go_gc_gomemlimit_bytes", "go_gc_heap_live_bytes", "go_sched_gomaxprocs_threads",
 }
 
 func (goCollector) Names() []string { return goNames }
@@ -39,7 +39,7 @@ func (goCollector) Collect() []Family {
 	for i, q := range []float64{0, 0.25, 0.5, 0.75, 1} {
 		quantiles = append(quantiles, Quantile{q, gc.PauseQuantiles[i].Seconds()})
 	}
-	settings := []rtmetrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
+	settings := []rtmetrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}, {Name: "/gc/heap/live:bytes"}}
 	rtmetrics.Read(settings)
 	setting := func(i int) float64 {
 		if settings[i].Value.Kind() != rtmetrics.KindUint64 {
@@ -69,6 +69,7 @@ func (goCollector) Collect() []Family {
 		single("go_memstats_frees_total", "Total number of heap objects freed.", Counter, float64(ms.Frees)),
 		single("go_gc_gogc_percent", "The GOGC setting.", Gauge, setting(0)),
 		single("go_gc_gomemlimit_bytes", "The GOMEMLIMIT setting.", Gauge, setting(1)),
+		single("go_gc_heap_live_bytes", "Heap memory occupied by live objects that were marked by the previous GC.", Gauge, setting(2)),
 		single("go_sched_gomaxprocs_threads", "The GOMAXPROCS setting.", Gauge, float64(runtime.GOMAXPROCS(0))),
 	}
 }
