@@ -75,7 +75,7 @@ func LowerGCWhileStarting() (restore func()) {
 const (
 	// StartupHeadroom is the heap the collector lets grow above what is
 	// live, as a fraction of the estimated heap at the end of the lists.
-	StartupHeadroom = 0.3
+	StartupHeadroom = 0.25
 	// maxStartupGCPercent bounds the target early in the lists, when the
 	// estimate rests on few objects.
 	maxStartupGCPercent = 400
