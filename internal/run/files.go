@@ -25,6 +25,9 @@ const (
 	envConversionResponse = "CONVERSION_RESPONSE_PATH"
 )
 
+// runDirPrefix starts the name of every run dir.
+const runDirPrefix = "hook-run-"
+
 // runDir is the private temp dir of one run at a time and the files in it.
 //
 // A run is on the path of every event, so an output file the hook left
@@ -38,7 +41,7 @@ type runDir struct {
 // newRunDir creates a 0700 dir under parent ("" = os.TempDir()) holding the
 // binding contexts and empty output files, all 0600.
 func newRunDir(parent string, contexts func(io.Writer) error) (*runDir, error) {
-	path, err := os.MkdirTemp(parent, "hook-run-")
+	path, err := os.MkdirTemp(parent, runDirPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("creating the run's temp dir: %w", err)
 	}

@@ -12,19 +12,17 @@ import (
 )
 
 // A Runner makes its run dirs inside a dir of its own under TmpDir, its
-// home ("hook-operator-*"), which it holds locked (flock on its .lock file)
+// home ("hook-operator-runs-*"), which it holds locked (flock on its .lock file)
 // for as long as the process lives. A process that is killed (SIGKILL, the
 // OOM killer, a node's restart of the container with its emptyDir kept)
 // leaves its home behind with the run dirs in it; the next Runner to make
 // its own home under the same TmpDir removes every home whose lock it can
-// take, since the kernel releases a lock when its holder dies. A pid would
+// take, since the kernel releases a lock when its holder dies. The sweep
+// never touches anything else under TmpDir (sweepHomes). A pid would
 // not do: a container's operator is pid 1 again after a restart.
 const (
-	homePrefix   = "hook-operator-"
+	homePrefix   = "hook-operator-runs-"
 	homeLockName = ".lock"
-	// lockless is how old a home without a lock file must be before it is
-	// taken for one whose process died between making it and locking it.
-	lockless = time.Minute
 	// homeSweepEvery is how often, at most, a Runner sweeps again, when it
 	// makes a run dir: a process killed while this one was already running
 	// (two operators sharing a --tmp-dir) leaves its home behind too.
@@ -112,8 +110,12 @@ func makeHome(parent string) (string, *os.File, error) {
 }
 
 // sweepHomes removes the homes under parent whose process has died: those
-// whose lock it can take, and those without a lock file older than
-// lockless. It is best effort: what it cannot remove, the next sweep tries.
+// whose lock it can take. Only what is surely a home is touched: a dir of
+// the prefix holding a lock file and nothing but run dirs; anything else
+// under the temp dir, whatever its name, is someone else's (a dir of our
+// prefix without a lock file is one being made, or one whose process died
+// in the instant between: it is left). It is best effort: what it cannot
+// remove, the next sweep tries.
 func sweepHomes(parent string) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
@@ -124,21 +126,39 @@ func sweepHomes(parent string) {
 			continue
 		}
 		path := filepath.Join(parent, e.Name())
-		lock, err := os.OpenFile(filepath.Join(path, homeLockName), os.O_RDWR|syscall.O_NOFOLLOW, 0)
-		if errors.Is(err, os.ErrNotExist) {
-			if st, err := os.Lstat(path); err == nil && time.Since(st.ModTime()) > lockless {
-				_ = os.RemoveAll(path)
-			}
+		if !onlyRunDirs(path) {
 			continue
 		}
+		lock, err := os.OpenFile(filepath.Join(path, homeLockName), os.O_RDWR|syscall.O_NOFOLLOW, 0)
 		if err != nil {
 			continue
 		}
-		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+		if st, err := lock.Stat(); err == nil && st.Mode().IsRegular() &&
+			syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
 			_ = os.RemoveAll(path) // the lock goes with the file's close
 		}
 		_ = lock.Close()
 	}
+}
+
+// onlyRunDirs reports whether the dir at path holds its lock file and
+// nothing but run dirs: what a home holds.
+func onlyRunDirs(path string) bool {
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return false
+	}
+	locked := false
+	for _, e := range entries {
+		switch {
+		case e.Name() == homeLockName && e.Type().IsRegular():
+			locked = true
+		case e.IsDir() && strings.HasPrefix(e.Name(), runDirPrefix):
+		default:
+			return false
+		}
+	}
+	return locked
 }
 
 // close removes the home when it holds nothing but its lock file: the

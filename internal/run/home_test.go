@@ -84,11 +84,14 @@ func TestHomeOfAKilledProcessIsSwept(t *testing.T) {
 	}
 }
 
-// The sweep removes only what is a Runner's home and dead: a home whose
-// lock is held (in this process, through another open file), an entry of
-// another name and a lockless home younger than a minute (one being made)
-// stay; a home whose lock is free and a lockless one older than a minute
-// go.
+// The sweep removes only what is surely a dead Runner's home: a dir of the
+// prefix holding a free lock and nothing but run dirs. A home whose lock is
+// held (in this process, through another open file), a dir of the prefix
+// without a lock file, one that holds anything else, and every other entry
+// of the temp dir stay, however old. (A first version took every
+// "hook-operator-*" dir without a lock file and older than a minute for a
+// dead home: it removed a soak's working dir in /tmp, named
+// hook-operator-soak-*, from under the soak.)
 func TestSweepRemovesOnlyDeadHomes(t *testing.T) {
 	tmpDir := t.TempDir()
 	held := &home{}
@@ -96,7 +99,8 @@ func TestSweepRemovesOnlyDeadHomes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mk := func(name string, lock bool, age time.Duration) string {
+	old := time.Now().Add(-time.Hour)
+	mk := func(name string, lock bool, extra string) string {
 		p := filepath.Join(tmpDir, name)
 		if err := os.MkdirAll(filepath.Join(p, "hook-run-1"), 0o700); err != nil {
 			t.Fatal(err)
@@ -106,21 +110,24 @@ func TestSweepRemovesOnlyDeadHomes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if age > 0 {
-			old := time.Now().Add(-age)
-			if err := os.Chtimes(p, old, old); err != nil {
+		if extra != "" {
+			if err := os.WriteFile(filepath.Join(p, extra), []byte("data"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
 		return p
 	}
-	dead := mk(homePrefix+"dead", true, 0)
-	oldLockless := mk(homePrefix+"old", false, 2*lockless)
-	newLockless := mk(homePrefix+"new", false, 0)
-	other := mk("other-dir", true, 0)
+	dead := mk(homePrefix+"dead", true, "")
+	lockless := mk(homePrefix+"lockless", false, "")
+	withData := mk(homePrefix+"data", true, "report.md")
+	soak := mk("hook-operator-soak-123", false, "replica-0.log")
+	other := mk("hook-operator-other", true, "")
 
 	sweepHomes(tmpDir)
-	for p, want := range map[string]bool{heldPath: true, dead: false, oldLockless: false, newLockless: true, other: true} {
+	for p, want := range map[string]bool{heldPath: true, dead: false, lockless: true, withData: true, soak: true, other: true} {
 		_, err := os.Stat(p)
 		if got := err == nil; got != want {
 			t.Errorf("after the sweep, %s exists = %v, want %v", filepath.Base(p), got, want)
