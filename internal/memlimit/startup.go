@@ -66,10 +66,10 @@ func LowerGCWhileStarting() (restore func()) {
 // that is a collection every few thousand objects, and the marking cost the
 // time to Synchronization 21% at 300,000 ConfigMaps. What bounds the peak
 // is the headroom at the end, when the heap holds everything: so, with the
-// expected number of objects known (Lists.Expect) and the number stored so
+// expected number of objects known (List.Expect) and the number stored so
 // far, the goal of each collection is the live heap plus StartupHeadroom of
 // the heap the lists will end at, estimated from the heap per object stored
-// so far. That is GOGC 25-30 at the end, as before, and far higher early,
+// so far. That is GOGC 25 at the end, as before, and far higher early,
 // where it costs nothing in peak (docs/decisions.md, "The start-up memory
 // peak").
 const (
