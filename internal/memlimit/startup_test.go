@@ -80,15 +80,15 @@ func TestStartupGCPercent(t *testing.T) {
 		{"a list of unknown size", 20 * mb, 10 * mb, 1000, 100000, 1, StartupGCPercent},
 		{"no list", 20 * mb, 10 * mb, 0, 0, 0, StartupGCPercent},
 		{"under 5% stored", 12 * mb, 10 * mb, 4000, 100000, 0, StartupGCPercent},
-		// 10% stored, 10 MB grown: 100 MB more at the end, 110 MB; 30% of
-		// it is 33 MB over 20 MB live.
-		{"10% stored", 20 * mb, 10 * mb, 10000, 100000, 0, 165},
-		// 50%: 10 + 2*50 = 110 MB at the end; 33 MB over 60 MB.
-		{"half stored", 60 * mb, 10 * mb, 50000, 100000, 0, 55},
-		{"all stored", 110 * mb, 10 * mb, 100000, 100000, 0, 30},
+		// 10% stored, 10 MB grown: 100 MB more at the end, 110 MB; 25% of
+		// it is 27.5 MB over 20 MB live.
+		{"10% stored", 20 * mb, 10 * mb, 10000, 100000, 0, 137},
+		// 50%: 10 + 2*50 = 110 MB at the end; 27.5 MB over 60 MB.
+		{"half stored", 60 * mb, 10 * mb, 50000, 100000, 0, 45},
+		{"all stored", 110 * mb, 10 * mb, 100000, 100000, 0, 25},
 		// More stored than expected (objects created meanwhile): the
 		// live heap is the estimate.
-		{"more than expected", 120 * mb, 10 * mb, 110000, 100000, 0, 30},
+		{"more than expected", 120 * mb, 10 * mb, 110000, 100000, 0, 25},
 		// Early, a large estimate is bounded.
 		{"bounded early", 12 * mb, 2 * mb, 5000, 100000, 0, maxStartupGCPercent}, // 202 MB at the end: 505
 	} {
