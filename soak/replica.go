@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/hook-operator/hook-operator/internal/cli/debug"
 )
 
 // A replica is one slot of the three: the operator process now in it (a
@@ -313,43 +314,21 @@ func descends(pid, ancestor int, parents map[int]int) bool {
 // process grows. Best effort: a replica a fault has just stopped has none.
 func (s *soak) heapProfiles(ctx context.Context, results, when string) {
 	stem := filepath.Join(results, s.start.UTC().Format("2006-01-02T15-04-05Z"))
+	if err := os.MkdirAll(results, 0o755); err != nil {
+		logf("heap profiles: %v", err)
+		return
+	}
 	for _, r := range s.replicas {
 		pid := r.pid()
 		if pid == 0 {
 			continue
 		}
-		socket := filepath.Join(s.dir, r.id+".sock")
-		client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return (&net.Dialer{}).DialContext(ctx, "unix", socket)
-			}}}
-		path := fmt.Sprintf("%s-%s-%d-heap-%s.pb.gz", stem, r.id, pid, when)
-		if err := saveURL(ctx, client, "http://replica/debug/pprof/heap", path); err != nil {
+		profile, err := debug.Request(ctx, debug.Flags{Socket: filepath.Join(s.dir, r.id+".sock")}, http.MethodGet, "/debug/pprof/heap")
+		if err == nil {
+			err = os.WriteFile(fmt.Sprintf("%s-%s-%d-heap-%s.pb.gz", stem, r.id, pid, when), profile, 0o644)
+		}
+		if err != nil {
 			logf("heap profile of %s: %v", r.id, err)
 		}
 	}
-}
-
-// saveURL writes what a GET of url answers to path.
-func saveURL(ctx context.Context, client *http.Client, url, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(path, data, 0o644)
 }
