@@ -91,7 +91,7 @@ func BindOutput(fs *pflag.FlagSet, output *string, showSecrets *bool) {
 // BindRunFlags adds the settings of offline runs.
 func BindRunFlags(fs *pflag.FlagSet, maxRuns *int, tmpDir *string, hookTimeout *time.Duration) {
 	fs.IntVar(maxRuns, "max-runs", replay.DefaultMaxRuns, "stop when hooks have run this often (hooks that keep triggering each other)")
-	fs.StringVar(tmpDir, "tmp-dir", "", "folder for the per-run private temp dirs (default: the system temp dir)")
+	fs.StringVar(tmpDir, "tmp-dir", "", "folder of the operator's own dir of per-run private temp dirs (default: the system temp dir)")
 	fs.DurationVar(hookTimeout, "hook-timeout", time.Minute, "end a hook run after this long (a hook's settings.timeout wins)")
 }
 

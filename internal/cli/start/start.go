@@ -167,7 +167,7 @@ func bindFlags(fs *pflag.FlagSet, f *Flags) {
 // bindRunFlags defines the flags of how hooks run and reach the cluster.
 func bindRunFlags(fs *pflag.FlagSet, f *Flags) {
 	hookscmd.BindHooksDir(fs, &f.HooksDir)
-	fs.StringVar(&f.TmpDir, "tmp-dir", "", "folder for the per-run private temp dirs (default: the system temp dir)")
+	fs.StringVar(&f.TmpDir, "tmp-dir", "", "folder of the operator's own dir of per-run private temp dirs (default: the system temp dir)")
 	envflag.Bind(fs, "tmp-dir", "HOOK_OPERATOR_TMP_DIR")
 	envflag.BindAlias(fs, "tmp-dir", envflag.Same("SHELL_OPERATOR_TMP_DIR"))
 	kubeflags.Bind(fs, &f.Kubeconfig, &f.KubeContext)
