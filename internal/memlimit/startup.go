@@ -127,6 +127,9 @@ func (l *List) Expect(n int64) {
 // Expected returns the number of objects the list is expected to hold, or
 // -1 while that is not known.
 func (l *List) Expected() int64 {
+	if l == nil {
+		return -1
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.expected
