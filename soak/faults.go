@@ -262,12 +262,12 @@ func (s *soak) sampleLoop(ctx context.Context) {
 			started := r.started.Sub(s.start)
 			r.mu.Unlock()
 			smp := sample{At: s.since(), Replica: r.id, Pid: pid, Started: started, Proc: p}
-			m, err := r.metrics(ctx, "go_goroutines", `hook_operator_queue_length{queue="main"}`, "go_gc_heap_live_bytes")
+			m, err := r.metrics(ctx, append([]string{"go_goroutines", `hook_operator_queue_length{queue="main"}`, "go_gc_heap_live_bytes"}, goMemMetrics...)...)
 			if err != nil {
 				smp.MetricsErr = true
 			} else {
 				smp.Goroutines, smp.Queue = m["go_goroutines"], m[`hook_operator_queue_length{queue="main"}`]
-				smp.HeapLive = m["go_gc_heap_live_bytes"]
+				smp.HeapLive, smp.Mem = m["go_gc_heap_live_bytes"], readGoMem(m)
 			}
 			s.mu.Lock()
 			s.samples = append(s.samples, smp)

@@ -119,7 +119,29 @@ type sample struct {
 	Goroutines float64
 	Queue      float64
 	HeapLive   float64 // go_gc_heap_live_bytes: what the last collection found live
+	Mem        goMem   // where the Go runtime's memory is, to tell what an RSS rise is
 	MetricsErr bool
+}
+
+// goMem is the Go runtime's account of its memory (the go_memstats_*
+// series): beside RssAnon, it tells a growing heap from memory the
+// runtime holds free and has not yet returned to the kernel, and from
+// stacks.
+type goMem struct {
+	HeapInuse    float64 // spans holding objects
+	HeapIdle     float64 // free spans, returned to the kernel or not
+	HeapReleased float64 // free spans returned to the kernel
+	StackInuse   float64
+	Sys          float64 // everything the runtime has mapped
+}
+
+// goMemMetrics are the series goMem is read from.
+var goMemMetrics = []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes",
+	"go_memstats_heap_released_bytes", "go_memstats_stack_inuse_bytes", "go_memstats_sys_bytes"}
+
+func readGoMem(m map[string]float64) goMem {
+	return goMem{HeapInuse: m[goMemMetrics[0]], HeapIdle: m[goMemMetrics[1]], HeapReleased: m[goMemMetrics[2]],
+		StackInuse: m[goMemMetrics[3]], Sys: m[goMemMetrics[4]]}
 }
 
 func run(ctx context.Context, duration, warmup time.Duration, binary, out string) error {

@@ -207,6 +207,8 @@ func (r *replica) metrics(ctx context.Context, names ...string) (map[string]floa
 // descendants.
 type procSample struct {
 	RSS      int64
+	RSSAnon  int64 // RssAnon: heap, stacks, the runtime's own memory
+	RSSFile  int64 // RssFile: the binary's and libraries' pages read so far
 	FDs      int
 	Children int // descendants, however deep (hook runs and what they start)
 	Zombies  int // descendants in state Z
@@ -223,12 +225,24 @@ func sampleProc(pid int, tmpDir string) (procSample, error) {
 		return s, err
 	}
 	for line := range strings.SplitSeq(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(rest)
-			if len(f) == 2 {
-				kb, _ := strconv.ParseInt(f[0], 10, 64)
-				s.RSS = kb << 10
-			}
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		var field *int64
+		switch name {
+		case "VmRSS":
+			field = &s.RSS
+		case "RssAnon":
+			field = &s.RSSAnon
+		case "RssFile":
+			field = &s.RSSFile
+		default:
+			continue
+		}
+		if f := strings.Fields(rest); len(f) == 2 {
+			kb, _ := strconv.ParseInt(f[0], 10, 64)
+			*field = kb << 10
 		}
 	}
 	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))

@@ -135,6 +135,34 @@ const processWarmup = 10 * time.Minute
 // the run, if shorter) after that are left out: a replica killed by a
 // fault has no long run to fit.
 func judgeSamples(samples []sample, warmup time.Duration) []verdict {
+	var out []verdict
+	for _, w := range fitWindows(samples, warmup) {
+		var t []time.Duration
+		var rss, gr, fds, heap []float64
+		for _, smp := range w.Samples {
+			t = append(t, smp.At)
+			rss = append(rss, float64(smp.Proc.RSS))
+			gr = append(gr, smp.Goroutines)
+			fds = append(fds, float64(smp.Proc.FDs))
+			heap = append(heap, smp.HeapLive)
+		}
+		out = append(out, judgeGrowth(w.Name+" RSS", t, rss), judgeGrowth(w.Name+" Go heap live", t, heap),
+			judgeGrowth(w.Name+" goroutines", t, gr), judgeGrowth(w.Name+" open fds", t, fds))
+	}
+	return out
+}
+
+// A fitWindow is one process's samples that its growth is fitted over.
+type fitWindow struct {
+	Name    string // replica, pid and the window's bounds
+	Samples []sample
+}
+
+// fitWindows picks, per process, its samples after the soak's warm-up and
+// its own (processWarmup, or a third of the run), leaving out the
+// processes whose samples then span less than minFitSpan (or a third of
+// the run).
+func fitWindows(samples []sample, warmup time.Duration) []fitWindow {
 	type key struct {
 		replica string
 		pid     int
@@ -147,33 +175,52 @@ func judgeSamples(samples []sample, warmup time.Duration) []verdict {
 		if _, ok := byProc[k]; !ok {
 			keys = append(keys, k)
 		}
-		byProc[k] = append(byProc[k], smp)
+		if !smp.MetricsErr {
+			byProc[k] = append(byProc[k], smp)
+		}
 		end = max(end, smp.At)
 	}
 	span := min(minFitSpan, end/3)
 	procWarmup := min(processWarmup, end/3)
-	var out []verdict
+	var out []fitWindow
 	for _, k := range keys {
-		var t []time.Duration
-		var rss, gr, fds, heap []float64
+		var w []sample
 		for _, smp := range byProc[k] {
-			if smp.At < max(warmup, smp.Started+procWarmup) || smp.MetricsErr {
-				continue
+			if smp.At >= max(warmup, smp.Started+procWarmup) {
+				w = append(w, smp)
 			}
-			t = append(t, smp.At)
-			rss = append(rss, float64(smp.Proc.RSS))
-			gr = append(gr, smp.Goroutines)
-			fds = append(fds, float64(smp.Proc.FDs))
-			heap = append(heap, smp.HeapLive)
 		}
-		if len(t) < 3 || t[len(t)-1]-t[0] < span {
+		if len(w) < 3 || w[len(w)-1].At-w[0].At < span {
 			continue
 		}
-		name := fmt.Sprintf("%s (pid %d, %s to %s)", k.replica, k.pid, t[0].Round(time.Second), t[len(t)-1].Round(time.Second))
-		out = append(out, judgeGrowth(name+" RSS", t, rss), judgeGrowth(name+" Go heap live", t, heap),
-			judgeGrowth(name+" goroutines", t, gr), judgeGrowth(name+" open fds", t, fds))
+		name := fmt.Sprintf("%s (pid %d, %s to %s)", k.replica, k.pid, w[0].At.Round(time.Second), w[len(w)-1].At.Round(time.Second))
+		out = append(out, fitWindow{Name: name, Samples: w})
 	}
 	return out
+}
+
+// memoryTable shows, for each fitted process, where its memory was at the
+// start and at the end of its window, so that an RSS rise can be told
+// apart: the Go heap's objects, free heap the runtime keeps, stacks, or
+// the binary's pages (RssFile).
+func memoryTable(samples []sample, warmup time.Duration) string {
+	ws := fitWindows(samples, warmup)
+	if len(ws) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("| process | at | RSS | RssAnon | RssFile | heap in use | heap free, kept | heap free, released | stacks | Go runtime, all mapped |\n" +
+		"| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	mib := func(v float64) string { return fmt.Sprintf("%.2f", v/(1<<20)) }
+	for _, w := range ws {
+		for _, smp := range []sample{w.Samples[0], w.Samples[len(w.Samples)-1]} {
+			m := smp.Mem
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", w.Name, smp.At.Round(time.Second),
+				mib(float64(smp.Proc.RSS)), mib(float64(smp.Proc.RSSAnon)), mib(float64(smp.Proc.RSSFile)),
+				mib(m.HeapInuse), mib(m.HeapIdle-m.HeapReleased), mib(m.HeapReleased), mib(m.StackInuse), mib(m.Sys))
+		}
+	}
+	return b.String()
 }
 
 // judge lists the failed checks.
@@ -301,6 +348,9 @@ func (rep *report) markdown(plots []string) string {
 			v = "**" + g.Reason + "**"
 		}
 		fmt.Fprintf(&b, "| %s | %+.2f%% | %s |\n", g.Series, 100*g.PerHour, v)
+	}
+	if t := memoryTable(rep.Samples, rep.Warmup); t != "" {
+		b.WriteString("\nWhere each fitted process's memory was at its window's start and end (MiB; the Go runtime's figures from its go_memstats_* series):\n\n" + t)
 	}
 	fmt.Fprintf(&b, "\n## Exits\n\n%d replica exit(s) not caused by the harness (each restarted a second later, as the kubelet would):\n\n", len(rep.Exits))
 	for _, e := range rep.Exits {

@@ -133,7 +133,8 @@ func TestReportWritesSummaryAndPlots(t *testing.T) {
 	}
 	for i := range 60 {
 		rep.Samples = append(rep.Samples, sample{At: time.Duration(i) * 10 * time.Second, Replica: "replica-0", Pid: 1,
-			Proc: procSample{RSS: 40 << 20, FDs: 12}, Goroutines: 50, Queue: float64(i % 3)})
+			Proc: procSample{RSS: 40 << 20, RSSAnon: 21 << 20, RSSFile: 19 << 20, FDs: 12}, Goroutines: 50, Queue: float64(i % 3),
+			Mem: goMem{HeapInuse: 9 << 20, HeapIdle: 4 << 20, HeapReleased: 3 << 20, StackInuse: 1 << 20, Sys: 17 << 20}})
 	}
 	rep.judge()
 	if rep.Pass {
@@ -148,7 +149,8 @@ func TestReportWritesSummaryAndPlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"# Soak: FAIL", "| 2m0s | kill-replica | replica-1 | 3s |", "not converged", "2026-11-26T23-00-00Z-rss.png", "2026-11-26T23-00-00Z-convergence.png"} {
+	memRow := "| 9m50s | 40.00 | 21.00 | 19.00 | 9.00 | 1.00 | 3.00 | 1.00 | 17.00 |" // the window's end: RSS, RssAnon, RssFile, heap in use, kept, released, stacks, mapped
+	for _, want := range []string{"# Soak: FAIL", "| 2m0s | kill-replica | replica-1 | 3s |", "not converged", "2026-11-26T23-00-00Z-rss.png", "2026-11-26T23-00-00Z-convergence.png", memRow} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("summary lacks %q:\n%s", want, md)
 		}
