@@ -85,62 +85,6 @@ func TestFirstName(t *testing.T) {
 	}
 }
 
-const status = `Name:	hook-operator
-VmPeak:	 1300000 kB
-VmHWM:	   57320 kB
-VmRSS:	   41000 kB
-RssAnon:	   16000 kB
-RssFile:	   25000 kB
-RssShmem:	       0 kB
-Threads:	12
-`
-
-func TestParseStatus(t *testing.T) {
-	m, err := parseStatus([]byte(status))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := memory{RSS: 41000 << 10, Peak: 57320 << 10, Anon: 16000 << 10, File: 25000 << 10}
-	if m != want {
-		t.Errorf("parseStatus = %+v, want %+v", m, want)
-	}
-	if _, err := parseStatus([]byte("Name:\tzombie\nState:\tZ (zombie)\n")); err == nil {
-		t.Error("a status without VmRSS should be an error")
-	}
-	if _, err := parseStatus([]byte("VmRSS:\t12 MB\nVmHWM:\t12 kB\n")); err == nil {
-		t.Error("a unit other than kB should be an error")
-	}
-}
-
-func TestParseCPU(t *testing.T) {
-	// The command name may hold spaces and parentheses; utime (14) is 250
-	// and stime (15) 50 ticks; cutime and cstime (the hooks) must not count.
-	stat := "4242 (hook (op) x) S 1 4242 4242 0 -1 4194560 9000 0 0 0 250 50 7000 3000 20 0 12 0 100 1000000 10000\n"
-	got, err := parseCPU([]byte(stat))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := 3 * time.Second; got != want {
-		t.Errorf("parseCPU = %v, want %v", got, want)
-	}
-	if _, err := parseCPU([]byte("4242 (short) S 1 2")); err == nil {
-		t.Error("a truncated stat should be an error")
-	}
-}
-
-func TestReadOwnProc(t *testing.T) {
-	m, err := readMemory(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.RSS <= 0 || m.Peak < m.RSS {
-		t.Errorf("own memory %+v: want 0 < RSS <= Peak", m)
-	}
-	if _, err := readCPU(os.Getpid()); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestParseMark(t *testing.T) {
 	m, err := parseMark("sync 1700000000123456000 12001")
 	if err != nil {

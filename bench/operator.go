@@ -262,13 +262,6 @@ func (o *operator) WaitSeen(ctx context.Context, timeout time.Duration, names []
 	return missed, err
 }
 
-// Memory reads the operator's resident memory.
-func (o *operator) Memory() (memory, error) { return readMemory(o.Pid()) }
-
-// CPU reads the CPU time the operator process itself has used (not its
-// hooks).
-func (o *operator) CPU() (time.Duration, error) { return readCPU(o.Pid()) }
-
 // Stop sends SIGTERM and waits for the operator to exit, killing it after
 // 15 s. Stopping twice is fine.
 func (o *operator) Stop() {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hook-operator/hook-operator/internal/cli/debug"
+	"github.com/hook-operator/hook-operator/internal/procfs"
 )
 
 // A replica is one slot of the three: the operator process now in it (a
@@ -220,43 +221,24 @@ type procSample struct {
 // sampleProc reads /proc for pid and walks /proc for its descendants.
 func sampleProc(pid int, tmpDir string) (procSample, error) {
 	var s procSample
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	m, err := procfs.ReadMemory(pid)
 	if err != nil {
 		return s, err
 	}
-	for line := range strings.SplitSeq(string(status), "\n") {
-		name, rest, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		var field *int64
-		switch name {
-		case "VmRSS":
-			field = &s.RSS
-		case "RssAnon":
-			field = &s.RSSAnon
-		case "RssFile":
-			field = &s.RSSFile
-		default:
-			continue
-		}
-		if f := strings.Fields(rest); len(f) == 2 {
-			kb, _ := strconv.ParseInt(f[0], 10, 64)
-			*field = kb << 10
-		}
-	}
+	s.RSS, s.RSSAnon, s.RSSFile = m.RSS, m.Anon, m.File
 	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	if err != nil {
 		return s, err
 	}
 	s.FDs = len(fds)
-	parents, states := procTable()
-	for child := range parents {
-		if descends(child, pid, parents) {
-			s.Children++
-			if states[child] == "Z" {
-				s.Zombies++
-			}
+	stats, err := procfs.ReadAll()
+	if err != nil {
+		return s, err
+	}
+	for _, d := range procfs.Descendants(pid, procfs.Parents(stats)) {
+		s.Children++
+		if stats[d].State == 'Z' {
+			s.Zombies++
 		}
 	}
 	if top, err := os.ReadDir(tmpDir); err == nil {
@@ -278,48 +260,6 @@ func sampleProc(pid int, tmpDir string) (procSample, error) {
 		return nil
 	})
 	return s, nil
-}
-
-// procTable maps every process to its parent, and to its state letter.
-func procTable() (parents map[int]int, states map[int]string) {
-	parents, states = map[int]int{}, map[int]string{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := strings.LastIndexByte(string(data), ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(data[i+1:]))
-		if len(f) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		parents[pid], states[pid] = ppid, f[0]
-	}
-	return parents, states
-}
-
-// descends reports whether pid has ancestor among its parents.
-func descends(pid, ancestor int, parents map[int]int) bool {
-	for range 64 {
-		p, ok := parents[pid]
-		if !ok || p <= 1 {
-			return false
-		}
-		if p == ancestor {
-			return true
-		}
-		pid = p
-	}
-	return false
 }
 
 // heapProfiles saves each running replica's heap profile (pprof, from its
