@@ -262,11 +262,11 @@ func sampleProc(pid int, tmpDir string) (procSample, error) {
 	return s, nil
 }
 
-// heapProfiles saves each running replica's heap profile (pprof, from its
+// saveHeapProfiles saves each running replica's heap profile (pprof, from its
 // debug socket) as <results>/<start>-<replica>-<pid>-heap-<when>.pb.gz, for
 // `go tool pprof -base` between the end of the warm-up and the end when a
 // process grows. Best effort: a replica a fault has just stopped has none.
-func (s *soak) heapProfiles(ctx context.Context, results, when string) {
+func (s *soak) saveHeapProfiles(ctx context.Context, results, when string) {
 	stem := filepath.Join(results, s.start.UTC().Format("2006-01-02T15-04-05Z"))
 	if err := os.MkdirAll(results, 0o755); err != nil {
 		logf("heap profiles: %v", err)

@@ -2,7 +2,10 @@ package start
 
 import (
 	"context"
+	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -124,6 +127,40 @@ func TestElectionNeedsTheOperatorNamespace(t *testing.T) {
 		p := &parts{f: f, log: logrus.New()}
 		if _, err := p.compose(context.Background(), operator.Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("error %v, want %q", err, tc.want)
+		}
+	}
+}
+
+// start samples allocations for heap profiles only with --pprof, which
+// serves them: the records of sampled stacks are never freed, and they
+// grew the operator's RSS over hours (docs/soak.md).
+func TestAllocationsSampledOnlyWithPprof(t *testing.T) {
+	defer func(rate int, limit int64) {
+		runtime.MemProfileRate = rate
+		debug.SetMemoryLimit(limit)
+	}(runtime.MemProfileRate, debug.SetMemoryLimit(-1))
+	quiet := logrus.New()
+	quiet.SetOutput(io.Discard)
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 0},
+		{[]string{"--pprof"}, defaultMemProfileRate},
+		{[]string{"--pprof=false"}, 0},
+	} {
+		runtime.MemProfileRate = 4096 // neither
+		cmd := New(io.Discard, quiet)
+		// --hook-timeout 0 is refused by Run's first check, after the
+		// process is set up and before anything starts.
+		cmd.SetArgs(append(tc.args, "--hook-timeout", "0"))
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--hook-timeout") {
+			t.Fatalf("start %v: %v, want the --hook-timeout refusal", tc.args, err)
+		}
+		if runtime.MemProfileRate != tc.want {
+			t.Errorf("start %v: MemProfileRate %d, want %d", tc.args, runtime.MemProfileRate, tc.want)
 		}
 	}
 }
