@@ -116,52 +116,88 @@ func twiceHandled(runs map[string][]handling, inWindow func(from, to time.Durati
 	return out
 }
 
-// minFitSpan is the least time after a process's warm-up that its samples
-// must span for a growth verdict.
+// minFitSpan is the least time that a replica's processes' samples after
+// their warm-up must span, all together, for a growth verdict.
 const minFitSpan = 10 * time.Minute
 
+// minProcessSpan is the least time a process's samples after its warm-up
+// must span to be part of its replica's fit.
+const minProcessSpan = 2 * time.Minute
+
 // processWarmup is how long a process runs before its resources are
-// fitted: a replica's RSS rises for its first 10 minutes or so while its
-// Go heap stays flat (the runtime's spans, stacks and page cache of the
-// binary settling; soak results of 2026-11-27), and a fit over that rise
-// reads as growth.
+// fitted. A replica's RSS rises over its first minutes while its Go heap
+// stays flat: the binary's pages are read in as its code runs for the
+// first time (RssFile, bounded by the binary's size), and the runtime's
+// own structures settle (soak results of 2026-11-27), and a fit over that
+// rise reads as growth.
 const processWarmup = 10 * time.Minute
 
-// judgeSamples fits the growth of RSS, the live heap, goroutines and open
-// fds for every process (a restarted replica is a new process) over its
-// samples after its own warm-up: warmup after the soak's start, or
-// processWarmup (a third of the run, if shorter) after the process's, the
-// later. Processes whose samples span less than minFitSpan (or a third of
-// the run, if shorter) after that are left out: a replica killed by a
-// fault has no long run to fit.
+// judgeSamples fits the growth of RSS (and of its anonymous part, the
+// heap, stacks and runtime: what a leak grows), the live heap, goroutines
+// and open fds of each replica over its processes' samples after their
+// warm-up (fitWindows): one slope for all the processes of the replica,
+// each with its own level, since a restarted replica starts lower
+// (pooledGrowth). A replica whose windows span less than minFitSpan (or
+// a third of the run, if shorter) in all has no verdict: faults leave few
+// long-lived processes.
 func judgeSamples(samples []sample, warmup time.Duration) []verdict {
-	var out []verdict
+	var replicas []string
+	byReplica := map[string][]fitWindow{}
 	for _, w := range fitWindows(samples, warmup) {
-		var t []time.Duration
-		var rss, gr, fds, heap []float64
-		for _, smp := range w.Samples {
-			t = append(t, smp.At)
-			rss = append(rss, float64(smp.Proc.RSS))
-			gr = append(gr, smp.Goroutines)
-			fds = append(fds, float64(smp.Proc.FDs))
-			heap = append(heap, smp.HeapLive)
+		if _, ok := byReplica[w.Replica]; !ok {
+			replicas = append(replicas, w.Replica)
 		}
-		out = append(out, judgeGrowth(w.Name+" RSS", t, rss), judgeGrowth(w.Name+" Go heap live", t, heap),
-			judgeGrowth(w.Name+" goroutines", t, gr), judgeGrowth(w.Name+" open fds", t, fds))
+		byReplica[w.Replica] = append(byReplica[w.Replica], w)
+	}
+	span := min(minFitSpan, runEnd(samples)/3)
+	var out []verdict
+	for _, id := range replicas {
+		ws := byReplica[id]
+		var covered time.Duration
+		var procs []string
+		var rss, anon, heap, gr, fds []segment
+		for _, w := range ws {
+			covered += w.Samples[len(w.Samples)-1].At - w.Samples[0].At
+			procs = append(procs, w.Name)
+			var t []time.Duration
+			var r, a, h, g, f []float64
+			for _, smp := range w.Samples {
+				t = append(t, smp.At)
+				r, a = append(r, float64(smp.Proc.RSS)), append(a, float64(smp.Proc.RSSAnon))
+				h, g, f = append(h, smp.HeapLive), append(g, smp.Goroutines), append(f, float64(smp.Proc.FDs))
+			}
+			rss, anon, heap = append(rss, segment{t, r}), append(anon, segment{t, a}), append(heap, segment{t, h})
+			gr, fds = append(gr, segment{t, g}), append(fds, segment{t, f})
+		}
+		if covered < span {
+			continue
+		}
+		name := fmt.Sprintf("%s (%s)", id, strings.Join(procs, "; "))
+		out = append(out, judgePooled(name+" RSS", rss), judgePooled(name+" RSS, anonymous", anon),
+			judgePooled(name+" Go heap live", heap), judgePooled(name+" goroutines", gr), judgePooled(name+" open fds", fds))
 	}
 	return out
 }
 
+// runEnd is the time of the last sample.
+func runEnd(samples []sample) time.Duration {
+	var end time.Duration
+	for _, smp := range samples {
+		end = max(end, smp.At)
+	}
+	return end
+}
+
 // A fitWindow is one process's samples that its growth is fitted over.
 type fitWindow struct {
-	Name    string // replica, pid and the window's bounds
+	Replica string
+	Name    string // pid and the window's bounds
 	Samples []sample
 }
 
 // fitWindows picks, per process, its samples after the soak's warm-up and
-// its own (processWarmup, or a third of the run), leaving out the
-// processes whose samples then span less than minFitSpan (or a third of
-// the run).
+// its own (processWarmup, or a third of the run if shorter), leaving out
+// the processes whose samples then span less than minProcessSpan.
 func fitWindows(samples []sample, warmup time.Duration) []fitWindow {
 	type key struct {
 		replica string
@@ -169,7 +205,6 @@ func fitWindows(samples []sample, warmup time.Duration) []fitWindow {
 	}
 	byProc := map[key][]sample{}
 	var keys []key
-	var end time.Duration
 	for _, smp := range samples {
 		k := key{smp.Replica, smp.Pid}
 		if _, ok := byProc[k]; !ok {
@@ -178,10 +213,8 @@ func fitWindows(samples []sample, warmup time.Duration) []fitWindow {
 		if !smp.MetricsErr {
 			byProc[k] = append(byProc[k], smp)
 		}
-		end = max(end, smp.At)
 	}
-	span := min(minFitSpan, end/3)
-	procWarmup := min(processWarmup, end/3)
+	procWarmup := min(processWarmup, runEnd(samples)/3)
 	var out []fitWindow
 	for _, k := range keys {
 		var w []sample
@@ -190,11 +223,11 @@ func fitWindows(samples []sample, warmup time.Duration) []fitWindow {
 				w = append(w, smp)
 			}
 		}
-		if len(w) < 3 || w[len(w)-1].At-w[0].At < span {
+		if len(w) < 3 || w[len(w)-1].At-w[0].At < minProcessSpan {
 			continue
 		}
-		name := fmt.Sprintf("%s (pid %d, %s to %s)", k.replica, k.pid, w[0].At.Round(time.Second), w[len(w)-1].At.Round(time.Second))
-		out = append(out, fitWindow{Name: name, Samples: w})
+		name := fmt.Sprintf("pid %d, %s to %s", k.pid, w[0].At.Round(time.Second), w[len(w)-1].At.Round(time.Second))
+		out = append(out, fitWindow{Replica: k.replica, Name: name, Samples: w})
 	}
 	return out
 }
@@ -215,7 +248,7 @@ func memoryTable(samples []sample, warmup time.Duration) string {
 	for _, w := range ws {
 		for _, smp := range []sample{w.Samples[0], w.Samples[len(w.Samples)-1]} {
 			m := smp.Mem
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", w.Name, smp.At.Round(time.Second),
+			fmt.Fprintf(&b, "| %s (%s) | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", w.Replica, w.Name, smp.At.Round(time.Second),
 				mib(float64(smp.Proc.RSS)), mib(float64(smp.Proc.RSSAnon)), mib(float64(smp.Proc.RSSFile)),
 				mib(m.HeapInuse), mib(m.HeapIdle-m.HeapReleased), mib(m.HeapReleased), mib(m.StackInuse), mib(m.Sys))
 		}
@@ -311,9 +344,9 @@ func (rep *report) markdown(plots []string) string {
 	}
 	fmt.Fprintf(&b, "# Soak: %s\n\n%s with 3 replicas (`--sharding --shard-by namespace`), the mirror hook and its validating webhook; warm-up %s. Bounds: convergence within %s of a fault's end; "+
 		"outside a fault's window (its start to its convergence, plus %s), no namespace handled by two replicas and no wrong webhook answer; "+
-		"after warm-up, RSS, goroutines and open fds grow at most %.0f%% of their mean per hour (least-squares slope per process); no zombie in two samples in a row; "+
+		"after warm-up, RSS, goroutines and open fds grow at most %.0f%% of their mean per hour (least-squares slope per replica, over its processes from %s after each one's start, each process at its own level); no zombie in two samples in a row; "+
 		"no hook process, and at most %d run dirs (the ones the operator keeps), left a minute after the end. See docs/soak.md.\n\n",
-		verdict, rep.Duration.Round(time.Second), rep.Warmup, convergeBound, takeoverSlack, 100*maxGrowthPerHour, keptRunDirs)
+		verdict, rep.Duration.Round(time.Second), rep.Warmup, convergeBound, takeoverSlack, 100*maxGrowthPerHour, min(processWarmup, rep.Duration/3), keptRunDirs)
 	fmt.Fprintf(&b, "Churn: %v (%d failed, during faults).\n\n", rep.Churn, rep.ChurnErrors)
 	b.WriteString("## Faults\n\n| at | fault | target | converged after |\n| --- | --- | --- | --- |\n")
 	longest := map[faultKind]time.Duration{}

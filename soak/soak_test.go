@@ -106,8 +106,8 @@ func TestJudgeSamplesFitsEachProcessAfterItsWarmup(t *testing.T) {
 		}
 	}
 	got := judgeSamples(samples, 5*time.Minute)
-	if len(got) != 4 {
-		t.Fatalf("judgeSamples gave %d verdicts, want 4 (RSS, heap, goroutines, fds of pid 7 only): %+v", len(got), got)
+	if len(got) != 5 {
+		t.Fatalf("judgeSamples gave %d verdicts, want 5 (RSS, anonymous RSS, heap, goroutines, fds of pid 7 only): %+v", len(got), got)
 	}
 	for _, v := range got {
 		if !v.Pass || !strings.Contains(v.Series, "pid 7") {
@@ -187,5 +187,50 @@ func TestJudgeSamplesLeavesOutAProcesssFirstTenMinutes(t *testing.T) {
 	}
 	if !failed {
 		t.Error("RSS growing 6 MB/h the whole run passed")
+	}
+}
+
+// A replica's processes are fitted together: one slope, each process at
+// its own level. A replica restarted at a lower RSS is not a fall, and one
+// started higher is not a rise; processes each growing from their own
+// level fail even when no single one lived long enough to judge alone.
+func TestJudgeSamplesPoolsAReplicasProcesses(t *testing.T) {
+	judge := func(level func(pid int) int64, perHour int64) []verdict {
+		var samples []sample
+		for i := range 720 { // 60 minutes, 5 s apart; a new process every 20 minutes
+			at := time.Duration(i) * 5 * time.Second
+			pid := 100 + int(at/(20*time.Minute))
+			started := time.Duration(pid-100) * 20 * time.Minute
+			rss := level(pid) + int64(float64(perHour)*(at-started).Hours())
+			samples = append(samples, sample{At: at, Replica: "replica-0", Pid: pid, Started: started,
+				Proc: procSample{RSS: rss, RSSAnon: rss / 2, FDs: 30}, Goroutines: 110, HeapLive: 4 << 20})
+		}
+		return judgeSamples(samples, 5*time.Minute)
+	}
+	rssVerdict := func(vs []verdict) verdict {
+		for _, v := range vs {
+			if strings.HasSuffix(v.Series, " RSS") {
+				return v
+			}
+		}
+		t.Fatalf("no RSS verdict in %+v", vs)
+		return verdict{}
+	}
+	falling := func(pid int) int64 { return int64(40-4*(pid-100)) << 20 } // each restart 4 MB lower
+	if v := rssVerdict(judge(falling, 0)); !v.Pass || math.Abs(v.PerHour) > 1e-9 || !strings.Contains(v.Series, "pid 100") || !strings.Contains(v.Series, "pid 102") {
+		t.Errorf("flat processes at falling levels: %+v, want a pass at 0%%/h naming all three", v)
+	}
+	rising := func(pid int) int64 { return int64(30+4*(pid-100)) << 20 }
+	if v := rssVerdict(judge(rising, 0)); !v.Pass {
+		t.Errorf("flat processes at rising levels: %+v, want a pass", v)
+	}
+	v := rssVerdict(judge(falling, 3<<20)) // 3 MB/h in each, about 9%/h
+	if v.Pass || v.PerHour < 0.07 || v.PerHour > 0.1 {
+		t.Errorf("each process growing 3 MB/h: %+v, want a failure at about 9%%/h", v)
+	}
+	for _, v := range judge(falling, 3<<20) {
+		if strings.Contains(v.Series, "anonymous") && v.Pass {
+			t.Errorf("anonymous RSS growing 1.5 MB/h of its 17 MB: %+v, want a failure", v)
+		}
 	}
 }
