@@ -246,7 +246,7 @@ func bindProcessFlags(fs *pflag.FlagSet, f *Flags) {
 	envflag.BindAlias(fs, "debug-socket", envflag.Same("DEBUG_UNIX_SOCKET"))
 	fs.BoolVar(&f.DebugHTTP, "debug-http", false, "also serve the debug routes on --listen-address (they show object data: keep the port private)")
 	envflag.Bind(fs, "debug-http", "HOOK_OPERATOR_DEBUG_HTTP")
-	fs.BoolVar(&f.Pprof, "pprof", false, "serve Go's pprof profiles under /debug/pprof/ with the debug routes")
+	fs.BoolVar(&f.Pprof, "pprof", false, "serve Go's pprof profiles with the debug routes (and sample allocations for heap profiles)")
 	envflag.Bind(fs, "pprof", "HOOK_OPERATOR_PPROF")
 	fs.StringVar(&f.DryRun, "dry-run", "", "apply nothing; print each run and its changes: client (diff with live objects) or server (dryRun)")
 	fs.Lookup("dry-run").NoOptDefVal = "client"
