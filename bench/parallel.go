@@ -173,8 +173,11 @@ func measureParallel(ctx context.Context, b *bench, s subject, hooksDir, ns stri
 		}},
 	})
 	const running = "all bindings started; running"
+	// --max-parallel-hooks (4 per CPU by default: 8 on 2 cores) would cap
+	// the hook's parallelism below 16; the scenario measures the setting.
 	op, err := startOperator(launch{impl: s.impl, kubeconfig: b.cluster.kubeconfig, hooksDir: hooksDir, dir: dir, config: config,
-		tmpDir: b.cfg.HookTmpDir, watchLines: []string{running}, resident: residentHook(s.hook)})
+		tmpDir: b.cfg.HookTmpDir, watchLines: []string{running}, resident: residentHook(s.hook),
+		extra: []string{"--max-parallel-hooks", strconv.Itoa(parallelism)}})
 	if err != nil {
 		return nil, err
 	}
