@@ -132,9 +132,8 @@ const minProcessSpan = 2 * time.Minute
 // rise reads as growth.
 const processWarmup = 10 * time.Minute
 
-// judgeSamples fits the growth of RSS (and of its anonymous part, the
-// heap, stacks and runtime: what a leak grows), the live heap, goroutines
-// and open fds of each replica over its processes' samples after their
+// judgeSamples fits the growth of RSS, the live heap, goroutines and open
+// fds of each replica over its processes' samples after their
 // warm-up (fitWindows): one slope for all the processes of the replica,
 // each with its own level, since a restarted replica starts lower
 // (pooledGrowth). A replica whose windows span less than minFitSpan (or
@@ -155,26 +154,26 @@ func judgeSamples(samples []sample, warmup time.Duration) []verdict {
 		ws := byReplica[id]
 		var covered time.Duration
 		var procs []string
-		var rss, anon, heap, gr, fds []segment
+		var rss, heap, gr, fds []segment
 		for _, w := range ws {
 			covered += w.Samples[len(w.Samples)-1].At - w.Samples[0].At
 			procs = append(procs, w.Name)
 			var t []time.Duration
-			var r, a, h, g, f []float64
+			var r, h, g, f []float64
 			for _, smp := range w.Samples {
 				t = append(t, smp.At)
-				r, a = append(r, float64(smp.Proc.RSS)), append(a, float64(smp.Proc.RSSAnon))
-				h, g, f = append(h, smp.HeapLive), append(g, smp.Goroutines), append(f, float64(smp.Proc.FDs))
+				r, h = append(r, float64(smp.Proc.RSS)), append(h, smp.HeapLive)
+				g, f = append(g, smp.Goroutines), append(f, float64(smp.Proc.FDs))
 			}
-			rss, anon, heap = append(rss, segment{t, r}), append(anon, segment{t, a}), append(heap, segment{t, h})
+			rss, heap = append(rss, segment{t, r}), append(heap, segment{t, h})
 			gr, fds = append(gr, segment{t, g}), append(fds, segment{t, f})
 		}
 		if covered < span {
 			continue
 		}
 		name := fmt.Sprintf("%s (%s)", id, strings.Join(procs, "; "))
-		out = append(out, judgePooled(name+" RSS", rss), judgePooled(name+" RSS, anonymous", anon),
-			judgePooled(name+" Go heap live", heap), judgePooled(name+" goroutines", gr), judgePooled(name+" open fds", fds))
+		out = append(out, judgePooled(name+" RSS", rss), judgePooled(name+" Go heap live", heap),
+			judgePooled(name+" goroutines", gr), judgePooled(name+" open fds", fds))
 	}
 	return out
 }
@@ -205,9 +204,11 @@ func fitWindows(samples []sample, warmup time.Duration) []fitWindow {
 	}
 	byProc := map[key][]sample{}
 	var keys []key
+	seen := map[key]bool{}
 	for _, smp := range samples {
 		k := key{smp.Replica, smp.Pid}
-		if _, ok := byProc[k]; !ok {
+		if !seen[k] {
+			seen[k] = true
 			keys = append(keys, k)
 		}
 		if !smp.MetricsErr {
