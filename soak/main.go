@@ -303,12 +303,13 @@ func (s *soak) setup(ctx context.Context, root, binary string) error {
 		}
 		if i == 0 {
 			// The witness: no fault kills it, and it tries the Lease
-			// every 5 s instead of 2, so that another replica
-			// usually takes over from a leader first. It still lives
+			// every 4 s instead of 2 (with the renew deadline of 10 s,
+			// the most the Lease's 15 s allows), so that another
+			// replica usually takes over from a leader first. It still lives
 			// through every fault but a SIGKILL aimed at it, and the
 			// growth check gets a process that runs for most of the
 			// soak (docs/soak.md).
-			r.args = append(r.args, "--leader-elect-retry-period", "5s")
+			r.args = append(r.args, "--leader-elect-retry-period", "4s")
 		}
 		if err := r.start(); err != nil {
 			return err
