@@ -18,34 +18,34 @@ func TestGrowthFitsSlopeAsFractionOfMean(t *testing.T) {
 		growing = append(growing, 100+10*float64(i)/60) // 100 → 110 in an hour
 		noisy = append(noisy, 100+float64(i%2)*4)       // alternating, no trend
 	}
-	if g, ok := growth(ts, flat); !ok || g != 0 {
+	if g, ok := pooledGrowth([]segment{{ts, flat}}); !ok || g != 0 {
 		t.Errorf("flat: growth = %v, %v; want 0, true", g, ok)
 	}
 	// Slope 10/h over a mean of 105: 9.52% per hour.
-	if g, ok := growth(ts, growing); !ok || math.Abs(g-10.0/105) > 1e-9 {
+	if g, ok := pooledGrowth([]segment{{ts, growing}}); !ok || math.Abs(g-10.0/105) > 1e-9 {
 		t.Errorf("growing: growth = %v, %v; want %v", g, ok, 10.0/105)
 	}
-	if g, _ := growth(ts, noisy); math.Abs(g) > 0.005 {
+	if g, _ := pooledGrowth([]segment{{ts, noisy}}); math.Abs(g) > 0.005 {
 		t.Errorf("noisy without trend: growth = %v; want about 0", g)
 	}
-	if _, ok := growth(ts[:2], flat[:2]); ok {
+	if _, ok := pooledGrowth([]segment{{ts[:2], flat[:2]}}); ok {
 		t.Error("two samples: fitted; want too few")
 	}
 }
 
 func TestJudgeGrowthAppliesTheBound(t *testing.T) {
 	ts := []time.Duration{0, 30 * time.Minute, time.Hour}
-	if v := judgeGrowth("rss", ts, []float64{100, 102, 104}); !v.Pass {
+	if v := judgePooled("rss", []segment{{ts, []float64{100, 102, 104}}}); !v.Pass {
 		t.Errorf("4%% per hour: failed (%s); want pass under the 5%% bound", v.Reason)
 	}
-	v := judgeGrowth("rss", ts, []float64{100, 104, 108})
+	v := judgePooled("rss", []segment{{ts, []float64{100, 104, 108}}})
 	if v.Pass || !strings.Contains(v.Reason, "above the bound of 5%") {
 		t.Errorf("about 7.7%% per hour: pass=%v reason %q; want a failure naming the bound", v.Pass, v.Reason)
 	}
-	if v := judgeGrowth("children", ts, []float64{0, 0, 0}); !v.Pass {
+	if v := judgePooled("children", []segment{{ts, []float64{0, 0, 0}}}); !v.Pass {
 		t.Errorf("all zero: failed (%s); want pass", v.Reason)
 	}
-	if v := judgeGrowth("rss", ts[:1], []float64{1}); v.Pass || !strings.Contains(v.Reason, "too few") {
+	if v := judgePooled("rss", []segment{{ts[:1], []float64{1}}}); v.Pass || !strings.Contains(v.Reason, "too few") {
 		t.Errorf("one sample: pass=%v reason %q; want a failure saying too few", v.Pass, v.Reason)
 	}
 }

@@ -15,14 +15,6 @@ type segment struct {
 	v []float64
 }
 
-// growth fits value = a + b·t by least squares over the samples (t in
-// hours) and returns b divided by the samples' mean: the fraction of the
-// mean gained per hour. Fewer than 3 samples, or a mean of 0 (nothing to
-// grow from, e.g. no child processes at all), give 0 and ok false.
-func growth(t []time.Duration, v []float64) (perHour float64, ok bool) {
-	return pooledGrowth([]segment{{t, v}})
-}
-
 // pooledGrowth fits value = a_p + b·t over several segments at once: each
 // segment p (a process; a restarted replica starts lower) has an intercept
 // of its own, and all share the slope b. It returns b divided by the mean
@@ -64,22 +56,15 @@ type verdict struct {
 	Reason  string
 }
 
-// judgeGrowth applies maxGrowthPerHour to a series sampled after warm-up.
-// A series that is all zero passes (nothing there to leak); one that
-// cannot be fitted otherwise fails, saying why.
-func judgeGrowth(series string, t []time.Duration, v []float64) verdict {
-	return judgePooled(series, []segment{{t, v}})
-}
-
 // judgePooled applies maxGrowthPerHour to the slope the segments share
-// (pooledGrowth).
+// (pooledGrowth). A series that is all zero passes (nothing there to
+// leak); one that cannot be fitted otherwise fails, saying why.
 func judgePooled(series string, segs []segment) verdict {
 	g, ok := pooledGrowth(segs)
 	d := verdict{Series: series, PerHour: g, Fitted: ok}
-	var t []time.Duration
-	var v []float64
+	n, zero := 0, true
 	for _, sg := range segs {
-		t, v = append(t, sg.t...), append(v, sg.v...)
+		n, zero = n+len(sg.t), zero && allZero(sg.v)
 	}
 	switch {
 	case ok:
@@ -87,10 +72,10 @@ func judgePooled(series string, segs []segment) verdict {
 		if !d.Pass {
 			d.Reason = fmt.Sprintf("grows %.1f%% of its mean per hour, above the bound of %.0f%%", 100*g, 100*maxGrowthPerHour)
 		}
-	case len(t) >= 3 && allZero(v):
+	case n >= 3 && zero:
 		d.Pass = true
 	default:
-		d.Reason = fmt.Sprintf("%d samples after warm-up: too few to fit", len(t))
+		d.Reason = fmt.Sprintf("%d samples after warm-up: too few to fit", n)
 	}
 	return d
 }
