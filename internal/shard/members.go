@@ -328,6 +328,13 @@ func (m *Members) wrote(u *unstructured.Unstructured, now time.Time) error {
 
 // Leave deletes this replica's Lease, if it still holds one; Run does so
 // when it ends.
+//
+// The delete is conditional on the Lease's resourceVersion, so that it
+// never removes a Lease that a newer process of the same identity wrote.
+// The version this replica knows can be stale: a renewal cut off by the
+// end of Run may have reached the API server with its answer lost. On a
+// conflict Leave reads the Lease again and deletes it when it is still
+// this process's (same holder, same acquireTime), at its new version.
 func (m *Members) Leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.RenewPeriod)
 	defer cancel()
@@ -337,8 +344,7 @@ func (m *Members) Leave() {
 	if own == nil {
 		return
 	}
-	rv := own.ResourceVersion
-	err := m.cfg.Client.Delete(ctx, m.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+	err := m.deleteOwn(ctx, own)
 	if err != nil && !apierrors.IsNotFound(err) {
 		m.cfg.Log.WithError(err).Warn("sharding: could not delete the membership Lease; the others take this replica's share when it expires")
 		return
@@ -347,6 +353,43 @@ func (m *Members) Leave() {
 	m.own = nil
 	m.mu.Unlock()
 	m.cfg.Log.Info("sharding: left the ring")
+}
+
+// deleteOwn deletes the Lease own was read from, at its resourceVersion or,
+// after a conflict, at the version of a write of this process's that own
+// does not know of. Another writer's Lease is left alone.
+func (m *Members) deleteOwn(ctx context.Context, own *coordv1.Lease) error {
+	const attempts = 3
+	var err error
+	for range attempts {
+		rv := own.ResourceVersion
+		err = m.cfg.Client.Delete(ctx, m.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		u, gerr := m.cfg.Client.Get(ctx, m.name, metav1.GetOptions{})
+		if gerr != nil {
+			return gerr
+		}
+		now, gerr := lease.Decode(u)
+		if gerr != nil {
+			return gerr
+		}
+		if !sameHolding(own, now) {
+			return fmt.Errorf("the Lease %s was taken anew by %q since this process last wrote it; left in place: %w", m.name, lease.Holder(now), err)
+		}
+		own = now
+	}
+	return err
+}
+
+// sameHolding says whether b is a later version of the same holding as a:
+// the same holder, acquired at the same time.
+func sameHolding(a, b *coordv1.Lease) bool {
+	if lease.Holder(a) != lease.Holder(b) || a.Spec.AcquireTime == nil || b.Spec.AcquireTime == nil {
+		return false
+	}
+	return a.Spec.AcquireTime.Equal(b.Spec.AcquireTime)
 }
 
 func (m *Members) selector() metav1.ListOptions {

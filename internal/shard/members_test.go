@@ -146,3 +146,55 @@ func TestConfigCheck(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A renewal cut off by the end of Run can reach the API server with its
+// answer lost, leaving this replica's idea of its Lease's resourceVersion
+// stale. Leaving still deletes the Lease when it is this process's holding;
+// a Lease of the same name taken anew (by a restarted replica of the same
+// identity) is left in place.
+func TestIntegrationLeaveAfterALostRenewal(t *testing.T) {
+	c := testcluster.Get(t)
+	client := c.Dynamic.Resource(lease.Resource).Namespace(c.Namespace(t))
+	ctx := context.Background()
+	name := LeaseName("ring", "a")
+
+	// update rewrites the stored Lease as another write would, without a.
+	update := func(change func(*coordv1.Lease)) {
+		t.Helper()
+		u, err := client.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := lease.Decode(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		change(l)
+		if u, err = lease.Encode(l); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.Update(ctx, u, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	a := newMember(t, client, "a", 3*time.Second)
+	if _, err := a.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	update(func(l *coordv1.Lease) { lease.Renew(l, 3*time.Second, time.Now()) })
+	a.Leave()
+	if _, err := client.Get(ctx, name, metav1.GetOptions{}); err == nil {
+		t.Error("a's Lease is still there after Leave, renewed by a write whose answer a never saw")
+	}
+
+	a = newMember(t, client, "a", 3*time.Second)
+	if _, err := a.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	update(func(l *coordv1.Lease) { lease.Take(l, "a", time.Now().Add(time.Second)) })
+	a.Leave()
+	if _, err := client.Get(ctx, name, metav1.GetOptions{}); err != nil {
+		t.Errorf("Leave deleted a Lease taken anew by another process of the same identity: %v", err)
+	}
+}
