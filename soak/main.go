@@ -302,14 +302,12 @@ func (s *soak) setup(ctx context.Context, root, binary string) error {
 			r.args = append(r.args, "--pprof")
 		}
 		if i == 0 {
-			// The witness: no fault kills it, and it tries the Lease
-			// every 4 s instead of 2 (with the renew deadline of 10 s,
-			// the most the Lease's 15 s allows), so that another
-			// replica usually takes over from a leader first. It still lives
-			// through every fault but a SIGKILL aimed at it, and the
-			// growth check gets a process that runs for most of the
-			// soak (docs/soak.md).
-			r.args = append(r.args, "--leader-elect-retry-period", "4s")
+			// The witness: no fault kills it, and it never takes the
+			// Lease (--leader-elect-standby), so that neither a
+			// term-leader nor the leader's exit in a 429 burst or a
+			// control-plane stop ends it. The growth check gets a
+			// process that runs for the whole soak (docs/soak.md).
+			r.args = append(r.args, "--leader-elect-standby")
 		}
 		if err := r.start(); err != nil {
 			return err

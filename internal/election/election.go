@@ -59,6 +59,9 @@ type Config struct {
 	// OnNewLeader is called when another candidate is seen to hold the
 	// Lease (not for this one), with its identity.
 	OnNewLeader func(identity string)
+	// Standby makes this replica follow the Lease without ever taking it:
+	// it never creates, takes or renews the Lease, so it never leads.
+	Standby bool
 }
 
 // Check refuses timings under which two candidates could lead at once: a
@@ -111,7 +114,8 @@ func (e *Elector) Leading() bool {
 	return e.leading
 }
 
-// Run campaigns until ctx ends. Once this candidate holds the Lease, lead
+// Run campaigns until ctx ends (a Standby elector only follows the Lease,
+// and never calls lead). Once this candidate holds the Lease, lead
 // is started in a goroutine with a context that ends when the Lease could
 // not be renewed for the renew deadline, or when ctx ends. Run returns
 // once leading has ended, after releasing the Lease when ctx ended (not
@@ -216,6 +220,11 @@ func (e *Elector) try(ctx context.Context) bool {
 	}
 	l, err := e.get(ctx)
 	switch {
+	case e.cfg.Standby:
+		if err == nil {
+			e.observe(l, now)
+		}
+		return false
 	case apierrors.IsNotFound(err):
 		return e.create(ctx, now) == nil
 	case err != nil:
@@ -388,7 +397,12 @@ func (e *Elector) expired() {
 	e.mu.Lock()
 	h, d := lease.Holder(e.observed), lease.Duration(e.observed)
 	e.mu.Unlock()
-	e.cfg.Log.WithFields(logrus.Fields{"holder": h, "leaseDuration": d.String()}).Info("leader election: the Lease expired (no renewal seen for its duration); trying it now")
+	log := e.cfg.Log.WithFields(logrus.Fields{"holder": h, "leaseDuration": d.String()})
+	if e.cfg.Standby {
+		log.Info("leader election: the Lease expired (no renewal seen for its duration); this replica is a standby only and leaves it to the others")
+		return
+	}
+	log.Info("leader election: the Lease expired (no renewal seen for its duration); trying it now")
 	e.nudge.Poke()
 }
 

@@ -101,6 +101,46 @@ func TestIntegrationExpiryTimedFromTheLastChangeSeen(t *testing.T) {
 	}
 }
 
+// A standby only candidate never creates, takes or renews the Lease: not
+// when there is none, not when it is released, not when it expired. It
+// still follows who leads.
+func TestIntegrationStandbyNeverTakesTheLease(t *testing.T) {
+	ctx := context.Background()
+	es := candidates(t, "a", "w")
+	a, w := es[0], es[1]
+	w.cfg.Standby = true
+	var seen []string
+	w.cfg.OnNewLeader = func(id string) { seen = append(seen, id) }
+	if w.try(ctx) {
+		t.Fatal("the standby created the Lease")
+	}
+	if _, err := w.get(ctx); err == nil {
+		t.Fatal("a Lease exists after only the standby tried it")
+	}
+	if !a.try(ctx) {
+		t.Fatal("a did not create and take the Lease")
+	}
+	if w.try(ctx) {
+		t.Fatal("the standby took a Lease that a renewed just now")
+	}
+	w.mu.Lock()
+	w.observedAt = w.observedAt.Add(-16 * time.Second) // as if seen unchanged for 16 s since
+	w.mu.Unlock()
+	if w.try(ctx) {
+		t.Fatal("the standby took an expired Lease")
+	}
+	a.release()
+	if w.try(ctx) || w.Leading() {
+		t.Fatal("the standby took a released Lease")
+	}
+	if l, _ := w.get(ctx); lease.Holder(l) != "" {
+		t.Fatalf("the released Lease is held by %q", lease.Holder(l))
+	}
+	if len(seen) != 1 || seen[0] != "a" {
+		t.Errorf("leaders the standby saw: %v; want [a]", seen)
+	}
+}
+
 func TestCheck(t *testing.T) {
 	ok := Config{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
 	if err := ok.Check(); err != nil {

@@ -212,7 +212,7 @@ func (p *parts) elector() (*election.Elector, error) {
 	log := p.log.WithFields(logrus.Fields{"identity": p.id, "lease": p.namespace + "/" + f.LeaseName})
 	return election.New(election.Config{
 		Client: dyn.Resource(election.Leases).Namespace(p.namespace), Name: f.LeaseName, Identity: p.id,
-		LeaseDuration: f.LeaseDuration, RenewDeadline: f.RenewDeadline, RetryPeriod: f.RetryPer, Log: log,
+		LeaseDuration: f.LeaseDuration, RenewDeadline: f.RenewDeadline, RetryPeriod: f.RetryPer, Standby: f.Standby, Log: log,
 		OnNewLeader: func(leader string) {
 			p.leaderSeen.Store(leader)
 			log.WithField("leader", leader).Info("leader election: standby; another replica leads")

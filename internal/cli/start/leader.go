@@ -15,7 +15,7 @@ import (
 
 // LeaderFlags are the settings of leader election.
 type LeaderFlags struct {
-	Enabled                                bool
+	Enabled, Standby                       bool
 	LeaseName, Identity                    string
 	LeaseDuration, RenewDeadline, RetryPer time.Duration
 }
@@ -23,6 +23,8 @@ type LeaderFlags struct {
 func bindLeaderFlags(fs *pflag.FlagSet, f *LeaderFlags) {
 	fs.BoolVar(&f.Enabled, "leader-elect", false, "run hooks only while this replica holds the Lease; standbys serve webhooks and wait")
 	envflag.Bind(fs, "leader-elect", "HOOK_OPERATOR_LEADER_ELECT")
+	fs.BoolVar(&f.Standby, "leader-elect-standby", false, "never take the Lease: serve webhooks and, with --sharding, run sharded hooks only")
+	envflag.Bind(fs, "leader-elect-standby", "HOOK_OPERATOR_LEADER_ELECT_STANDBY")
 	fs.StringVar(&f.LeaseName, "leader-elect-lease-name", "hook-operator", "the Lease of leader election")
 	envflag.Bind(fs, "leader-elect-lease-name", "HOOK_OPERATOR_LEADER_ELECT_LEASE_NAME")
 	fs.StringVar(&f.Identity, "leader-elect-identity", "", "this replica's name in the Lease (default $POD_NAME, else the hostname and a random suffix)")

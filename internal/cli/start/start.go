@@ -375,6 +375,9 @@ func (f Flags) check() error {
 			return err
 		}
 	}
+	if f.Leader.Standby && !f.elected() {
+		return errors.New("--leader-elect-standby without --leader-elect or --sharding: a standby only replica follows a Lease; add one of them, or drop --leader-elect-standby")
+	}
 	if f.elected() {
 		return f.Leader.check()
 	}

@@ -98,6 +98,7 @@ func TestFlagsChecked(t *testing.T) {
 		// --sharding implies leader election, so its timings are checked too.
 		{func(f *Flags) { f.Shard.Enabled, f.Leader.RenewDeadline = true, 15*time.Second }, "--leader-elect-renew-deadline 15s"},
 		{func(f *Flags) { f.Leader.Enabled, f.Leader.RetryPer = true, 0 }, "--leader-elect-retry-period 0s"},
+		{func(f *Flags) { f.Leader.Standby = true }, "--leader-elect-standby without --leader-elect or --sharding"},
 	} {
 		f := valid()
 		tc.change(&f)
