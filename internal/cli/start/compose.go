@@ -116,7 +116,7 @@ func (p *parts) compose(ctx context.Context, opts operator.Options) (*manager.Ma
 	if f.Reload.Enabled {
 		mgr.Add(manager.Always, manager.Runnable{Name: "hooks-folder watcher", Run: func(ctx context.Context, started func()) error {
 			started()
-			watchHooks(ctx, f.HooksDir, p.fingerprint, f.Reload, p.load, op, p.m, p.log)
+			watchHooks(ctx, f.HooksDir, p.fingerprint, f.Reload, f.MaxParallel, p.load, op, p.m, p.log)
 			return nil
 		}})
 	}

@@ -39,7 +39,10 @@ func (f ReloadFlags) check() error {
 // all valid changes no configuration: the errors go to the log, to
 // hooks_reload_total{result="invalid"} and to an Event on the operator's
 // Pod, which say what runs meanwhile (operator.KeptAfterFailedReload).
-func watchHooks(ctx context.Context, dir, since string, f ReloadFlags, load hook.LoadOptions, op *operator.Operator, m *metrics.Metrics, log logrus.FieldLogger) {
+//
+// Each hook whose settings.parallelism is above maxParallel
+// (--max-parallel-hooks) is warned of, as at start.
+func watchHooks(ctx context.Context, dir, since string, f ReloadFlags, maxParallel int, load hook.LoadOptions, op *operator.Operator, m *metrics.Metrics, log logrus.FieldLogger) {
 	log = log.WithField("hooksDir", dir)
 	hook.WatchDir(ctx, dir, since, hook.WatchOptions{Poll: f.Poll, Warn: func(msg string) { log.Warn(msg) }}, func() {
 		log.Info("the hooks folder changed; loading every hook's configuration")
@@ -53,6 +56,7 @@ func watchHooks(ctx context.Context, dir, since string, f ReloadFlags, load hook
 			op.ReloadFailed(err)
 			return
 		}
+		warnParallelCap(hooks, maxParallel, log)
 		res, err := op.Reload(hooks)
 		switch {
 		case errors.Is(err, operator.ErrStopping):

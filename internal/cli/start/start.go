@@ -287,6 +287,7 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	if err != nil {
 		return err
 	}
+	warnParallelCap(hooks, f.MaxParallel, log)
 	if f.AdaptProcs {
 		pctx, stopProcs := context.WithCancel(ctx)
 		defer stopProcs()
