@@ -272,15 +272,20 @@ func (m *Members) renew(ctx context.Context) error {
 	if !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	u, err := m.cfg.Client.Get(ctx, m.name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	l, err := lease.Decode(u)
+	l, err := m.read(ctx)
 	if err != nil {
 		return err
 	}
 	return m.write(ctx, l, true)
+}
+
+// read reads this replica's Lease as it is stored now.
+func (m *Members) read(ctx context.Context) (*coordv1.Lease, error) {
+	u, err := m.cfg.Client.Get(ctx, m.name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return lease.Decode(u)
 }
 
 // write stores l as this replica's Lease renewed now: created when it has
@@ -367,13 +372,9 @@ func (m *Members) deleteOwn(ctx context.Context, own *coordv1.Lease) error {
 		if !apierrors.IsConflict(err) {
 			return err
 		}
-		u, gerr := m.cfg.Client.Get(ctx, m.name, metav1.GetOptions{})
-		if gerr != nil {
-			return gerr
-		}
-		now, gerr := lease.Decode(u)
-		if gerr != nil {
-			return gerr
+		now, rerr := m.read(ctx)
+		if rerr != nil {
+			return rerr
 		}
 		if !sameHolding(own, now) {
 			return fmt.Errorf("the Lease %s was taken anew by %q since this process last wrote it; left in place: %w", m.name, lease.Holder(now), err)
