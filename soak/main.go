@@ -57,7 +57,21 @@ func main() {
 	out := flag.String("results", "soak/results", "folder for the summary, samples and plots")
 	heap := flag.Bool("heap-profiles", false, "start the replicas with --pprof and save their heap profiles at the end of the warm-up and at the end; "+
 		"this turns the Go runtime's sampling of allocations on, whose records add to RSS for hours, so the growth check then fails on what users do not run")
+	again := flag.String("rejudge", "", "judge a saved run (soak/results/<time>.json) again with this build's bounds, rewriting its summary and plots; runs nothing")
 	flag.Parse()
+	if *again != "" {
+		rep, summary, err := rejudge(*again)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "soak:", err)
+			os.Exit(1)
+		}
+		logf("report: %s", summary)
+		if !rep.Pass {
+			fmt.Fprintf(os.Stderr, "soak: the soak failed %d check(s); see %s\n", len(rep.Failures), summary)
+			os.Exit(1)
+		}
+		return
+	}
 	if *warmup == 0 {
 		*warmup = min(5*time.Minute, *duration/6)
 	}
