@@ -60,14 +60,8 @@ func main() {
 	again := flag.String("rejudge", "", "judge a saved run (soak/results/<time>.json) again with this build's bounds, rewriting its summary and plots; runs nothing")
 	flag.Parse()
 	if *again != "" {
-		rep, summary, err := rejudge(*again)
-		if err != nil {
+		if err := rejudge(*again); err != nil {
 			fmt.Fprintln(os.Stderr, "soak:", err)
-			os.Exit(1)
-		}
-		logf("report: %s", summary)
-		if !rep.Pass {
-			fmt.Fprintf(os.Stderr, "soak: the soak failed %d check(s); see %s\n", len(rep.Failures), summary)
 			os.Exit(1)
 		}
 		return
@@ -226,15 +220,7 @@ func run(ctx context.Context, o options) error {
 	s.mu.Unlock()
 	s.idleCheck(ctx)
 	rep := s.report(warmup)
-	path, err := rep.write(out, s.start)
-	if err != nil {
-		return err
-	}
-	logf("report: %s", path)
-	if !rep.Pass {
-		return fmt.Errorf("the soak failed %d check(s); see %s", len(rep.Failures), path)
-	}
-	return nil
+	return rep.verdict(rep.write(out, s.start))
 }
 
 // setup starts the soak cluster (or reuses it), the proxy and the three

@@ -136,7 +136,8 @@ const processWarmup = 10 * time.Minute
 // fds of each replica over its processes' samples after their
 // warm-up (fitWindows): one slope for all the processes of the replica,
 // each with its own level, since a restarted replica starts lower
-// (pooledGrowth). A replica whose windows span less than minFitSpan (or
+// (pooledGrowth), held to the bound its longest window can tell
+// (growthBound). A replica whose windows span less than minFitSpan (or
 // a third of the run, if shorter) in all has no verdict: faults leave few
 // long-lived processes.
 func judgeSamples(samples []sample, warmup time.Duration) []verdict {
@@ -382,18 +383,15 @@ func (rep *report) markdown(plots []string) string {
 	fmt.Fprintf(&b, " between faults (%d checkpoints) %s.\n\n", n, between.Round(100*time.Millisecond))
 	fmt.Fprintf(&b, "## Webhook\n\n%d probes: %d correct, %d failed inside a fault window (stated unavailability), %d wrong outside.\n\n",
 		rep.Webhook.Probes, rep.Webhook.Correct, rep.Webhook.Unavailable, rep.Webhook.Wrong)
-	b.WriteString("## Resource growth after warm-up\n\nEach replica is held to 5 % an hour where its longest window is long enough to tell that from the wander of a flat series (58 minutes), " +
-		"and to what the wander alone can read as where it is shorter (docs/soak.md).\n\n| series | growth per hour | bound | verdict |\n| --- | --- | --- | --- |\n")
+	fmt.Fprintf(&b, "## Resource growth after warm-up\n\nEach replica is held to %.0f %% an hour where its longest window is long enough to tell that from the wander of a flat series (%s), "+
+		"and to what the wander alone can read as where it is shorter (docs/soak.md).\n\n| series | growth per hour | bound | verdict |\n| --- | --- | --- | --- |\n",
+		100*maxGrowthPerHour, fullBoundWindow().Round(time.Minute))
 	for _, g := range rep.Growth {
 		v := "ok"
 		if !g.Pass {
 			v = "**" + g.Reason + "**"
 		}
-		bound := g.Bound
-		if bound == 0 { // a report written before bounds were recorded
-			bound = maxGrowthPerHour
-		}
-		fmt.Fprintf(&b, "| %s | %+.2f%% | %.1f%% | %s |\n", g.Series, 100*g.PerHour, 100*bound, v)
+		fmt.Fprintf(&b, "| %s | %+.2f%% | %.1f%% | %s |\n", g.Series, 100*g.PerHour, 100*g.Bound, v)
 	}
 	if t := memoryTable(rep.Samples, rep.Warmup); t != "" {
 		b.WriteString("\nWhere each fitted process's memory was at its window's start and end (MiB; the Go runtime's figures from its go_memstats_* series):\n\n" + t)
@@ -523,22 +521,43 @@ func (rep *report) markFaults(p *plot.Plot, ymax float64) error {
 	return nil
 }
 
+// verdict logs where the written summary is and returns an error naming
+// the failed checks, if any: what a run, or a run judged again, ends with.
+func (rep *report) verdict(summary string, err error) error {
+	if err != nil {
+		return err
+	}
+	logf("report: %s", summary)
+	if !rep.Pass {
+		return fmt.Errorf("the soak failed %d check(s); see %s", len(rep.Failures), summary)
+	}
+	return nil
+}
+
 // rejudge judges a run's saved report (<stem>.json) again with this
 // build's bounds, and writes its summary, JSON and plots anew; the checks
 // that need the run's cluster and logs (convergence, webhook answers,
 // namespaces handled twice, panics, exits, problems) keep their records.
-func rejudge(path string) (*report, string, error) {
+func rejudge(path string) error {
+	rep, err := loadRejudged(path)
+	if err != nil {
+		return err
+	}
+	return rep.verdict(rep.writeStem(strings.TrimSuffix(path, ".json")))
+}
+
+// loadRejudged reads a saved report and judges it with this build's bounds.
+func loadRejudged(path string) (*report, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	var rep report
 	if err := json.Unmarshal(data, &rep); err != nil {
-		return nil, "", fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	rep.Growth = judgeSamples(rep.Samples, rep.Warmup)
 	rep.Failures = nil
 	rep.judge()
-	summary, err := rep.writeStem(strings.TrimSuffix(path, ".json"))
-	return &rep, summary, err
+	return &rep, nil
 }

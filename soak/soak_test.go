@@ -70,6 +70,9 @@ func TestGrowthBoundFollowsTheWindow(t *testing.T) {
 			t.Errorf("growthBound(%s) = %.4f; want %.4f", tc.window, got, tc.want)
 		}
 	}
+	if w := fullBoundWindow(); w.Round(time.Minute) != 58*time.Minute || math.Abs(growthBound(w)-maxGrowthPerHour) > 1e-9 {
+		t.Errorf("fullBoundWindow() = %s, bound there %.4f; want 58 minutes, the first held to 5%%", w, growthBound(w))
+	}
 }
 
 func TestScheduleCoversEveryKindAfterWarmup(t *testing.T) {
@@ -291,10 +294,14 @@ func TestRejudgeRewritesASavedRun(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, summary, err := rejudge(path)
+	if err := rejudge(path); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := loadRejudged(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	summary := strings.TrimSuffix(path, ".json") + ".md"
 	if !rep.Pass || len(rep.Failures) != 0 || len(rep.Growth) != 4 || rep.Growth[0].Bound != maxGrowthPerHour {
 		t.Errorf("rejudged: pass %v, failures %v, growth %+v; want a pass with 4 fresh verdicts at the 5%% bound", rep.Pass, rep.Failures, rep.Growth)
 	}

@@ -31,6 +31,11 @@ func growthBound(window time.Duration) float64 {
 	return max(maxGrowthPerHour, 1.5*wander/window.Hours())
 }
 
+// fullBoundWindow is the shortest window held to maxGrowthPerHour itself.
+func fullBoundWindow() time.Duration {
+	return time.Duration(1.5 * wander / maxGrowthPerHour * float64(time.Hour))
+}
+
 // A segment is one process's samples of one series: times and values.
 type segment struct {
 	t []time.Duration

@@ -372,14 +372,14 @@ func (m *Members) deleteOwn(ctx context.Context, own *coordv1.Lease) error {
 		if !apierrors.IsConflict(err) {
 			return err
 		}
-		now, rerr := m.read(ctx)
+		stored, rerr := m.read(ctx)
 		if rerr != nil {
 			return rerr
 		}
-		if !sameHolding(own, now) {
-			return fmt.Errorf("the Lease %s was taken anew by %q since this process last wrote it; left in place: %w", m.name, lease.Holder(now), err)
+		if !sameHolding(own, stored) {
+			return fmt.Errorf("the Lease %s was taken anew by %q since this process last wrote it; left in place: %w", m.name, lease.Holder(stored), err)
 		}
-		own = now
+		own = stored
 	}
 	return err
 }
