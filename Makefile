@@ -49,6 +49,10 @@ test: vet cross cluster image ## vet, cross-builds, the image, then unit and int
 	(cd hack/release/ociimage && go test -race -count=1 ./...) || rc=$$?; \
 	hack/cluster/down.sh --tests; exit $$rc
 
+.PHONY: test-hostile
+test-hostile: cluster ## only the hostile suite (part of make test): attacks on the listeners, resident hooks, hook metrics, the hooks folder and reloads, against a real operator on the local cluster
+	go test -race -count=1 -v -run 'TestIntegrationHostile' ./cmd/hook-operator/
+
 .PHONY: test-fresh test-loaded
 test-fresh: ## make test as on a new machine: a fresh clone of HEAD, empty caches (HOOK_OPERATOR_CACHE, GOCACHE, HOME, podman storage); prints its wall time
 	hack/test-fresh.sh
