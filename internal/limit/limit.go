@@ -1,8 +1,9 @@
 // Package limit holds the bounds on what hooks hand to the operator, so that
 // a hook's mistake costs it an error instead of costing the operator its
 // memory: how a size is written in those errors (Size), how far a YAML
-// document's aliases may expand it (CheckYAML), and how long an error text
-// listing many problems may grow (Join, Quote).
+// document's aliases may expand it (CheckYAML), how long an error text
+// listing many problems may grow (Join, Quote), and which of a hook's
+// characters are shown escaped (Printable).
 package limit
 
 import "fmt"
