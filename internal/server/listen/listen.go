@@ -1,8 +1,11 @@
 // Package listen holds what every HTTP listener of the operator shares
 // (the metrics and health listener, the webhook listeners): a cap on open
-// connections, timeouts on every phase of a request, and http.Server's own
-// error messages (TLS handshake failures among them) logged through logrus
-// at a rate a flood of bad connections cannot turn into a flood of lines.
+// connections, all sources together and from one source, timeouts on every
+// phase of a request, a small header limit, HTTP/2 limits (streams per
+// connection, receive buffers, and connections that cancel streams as fast
+// as they open them closed), and http.Server's own error messages (TLS
+// handshake failures among them) logged through logrus at a rate a flood
+// of bad connections cannot turn into a flood of lines.
 package listen
 
 import (
@@ -14,7 +17,6 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"golang.org/x/net/netutil"
 	"golang.org/x/time/rate"
 )
 
@@ -23,13 +25,51 @@ type Limits struct {
 	// MaxConns is the most connections open at once; more wait in the
 	// kernel's backlog until one closes.
 	MaxConns int
+	// MaxConnsPerSource is the most connections open at once from one IP
+	// address; more are closed as soon as they are accepted (0: a quarter
+	// of MaxConns, at least 1). Connections that are not TCP (a Unix
+	// socket's) are not counted by source.
+	MaxConnsPerSource int
 	// ReadHeader, Read, Write and Idle are http.Server's timeouts of the
-	// same names.
+	// same names. ReadHeader also bounds a TLS handshake (net/http gives
+	// the handshake the smallest of its timeouts), so a connection that
+	// never starts one holds its slot that long at most.
 	ReadHeader, Read, Write, Idle time.Duration
+	// MaxHeaderBytes bounds a request's header (http.Server's field of the
+	// same name, for HTTP/2 too).
+	MaxHeaderBytes int
+	// MaxStreams is the most HTTP/2 streams (requests) a connection may
+	// have open at once.
+	MaxStreams int
+	// Refused, when not nil, is told each connection the listener closed
+	// by itself, with the reason (ReasonPerSource, ReasonResetFlood) and
+	// the client's address.
+	Refused func(reason, client string)
 }
 
-// Defaults are the limits of a listener that sets none.
-var Defaults = Limits{MaxConns: 128, ReadHeader: 5 * time.Second, Read: 10 * time.Second, Write: 30 * time.Second, Idle: 90 * time.Second}
+// The reasons told to Limits.Refused.
+const (
+	// ReasonPerSource: the connection's source had MaxConnsPerSource open.
+	ReasonPerSource = "per_source"
+	// ReasonResetFlood: the client cancelled HTTP/2 streams right after
+	// opening them, faster than a client with work to do does.
+	ReasonResetFlood = "reset_flood"
+)
+
+// Defaults are the limits of a listener that sets none. The header limit
+// holds the API server's reviews and Prometheus' bearer tokens (a few KiB)
+// many times over.
+var Defaults = Limits{MaxConns: 128, ReadHeader: 5 * time.Second, Read: 10 * time.Second, Write: 30 * time.Second, Idle: 90 * time.Second,
+	MaxHeaderBytes: 16 << 10, MaxStreams: 16}
+
+// The HTTP/2 receive buffers: what a client may send that no handler has
+// read yet, per stream and per connection (HTTP/2's least window, 64 KiB),
+// and the largest frame read.
+const (
+	h2StreamBuffer = 32 << 10
+	h2ConnBuffer   = 64 << 10
+	h2MaxFrame     = 16 << 10
+)
 
 func (l Limits) withDefaults() Limits {
 	def := func(v *time.Duration, d time.Duration) {
@@ -40,6 +80,15 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxConns <= 0 {
 		l.MaxConns = Defaults.MaxConns
 	}
+	if l.MaxConnsPerSource <= 0 {
+		l.MaxConnsPerSource = max(l.MaxConns/4, 1)
+	}
+	if l.MaxHeaderBytes <= 0 {
+		l.MaxHeaderBytes = Defaults.MaxHeaderBytes
+	}
+	if l.MaxStreams <= 0 {
+		l.MaxStreams = Defaults.MaxStreams
+	}
 	def(&l.ReadHeader, Defaults.ReadHeader)
 	def(&l.Read, Defaults.Read)
 	def(&l.Write, Defaults.Write)
@@ -47,22 +96,35 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// Limit returns ln accepting at most l.MaxConns connections at once.
+// Limit returns ln accepting at most l.MaxConns connections at once, and
+// at most l.MaxConnsPerSource from one source.
 func (l Limits) Limit(ln net.Listener) net.Listener {
-	return netutil.LimitListener(ln, l.withDefaults().MaxConns)
+	return newLimitListener(ln, l.withDefaults())
 }
 
-// Server returns an http.Server for h with l's timeouts, whose own errors
-// go to logger (see ErrorLog). Serve it on l.Limit of a listener.
+// Server returns an http.Server for h with l's timeouts, header and HTTP/2
+// limits, whose own errors go to logger (see ErrorLog). Serve it on
+// l.Limit of a listener.
 func (l Limits) Server(h http.Handler, logger logrus.FieldLogger, handshakeFailed func()) *http.Server {
 	l = l.withDefaults()
+	sampler := NewSampler(10, time.Second)
+	resetFlood := func(client string) {
+		if l.Refused != nil {
+			l.Refused(ReasonResetFlood, client)
+		}
+		sampler.Log(logger.WithField("client", client), logrus.WarnLevel, "connection closed: it cancelled HTTP/2 streams as fast as it opened them")
+	}
 	return &http.Server{
-		Handler:           h,
+		Handler:           watchResets(h, resetFlood),
+		ConnContext:       watchConn,
 		ReadHeaderTimeout: l.ReadHeader,
 		ReadTimeout:       l.Read,
 		WriteTimeout:      l.Write,
 		IdleTimeout:       l.Idle,
-		ErrorLog:          ErrorLog(logger, handshakeFailed),
+		MaxHeaderBytes:    l.MaxHeaderBytes,
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: l.MaxStreams, MaxReadFrameSize: h2MaxFrame,
+			MaxReceiveBufferPerConnection: h2ConnBuffer, MaxReceiveBufferPerStream: h2StreamBuffer},
+		ErrorLog: ErrorLog(logger, handshakeFailed),
 	}
 }
 
