@@ -165,6 +165,7 @@ type HookMetrics struct {
 	// reserved says whether a name is one of the operator's own metrics,
 	// which hooks cannot take; nil reserves none.
 	reserved func(name string) bool
+	counts   hookCounts
 }
 
 type family struct {
@@ -221,12 +222,23 @@ func (h *HookMetrics) Check(hook string, ops []HookOp) error {
 // Apply applies the operations of one run of hook, checked with Check:
 // every group the operations name is dropped first, then the values are
 // added, set or observed; expire drops its group.
+//
+// A new series over the caps of SetLimits is dropped and counted; the
+// first drop of each hook is logged (HookLimits.Warn).
 func (h *HookMetrics) Apply(hook string, ops []HookOp) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	warn := h.counts.limits.Warn
+	msg := h.apply(hook, ops)
+	h.mu.Unlock()
+	warnOnce(warn, msg)
+}
+
+// apply is Apply with h.mu held; it returns what to log.
+func (h *HookMetrics) apply(hook string, ops []HookOp) string {
 	for _, g := range groups(ops) {
 		h.dropGroup(g)
 	}
+	var dropped drops
 	for _, op := range ops {
 		if op.Action == ActionExpire {
 			h.dropGroup(op.Group)
@@ -235,13 +247,18 @@ func (h *HookMetrics) Apply(hook string, ops []HookOp) {
 		f := h.families[op.Name]
 		if f == nil {
 			f = newFamily(op)
-			h.families[op.Name] = f
 		}
 		key, values := f.key(hook, op.Labels)
 		s := f.series[key]
 		if s == nil {
+			if reason := h.counts.admit(hook, len(op.Name)+seriesBytes(op.Labels)+8*len(f.buckets)); reason != "" {
+				dropped.add(reason, op.Name)
+				continue
+			}
+			h.families[op.Name] = f
 			s = &series{labels: values, buckets: make([]uint64, len(f.buckets))}
 			f.series[key] = s
+			h.counts.added(hook, 1)
 		}
 		s.group = op.Group
 		switch op.Action {
@@ -259,6 +276,17 @@ func (h *HookMetrics) Apply(hook string, ops []HookOp) {
 			}
 		}
 	}
+	return h.counts.report(hook, dropped)
+}
+
+// seriesBytes is the size of a series' label names and values (a
+// histogram's counts take 8 bytes per bucket on top).
+func seriesBytes(labels map[string]string) int {
+	n := 0
+	for k, v := range labels {
+		n += len(k) + len(v)
+	}
+	return n
 }
 
 func groups(ops []HookOp) []string {
@@ -276,6 +304,7 @@ func (h *HookMetrics) dropGroup(g string) {
 		for k, s := range f.series {
 			if s.group == g {
 				delete(f.series, k)
+				h.counts.added(s.labels[0], -1)
 			}
 		}
 		if len(f.series) == 0 {

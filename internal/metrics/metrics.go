@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -76,6 +78,8 @@ type Metrics struct {
 
 	liveTicks *vec
 	panics    *vec
+
+	hookMetricsDropped *vec
 
 	leader            *vec
 	leaderTransitions *vec
@@ -144,6 +148,9 @@ func New(prefix string) *Metrics {
 
 		liveTicks: f.counter("live_ticks_total", "Increments every 10 seconds while the operator's loops are alive."),
 
+		hookMetricsDropped: f.counter("hook_metrics_dropped_total", "Metric operations of hooks dropped because they would add a series over a cap, by reason: per_hook_limit (--hook-metrics-max-series-per-hook), total_limit (--hook-metrics-max-series) or too_large (name, labels and buckets over 4 KiB).",
+			"hook", "reason"),
+
 		leader:            f.gauge("leader", "1 while this replica holds the leader election's Lease and runs hooks, 0 while it is a standby (only with --leader-elect).", "identity"),
 		leaderTransitions: f.counter("leader_transitions_total", "Times this replica became the leader."),
 
@@ -161,9 +168,14 @@ func New(prefix string) *Metrics {
 	}
 	r.Register(goCollector{})
 	r.Register(processCollector{})
-	r.Register(m.Hooks)
+	// The hooks' metrics are not in r: /metrics serves r's families
+	// first, so that however many series hooks write, the operator's own
+	// reach the scraper.
 	m.hooksRegistry.Register(m.Hooks)
 	m.Hooks.reserved = r.has
+	m.Hooks.counts.dropped = func(hook, reason string, n int) { m.hookMetricsDropped.add(float64(n), hook, reason) }
+	m.Hooks.counts.droppedName = m.hookMetricsDropped.name
+	m.Hooks.counts.limits = HookLimits{PerHook: DefaultMaxSeriesPerHook, Total: DefaultMaxSeries}
 	return m
 }
 
@@ -175,11 +187,42 @@ func (m *Metrics) Name(name string) string { return m.prefix + name }
 // per binding) to /metrics.
 func (m *Metrics) Register(c Collector) { m.registry.Register(c) }
 
-// Gather returns what /metrics serves.
-func (m *Metrics) Gather() []Family { return m.registry.Gather() }
+// Gather returns what /metrics serves, sorted by name.
+func (m *Metrics) Gather() []Family {
+	own := m.registry.Gather()
+	all := append(own, others(own, m.hooksRegistry.Gather())...)
+	slices.SortFunc(all, func(a, b Family) int { return strings.Compare(a.Name, b.Name) })
+	return all
+}
 
-// Handler serves the metrics in the Prometheus text format.
-func (m *Metrics) Handler() http.Handler { return m.registry.handler() }
+// others returns the families of more whose names own has not: a name
+// served once, by the operator first.
+func others(own, more []Family) []Family {
+	names := make(map[string]bool, len(own))
+	for _, f := range own {
+		names[f.Name] = true
+	}
+	return slices.DeleteFunc(more, func(f Family) bool { return names[f.Name] })
+}
+
+// Handler serves the metrics in the Prometheus text format: the
+// operator's own families, sorted by name and sent at once, then the
+// hooks', sorted by name. A scrape cut short by the hooks' part (its
+// deadline, a reader that gives up) still has every family of the
+// operator.
+func (m *Metrics) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", ContentType)
+		own := m.registry.Gather()
+		if err := WriteText(w, own); err != nil {
+			return
+		}
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+		_ = WriteText(w, others(own, m.hooksRegistry.Gather()))
+	})
+}
 
 // HooksHandler serves only the hooks' metrics, as shell-operator does on
 // /metrics/hooks.
