@@ -248,11 +248,12 @@ const floodStreams = 50000
 func resetFlood(t *testing.T, l Limits) (sent, handled int, refused *refusals) {
 	t.Helper()
 	var mu sync.Mutex
+	n := 0
 	refused = &refusals{}
 	l.Refused = refused.add
 	addr := testServer(t, l, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		handled++
+		n++
 		mu.Unlock()
 		_, _ = io.Copy(io.Discard, r.Body) // ends when the stream is cancelled
 	}))
@@ -293,5 +294,5 @@ flood:
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	return sent, handled, refused
+	return sent, n, refused
 }
