@@ -288,6 +288,7 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		return err
 	}
 	warnParallelCap(hooks, f.MaxParallel, log)
+	warnExposures(f, hooks, log)
 	if f.AdaptProcs {
 		pctx, stopProcs := context.WithCancel(ctx)
 		defer stopProcs()
