@@ -68,6 +68,9 @@ type Flags struct {
 	ListenMaxConns int
 	// MetricsPrefix starts the names of the operator's own metrics.
 	MetricsPrefix string
+	// HookMetricsMaxSeriesPerHook and HookMetricsMaxSeries cap the series
+	// of hooks' metrics, each hook's and all together; 0: no cap.
+	HookMetricsMaxSeriesPerHook, HookMetricsMaxSeries int
 	// MetricsSecure serves /metrics over HTTPS on MetricsSecureAddress to
 	// callers with a token allowed to get it (TokenReview and
 	// SubjectAccessReview), and not on ListenAddress.
@@ -233,6 +236,10 @@ func bindProcessFlags(fs *pflag.FlagSet, f *Flags) {
 	fs.StringVar(&f.MetricsPrefix, "metrics-prefix", metrics.DefaultPrefix, "start the names of the operator's own metrics with this (hooks' metrics keep their names)")
 	envflag.Bind(fs, "metrics-prefix", "HOOK_OPERATOR_METRICS_PREFIX")
 	envflag.BindAlias(fs, "metrics-prefix", envflag.Same("SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX"))
+	fs.IntVar(&f.HookMetricsMaxSeriesPerHook, "hook-metrics-max-series-per-hook", metrics.DefaultMaxSeriesPerHook, "the most series of metrics one hook holds; a new one over it is dropped and counted (0: no cap)")
+	envflag.Bind(fs, "hook-metrics-max-series-per-hook", "HOOK_OPERATOR_HOOK_METRICS_MAX_SERIES_PER_HOOK")
+	fs.IntVar(&f.HookMetricsMaxSeries, "hook-metrics-max-series", metrics.DefaultMaxSeries, "the most series of metrics all hooks together hold; a new one over it is dropped and counted (0: no cap)")
+	envflag.Bind(fs, "hook-metrics-max-series", "HOOK_OPERATOR_HOOK_METRICS_MAX_SERIES")
 	fs.BoolVar(&f.MetricsSecure, "metrics-secure", false, "serve /metrics over HTTPS on --metrics-secure-address, to tokens allowed to get it")
 	envflag.Bind(fs, "metrics-secure", "HOOK_OPERATOR_METRICS_SECURE")
 	fs.StringVar(&f.MetricsSecureAddress, "metrics-secure-address", ":8443", "host:port of the HTTPS /metrics listener of --metrics-secure")
@@ -295,6 +302,7 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		go procs.Govern(pctx, procs.Options{}, log)
 	}
 	m := metrics.New(f.MetricsPrefix)
+	m.Hooks.SetLimits(metrics.HookLimits{PerHook: f.HookMetricsMaxSeriesPerHook, Total: f.HookMetricsMaxSeries, Warn: func(msg string) { log.Warn(msg) }})
 	m.ObserveKubeClient()
 	cfg, clients, err := connect(f, log)
 	if err != nil {
@@ -347,6 +355,10 @@ func (f Flags) check() error {
 	}
 	if err := metrics.CheckPrefix(f.MetricsPrefix); err != nil {
 		return fmt.Errorf("--metrics-prefix: %w", err)
+	}
+	if f.HookMetricsMaxSeriesPerHook < 0 || f.HookMetricsMaxSeries < 0 {
+		return fmt.Errorf("--hook-metrics-max-series-per-hook=%d, --hook-metrics-max-series=%d: use 0 (no cap) or more (the defaults are %d and %d)",
+			f.HookMetricsMaxSeriesPerHook, f.HookMetricsMaxSeries, metrics.DefaultMaxSeriesPerHook, metrics.DefaultMaxSeries)
 	}
 	if f.MaxParallel < 1 {
 		return fmt.Errorf("--max-parallel-hooks=%d: use 1 or more (the default is 4 per CPU)", f.MaxParallel)
