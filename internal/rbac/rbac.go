@@ -48,6 +48,10 @@ type GrantOptions struct {
 	// WebhookConfigurationName is start's --webhook-configuration-name;
 	// "" is its default.
 	WebhookConfigurationName string
+	// WebhookConfigurationMode is start's --webhook-configuration-mode:
+	// webhook.ModeManaged ("" too) or webhook.ModeExisting, which needs
+	// no create and no delete.
+	WebhookConfigurationMode string
 	// WebhookCertSecret names the Secret of --webhook-self-signed in
 	// OperatorNamespace; "" when the certificates are mounted.
 	WebhookCertSecret, OperatorNamespace string
@@ -107,19 +111,7 @@ func Grants(hooks []*hook.Hook, r Resolver, opts GrantOptions) ([]Grant, error) 
 			add(res, w.Subresource, w.Namespaces, w.Verbs, fmt.Sprintf("%s: writes[%d]", h.Name, i))
 		}
 	}
-	if admission := admissionBindings(hooks); admission != "" {
-		name := opts.WebhookConfigurationName
-		if name == "" {
-			name = webhook.DefaultConfigurationName
-		}
-		for _, res := range []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"} {
-			const group = "admissionregistration.k8s.io"
-			why := admission + ": registering the webhooks"
-			// create cannot be limited to a name; everything else is.
-			out = append(out, Grant{Group: group, Resource: res, Verbs: []string{"create"}, Why: why},
-				Grant{Group: group, Resource: res, Verbs: []string{"get", "patch", "delete"}, ResourceNames: []string{name}, Why: why})
-		}
-	}
+	out = append(out, webhookConfigurationGrants(hooks, opts)...)
 	if crds, _ := conversionCRDs(hooks); opts.WebhookCertSecret != "" && (len(crds) > 0 || admissionBindings(hooks) != "") {
 		why := "--webhook-self-signed: the webhook certificate Secret"
 		// create cannot be limited to a name; get and update are.
@@ -186,6 +178,43 @@ func admissionBindings(hooks []*hook.Hook) string {
 		}
 	}
 	return ""
+}
+
+// webhookConfigurationGrants are the grants on the webhook configurations
+// of the kinds the hooks use, and no other: a folder with only validating
+// bindings gets nothing on MutatingWebhookConfigurations. Everything but
+// create is limited to the configuration's name; create cannot be, so in
+// webhook.ModeManaged it lets the operator create any configuration of
+// the kind (Sensitive flags it), and webhook.ModeExisting, where the
+// configurations are made beforehand, needs neither create nor delete.
+func webhookConfigurationGrants(hooks []*hook.Hook, opts GrantOptions) []Grant {
+	name := opts.WebhookConfigurationName
+	if name == "" {
+		name = webhook.DefaultConfigurationName
+	}
+	const group = "admissionregistration.k8s.io"
+	var out []Grant
+	for _, kind := range []struct {
+		resource, list string
+		bindings       func(*hook.Hook) int
+	}{
+		{"validatingwebhookconfigurations", "kubernetesValidating", func(h *hook.Hook) int { return len(h.Config.Validating) }},
+		{"mutatingwebhookconfigurations", "kubernetesMutating", func(h *hook.Hook) int { return len(h.Config.Mutating) }},
+	} {
+		i := slices.IndexFunc(hooks, func(h *hook.Hook) bool { return kind.bindings(h) > 0 })
+		if i < 0 {
+			continue
+		}
+		why := fmt.Sprintf("%s: %s bindings, registered in the %s", hooks[i].Name, kind.list, kind.resource)
+		if opts.WebhookConfigurationMode == webhook.ModeExisting {
+			out = append(out, Grant{Group: group, Resource: kind.resource, Verbs: []string{"get", "patch"}, ResourceNames: []string{name},
+				Why: why + " made beforehand (--webhook-configuration-mode=existing)"})
+			continue
+		}
+		out = append(out, Grant{Group: group, Resource: kind.resource, Verbs: []string{"create"}, Why: why + " (create cannot be limited to a name; --webhook-configuration-mode=existing needs none)"},
+			Grant{Group: group, Resource: kind.resource, Verbs: []string{"get", "patch", "delete"}, ResourceNames: []string{name}, Why: why})
+	}
+	return out
 }
 
 // Objects turns grants into a ClusterRole with its ClusterRoleBinding for

@@ -1,6 +1,7 @@
 package rbac_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,37 +84,82 @@ func TestUnknownKind(t *testing.T) {
 	}
 }
 
-// Admission bindings need to register the webhooks: create (which cannot be
-// limited to a name) and get, patch, delete of the configurations of start's
-// --webhook-configuration-name only.
+// Admission bindings need to register the webhooks, and only of the kinds
+// they use: a folder with only validating bindings gets nothing on
+// MutatingWebhookConfigurations (issue 43: its ServiceAccount created an
+// arbitrary one). In managed mode: create (which cannot be limited to a
+// name, and is flagged) and get, patch, delete of start's
+// --webhook-configuration-name only; in existing mode get and patch of
+// that name, no create, no delete.
 func TestGrantsForAdmission(t *testing.T) {
-	hooks := []*hook.Hook{parse(t, "policy.sh", `
+	validating := parse(t, "policy.sh", `
 configVersion: v1
 kubernetesValidating:
 - name: policy.example.com
   rules: [{apiGroups: [""], apiVersions: [v1], resources: [configmaps], operations: [CREATE]}]
-`)}
-	grants, err := rbac.Grants(hooks, kube.NewStaticResolver(kube.BuiltinResources()), rbac.GrantOptions{WebhookConfigurationName: "my-hooks"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	for _, obj := range rbac.Objects(grants, rbac.Options{Name: "op", Namespace: "ops", ServiceAccount: "sa"}) {
-		data, err := yaml.Marshal(obj)
+`)
+	mutating := parse(t, "defaults.sh", `
+configVersion: v1
+kubernetesMutating:
+- name: defaults.example.com
+  rules: [{apiGroups: [""], apiVersions: [v1], resources: [configmaps], operations: [CREATE]}]
+`)
+	rules := func(hooks []*hook.Hook, opts rbac.GrantOptions) ([]rbac.Grant, string) {
+		t.Helper()
+		grants, err := rbac.Grants(hooks, kube.NewStaticResolver(kube.BuiltinResources()), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out.WriteString(string(data))
+		var out strings.Builder
+		for _, obj := range rbac.Objects(grants, rbac.Options{Name: "op", Namespace: "ops", ServiceAccount: "sa"}) {
+			data, err := yaml.Marshal(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out.WriteString(string(data))
+		}
+		return grants, out.String()
 	}
-	want := "- apiGroups:\n  - admissionregistration.k8s.io\n  resources:\n  - mutatingwebhookconfigurations\n  - validatingwebhookconfigurations\n  verbs:\n  - create\n" +
-		"- apiGroups:\n  - admissionregistration.k8s.io\n  resourceNames:\n  - my-hooks\n  resources:\n  - mutatingwebhookconfigurations\n  - validatingwebhookconfigurations\n  verbs:\n  - get\n  - patch\n  - delete\n"
-	if !strings.Contains(out.String(), want) {
-		t.Errorf("the rules lack\n%s\ngot:\n%s", want, out.String())
+	const group = "- apiGroups:\n  - admissionregistration.k8s.io\n"
+
+	grants, out := rules([]*hook.Hook{validating}, rbac.GrantOptions{WebhookConfigurationName: "my-hooks"})
+	want := group + "  resources:\n  - validatingwebhookconfigurations\n  verbs:\n  - create\n" +
+		group + "  resourceNames:\n  - my-hooks\n  resources:\n  - validatingwebhookconfigurations\n  verbs:\n  - get\n  - patch\n  - delete\n"
+	if !strings.Contains(out, want) {
+		t.Errorf("validating only: the rules lack\n%s\ngot:\n%s", want, out)
 	}
-	none, err := rbac.Grants([]*hook.Hook{parse(t, "plain.sh", "configVersion: v1\nonStartup: 1\n")}, kube.NewStaticResolver(kube.BuiltinResources()), rbac.GrantOptions{})
-	if err != nil {
-		t.Fatal(err)
+	if strings.Contains(out, "mutatingwebhookconfigurations") {
+		t.Errorf("validating only: a grant on MutatingWebhookConfigurations:\n%s", out)
 	}
+	var flagged []string
+	for _, g := range grants {
+		if why := rbac.Sensitive(g); why != "" {
+			flagged = append(flagged, why)
+		}
+	}
+	if len(flagged) != 2 || !strings.HasPrefix(flagged[0], "create on validatingwebhookconfigurations:") || !strings.Contains(flagged[0], "any name") ||
+		!strings.HasPrefix(flagged[1], "patch, delete on validatingwebhookconfigurations:") {
+		t.Errorf("sensitive: %q, want the create (any name) and the patch, delete flagged", flagged)
+	}
+
+	_, out = rules([]*hook.Hook{mutating}, rbac.GrantOptions{})
+	if !strings.Contains(out, "- mutatingwebhookconfigurations\n") || strings.Contains(out, "validatingwebhookconfigurations") ||
+		!strings.Contains(out, "  - shell-operator-hooks\n") {
+		t.Errorf("mutating only, default name:\n%s", out)
+	}
+
+	grants, out = rules([]*hook.Hook{validating, mutating}, rbac.GrantOptions{WebhookConfigurationName: "my-hooks", WebhookConfigurationMode: "existing"})
+	want = group + "  resourceNames:\n  - my-hooks\n  resources:\n  - mutatingwebhookconfigurations\n  - validatingwebhookconfigurations\n  verbs:\n  - get\n  - patch\n"
+	if !strings.Contains(out, want) {
+		t.Errorf("existing mode: the rules lack\n%s\ngot:\n%s", want, out)
+	}
+	for _, g := range grants {
+		if strings.Contains(g.Resource, "webhookconfigurations") && (len(g.ResourceNames) == 0 || slices.Contains(g.Verbs, "create") || slices.Contains(g.Verbs, "delete")) {
+			t.Errorf("existing mode: %+v", g)
+		}
+	}
+
+	none, _ := rules([]*hook.Hook{parse(t, "plain.sh", "configVersion: v1\nonStartup: 1\n")}, rbac.GrantOptions{})
 	for _, g := range none {
 		if strings.Contains(g.Resource, "webhookconfigurations") {
 			t.Errorf("a hook without admission bindings got %+v", g)

@@ -28,13 +28,17 @@ var sensitive = map[[2]string]string{
 }
 
 // sensitiveVerbs are the verbs that make a grant on a sensitive resource
-// sensitive.
-var sensitiveVerbs = []string{"update", "patch", "delete", "deletecollection"}
+// sensitive. create is one: a new webhook configuration intercepts any
+// request, a new Secret of type service-account-token mints a token of
+// any ServiceAccount of its namespace, a new RoleBinding grants.
+var sensitiveVerbs = []string{"create", "update", "patch", "delete", "deletecollection", "bind", "escalate"}
 
 // Sensitive says why g deserves a second look before it is applied, or ""
-// when it does not: patch, update or delete on Secrets, Namespaces, Nodes,
-// webhook configurations and admission policies, CRDs, RBAC objects, CSRs
-// and APIServices (their subresources included), and any verb on "*".
+// when it does not: create, patch, update or delete (and RBAC's bind and
+// escalate) on Secrets, Namespaces, Nodes, webhook configurations and
+// admission policies, CRDs, RBAC objects, CSRs and APIServices (their
+// subresources included), and any verb on "*". A create is said to reach
+// any name: RBAC cannot limit create to names.
 func Sensitive(g Grant) string {
 	res, _, _ := strings.Cut(g.Resource, "/")
 	if g.Group == "*" || res == "*" || slices.Contains(g.Verbs, "*") {
@@ -52,6 +56,9 @@ func Sensitive(g Grant) string {
 	}
 	if len(verbs) == 0 {
 		return ""
+	}
+	if slices.Contains(verbs, "create") {
+		why += "; create reaches any name (RBAC cannot limit it to resourceNames)"
 	}
 	return strings.Join(verbs, ", ") + " on " + g.Resource + ": " + why
 }

@@ -15,8 +15,16 @@ func TestSensitive(t *testing.T) {
 		g    rbac.Grant
 		want string // in the reason; "" for none
 	}{
-		{rbac.Grant{Resource: "secrets", Verbs: []string{"create", "patch"}}, "patch on secrets: Secrets hold credentials"},
-		{rbac.Grant{Resource: "secrets", Verbs: []string{"get", "create"}}, ""},
+		{rbac.Grant{Resource: "secrets", Verbs: []string{"create", "patch"}}, "create, patch on secrets: Secrets hold credentials"},
+		{rbac.Grant{Resource: "secrets", Verbs: []string{"get", "create"}}, "create on secrets: Secrets hold credentials; create reaches any name"},
+		{rbac.Grant{Resource: "secrets", Verbs: []string{"get", "list", "watch"}}, ""},
+		{rbac.Grant{Resource: "namespaces", Verbs: []string{"create"}}, "create on namespaces"},
+		{rbac.Grant{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Verbs: []string{"create"}}, "create on validatingwebhookconfigurations"},
+		{rbac.Grant{Group: "rbac.authorization.k8s.io", Resource: "roles", Verbs: []string{"create"}}, "create on roles: RBAC objects can grant"},
+		{rbac.Grant{Group: "rbac.authorization.k8s.io", Resource: "rolebindings", Verbs: []string{"patch"}}, "patch on rolebindings"},
+		{rbac.Grant{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verbs: []string{"bind", "escalate"}}, "bind, escalate on clusterroles"},
+		{rbac.Grant{Group: "coordination.k8s.io", Resource: "leases", Verbs: []string{"create"}}, ""},
+		{rbac.Grant{Resource: "events", Verbs: []string{"create", "patch"}}, ""},
 		{rbac.Grant{Resource: "namespaces", Verbs: []string{"delete"}}, "delete on namespaces"},
 		{rbac.Grant{Resource: "namespaces/finalize", Verbs: []string{"update"}}, "update on namespaces/finalize"},
 		{rbac.Grant{Resource: "nodes", Verbs: []string{"patch"}}, "Nodes"},

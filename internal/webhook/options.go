@@ -17,6 +17,10 @@ type Options struct {
 	Cert, Key, CA string
 	// ConfigurationName names the two webhook configurations.
 	ConfigurationName string
+	// ConfigurationMode is ModeManaged ("" too) or ModeExisting: whether
+	// the operator creates and deletes the configurations, or only fills
+	// in those made beforehand (see Registration.Mode).
+	ConfigurationMode string
 	// ServiceName, in Namespace (the operator's), is where the API server
 	// reaches the listener; URL, when set, instead.
 	ServiceName, Namespace, URL string

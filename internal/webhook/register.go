@@ -1,14 +1,21 @@
 package webhook
 
 import (
+	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/url"
 	"regexp"
 	"strings"
 
+	"github.com/sirupsen/logrus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/hook-operator/hook-operator/internal/hook"
 )
@@ -26,12 +33,40 @@ type Admission struct {
 // RBAC on that name) work unchanged.
 const DefaultConfigurationName = "shell-operator-hooks"
 
+// The modes of --webhook-configuration-mode.
+const (
+	// ModeManaged: the operator creates each configuration when a binding
+	// of its kind appears, keeps it, and deletes it when the last goes.
+	// Its RBAC needs create on the configurations' kinds, which RBAC
+	// cannot limit to a name.
+	ModeManaged = "managed"
+	// ModeExisting: the configurations are made beforehand (by the chart)
+	// under the expected name; the operator only fills in their webhooks
+	// (rules, clientConfig with its caBundle) and empties them when the
+	// last binding of their kind goes. It never creates or deletes one,
+	// so its RBAC needs only get and patch, limited to the names.
+	ModeExisting = "existing"
+)
+
+// CheckConfigurationMode says whether mode is one of
+// --webhook-configuration-mode's values ("" is ModeManaged).
+func CheckConfigurationMode(mode string) error {
+	switch mode {
+	case "", ModeManaged, ModeExisting:
+		return nil
+	}
+	return fmt.Errorf("--webhook-configuration-mode=%s: use %s (the operator creates and deletes the webhook configurations) or %s (they exist beforehand, made by the chart; the operator only fills them in)",
+		mode, ModeManaged, ModeExisting)
+}
+
 // Registration says how the webhook configurations are named and marked,
 // and where the API server reaches the webhooks: by Service, or by URL (an
 // operator outside the cluster).
 type Registration struct {
 	// Name is the name of both configurations.
 	Name string
+	// Mode is ModeManaged ("" too) or ModeExisting.
+	Mode string
 	// ServiceNamespace and ServiceName name the Service in front of the
 	// operator's webhook listener (port 443); unused when URL is set.
 	ServiceNamespace, ServiceName string
@@ -181,3 +216,65 @@ func stringMap(m map[string]string) map[string]any {
 	}
 	return out
 }
+
+// syncExisting is Sync in ModeExisting: each configuration of r.Name that
+// has bindings must exist, and gets their webhooks (a merge patch, which
+// never creates); one whose kind has no binding left is emptied, not
+// deleted. A configuration of a kind the operator may not read (its RBAC
+// has none for a kind no hook uses) is left alone.
+func syncExisting(ctx context.Context, dyn dynamic.Interface, r Registration, validating, mutating []Admission, log logrus.FieldLogger) error {
+	for _, m := range []bool{false, true} {
+		bindings := validating
+		if m {
+			bindings = mutating
+		}
+		gvr := configurationResources[m]
+		kind := configurationKinds[m]
+		res := dyn.Resource(gvr)
+		webhooks := []any{}
+		if len(bindings) == 0 {
+			cur, err := res.Get(ctx, r.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("read %s %s: %w", kind, r.Name, err)
+			}
+			if old, _, _ := unstructured.NestedSlice(cur.Object, "webhooks"); len(old) == 0 {
+				continue
+			}
+		} else {
+			u, err := r.Configuration(m, bindings)
+			if err != nil {
+				return err
+			}
+			webhooks, _, _ = unstructured.NestedSlice(u.Object, "webhooks")
+		}
+		patch, err := json.Marshal(map[string]any{"webhooks": webhooks})
+		if err != nil {
+			return err
+		}
+		_, err = res.Patch(ctx, r.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+		switch {
+		case apierrors.IsNotFound(err) && len(bindings) == 0:
+			continue // gone meanwhile: nothing to empty
+		case apierrors.IsNotFound(err):
+			return fmt.Errorf("%s %s does not exist: with --webhook-configuration-mode=%s the operator only fills in configurations made beforehand; "+
+				"create it (the chart does, or kubectl apply one with that name and no webhooks), or run with --webhook-configuration-mode=%s",
+				kind, r.Name, ModeExisting, ModeManaged)
+		case apierrors.IsForbidden(err):
+			return fmt.Errorf("patch %s %s: %w (the operator's RBAC needs get and patch on %s named %s: hook-operator rbac --webhook-configuration-mode=%s)",
+				kind, r.Name, err, gvr.Resource, r.Name, ModeExisting)
+		case err != nil:
+			return fmt.Errorf("patch %s %s: %w", kind, r.Name, err)
+		}
+		if len(bindings) == 0 {
+			log.WithFields(logrus.Fields{"configuration": r.Name, "kind": kind}).Info("webhook configuration emptied: no binding of its kind is left (not deleted: --webhook-configuration-mode=existing)")
+			continue
+		}
+		log.WithFields(logrus.Fields{"configuration": r.Name, "kind": kind, "webhooks": len(bindings)}).Info("webhook configuration applied")
+	}
+	return nil
+}
+
+var configurationKinds = map[bool]string{false: "ValidatingWebhookConfiguration", true: "MutatingWebhookConfiguration"}

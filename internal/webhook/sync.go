@@ -31,7 +31,13 @@ var configurationResources = map[bool]schema.GroupVersionResource{
 // when it has bindings, and deleted when it has none and was written by the
 // operator. A configuration of that name that the operator did not write is
 // left alone when there is nothing to register.
+//
+// With r.Mode ModeExisting, the configurations are only filled in and
+// emptied, never created or deleted (see syncExisting).
 func Sync(ctx context.Context, dyn dynamic.Interface, r Registration, validating, mutating []Admission, log logrus.FieldLogger) error {
+	if r.Mode == ModeExisting {
+		return syncExisting(ctx, dyn, r, validating, mutating, log)
+	}
 	for _, m := range []bool{false, true} {
 		bindings := validating
 		if m {
@@ -88,7 +94,7 @@ func (s *Server) register(ctx context.Context, b Bindings, admission, conversion
 		if err := Sync(ctx, dyn, reg, b.Validating, b.Mutating, s.log); err != nil {
 			return err
 		}
-	} else if err := Sync(ctx, dyn, Registration{Name: s.o.ConfigurationName}, nil, nil, s.log); err != nil {
+	} else if err := Sync(ctx, dyn, Registration{Name: s.o.ConfigurationName, Mode: s.o.ConfigurationMode}, nil, nil, s.log); err != nil {
 		// Bindings that went away: their configurations go too.
 		return err
 	}
@@ -125,7 +131,7 @@ func (s *Server) registerDryRun(ctx context.Context, b Bindings, admission bool)
 			return nil
 		}
 		s.dryRunWritten = false
-		return Sync(ctx, s.o.Dynamic, Registration{Name: s.dryRunName()}, nil, nil, s.log)
+		return Sync(ctx, s.o.Dynamic, Registration{Name: s.dryRunName(), Mode: s.o.ConfigurationMode}, nil, nil, s.log)
 	}
 	reg, err := s.registration(s.o.CA, s.o.ServiceName, s.o.URL)
 	if err != nil {
@@ -148,7 +154,7 @@ func (s *Server) cleanup() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := Sync(ctx, s.o.Dynamic, Registration{Name: s.dryRunName()}, nil, nil, s.log); err != nil {
+	if err := Sync(ctx, s.o.Dynamic, Registration{Name: s.dryRunName(), Mode: s.o.ConfigurationMode}, nil, nil, s.log); err != nil {
 		s.log.WithError(err).Warn("dry-run: deleting the dry run's webhook configurations failed; delete them by hand")
 	}
 }
@@ -167,7 +173,7 @@ func (s *Server) registration(caFile, service, url string) (Registration, error)
 		}
 	}
 	reg := Registration{
-		Name: s.o.ConfigurationName, ServiceNamespace: s.o.Namespace, ServiceName: service,
+		Name: s.o.ConfigurationName, Mode: s.o.ConfigurationMode, ServiceNamespace: s.o.Namespace, ServiceName: service,
 		URL: url, CABundle: ca, FailurePolicy: s.o.FailurePolicy, Labels: s.o.Labels, Annotations: s.o.Annotations,
 	}
 	if reg.URL == "" && reg.ServiceNamespace == "" {

@@ -34,6 +34,8 @@ type Flags struct {
 	ServiceAccount string
 	// WebhookConfigurationName is start's --webhook-configuration-name.
 	WebhookConfigurationName string
+	// WebhookConfigurationMode is start's --webhook-configuration-mode.
+	WebhookConfigurationMode string
 	// WebhookCertSecret is start's --webhook-cert-secret when it runs with
 	// --webhook-self-signed; "" otherwise.
 	WebhookCertSecret string
@@ -42,6 +44,8 @@ type Flags struct {
 	LeaseName string
 	// Sharding is start's --sharding.
 	Sharding bool
+	// HooksFolder is --hooks-allow-external-symlinks.
+	HooksFolder hook.FolderOptions
 }
 
 // New returns the rbac command.
@@ -63,10 +67,14 @@ more:
     docs/hooks.md): the runtime cannot know in advance what operations a hook
     will write;
   - create and patch on Events, for the Events about failed runs;
-  - for admission bindings, the webhook configurations (by name where the
-    API allows); for conversion bindings, get and patch on the CRDs they
-    name, and list on CRDs; with --webhook-self-signed, the certificate
-    Secret in --namespace.
+  - for admission bindings, the webhook configurations of the kinds the
+    hooks use (validating bindings only: nothing on mutating ones): get,
+    patch and delete of --webhook-configuration-name, and create, which
+    RBAC cannot limit to a name; with --webhook-configuration-mode=existing
+    (the configurations are made beforehand, by the chart) only get and
+    patch of that name; for conversion bindings, get and patch on the CRDs
+    they name, and list on CRDs; with --webhook-self-signed, the
+    certificate Secret in --namespace.
 
 No rule uses "*". Kinds resolve offline, from Kubernetes' built-in kinds and
 the CustomResourceDefinitions in --crds; with --kubeconfig, from the
@@ -74,9 +82,10 @@ cluster's discovery instead. A comment above the YAML says which binding or
 write needs each permission.
 
 Sensitive grants are marked with a "# SENSITIVE: ..." line above their
-ClusterRole or Role: update, patch or delete on Secrets, Namespaces, Nodes,
-webhook configurations and admission policies, CRDs, RBAC objects, CSRs and
-APIServices, and any verb on "*". Review those before applying.
+ClusterRole or Role: create, update, patch or delete (and bind, escalate) on
+Secrets, Namespaces, Nodes, webhook configurations and admission policies,
+CRDs, RBAC objects, CSRs and APIServices, and any verb on "*". Review those
+before applying.
 
 A hook whose file uses the bash helpers that write (hook::apply ...),
 KUBERNETES_PATCH_PATH or a writing kubectl verb, or whose binding sets
@@ -93,12 +102,14 @@ write nothing.`,
 	fs := cmd.Flags()
 	hookscmd.BindHooksDir(fs, &f.HooksDir)
 	hookscmd.BindConfigTimeout(fs, &f.ConfigTimeout)
+	hookscmd.BindFolder(fs, &f.HooksFolder)
 	fs.StringVar(&f.CRDs, "crds", "", "file or folder of CustomResourceDefinitions that define the hooks' custom kinds")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "resolve kinds with this cluster's discovery instead of offline")
 	fs.StringVar(&f.Name, "name", "hook-operator", "name of the ClusterRole, Roles and bindings")
 	fs.StringVar(&f.Namespace, "namespace", "hook-operator", "namespace of the operator's ServiceAccount")
 	fs.StringVar(&f.ServiceAccount, "service-account", "hook-operator", "the operator's ServiceAccount")
 	fs.StringVar(&f.WebhookConfigurationName, "webhook-configuration-name", webhook.DefaultConfigurationName, "the webhook configurations the operator may change (start's --webhook-configuration-name)")
+	fs.StringVar(&f.WebhookConfigurationMode, "webhook-configuration-mode", webhook.ModeManaged, "start's --webhook-configuration-mode: managed (grants create) or existing (only get and patch by name)")
 	var selfSigned bool
 	fs.BoolVar(&selfSigned, "webhook-self-signed", false, "start runs with --webhook-self-signed: grant its certificate Secret in --namespace")
 	fs.StringVar(&f.WebhookCertSecret, "webhook-cert-secret", "hook-operator-webhook-certs", "start's --webhook-cert-secret")
@@ -119,7 +130,10 @@ write nothing.`,
 
 // Run loads the hooks and prints their RBAC.
 func Run(ctx context.Context, f Flags, out io.Writer, log *logrus.Logger) error {
-	hooks, err := hook.Load(ctx, f.HooksDir, hook.LoadOptions{ConfigTimeout: f.ConfigTimeout, Warn: func(m string) { log.Warn(m) }})
+	if err := webhook.CheckConfigurationMode(f.WebhookConfigurationMode); err != nil {
+		return err
+	}
+	hooks, err := hook.Load(ctx, f.HooksDir, hook.LoadOptions{ConfigTimeout: f.ConfigTimeout, Folder: f.HooksFolder, Warn: func(m string) { log.Warn(m) }})
 	if err != nil {
 		return fmt.Errorf("hooks in %s are not valid:\n%w", f.HooksDir, err)
 	}
@@ -127,7 +141,7 @@ func Run(ctx context.Context, f Flags, out io.Writer, log *logrus.Logger) error 
 	if err != nil {
 		return err
 	}
-	grants, err := rbac.Grants(hooks, resolver, rbac.GrantOptions{WebhookConfigurationName: f.WebhookConfigurationName,
+	grants, err := rbac.Grants(hooks, resolver, rbac.GrantOptions{WebhookConfigurationName: f.WebhookConfigurationName, WebhookConfigurationMode: f.WebhookConfigurationMode,
 		WebhookCertSecret: f.WebhookCertSecret, OperatorNamespace: f.Namespace, LeaseName: f.LeaseName, Sharding: f.Sharding})
 	if err != nil {
 		return err

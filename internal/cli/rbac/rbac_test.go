@@ -32,7 +32,7 @@ func TestRunMarksSensitiveAndWarnsOfUndeclaredWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := out.String()
-	mark := "# SENSITIVE: patch on secrets: Secrets hold credentials; needed by secrets.sh: writes[0]\n"
+	mark := "# SENSITIVE: create, patch on secrets: Secrets hold credentials; create reaches any name (RBAC cannot limit it to resourceNames); needed by secrets.sh: writes[0]\n"
 	i, j := strings.Index(text, mark), strings.Index(text, "kind: ClusterRole\n")
 	if i < 0 || j < i || strings.Contains(text[i:j], "---") {
 		t.Errorf("no %q in the ClusterRole's document, above it:\n%s", mark, text)
@@ -43,5 +43,48 @@ func TestRunMarksSensitiveAndWarnsOfUndeclaredWrites(t *testing.T) {
 	warn := stderr.String()
 	if !strings.Contains(warn, filepath.Join(dir, "quiet.sh")) || !strings.Contains(warn, "hook::apply") || strings.Contains(warn, "secrets.sh") {
 		t.Errorf("stderr %q: want a warning naming quiet.sh and hook::apply, none about secrets.sh", warn)
+	}
+}
+
+// A folder with only a validating hook: the printed RBAC has nothing on
+// MutatingWebhookConfigurations, marks the create it needs in managed mode,
+// and in existing mode grants no create at all.
+func TestRunValidatingOnly(t *testing.T) {
+	dir := t.TempDir()
+	script := "#!/usr/bin/env bash\nif [[ \"${1:-}\" == --config ]]; then echo '" +
+		`{"configVersion":"v1","kubernetesValidating":[{"name":"policy.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}]}]}` +
+		"'; exit 0; fi\n"
+	if err := os.WriteFile(filepath.Join(dir, "policy.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(mode string) (string, error) {
+		var out bytes.Buffer
+		err := Run(context.Background(), Flags{HooksDir: dir, Name: "op", Namespace: "ops", ServiceAccount: "op",
+			WebhookConfigurationName: "policy-hooks", WebhookConfigurationMode: mode}, &out, logrus.New())
+		return out.String(), err
+	}
+	managed, err := run("managed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(managed, "mutatingwebhookconfigurations") {
+		t.Errorf("a grant on mutatingwebhookconfigurations for a validating hook:\n%s", managed)
+	}
+	if !strings.Contains(managed, "# SENSITIVE: create on validatingwebhookconfigurations:") {
+		t.Errorf("the create on validatingwebhookconfigurations is not marked:\n%s", managed)
+	}
+	existing, err := run("existing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(managed, ": create validatingwebhookconfigurations.admissionregistration.k8s.io cluster-wide\n") {
+		t.Errorf("managed mode grants no create:\n%s", managed)
+	}
+	if strings.Contains(existing, ": create validatingwebhookconfigurations") || strings.Contains(existing, "- delete\n") ||
+		!strings.Contains(existing, ": get, patch validatingwebhookconfigurations.admissionregistration.k8s.io named policy-hooks cluster-wide\n") {
+		t.Errorf("existing mode:\n%s", existing)
+	}
+	if _, err := run("chart"); err == nil || !strings.Contains(err.Error(), "--webhook-configuration-mode=chart") {
+		t.Errorf("an unknown mode: %v", err)
 	}
 }

@@ -23,6 +23,9 @@ type WebhookFlags struct {
 	ListenAddress     string
 	Cert, Key, CA     string
 	ConfigurationName string
+	// ConfigurationMode is managed (the operator creates and deletes the
+	// configurations) or existing (made beforehand; only filled in).
+	ConfigurationMode string
 	ServiceName       string
 	Namespace         string
 	URL               string
@@ -76,6 +79,8 @@ func bindWebhookFlags(fs *pflag.FlagSet, f *WebhookFlags) {
 	fs.StringVar(&f.ConfigurationName, "webhook-configuration-name", webhook.DefaultConfigurationName, "name of the ValidatingWebhookConfiguration and MutatingWebhookConfiguration the operator keeps")
 	envflag.Bind(fs, "webhook-configuration-name", "HOOK_OPERATOR_WEBHOOK_CONFIGURATION_NAME")
 	envflag.BindAlias(fs, "webhook-configuration-name", envflag.Same("VALIDATING_WEBHOOK_CONFIGURATION_NAME"))
+	fs.StringVar(&f.ConfigurationMode, "webhook-configuration-mode", webhook.ModeManaged, "managed: create and delete the webhook configurations; existing: only fill in those made beforehand (the chart's), so the RBAC needs no create")
+	envflag.Bind(fs, "webhook-configuration-mode", "HOOK_OPERATOR_WEBHOOK_CONFIGURATION_MODE")
 	fs.StringVar(&f.ServiceName, "webhook-service-name", "hook-operator-webhook", "the Service (in --operator-namespace, port 443) through which the API server reaches the webhooks")
 	envflag.Bind(fs, "webhook-service-name", "HOOK_OPERATOR_WEBHOOK_SERVICE_NAME")
 	envflag.BindAlias(fs, "webhook-service-name", envflag.Same("VALIDATING_WEBHOOK_SERVICE_NAME"))
@@ -172,9 +177,12 @@ func operatorNamespace(flag string) string {
 // the flags' settings.
 func webhookServer(f WebhookFlags, op *operator.Operator, clients *kube.Clients, dryRun bool, rejected func(string), log logrus.FieldLogger) (*webhook.Server, error) {
 	c := f.Conversion
+	if err := webhook.CheckConfigurationMode(f.ConfigurationMode); err != nil {
+		return nil, err
+	}
 	return webhook.NewServer(webhook.Options{
 		ListenAddress: f.ListenAddress, Cert: f.Cert, Key: f.Key, CA: f.CA,
-		ConfigurationName: f.ConfigurationName, ServiceName: f.ServiceName, Namespace: operatorNamespace(f.Namespace), URL: f.URL,
+		ConfigurationName: f.ConfigurationName, ConfigurationMode: f.ConfigurationMode, ServiceName: f.ServiceName, Namespace: operatorNamespace(f.Namespace), URL: f.URL,
 		FailurePolicy: f.FailurePolicy, Register: f.Register, Labels: f.Labels, Annotations: f.Annotations,
 		MaxConcurrent: f.MaxConcurrent, SelfSigned: f.SelfSigned, CertSecret: f.CertSecret, ClientCA: f.ClientCA,
 		Conversion: webhook.ConversionOptions{ListenAddress: c.ListenAddress, Cert: c.Cert, Key: c.Key, CA: c.CA,
