@@ -109,7 +109,7 @@ write nothing.`,
 	fs.StringVar(&f.Namespace, "namespace", "hook-operator", "namespace of the operator's ServiceAccount")
 	fs.StringVar(&f.ServiceAccount, "service-account", "hook-operator", "the operator's ServiceAccount")
 	fs.StringVar(&f.WebhookConfigurationName, "webhook-configuration-name", webhook.DefaultConfigurationName, "the webhook configurations the operator may change (start's --webhook-configuration-name)")
-	fs.StringVar(&f.WebhookConfigurationMode, "webhook-configuration-mode", webhook.ModeManaged, "start's --webhook-configuration-mode: managed (grants create) or existing (only get and patch by name)")
+	fs.StringVar(&f.WebhookConfigurationMode, "webhook-configuration-mode", webhook.ModeManaged, "start's --webhook-configuration-mode: managed (grants create) or existing (get, patch by name)")
 	var selfSigned bool
 	fs.BoolVar(&selfSigned, "webhook-self-signed", false, "start runs with --webhook-self-signed: grant its certificate Secret in --namespace")
 	fs.StringVar(&f.WebhookCertSecret, "webhook-cert-secret", "hook-operator-webhook-certs", "start's --webhook-cert-secret")

@@ -79,7 +79,7 @@ func bindWebhookFlags(fs *pflag.FlagSet, f *WebhookFlags) {
 	fs.StringVar(&f.ConfigurationName, "webhook-configuration-name", webhook.DefaultConfigurationName, "name of the ValidatingWebhookConfiguration and MutatingWebhookConfiguration the operator keeps")
 	envflag.Bind(fs, "webhook-configuration-name", "HOOK_OPERATOR_WEBHOOK_CONFIGURATION_NAME")
 	envflag.BindAlias(fs, "webhook-configuration-name", envflag.Same("VALIDATING_WEBHOOK_CONFIGURATION_NAME"))
-	fs.StringVar(&f.ConfigurationMode, "webhook-configuration-mode", webhook.ModeManaged, "managed: create and delete the webhook configurations; existing: only fill in those made beforehand (the chart's), so the RBAC needs no create")
+	fs.StringVar(&f.ConfigurationMode, "webhook-configuration-mode", webhook.ModeManaged, "managed (create and delete the webhook configurations) or existing (only fill in the chart's)")
 	envflag.Bind(fs, "webhook-configuration-mode", "HOOK_OPERATOR_WEBHOOK_CONFIGURATION_MODE")
 	fs.StringVar(&f.ServiceName, "webhook-service-name", "hook-operator-webhook", "the Service (in --operator-namespace, port 443) through which the API server reaches the webhooks")
 	envflag.Bind(fs, "webhook-service-name", "HOOK_OPERATOR_WEBHOOK_SERVICE_NAME")
