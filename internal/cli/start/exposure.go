@@ -41,21 +41,22 @@ func exposures(f Flags, hooks []*hook.Hook) []exposure {
 	separate := c.given()
 	// The listeners the webhook server opens for these hooks (see
 	// webhook.Server's listen): dry-run serves no conversions.
-	if w.ListenAddress != "" {
-		if (admission || (conversion && !separate && f.DryRun == "")) && len(w.ClientCA) == 0 {
+	if w.ListenAddress != "" && len(w.ClientCA) == 0 {
+		switch {
+		case admission:
 			out = append(out, exposure{surface: "webhook", address: w.ListenAddress, flag: "--webhook-client-ca",
-				message: fmt.Sprintf("the webhook listener %s accepts reviews from any client that reaches it, and a forged review runs the hooks: "+
+				message: fmt.Sprintf("the webhook listener %s accepts admission reviews from any client that reaches it, and a forged review runs the hooks: "+
 					"set --webhook-client-ca to the CA of the API server's client certificate (docs/deploy.md, \"Who may call the webhooks\")", where(w.ListenAddress))})
+		case conversion && !separate && f.DryRun == "":
+			out = append(out, conversionExposure("webhook", w.ListenAddress, "--webhook-client-ca"))
 		}
-		if conversion && separate && f.DryRun == "" && len(c.ClientCA) == 0 && len(w.ClientCA) == 0 {
-			addr := c.ListenAddress
-			if addr == "" {
-				addr = ":9681"
-			}
-			out = append(out, exposure{surface: "conversion-webhook", address: addr, flag: "--conversion-webhook-client-ca",
-				message: fmt.Sprintf("the conversion webhook listener %s accepts conversion reviews from any client that reaches it: "+
-					"set --conversion-webhook-client-ca (or --webhook-client-ca) to the CA of the API server's client certificate", where(addr))})
+	}
+	if w.ListenAddress != "" && conversion && separate && f.DryRun == "" && len(c.ClientCA) == 0 && len(w.ClientCA) == 0 {
+		addr := c.ListenAddress
+		if addr == "" {
+			addr = ":9681"
 		}
+		out = append(out, conversionExposure("conversion-webhook", addr, "--conversion-webhook-client-ca"))
 	}
 	if f.ListenAddress != "" && !f.MetricsSecure && !loopback(f.ListenAddress) {
 		out = append(out, exposure{surface: "metrics", address: f.ListenAddress, flag: "--metrics-secure",
@@ -72,6 +73,16 @@ func exposures(f Flags, hooks []*hook.Hook) []exposure {
 				"drop --debug-http; `hook-operator debug` reads them from --debug-socket", what, where(f.ListenAddress))})
 	}
 	return out
+}
+
+// conversionExposure is a listener that serves conversions to any client.
+// The API server presents no client certificate to conversion webhooks
+// (kubernetes/kubernetes#131810), so a client CA closes it only for an API
+// server that can; otherwise the network has to.
+func conversionExposure(surface, addr, flag string) exposure {
+	return exposure{surface: surface, address: addr, flag: flag,
+		message: fmt.Sprintf("the listener %s accepts conversion reviews from any client that reaches it: keep it reachable from the API server only (NetworkPolicy); "+
+			"kube-apiserver presents no client certificate to conversion webhooks, so %s (the CA of the API server's client certificate) closes it only for an API server that can", where(addr), flag)}
 }
 
 // webhookBindings reports whether hooks have admission bindings and

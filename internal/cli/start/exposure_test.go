@@ -119,6 +119,17 @@ func TestWarnExposuresMessages(t *testing.T) {
 	if len(want) > 0 {
 		t.Errorf("no warning of %v", want)
 	}
+
+	// Conversions: the API server presents no client certificate to them,
+	// so the warning says to close the port by network as well.
+	conversion := &hook.Hook{Name: "convert.sh"}
+	conversion.Config.Conversion = []hook.ConversionBinding{{}}
+	log, entries = logtest.NewNullLogger()
+	warnExposures(defaultFlags(t, "--metrics-secure", "--conversion-webhook-url", "https://10.0.0.5:9681"), []*hook.Hook{conversion}, log)
+	if e := entries.LastEntry(); e == nil || e.Data["surface"] != "conversion-webhook" ||
+		!strings.Contains(e.Message, ":9681 (every interface)") || !strings.Contains(e.Message, "NetworkPolicy") || !strings.Contains(e.Message, "no client certificate to conversion webhooks") {
+		t.Errorf("the conversion listener's warning: %v", e)
+	}
 }
 
 // start warns of the open surfaces once the hooks are loaded, before it
