@@ -82,7 +82,7 @@ func (r *Runner) takeDir(contexts func(io.Writer) error) (*runDir, error) {
 // d's files open, or would open one by its name, reaches nothing of a
 // later run.
 func (r *Runner) releaseDir(d *runDir, reusable bool) error {
-	if r.ReuseDirs && reusable && d.reset(false) && r.pool.put(d) {
+	if r.ReuseDirs && reusable && d.reset() && r.pool.put(d) {
 		return nil
 	}
 	return d.remove()
@@ -101,11 +101,10 @@ func (r *Runner) Close() error {
 
 // reset empties d for a later run and reports whether d is now as
 // newRunDir leaves a dir, but for the binding contexts, which it removes
-// (the next run writes its own) or, with keepContexts, keeps for the next
-// run to write over (rewriteContexts). It is not when the hook added,
+// (the next run writes its own). It is not when the hook added,
 // removed or replaced an entry of the dir, or changed a file's mode: a
 // later run must see nothing of this one.
-func (d *runDir) reset(keepContexts bool) bool {
+func (d *runDir) reset() bool {
 	f, err := os.Open(d.path)
 	if err != nil {
 		return false
@@ -120,15 +119,12 @@ func (d *runDir) reset(keepContexts bool) bool {
 		if names[i] != filepath.Base(p) {
 			return false
 		}
-		if p == d.contexts && !keepContexts {
+		if p == d.contexts {
 			continue
 		}
 		st, err := os.Lstat(p)
 		if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o600 {
 			return false
-		}
-		if p == d.contexts {
-			continue
 		}
 		// Recreated rather than truncated: ext4 flushes a file truncated
 		// to zero (auto_da_alloc), which costs more than a new file.
@@ -136,5 +132,5 @@ func (d *runDir) reset(keepContexts bool) bool {
 			return false
 		}
 	}
-	return keepContexts || os.Remove(d.contexts) == nil
+	return os.Remove(d.contexts) == nil
 }

@@ -21,14 +21,14 @@ func BenchmarkRunDir(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if !d.reset(false) {
+		if !d.reset() {
 			b.Fatal("not reset")
 		}
 		for b.Loop() {
 			if err := d.writeContexts(ctx); err != nil {
 				b.Fatal(err)
 			}
-			if !d.reset(false) {
+			if !d.reset() {
 				b.Fatal("not reset")
 			}
 		}

@@ -80,40 +80,6 @@ func (d *runDir) writeContexts(write func(io.Writer) error) error {
 	return f.Close()
 }
 
-// rewriteContexts writes contexts over the binding contexts file that d
-// kept from its last run (reset(true)): a file written in place costs the
-// file system less than a new one.
-func (d *runDir) rewriteContexts(write func(io.Writer) error) error {
-	f, err := os.OpenFile(d.contexts, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return err
-	}
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		_ = f.Close()
-		return fmt.Errorf("%s is not a regular file", d.contexts)
-	}
-	w := &countingWriter{w: f}
-	err = write(w)
-	if err == nil {
-		// Never to zero (contexts are at least "[]"): ext4 flushes a
-		// file truncated to zero when it is closed (auto_da_alloc).
-		err = f.Truncate(w.n)
-	}
-	return errors.Join(err, f.Close())
-}
-
-// countingWriter counts the bytes written through it.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
 // createFile creates name, which must not exist, 0600, holding content.
 func createFile(name string, content []byte) error {
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -75,11 +76,13 @@ var (
 	// subreaping is set once this process adopts its descendants' orphans.
 	subreaping atomic.Bool
 	// liveHooks maps the pid of each running hook to a lower bound of its
-	// start time, in clock ticks since boot (as /proc reports them).
+	// start time, in clock ticks since boot (as /proc reports them), and
+	// that of each resident process to its tag (envTag).
 	liveHooks = struct {
 		sync.Mutex
-		m map[int]uint64
-	}{m: map[int]uint64{}}
+		m    map[int]uint64
+		tags map[int]string
+	}{m: map[int]uint64{}, tags: map[int]string{}}
 	// cleanupMu makes cleanups and sweeps one at a time: two at once would
 	// reap the same pids.
 	cleanupMu sync.Mutex
@@ -153,11 +156,34 @@ func startHook(cmd *exec.Cmd) error {
 	return nil
 }
 
+// startResidentHook starts cmd, a resident hook whose environment holds
+// tag (envTag), and records it as a live run's that lasts: what it starts
+// is its own, in whatever group or session, for as long as it lives.
+func startResidentHook(cmd *exec.Cmd, tag string) error {
+	if err := startHook(cmd); err != nil {
+		return err
+	}
+	liveHooks.Lock()
+	liveHooks.tags[cmd.Process.Pid] = tag
+	liveHooks.Unlock()
+	return nil
+}
+
 // untrackHook forgets pid once os/exec has reaped it.
 func untrackHook(pid int) {
 	liveHooks.Lock()
 	delete(liveHooks.m, pid)
+	delete(liveHooks.tags, pid)
 	liveHooks.Unlock()
+}
+
+// isLiveHook reports whether pid is the hook of a live run, os/exec's to
+// wait for.
+func isLiveHook(pid int) bool {
+	liveHooks.Lock()
+	defer liveHooks.Unlock()
+	_, ok := liveHooks.m[pid]
+	return ok
 }
 
 // killLeftovers kills what the run whose hook is pid left running: its
@@ -229,7 +255,10 @@ type proc struct {
 // classify sorts the children of this process that os/exec does not wait
 // for: doomed are the leftovers of the run whose hook is ended (0: none)
 // and of runs that have ended; unsure is whether some others may be
-// ended's.
+// ended's. A resident process is a live run for as long as it lives, but
+// its descendants never reach this process while it does unless their
+// parent exited, and then they carry its tag: they are its, and every
+// other leftover is judged by the one-shot runs alone.
 func classify(ended int) (doomed []proc, unsure bool, err error) {
 	startMu.Lock()
 	defer startMu.Unlock()
@@ -243,19 +272,7 @@ func classify(ended int) (doomed []proc, unsure bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	liveHooks.Lock()
-	live := make(map[int]uint64, len(liveHooks.m))
-	var oldest uint64
-	for p, epoch := range liveHooks.m {
-		if p == ended {
-			continue
-		}
-		live[p] = epoch
-		if oldest == 0 || epoch < oldest {
-			oldest = epoch
-		}
-	}
-	liveHooks.Unlock()
+	live, residentTags, oneShots, oldest := liveRuns(ended)
 	for _, k := range kids {
 		if _, ok := live[k]; ok || k == ended {
 			continue // os/exec waits for it
@@ -271,7 +288,9 @@ func classify(ended int) (doomed []proc, unsure bool, err error) {
 			doomed = append(doomed, p)
 		case p.sid != ownSid && p.state == 'Z':
 			doomed = append(doomed, p) // a dead leftover: nobody waits for it
-		case p.sid != ownSid && (len(live) == 0 || p.start < oldest):
+		case len(residentTags) > 0 && p.state != 'Z' && residentTags[tagOf(k)]:
+			// A live resident process's: it ends with it.
+		case p.sid != ownSid && (oneShots == 0 || p.start < oldest):
 			doomed = append(doomed, p)
 		case p.state == 'Z':
 			// Dead, so it reaches nothing; whoever started it, or the
@@ -281,6 +300,31 @@ func classify(ended int) (doomed []proc, unsure bool, err error) {
 		}
 	}
 	return doomed, unsure, nil
+}
+
+// liveRuns returns the live hooks but ended, by pid, with their start
+// epochs; the tags of the live resident processes; and how many of the
+// live hooks are one-shot, with the earliest start epoch among those.
+func liveRuns(ended int) (live map[int]uint64, residentTags map[string]bool, oneShots int, oldest uint64) {
+	liveHooks.Lock()
+	defer liveHooks.Unlock()
+	live = make(map[int]uint64, len(liveHooks.m))
+	residentTags = make(map[string]bool, len(liveHooks.tags))
+	for p, epoch := range liveHooks.m {
+		if p == ended {
+			continue
+		}
+		live[p] = epoch
+		if tag, ok := liveHooks.tags[p]; ok {
+			residentTags[tag] = true
+			continue
+		}
+		oneShots++
+		if oldest == 0 || epoch < oldest {
+			oldest = epoch
+		}
+	}
+	return live, residentTags, oneShots, oldest
 }
 
 // ownZombies returns the zombie children of this process in its own
@@ -474,4 +518,118 @@ func readProc(pid int) (proc, error) {
 		return proc{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
 	return p, nil
+}
+
+// maxEnvironBytes bounds what tagOf reads of a process's environment.
+const maxEnvironBytes = 256 << 10
+
+// tagOf returns the resident tag (envTag) in the environment pid started
+// with, or "" when it has none or it cannot be read.
+func tagOf(pid int) string {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, maxEnvironBytes))
+	prefix := []byte(envTag + "=")
+	for kv := range bytes.SplitSeq(b, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, prefix); ok {
+			return string(v)
+		}
+	}
+	return ""
+}
+
+// residentTree returns the processes the resident process pid, whose tag
+// is tag, started and that are alive: its descendants, in whatever group or
+// session, and the children of this process that carry its tag (those
+// whose parent exited: an orphan comes to this process, Subreap), with
+// theirs.
+func residentTree(pid int, tag string) []int {
+	todo, _ := childrenOf(pid)
+	todo = append(todo, taggedOrphans(tag)...)
+	seen := map[int]bool{pid: true}
+	var out []int
+	for len(todo) > 0 {
+		p := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		out = append(out, p)
+		kids, _ := childrenOf(p)
+		todo = append(todo, kids...)
+	}
+	return out
+}
+
+// taggedOrphans returns the children of this process, but live hooks, that
+// carry tag.
+func taggedOrphans(tag string) []int {
+	if tag == "" || !adopting() {
+		return nil
+	}
+	kids, err := orphans()
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, k := range kids {
+		if !isLiveHook(k) && tagOf(k) == tag {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// signalResident sends sig to the process group of the resident process
+// pid, which has not been reaped, and to every process it started
+// (residentTree).
+func signalResident(pid int, tag string, sig unix.Signal) {
+	_ = unix.Kill(-pid, sig)
+	for _, p := range residentTree(pid, tag) {
+		_ = unix.Kill(p, sig)
+	}
+}
+
+// killResidentLeftovers kills what the resident process pid, whose tag is
+// tag, left running when it exited: its process group, when zombie says
+// that pid is not reaped yet (and so still names the group), and, where
+// this process adopts orphans, each of its children (all that was the
+// resident process's went to it) in that group or carrying the tag, with
+// their trees, reaped.
+func killResidentLeftovers(pid int, tag string, zombie bool) {
+	if zombie {
+		_ = unix.Kill(-pid, unix.SIGKILL)
+	}
+	if !adopting() {
+		return
+	}
+	cleanupMu.Lock()
+	defer cleanupMu.Unlock()
+	self := os.Getpid()
+	for range cleanupRounds {
+		kids, err := orphans()
+		if err != nil {
+			return
+		}
+		var doomed []proc
+		for _, k := range kids {
+			if k == pid || isLiveHook(k) {
+				continue
+			}
+			p, err := readProc(k)
+			if err != nil || p.ppid != self {
+				continue
+			}
+			if zombie && p.pgid == pid || p.state != 'Z' && tagOf(k) == tag {
+				doomed = append(doomed, p)
+			}
+		}
+		if len(doomed) == 0 || !killAndReap(doomed) {
+			return
+		}
+	}
 }

@@ -28,3 +28,17 @@ func killLeftovers(pid int) bool {
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	return false
 }
+
+// startResidentHook starts cmd, a resident hook.
+func startResidentHook(cmd *exec.Cmd, _ string) error { return cmd.Start() }
+
+// signalResident signals the process group of the resident process pid.
+func signalResident(pid int, _ string, sig syscall.Signal) { _ = syscall.Kill(-pid, sig) }
+
+// killResidentLeftovers kills the process group of the resident process
+// pid while its pid still names it.
+func killResidentLeftovers(pid int, _ string, zombie bool) {
+	if zombie {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
+}

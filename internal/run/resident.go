@@ -3,6 +3,9 @@ package run
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,14 +29,19 @@ const (
 	envResident = "HOOK_OPERATOR_RESIDENT"
 	envRequest  = "HOOK_OPERATOR_REQUEST_FD"
 	envReply    = "HOOK_OPERATOR_REPLY_FD"
+	// envTag marks a resident process and, inherited, what it starts: a
+	// process in a session of its own whose parent exited is known by it
+	// as the resident process's (residentTree).
+	envTag = "HOOK_OPERATOR_RESIDENT_TAG"
 	// stopGrace is how long a resident process has to exit after its
 	// request pipe closes, before SIGTERM.
 	stopGrace = 5 * time.Second
 	// maxReplyBytes bounds one reply line; a reply is a few dozen bytes.
 	maxReplyBytes = 4 << 10
 	// exitReplyGrace is how long a run whose process exited waits for a
-	// reply the process wrote before it exited (a child of the hook that
-	// holds fd 4 open would keep the pipe from its end of file).
+	// reply the process wrote before it exited (a process that holds fd 4
+	// open and escaped the kill of the hook's leftovers would keep the pipe
+	// from its end of file).
 	exitReplyGrace = 100 * time.Millisecond
 	// surplusIdle is how long a process above a hook's parallelism (one
 	// started for admission or conversion requests that came at once)
@@ -55,20 +63,22 @@ const (
 type resident struct {
 	cmd     *exec.Cmd
 	exe     os.FileInfo // the executable when it started
+	tag     string      // its envTag
 	request *os.File    // the write end of the hook's fd 3
-	replies chan string // lines from the hook's fd 4; closed at EOF
+	// reply is the read end of the hook's fd 4, read only while a run is
+	// in flight (readReply): bytes found there between runs were written
+	// after a reply, and the process serves no more runs (stale).
+	reply   *os.File
+	replies *bufio.Reader
 	exited  chan struct{}
 	waitErr error // set before exited closes
 	out     *outPipe
 	errOut  *outPipe
-	runs    int
-	nextID  uint64
-	gen     uint64 // the hook's generation when it started (RecycleResident)
-	// dir is the run dir of this process's runs, emptied after each
-	// (nil until the first, or after one the hook left changed): a late
-	// write of the process reaches only its own next run, whose state
-	// carries over anyway. Removed once the process has stopped.
-	dir *runDir
+	// outputGrace is how long its stdout and stderr are still read once it
+	// and what it started have ended.
+	outputGrace time.Duration
+	runs        int
+	gen         uint64 // the hook's generation when it started (RecycleResident)
 	// descendants is the memory of the processes it started, read at
 	// descendantsAt.
 	descendants   int64
@@ -113,11 +123,11 @@ func (r *Runner) takeResident(ctx context.Context, h *hook.Hook, log logrus.Fiel
 			switch reason {
 			case "changed":
 				r.processes().ProcessRecycled(h.Name, reason)
-			case "exited":
+			default:
 				r.processes().ProcessRestarted(h.Name, reason)
 			}
 			log.WithField("reason", reason).Info("resident hook process replaced")
-			p.stopLocked(rp, r.killGrace(), true)
+			p.stopLocked(rp, r.killGrace(), reason != "protocol")
 			continue
 		}
 		p.mu.Unlock()
@@ -162,12 +172,17 @@ func backoff(crashes int) time.Duration {
 	return min(d, crashBackoffMax)
 }
 
-// stale says why rp must not serve another run, or "".
+// stale says why rp must not serve another run, or "": it exited, wrote
+// to fd 4 after its last reply (protocol: nothing it wrote after a reply
+// may reach a later run), or its executable changed.
 func (rp *resident) stale(path string) string {
 	select {
 	case <-rp.exited:
 		return "exited"
 	default:
+	}
+	if n, ok := pipePending(rp.reply); rp.replies.Buffered() > 0 || ok && n > 0 {
+		return "protocol"
 	}
 	if info, err := os.Stat(path); err != nil || !sameFile(rp.exe, info) {
 		return "changed"
@@ -220,17 +235,18 @@ func (r *Runner) startResident(h *hook.Hook, log logrus.FieldLogger) (*resident,
 		return nil, fmt.Errorf("start: stderr pipe: %w", err)
 	}
 	files = append(files, errOut.r, errWrite)
-	rp := &resident{exe: exe, request: reqWrite, replies: make(chan string, 1), exited: make(chan struct{}), out: out, errOut: errOut}
+	rp := &resident{exe: exe, tag: newTag(), request: reqWrite, reply: replyRead, replies: bufio.NewReaderSize(replyRead, maxReplyBytes),
+		exited: make(chan struct{}), out: out, errOut: errOut, outputGrace: r.outputGrace()}
 	cmd := exec.Command(h.Path)
 	cmd.Dir, cmd.Stdin, cmd.Stdout, cmd.Stderr = h.Dir, stdin, outWrite, errWrite
-	cmd.Env = append(withoutResidentEnv(r.baseEnv()), envResident+"=1", envRequest+"=3", envReply+"=4")
+	cmd.Env = append(withoutResidentEnv(r.baseEnv()), envResident+"=1", envRequest+"=3", envReply+"=4", envTag+"="+rp.tag)
 	cmd.ExtraFiles = []*os.File{reqRead, replyWrite}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	rp.cmd = cmd
 	r.residents.mu.Lock()
 	rp.gen = r.residents.gens[h.Name]
 	r.residents.mu.Unlock()
-	if err := startHook(cmd); err != nil {
+	if err := startResidentHook(cmd, rp.tag); err != nil {
 		closeAll()
 		return nil, fmt.Errorf("start: %w", err)
 	}
@@ -241,13 +257,47 @@ func (r *Runner) startResident(h *hook.Hook, log logrus.FieldLogger) (*resident,
 	log.WithField("pid", cmd.Process.Pid).Info("resident hook process started")
 	go out.copy()
 	go errOut.copy()
-	go rp.readReplies(replyRead)
-	go func() {
-		rp.waitErr = cmd.Wait()
-		untrackHook(cmd.Process.Pid)
-		close(rp.exited)
-	}()
+	go rp.wait()
 	return rp, nil
+}
+
+// wait waits for rp's process to exit. What it started ends with it: killed
+// while it is a zombie not yet reaped, so that its pid still names its
+// process group. A run in flight then has exitReplyGrace to read a reply
+// the process wrote before it exited.
+func (rp *resident) wait() {
+	pid := rp.cmd.Process.Pid
+	exited := awaitExit(pid)
+	if exited {
+		killResidentLeftovers(pid, rp.tag, true)
+	}
+	rp.waitErr = rp.cmd.Wait()
+	untrackHook(pid)
+	if !exited {
+		killResidentLeftovers(pid, rp.tag, false)
+	}
+	close(rp.exited)
+	time.AfterFunc(exitReplyGrace, func() { _ = rp.reply.SetReadDeadline(aLongTimeAgo) })
+}
+
+// aLongTimeAgo is a deadline that has passed: it ends a read or write
+// blocked on a pipe.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// newTag returns a new envTag value: 16 random hex digits.
+func newTag() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
+}
+
+// newRunID returns the id of a run's request: random digits, so that a
+// reply written before the request (after an earlier run's reply) cannot
+// answer it but by chance.
+func newRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return strconv.FormatUint(binary.LittleEndian.Uint64(b[:]), 10)
 }
 
 // withoutResidentEnv returns base without the protocol's variables, so that
@@ -261,26 +311,6 @@ func withoutResidentEnv(base []string) []string {
 		}
 	}
 	return env
-}
-
-// readReplies sends every line of the hook's fd 4 to rp.replies; a line
-// longer than maxReplyBytes is sent cut, and fails its run.
-func (rp *resident) readReplies(f *os.File) {
-	defer close(rp.replies)
-	defer f.Close()
-	br := bufio.NewReaderSize(f, maxReplyBytes)
-	for {
-		line, err := br.ReadSlice('\n')
-		if len(line) > 0 && (err == nil || errors.Is(err, bufio.ErrBufferFull)) {
-			rp.replies <- string(line)
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if err != nil {
-			return
-		}
-	}
 }
 
 // reply is the hook's answer to one request.
@@ -414,6 +444,19 @@ func (o *outPipe) target() (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// end waits, at most for grace, until the writers of the pipe have all
+// closed it, then closes it: a process that escaped the kill of the hook's
+// leftovers and holds stdout or stderr keeps neither the fd nor copy.
+func (o *outPipe) end(grace time.Duration) {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-o.done:
+	case <-t.C:
+		_ = o.r.Close()
+	}
 }
 
 // set makes lw (nil: idle) receive what follows; the line writer it

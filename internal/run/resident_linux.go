@@ -39,24 +39,15 @@ func ownRSS(f *os.File) int64 {
 }
 
 // descendantsRSS returns the resident memory, in bytes, of the processes
-// below pgid in the process tree that are in its process group, read from
-// /proc; what it cannot read counts 0. It walks the tree from pgid (a few
-// files per thread and process) rather than scanning every process.
-func descendantsRSS(pgid int) int64 {
+// the resident process pid, whose tag is tag, started (residentTree: in its
+// process group or not, its orphans included), read from /proc; what it
+// cannot read counts 0. It walks the tree from pid (a few files per thread
+// and process) rather than scanning every process.
+func descendantsRSS(pid int, tag string) int64 {
 	pageSize := int64(os.Getpagesize())
 	var total int64
-	for todo := []int{pgid}; len(todo) > 0; {
-		pid := todo[len(todo)-1]
-		todo = todo[:len(todo)-1]
-		if pid != pgid {
-			total += residentPages(pid) * pageSize
-		}
-		children, _ := childrenOf(pid)
-		for _, c := range children {
-			if p, err := readProc(c); err == nil && p.pgid == pgid {
-				todo = append(todo, c)
-			}
-		}
+	for _, p := range residentTree(pid, tag) {
+		total += residentPages(p) * pageSize
 	}
 	return total
 }

@@ -12,6 +12,6 @@ const residentSupported = false
 func pipePending(*os.File) (int, bool) { return 0, false }
 
 // ownRSS and descendantsRSS cannot tell here.
-func openStatm(int) *os.File   { return nil }
-func ownRSS(*os.File) int64    { return 0 }
-func descendantsRSS(int) int64 { return 0 }
+func openStatm(int) *os.File           { return nil }
+func ownRSS(*os.File) int64            { return 0 }
+func descendantsRSS(int, string) int64 { return 0 }

@@ -1,11 +1,10 @@
 package run
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -15,8 +14,10 @@ import (
 )
 
 // runResident does req's run on a resident process of its hook: the request
-// line on fd 3, the reply on fd 4. The run's contract (dir, files, limits,
-// meaning of success) is a one-shot run's.
+// line on fd 3, the reply on fd 4. The run's contract (files, limits,
+// meaning of success) is a one-shot run's; its dir is its own, new for the
+// run and removed at its end, so that what a process writes after its
+// reply, by a path or through a file it keeps open, reaches no later run.
 func (r *Runner) runResident(ctx context.Context, req Request, log logrus.FieldLogger, stdout, stderr *lineWriter) (Result, error) {
 	h := req.Hook
 	limits := r.Limits(req)
@@ -29,53 +30,50 @@ func (r *Runner) runResident(ctx context.Context, req Request, log logrus.FieldL
 	deadline.arm(limits.Timeout, cancel)
 	defer deadline.stop()
 
-	rp, err := r.takeResident(runCtx, h, log)
+	parent, err := r.home.dir(r.TmpDir)
 	if err != nil {
-		return Result{}, fmt.Errorf("hook %s: resident process: %w", h.Name, err)
-	}
-	dir, err := rp.takeDir(&r.home, r.TmpDir, req.contextsWriter())
-	if err != nil {
-		r.returnResident(h.Name, rp, h.Config.Settings, log)
 		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
 	}
-	rp.nextID++
-	id := strconv.FormatUint(rp.nextID, 10)
-	rp.out.set(stdout)
-	rp.errOut.set(stderr)
-	start := time.Now()
-	exitCode, fault := rp.serve(runCtx, requestLine(id, dir), id)
-	var res Result
-	res.Duration = time.Since(start)
-	rp.out.drain(limits.OutputGrace)
-	rp.errOut.drain(limits.OutputGrace)
-	rp.out.set(nil)
-	rp.errOut.set(nil)
-	res.StderrTail = stderr.tail()
-
-	switch {
-	case fault == nil:
-		rp.runs++
-		defer r.returnResident(h.Name, rp, h.Config.Settings, log)
-		defer rp.releaseDir()
-	case runCtx.Err() != nil:
-		r.residents.kill(rp, limits.KillGrace)
-		if ctx.Err() != nil {
-			return res, fmt.Errorf("hook %s: cancelled: %w", h.Name, ctx.Err())
-		}
-		r.processes().ProcessRestarted(h.Name, "timeout")
-		log.WithField("reason", "timeout").Warn("resident hook process replaced")
-		return res, fmt.Errorf("hook %s: timed out after %s: %w", h.Name, deadline.Timeout(), context.DeadlineExceeded)
-	default:
-		crashed := errors.Is(fault, errExited)
-		r.residents.replaced(h.Name, rp, crashed, limits.KillGrace)
-		reason := "protocol"
-		if crashed {
-			reason = "crashed"
-		}
-		r.processes().ProcessRestarted(h.Name, reason)
-		log.WithFields(logrus.Fields{"reason": reason, "error": fault}).Warn("resident hook process replaced")
-		return res, fmt.Errorf("hook %s: %w%s", h.Name, fault, stderrSuffix(res.StderrTail))
+	dir, err := newRunDir(parent, req.contextsWriter())
+	if err != nil {
+		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
 	}
+	defer func() {
+		if err := dir.remove(); err != nil {
+			log.WithError(err).Warn("removing the hook's temp dir")
+		}
+	}()
+	var res Result
+	var rp *resident
+	exitCode, fault := 0, errNotServed
+	// A process that exited after its last reply, before it read this
+	// run's request, did not serve the run: a new one does, once.
+	for try := 0; try < 2 && errors.Is(fault, errNotServed); try++ {
+		if rp != nil {
+			r.residents.replaced(h.Name, rp, false, limits.KillGrace)
+			r.processes().ProcessRestarted(h.Name, "exited")
+			log.WithField("reason", "exited").Info("resident hook process replaced")
+		}
+		if rp, err = r.takeResident(runCtx, h, log); err != nil {
+			return Result{}, fmt.Errorf("hook %s: resident process: %w", h.Name, err)
+		}
+		rp.out.set(stdout)
+		rp.errOut.set(stderr)
+		start := time.Now()
+		id := newRunID()
+		exitCode, fault = rp.serve(runCtx, requestLine(id, dir), id)
+		res.Duration = time.Since(start)
+		rp.out.drain(limits.OutputGrace)
+		rp.errOut.drain(limits.OutputGrace)
+		rp.out.set(nil)
+		rp.errOut.set(nil)
+	}
+	res.StderrTail = stderr.tail()
+	if fault != nil {
+		return res, r.residentFault(ctx, runCtx, h.Name, rp, fault, res.StderrTail, deadline, limits, log)
+	}
+	rp.runs++
+	r.returnResident(h.Name, rp, h.Config.Settings, log)
 	if exitCode != 0 {
 		return res, fmt.Errorf("hook %s: exit code %d%s", h.Name, exitCode, stderrSuffix(res.StderrTail))
 	}
@@ -83,6 +81,29 @@ func (r *Runner) runResident(ctx context.Context, req Request, log logrus.FieldL
 		return res, fmt.Errorf("hook %s: %w", h.Name, err)
 	}
 	return res, nil
+}
+
+// residentFault replaces rp after a run that did not end with a reply, and
+// returns the run's error.
+func (r *Runner) residentFault(ctx, runCtx context.Context, name string, rp *resident, fault error, stderrTail string, deadline *Deadline, limits Limits, log logrus.FieldLogger) error {
+	if runCtx.Err() != nil {
+		r.residents.kill(rp, limits.KillGrace)
+		if ctx.Err() != nil {
+			return fmt.Errorf("hook %s: cancelled: %w", name, ctx.Err())
+		}
+		r.processes().ProcessRestarted(name, "timeout")
+		log.WithField("reason", "timeout").Warn("resident hook process replaced")
+		return fmt.Errorf("hook %s: timed out after %s: %w", name, deadline.Timeout(), context.DeadlineExceeded)
+	}
+	crashed := errors.Is(fault, errExited)
+	r.residents.replaced(name, rp, crashed, limits.KillGrace)
+	reason := "protocol"
+	if crashed {
+		reason = "crashed"
+	}
+	r.processes().ProcessRestarted(name, reason)
+	log.WithFields(logrus.Fields{"reason": reason, "error": fault}).Warn("resident hook process replaced")
+	return fmt.Errorf("hook %s: %w%s", name, fault, stderrSuffix(stderrTail))
 }
 
 func stderrSuffix(tail string) string {
@@ -96,34 +117,50 @@ func stderrSuffix(tail string) string {
 // run.
 var errExited = errors.New("the resident process exited during the run")
 
+// errNotServed is what serve returns when the process, having served a
+// run before, ended before it read this run's request: it exited after
+// its last reply, which is no fault.
+var errNotServed = errors.New("the resident process exited before it read the request")
+
 // serve sends one request and waits for its reply, the process's exit or
 // ctx's end. A nil fault means a well-formed reply with exitCode.
 func (rp *resident) serve(ctx context.Context, request []byte, id string) (exitCode int, fault error) {
+	// Both pipes' waits end with ctx: a process that reads no requests
+	// fills the request pipe, one that does not reply holds the read.
+	stop := context.AfterFunc(ctx, func() {
+		_ = rp.request.SetWriteDeadline(aLongTimeAgo)
+		_ = rp.reply.SetReadDeadline(aLongTimeAgo)
+	})
+	defer stop()
 	if _, err := rp.request.Write(request); err != nil {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		if rp.runs > 0 {
+			return 0, fmt.Errorf("%w (writing it: %v)", errNotServed, err)
+		}
 		return 0, fmt.Errorf("%w (writing the request: %v)", errExited, err)
 	}
-	select {
-	case line, ok := <-rp.replies:
-		if !ok {
-			<-rp.exited
-			return 0, fmt.Errorf("%w (%v)", errExited, rp.exitState())
-		}
-		return parseReplyLine(line, id)
-	case <-rp.exited:
-		// A reply written just before the exit may not have been read
-		// yet: it ends the run as any reply does.
-		t := time.NewTimer(exitReplyGrace)
-		defer t.Stop()
-		select {
-		case line, ok := <-rp.replies:
-			if ok {
-				return parseReplyLine(line, id)
-			}
-		case <-t.C:
-		}
-		return 0, fmt.Errorf("%w (%v)", errExited, rp.exitState())
-	case <-ctx.Done():
+	line, err := rp.replies.ReadSlice('\n')
+	switch {
+	case err == nil:
+		return parseReplyLine(string(line), id)
+	case ctx.Err() != nil:
 		return 0, ctx.Err()
+	case errors.Is(err, bufio.ErrBufferFull):
+		return 0, fmt.Errorf("protocol: reply is longer than %d bytes", maxReplyBytes)
+	case len(line) > 0:
+		return parseReplyLine(string(line), id) // cut short: not a line
+	}
+	// End of file, or exitReplyGrace passed after the process exited.
+	if n, ok := pipePending(rp.request); rp.runs > 0 && ok && n >= len(request) {
+		return 0, errNotServed
+	}
+	select {
+	case <-rp.exited:
+		return 0, fmt.Errorf("%w (%v)", errExited, rp.exitState())
+	default:
+		return 0, fmt.Errorf("%w (it closed fd 4)", errExited)
 	}
 }
 
@@ -143,44 +180,14 @@ func (rp *resident) exitState() string {
 	return fmt.Sprint(rp.waitErr)
 }
 
-// takeDir returns rp's run dir holding contexts: the one of its last run,
-// emptied then but for the contexts file, written over now, or a new one.
-func (rp *resident) takeDir(h *home, tmpDir string, contexts func(io.Writer) error) (*runDir, error) {
-	if rp.dir != nil {
-		if err := rp.dir.rewriteContexts(contexts); err == nil {
-			return rp.dir, nil
-		}
-		_ = rp.dir.remove()
-		rp.dir = nil
-	}
-	parent, err := h.dir(tmpDir)
-	if err != nil {
-		return nil, err
-	}
-	d, err := newRunDir(parent, contexts)
-	if err != nil {
-		return nil, err
-	}
-	rp.dir = d
-	return d, nil
-}
-
-// releaseDir empties rp's run dir after a run, or, when the hook changed
-// more than the files' content, removes it (the next run gets a new one).
-func (rp *resident) releaseDir() {
-	if rp.dir != nil && !rp.dir.reset(true) {
-		_ = rp.dir.remove()
-		rp.dir = nil
-	}
-}
-
-// memory returns the resident memory of rp's process group after a run:
-// the process's own, read now, and that of the processes it started, read
-// at most once per descendantsEvery.
+// memory returns the resident memory of rp's process tree after a run:
+// the process's own, read now, and that of the processes it started (in
+// its group or not, its orphans included: residentTree), read at most once
+// per descendantsEvery.
 func (rp *resident) memory(now time.Time) int64 {
 	pid := rp.cmd.Process.Pid
 	if now.Sub(rp.descendantsAt) >= descendantsEvery {
-		rp.descendants, rp.descendantsAt = descendantsRSS(pid), now
+		rp.descendants, rp.descendantsAt = descendantsRSS(pid, rp.tag), now
 	}
 	return ownRSS(rp.statm) + rp.descendants
 }
@@ -296,23 +303,17 @@ func (p *residents) stopLocked(rp *resident, killGrace time.Duration, graceful b
 	}()
 }
 
-// stop ends rp (stopLocked says how) and whatever is left in its process
-// group, then removes its run dir.
+// stop ends rp (stopLocked says how), signalling its process group and
+// every process it started (residentTree); what is left when it has exited
+// is killed then (wait). Its pipes are closed last.
 func (rp *resident) stop(killGrace time.Duration, graceful bool) {
-	defer func() {
-		if rp.dir != nil {
-			_ = rp.dir.remove()
-		}
-		if rp.statm != nil {
-			_ = rp.statm.Close()
-		}
-	}()
 	_ = rp.request.Close()
-	pgid := rp.cmd.Process.Pid
+	pid := rp.cmd.Process.Pid
 	firstWait := stopGrace
 	if !graceful {
 		firstWait = 0
 	}
+steps:
 	for _, step := range []struct {
 		wait time.Duration
 		sig  syscall.Signal
@@ -321,13 +322,18 @@ func (rp *resident) stop(killGrace time.Duration, graceful bool) {
 		select {
 		case <-rp.exited:
 			t.Stop()
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			return
+			break steps
 		case <-t.C:
 		}
-		_ = syscall.Kill(-pgid, step.sig)
+		signalResident(pid, rp.tag, step.sig)
 	}
 	<-rp.exited
+	_ = rp.reply.Close()
+	rp.out.end(rp.outputGrace)
+	rp.errOut.end(rp.outputGrace)
+	if rp.statm != nil {
+		_ = rp.statm.Close()
+	}
 }
 
 // closeResidents stops every idle process and waits for all stops, those

@@ -92,21 +92,27 @@ func runWhat(t *testing.T, r *Runner, h *hook.Hook, what string, timeout time.Du
 func TestResidentOneProcessManyRuns(t *testing.T) {
 	r, logs := testRunner(t)
 	h := residentHook(t, 0)
+	ids := map[string]bool{}
+	var id string
 	for i := 1; i <= 30; i++ {
 		res, err := runWhat(t, r, h, "ok", 0)
 		if err != nil {
 			t.Fatalf("run %d: %v", i, err)
 		}
-		if want := `"name":"` + itoa(i) + `"`; !strings.Contains(string(res.Operations), want) {
-			t.Fatalf("run %d: operations %q, want the run's own (%s)", i, res.Operations, want)
+		// The hook names the Pod by the run's id: a new one each run.
+		_, id, _ = strings.Cut(string(res.Operations), `"name":"`)
+		id, _, _ = strings.Cut(id, `"`)
+		if id == "" || ids[id] {
+			t.Fatalf("run %d: operations %q, want the run's own, named by a new id", i, res.Operations)
 		}
+		ids[id] = true
 	}
 	if n := starts(t, h); n != 1 {
 		t.Errorf("30 runs started the hook %d times, want 1", n)
 	}
 	var found bool
 	for _, e := range outputEntries(logs) {
-		if e.Message == "run 30: [\"ok\"]" {
+		if e.Message == "run "+id+": [\"ok\"]" {
 			found = e.Data["binding"] == "b" && e.Data["queue"] == "q" && e.Data["hook"] == h.Name
 		}
 	}
@@ -218,15 +224,18 @@ func waitExited(t *testing.T, r *Runner, h *hook.Hook) {
 	}
 }
 
-// A resident process keeps one run dir for its runs, emptied after each;
-// a dir the hook changed is replaced; the dirs go with the processes.
-func TestResidentRunDirIsTheProcesss(t *testing.T) {
+// Every resident run has a run dir of its own, new and removed at the
+// run's end, whatever the process left in the last one.
+func TestResidentRunDirIsTheRuns(t *testing.T) {
 	r, logs := testRunner(t)
 	r.KillGrace = 200 * time.Millisecond
 	h := residentHook(t, 0)
-	runs := []string{"ok", "long ok", "litter", "ok", "ok", "crash", "ok"}
+	runs := []string{"ok", "long ok", "litter", "ok", "crash", "ok"}
 	for _, what := range runs {
 		_, _ = runWhat(t, r, h, what, 0)
+		if dirs := runDirs(r.TmpDir); len(dirs) > 0 {
+			t.Errorf("after the %s run, its dir is left: %v", what, dirs)
+		}
 	}
 	var seen []string
 	for _, e := range outputEntries(logs) {
@@ -234,37 +243,27 @@ func TestResidentRunDirIsTheProcesss(t *testing.T) {
 			seen = append(seen, what)
 		}
 	}
-	if got, want := strings.Join(seen, " "), `["ok"] ["long ok"] ["litter"] ["ok"] ["ok"] ["crash"] ["ok"]`; got != want {
+	if got, want := strings.Join(seen, " "), `["ok"] ["long ok"] ["litter"] ["ok"] ["crash"] ["ok"]`; got != want {
 		t.Errorf("the runs read the contexts %s, want %s", got, want)
 	}
 	b, err := os.ReadFile(filepath.Join(h.Dir, "dirs"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dirs, sizes []string
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+	dirs := map[string]bool{}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for i, line := range lines {
 		dir, size, _ := strings.Cut(line, " ")
-		dirs, sizes = append(dirs, dir), append(sizes, size)
-	}
-	if len(dirs) != 7 {
-		t.Fatalf("the hook saw %d runs, want 7:\n%s", len(dirs), b)
-	}
-	for i, size := range sizes {
 		if size != "0" {
 			t.Errorf("run %d found a patch file of %s bytes, want an empty one", i+1, size)
 		}
+		if dirs[dir] {
+			t.Errorf("run %d ran in %s, the dir of an earlier run", i+1, dir)
+		}
+		dirs[dir] = true
 	}
-	if dirs[0] != dirs[1] || dirs[1] != dirs[2] {
-		t.Errorf("one process's first three runs ran in %v, want one dir", dirs[:3])
-	}
-	if dirs[3] == dirs[2] || dirs[3] != dirs[4] || dirs[4] != dirs[5] {
-		t.Errorf("runs 3 to 6 ran in %v: want a new dir after the hook left a file in its dir, then that one", dirs[2:6])
-	}
-	if _, err := os.Stat(dirs[2]); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the dir the hook left a file in is still there: %v", err)
-	}
-	if dirs[6] == dirs[5] {
-		t.Errorf("the process started after a crash ran in the crashed one's dir %s", dirs[6])
+	if len(lines) != len(runs) {
+		t.Fatalf("the hook saw %d runs, want %d:\n%s", len(lines), len(runs), b)
 	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
@@ -503,7 +502,10 @@ done
 	}
 	waitFile(t, filepath.Join(h.Dir, "child"))
 	pid := readPid(t, h, "pid")
-	if got := descendantsRSS(pid); got < 32<<20 {
+	r.residents.mu.Lock()
+	tag := r.residents.idle[h.Name][0].tag
+	r.residents.mu.Unlock()
+	if got := descendantsRSS(pid, tag); got < 32<<20 {
 		t.Errorf("descendantsRSS = %d, want at least the child's 32 MiB", got)
 	}
 }
