@@ -21,3 +21,13 @@ func checkKinds(hookName string, cfg Config) ConfigErrors {
 	}
 	return errs
 }
+
+// MissingKind is the configuration error of kubernetes binding i of the
+// hook named hookName whose kind the cluster does not serve although it
+// serves the binding's group/version: err is the resolver's
+// kube.MissingKindError, which lists what the group/version serves, with
+// a did-you-mean.
+func MissingKind(hookName string, i int, b KubernetesBinding, err error) *ConfigError {
+	return &ConfigError{Hook: hookName, Field: fmt.Sprintf("kubernetes[%d].kind", i),
+		Reason: fmt.Sprintf("binding %q: %v; fix the kind, or install the CRD that serves it before the hooks that use it", b.Name, err)}
+}

@@ -2,6 +2,8 @@ package kube
 
 import (
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -115,9 +117,37 @@ func (k *kinds) lookup(gv schema.GroupVersion, anyGroup bool, name string) (Reso
 		}
 		return found[0].Resource, nil
 	}
+	if !anyGroup && gv.Version != "" && !slices.Contains(k.unreadGroupVersions(), gv.String()) {
+		if served := k.kindsOf(gv); len(served) > 0 {
+			return Resource{}, &MissingKindError{Kind: name, GroupVersion: gv.String(), Served: served}
+		}
+	}
 	msg := "no such kind, plural or short name is served"
 	if len(k.unread) > 0 {
 		msg += "; discovery could not read " + strings.Join(k.unread, ", ") + ", which may serve it"
 	}
 	return Resource{}, fmt.Errorf("%w (%s)", ErrUnknownKind, msg)
+}
+
+// kindsOf returns the kinds gv serves, sorted; none when gv is not served.
+func (k *kinds) kindsOf(gv schema.GroupVersion) []string {
+	var out []string
+	for _, r := range k.resources {
+		if r.GVR.GroupVersion() == gv && !slices.Contains(out, r.GVK.Kind) {
+			out = append(out, r.GVK.Kind)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// unreadGroupVersions returns the group versions discovery could not read
+// (k.unread without the reasons).
+func (k *kinds) unreadGroupVersions() []string {
+	out := make([]string, 0, len(k.unread))
+	for _, u := range k.unread {
+		gv, _, _ := strings.Cut(u, " ")
+		out = append(out, gv)
+	}
+	return out
 }

@@ -213,3 +213,32 @@ func TestResolverLoadError(t *testing.T) {
 		t.Errorf("malformed apiVersion: %v", err)
 	}
 }
+
+// A kind missing from a group/version that is served gets an error naming
+// what that group/version serves, with the nearest kind as a did-you-mean;
+// a group/version that is not served at all, or not read, gets the plain
+// unknown kind (its CRD may come later).
+func TestKindsMissingFromServedGroupVersion(t *testing.T) {
+	k := newKinds([]*metav1.APIResourceList{
+		list("v1", res("pods", "pod", "Pod", true)),
+		list("hello.example.com/v1", res("greetings", "greeting", "Greeting", true), res("farewells", "farewell", "Farewell", true)),
+	}, []string{"later.io/v1 (stale: its API server did not answer discovery)"})
+	_, err := lookup(t, k, "hello.example.com/v1", "Greting")
+	var missing *MissingKindError
+	if !errors.As(err, &missing) || !errors.Is(err, ErrUnknownKind) {
+		t.Fatalf("Greting in a served group/version: %v; want a MissingKindError that is an ErrUnknownKind", err)
+	}
+	if missing.DidYouMean() != "Greeting" || !strings.Contains(err.Error(), `did you mean "Greeting"?`) || !strings.Contains(err.Error(), "Farewell, Greeting") {
+		t.Errorf("Greting: %v; want the served kinds and did you mean \"Greeting\"", err)
+	}
+	_, err = lookup(t, k, "hello.example.com/v1", "Salutation")
+	if !errors.As(err, &missing) || missing.DidYouMean() != "" || !strings.Contains(err.Error(), "install its CRD") {
+		t.Errorf("a kind far from every served one: %v; want a MissingKindError without a did-you-mean", err)
+	}
+	for _, apiVersion := range []string{"hello.example.com/v2", "nosuch.io/v1", "later.io/v1", ""} {
+		_, err := lookup(t, k, apiVersion, "Greting")
+		if !errors.Is(err, ErrUnknownKind) || errors.As(err, &missing) {
+			t.Errorf("%q Greting: %v; want a plain unknown kind (its group/version is not served or not read)", apiVersion, err)
+		}
+	}
+}

@@ -236,11 +236,22 @@ func (o *Operator) Ready(ctx context.Context) (bool, []string) {
 			why = append(why, msg)
 		}
 	}
+	for _, b := range o.watcher.Bindings() {
+		if msg := b.KindMissing(); msg != "" {
+			why = append(why, "binding "+b.Hook.Name+"/"+b.Name()+" waits for a kind its group/version does not serve: "+msg)
+		}
+	}
 	for _, w := range o.watcher.Broken(ctx) {
 		why = append(why, "watch broken: "+w)
 	}
 	if !o.started.Load() {
-		why = append(why, "starting: onStartup hooks and Synchronization runs are not done")
+		holds := o.startupHolds()
+		if len(holds) == 0 {
+			why = append(why, "starting: onStartup hooks and Synchronization runs are not done")
+		}
+		for _, h := range holds {
+			why = append(why, "starting: waits for "+h)
+		}
 	}
 	return len(why) == 0, why
 }

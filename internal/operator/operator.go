@@ -6,9 +6,11 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -145,9 +147,12 @@ type Operator struct {
 	// health follows outages of the API server; nil when the operator
 	// does not write to a cluster.
 	health *kube.Health
-	// startupSyncs counts the Synchronization runs that start-up waits for
-	// (bindings with waitForSynchronization) and have not finished.
-	startupSyncs runCount
+	// startupRuns are the runs start-up waits for and that have not
+	// finished: onStartup runs, and the Synchronization runs of bindings
+	// with waitForSynchronization.
+	startupRuns startupRuns
+	// retiring are the hooks a reload in progress removes (see retire).
+	retiring retiring
 	// webhooksChanged is closed, and replaced, by a reload that changes
 	// an admission or conversion binding (see WebhooksChanged).
 	webhooksMu      sync.Mutex
@@ -155,10 +160,16 @@ type Operator struct {
 	// booting is set while hooks start: their bindings' first
 	// Synchronization runs are waited for (waitForSynchronization).
 	booting atomic.Bool
+	// kinds resolves the kinds of a reload's bindings (missingKinds); nil
+	// without a cluster.
+	kinds *kube.Resolver
 	// dyn reads CRDs (their uids, for Events about failed conversions).
 	dyn     dynamic.Interface
 	crdUIDs uidCache
 
+	// reloadMu makes reloads one at a time: a reload reads the hook set
+	// before it takes mu (see retire).
+	reloadMu sync.Mutex
 	// mu is held while hooks start and while a reload applies, so that
 	// the two never interleave. The fields below are guarded by it.
 	mu sync.Mutex
@@ -178,6 +189,7 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 		opts:      opts,
 		log:       log,
 		dyn:       clients.Dynamic,
+		kinds:     clients.Resolver,
 		schedules: map[string]context.CancelFunc{},
 	}
 	o.webhooksChanged = make(chan struct{})
@@ -295,6 +307,7 @@ func (o *Operator) hook(name string) *hook.Hook { return o.hooks.Load().byName[n
 func (o *Operator) startHooks(ctx context.Context, hooks, startup []*hook.Hook) error {
 	o.booting.Store(true)
 	defer o.booting.Store(false)
+	hooks = slices.DeleteFunc(slices.Clone(hooks), func(h *hook.Hook) bool { return o.retiring.has(h.Name) })
 	set := map[*hook.Hook]bool{}
 	for _, h := range hooks {
 		set[h] = true
@@ -306,7 +319,7 @@ func (o *Operator) startHooks(ctx context.Context, hooks, startup []*hook.Hook) 
 	// target until their Synchronizations have run keeps the heap near
 	// what it will settle at, rather than twice that.
 	defer memlimit.LowerGCWhileStarting()()
-	if err := o.watcher.Start(ctx, func(h *hook.Hook) bool { return set[h] }); err != nil {
+	if err := o.watcher.Start(ctx, func(h *hook.Hook) bool { return set[h] && !o.retiring.has(h.Name) }); err != nil {
 		return err
 	}
 	if err := o.waitForSynchronization(ctx, set); err != nil {
@@ -323,26 +336,37 @@ func (o *Operator) startHooks(ctx context.Context, hooks, startup []*hook.Hook) 
 	return nil
 }
 
-// runStartup queues every onStartup hook in order and waits for them all.
+// runStartup queues every onStartup hook in order and waits for them all;
+// every 10 seconds meanwhile it logs which runs it waits for, and how
+// they go (startupHolds).
 func (o *Operator) runStartup(ctx context.Context, hooks []*hook.Hook) error {
 	startup := StartupOrder(hooks)
 	var wg sync.WaitGroup
 	for _, h := range startup {
+		if o.retiring.has(h.Name) {
+			continue
+		}
 		wg.Add(1)
 		t := StartupTask(h)
-		t.Done = func(error) { wg.Done() }
+		end := o.startupRuns.add(startupRun{hook: h.Name, binding: binding.OnStartup, queue: t.Queue})
+		t.Done = func(err error) { end(err); wg.Done() }
 		err := o.queues.Push(t)
 		if err != nil {
+			end(err)
 			return err
 		}
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return nil
+	for {
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			return nil
+		case <-time.After(10 * time.Second):
+			o.log.WithField("runs", o.startupHolds()).Warn("start-up waits for onStartup runs")
+		}
 	}
 }
 
@@ -356,14 +380,15 @@ func (o *Operator) runStartup(ctx context.Context, hooks []*hook.Hook) error {
 // binding is Synced and the count is zero, every run is done.
 func (o *Operator) waitForSynchronization(ctx context.Context, hooks map[*hook.Hook]bool) error {
 	for {
-		changed, finished := o.watcher.Changed(), o.startupSyncs.changes()
+		changed, finished, retired := o.watcher.Changed(), o.startupRuns.changes(), o.retiring.changes()
 		var pending []string
 		for _, b := range o.watcher.Bindings() {
-			if p := b.Phase(); hooks[b.Hook] && b.Config().WaitForSynchronization && p != watch.Unserved && p != watch.Synced && !stalled(b) {
+			if p := b.Phase(); hooks[b.Hook] && b.Config().WaitForSynchronization && p != watch.Unserved && p != watch.Synced && !stalled(b) && !o.retiring.has(b.Hook.Name) {
 				pending = append(pending, b.Hook.Name+"/"+b.Name())
 			}
 		}
-		if len(pending) == 0 && o.startupSyncs.zero() {
+		runs := o.startupRuns.list()
+		if len(pending) == 0 && len(runs) == 0 {
 			return nil
 		}
 		select {
@@ -371,9 +396,13 @@ func (o *Operator) waitForSynchronization(ctx context.Context, hooks map[*hook.H
 			return ctx.Err()
 		case <-changed:
 		case <-finished:
+		case <-retired:
 		case <-time.After(10 * time.Second):
-			o.log.WithField("bindings", strings.Join(pending, ",")).WithField("runs", o.startupSyncs.value()).
-				Info("waiting for Synchronization")
+			log := o.log.WithField("runs", o.startupHolds())
+			if len(pending) > 0 {
+				log = log.WithField("listing", strings.Join(pending, ","))
+			}
+			log.Warn("start-up waits for Synchronization")
 		}
 	}
 }
@@ -466,8 +495,7 @@ func (o *Operator) Synchronization(b *watch.Binding, objects []binding.Object) {
 	c := binding.Context{Binding: cfg.Name, Type: binding.TypeSynchronization, Objects: objects}
 	var done func(error)
 	if cfg.WaitForSynchronization && o.booting.Load() {
-		o.startupSyncs.add(1)
-		done = func(error) { o.startupSyncs.add(-1) }
+		done = o.startupRuns.add(startupRun{hook: b.Hook.Name, binding: cfg.Name, queue: cmp.Or(cfg.Queue, hook.DefaultQueue)})
 	}
 	o.push(b.Hook, &cfg.Common, c, done)
 }
@@ -485,6 +513,12 @@ func (o *Operator) EnsureFinalizer(b *watch.Binding, namespace, name string) {
 }
 
 func (o *Operator) push(h *hook.Hook, common *hook.Common, c binding.Context, done func(error)) {
+	if o.retiring.has(h.Name) {
+		if done != nil {
+			done(queue.ErrDropped) // a reload removes the hook: nothing to wait for
+		}
+		return
+	}
 	if cur := o.hook(h.Name); cur != nil {
 		h = cur // a binding a reload kept runs the reloaded hook
 	}
@@ -503,6 +537,9 @@ func (o *Operator) push(h *hook.Hook, common *hook.Common, c binding.Context, do
 func (o *Operator) startSchedules(ctx context.Context, hooks []*hook.Hook) error {
 	for _, h := range hooks {
 		o.stopSchedulesLocked(h.Name)
+		if o.retiring.has(h.Name) {
+			continue
+		}
 		var entries []schedule.Entry
 		for i := range h.Config.Schedule {
 			s := &h.Config.Schedule[i]
@@ -529,39 +566,4 @@ func (o *Operator) startSchedules(ctx context.Context, hooks []*hook.Hook) error
 		o.schedules[h.Name] = stop
 	}
 	return nil
-}
-
-// runCount is a count of runs that tells when it changes.
-type runCount struct {
-	mu      sync.Mutex
-	n       int
-	changed chan struct{}
-}
-
-func (c *runCount) add(d int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.n += d
-	if c.changed != nil {
-		close(c.changed)
-		c.changed = nil
-	}
-}
-
-// changes returns a channel closed at the next change of the count.
-func (c *runCount) changes() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.changed == nil {
-		c.changed = make(chan struct{})
-	}
-	return c.changed
-}
-
-func (c *runCount) zero() bool { return c.value() == 0 }
-
-func (c *runCount) value() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n
 }

@@ -66,9 +66,29 @@ var ErrStopping = errors.New("the operator is stopping; the reload is not applie
 // hooks that run on the leader only), the new set just replaces the old
 // for hooks not started yet.
 //
+// A reload that removes a hook ends its runs before it waits for
+// anything: start-up, which a reload waits for, may itself wait for a run
+// of that hook that fails without end (see retire).
+//
+// A reload whose new or changed kubernetes bindings name a kind that its
+// group/version does not serve, while the cluster serves that
+// group/version, is not applied: the kind is most likely misspelled, and
+// the bindings running now keep running. Its error is a hook.ConfigErrors
+// naming each binding with a did-you-mean. A kind whose group/version is
+// not served at all (its CRD not installed yet) is no error: the binding
+// waits for it.
+//
 // Reload returns once the hooks it started have delivered the
 // Synchronization runs start-up waits for (waitForSynchronization).
 func (o *Operator) Reload(hooks []*hook.Hook) (ReloadResult, error) {
+	o.reloadMu.Lock()
+	defer o.reloadMu.Unlock()
+	if o.kinds != nil {
+		if errs := missingKinds(o.current(), hooks, o.kinds); len(errs) > 0 {
+			return ReloadResult{}, errs
+		}
+	}
+	defer o.retire(hooks)()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.stoppingLocked() {
@@ -289,6 +309,10 @@ func (o *Operator) retarget(t *queue.Task) *queue.Task {
 		return t
 	}
 	log := o.log.WithField("hook", t.Hook.Name)
+	if o.retiring.has(t.Hook.Name) {
+		log.WithField("contexts", len(t.Contexts)).Info("the hook is being removed by a reload; its pending run is dropped")
+		return nil
+	}
 	if h == nil {
 		log.WithField("contexts", len(t.Contexts)).Info("the hook was removed by a reload; its pending run is dropped")
 		return nil

@@ -3,12 +3,15 @@ package operator
 import (
 	"io"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sirupsen/logrus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hook-operator/hook-operator/internal/binding"
 	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/queue"
 )
 
@@ -135,4 +138,29 @@ func discard() logrus.FieldLogger {
 	l := logrus.New()
 	l.SetOutput(io.Discard)
 	return l
+}
+
+// A reload's new or changed bindings whose kind is missing from a served
+// group/version are errors with a did-you-mean; unchanged bindings, and
+// kinds whose group/version is not served (CRD not installed yet), are
+// not.
+func TestMissingKinds(t *testing.T) {
+	r := kube.NewStaticResolver(append(kube.BuiltinResources(), &metav1.APIResourceList{GroupVersion: "hello.example.com/v1",
+		APIResources: []metav1.APIResource{{Name: "greetings", SingularName: "greeting", Kind: "Greeting", Namespaced: true}}}))
+	crd := func(name, apiVersion, kind string) hook.KubernetesBinding {
+		b := kb(name, kind)
+		b.APIVersion = apiVersion
+		return b
+	}
+	running := crd("greet", "hello.example.com/v1", "Greeting")
+	typoKept := crd("old", "hello.example.com/v1", "Greting") // loaded before; not asked again
+	prev := []*hook.Hook{testHook("greet.sh", running, typoKept)}
+	next := []*hook.Hook{
+		testHook("greet.sh", crd("greet", "hello.example.com/v1", "Greting"), typoKept),
+		testHook("new.sh", crd("later", "later.example.com/v1", "Later"), crd("fine", "hello.example.com/v1", "greetings")),
+	}
+	errs := missingKinds(prev, next, r)
+	if len(errs) != 1 || errs[0].Hook != "greet.sh" || errs[0].Field != "kubernetes[0].kind" || !strings.Contains(errs[0].Reason, `did you mean "Greeting"?`) {
+		t.Fatalf("missingKinds = %v; want one error for greet.sh's kubernetes[0].kind with did you mean \"Greeting\"?", errs)
+	}
 }

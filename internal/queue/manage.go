@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // Managing pending tasks from outside the workers: a reload that removes a
@@ -152,6 +153,50 @@ func pendingNames(q *fifo) string {
 		return "none"
 	}
 	return strings.Join(out, ", ")
+}
+
+// DropCommand is the command that drops the pending runs of the hook
+// named hook in the queue named queue (of its object key, when key is not
+// empty), a failed run waiting for its retry included: what the log,
+// readiness and `debug queues` name to free a queue a failing run holds.
+func DropCommand(queue, hook, key string) string {
+	cmd := "hook-operator debug drop " + shellWord(queue) + " " + shellWord(hook)
+	if key != "" {
+		cmd += " --key " + shellWord(key)
+	}
+	return cmd
+}
+
+// RetryCommand is the command that runs the failed runs of the queue
+// named queue that wait for their retry now.
+func RetryCommand(queue string) string { return "hook-operator debug retry " + shellWord(queue) }
+
+// shellWord quotes s for a POSIX shell when it needs quoting: in single
+// quotes, or, with a control character in it, as bash's $'...' with the
+// character escaped, so that the command is safe to print and to paste.
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@+=,%", r))
+	}) < 0 {
+		return s
+	}
+	if strings.IndexFunc(s, unicode.IsControl) < 0 {
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	var b strings.Builder
+	b.WriteString("$'")
+	for _, r := range s {
+		switch {
+		case r == '\\' || r == '\'':
+			b.WriteString(`\` + string(r))
+		case unicode.IsControl(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteString("'")
+	return b.String()
 }
 
 // unknownQueueLocked is the error about a queue that does not exist; call it

@@ -149,3 +149,40 @@ func TestOldestPending(t *testing.T) {
 	must(t, waitDone(t, done))
 	eventually(t, "the age back to 0", func() bool { return s.OldestPending()[hook.DefaultQueue] == 0 })
 }
+
+// A failed task held for its retry names the command that drops it, in
+// the queue's state (debug) and in the log line of its failure.
+func TestHeldTaskNamesItsDropCommand(t *testing.T) {
+	r := &recorder{fail: map[string]int{"fails.sh": 100}}
+	l, logged := logtest.NewNullLogger()
+	s := NewSet(r.handle, Options{RetryInitial: time.Hour, RetryMax: time.Hour}, logrus.NewEntry(l))
+	defer s.Stop(time.Second)
+	must(t, s.Push(task(&hook.Hook{Name: "fails.sh"}, "x", nil)))
+	waitHeld(t, s, hook.DefaultQueue, 1)
+	want := "hook-operator debug drop main fails.sh"
+	if got := s.State()[0].Pending[0].DropCommand; got != want {
+		t.Errorf("held task's DropCommand = %q, want %q", got, want)
+	}
+	var toDrop string
+	for _, e := range logged.AllEntries() {
+		if e.Message == "hook failed; retrying" {
+			toDrop, _ = e.Data["toDrop"].(string)
+		}
+	}
+	if toDrop != want {
+		t.Errorf("the failure's log line says toDrop=%q, want %q", toDrop, want)
+	}
+}
+
+func TestDropCommandQuotes(t *testing.T) {
+	for _, tt := range []struct{ queue, hook, key, want string }{
+		{"main", "fails.sh", "", "hook-operator debug drop main fails.sh"},
+		{"main", "dir/a b.sh", "configmap/ns/x", "hook-operator debug drop main 'dir/a b.sh' --key configmap/ns/x"},
+		{"q", "it's.sh", "", `hook-operator debug drop q 'it'\''s.sh'`},
+		{"q", "esc\x1b[2J.sh", "", `hook-operator debug drop q $'esc\x1b[2J.sh'`},
+	} {
+		if got := DropCommand(tt.queue, tt.hook, tt.key); got != tt.want {
+			t.Errorf("DropCommand(%q, %q, %q) = %s, want %s", tt.queue, tt.hook, tt.key, got, tt.want)
+		}
+	}
+}

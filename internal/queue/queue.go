@@ -340,7 +340,7 @@ func (s *Set) settleLocked(q *fifo, t *Task, err error, log logrus.FieldLogger, 
 	}
 	t.attempts++
 	t.lastErr = err
-	o := settled{t: t, err: err, log: log, attempts: t.attempts}
+	o := settled{t: t, err: err, log: log.WithField("toDrop", DropCommand(q.name, t.Hook.Name, t.Key)), attempts: t.attempts}
 	var outage *OutageError
 	if errors.As(err, &outage) {
 		t.outages++

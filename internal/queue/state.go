@@ -35,6 +35,9 @@ type TaskState struct {
 	LastError string `json:"lastError,omitempty"`
 	// RetryAt is when a task with a Key held after a failure runs again.
 	RetryAt time.Time `json:"retryAt,omitzero"`
+	// DropCommand, for a task that failed, is the command that drops it
+	// (DropCommand), freeing what it holds.
+	DropCommand string `json:"dropCommand,omitempty"`
 }
 
 // State describes every queue, sorted by name.
@@ -67,6 +70,9 @@ func taskState(t *Task) TaskState {
 	}
 	if t.lastErr != nil {
 		st.LastError = t.lastErr.Error()
+	}
+	if t.attempts > 0 {
+		st.DropCommand = DropCommand(t.Queue, t.Hook.Name, t.Key)
 	}
 	return st
 }

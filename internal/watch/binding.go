@@ -53,6 +53,10 @@ type Binding struct {
 	mu      sync.Mutex
 	sources map[string]*source // by namespace ("" = all namespaces)
 	waiting string             // why the kind is not served, or ""
+	// misspelled is set while the kind is not served although its
+	// group/version is (kube.MissingKindError): likely a typo, which
+	// readiness names.
+	misspelled bool
 	// synced is set by the binding's first Synchronization.
 	synced bool
 	// due is set while a Synchronization is wanted and waits for sources
@@ -164,6 +168,19 @@ func (b *Binding) served() bool { return b.Phase() >= Listing }
 func (b *Binding) Waiting() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.waiting
+}
+
+// KindMissing returns why the binding is not watching yet when its kind
+// is missing from a group/version that is served (kube.MissingKindError,
+// with its did-you-mean), or "": a kind whose whole group/version is not
+// served (its CRD not installed yet) is no mistake to report.
+func (b *Binding) KindMissing() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.misspelled {
+		return ""
+	}
 	return b.waiting
 }
 

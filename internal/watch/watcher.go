@@ -199,7 +199,7 @@ func (w *Watcher) Start(ctx context.Context, only func(*hook.Hook) bool) error {
 			if !errors.Is(err, kube.ErrUnknownKind) {
 				return fmt.Errorf("hook %s: binding %q: %w", b.Hook.Name, b.cfg.Name, err)
 			}
-			b.log.WithError(err).Warn("kind is not served yet; waiting for it (is its CRD installed?)")
+			logKindNotServed(b, err)
 			pending = append(pending, b)
 		}
 	}
@@ -229,6 +229,20 @@ func (w *Watcher) Start(ctx context.Context, only func(*hook.Hook) bool) error {
 	return nil
 }
 
+// logKindNotServed logs that b's kind is not served (err wraps
+// kube.ErrUnknownKind). A kind missing from a group/version that is served
+// is likely a typo, and is logged as an error with the did-you-mean of
+// kube.MissingKindError; a group/version that is not served is a CRD not
+// installed yet, a warning. Either way b waits for its kind.
+func logKindNotServed(b *Binding, err error) {
+	var missing *kube.MissingKindError
+	if errors.As(err, &missing) {
+		b.log.WithError(err).Error("kind is not served by its group/version, which serves other kinds: is it misspelled? Waiting for it")
+		return
+	}
+	b.log.WithError(err).Warn("kind is not served yet; waiting for it (is its CRD installed?)")
+}
+
 // bindingContext is the context of b's own goroutines: ctx, ended early
 // when b is removed.
 func bindingContext(ctx context.Context, b *Binding) context.Context {
@@ -253,11 +267,12 @@ func (w *Watcher) needsNamespaces(bindings []*Binding) bool {
 // Unserved when it is not.
 func (w *Watcher) resolve(b *Binding) error {
 	res, err := w.clients.Resolver.Resolve(b.cfg.APIVersion, b.cfg.Kind)
+	var missing *kube.MissingKindError
 	b.mu.Lock()
 	if err != nil {
-		b.waiting = err.Error()
+		b.waiting, b.misspelled = err.Error(), errors.As(err, &missing)
 	} else {
-		b.res, b.waiting = res, ""
+		b.res, b.waiting, b.misspelled = res, "", false
 	}
 	b.mu.Unlock()
 	switch {

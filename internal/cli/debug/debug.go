@@ -222,6 +222,35 @@ func queuesTable(w *tabwriter.Writer, qs []queue.QueueState) {
 			fmt.Fprintf(w, "%s\tidle\t\t\t\t\t\t\n", q.Name)
 		}
 	}
+	if notes := heldNotes(qs); len(notes) > 0 {
+		fmt.Fprintln(w)
+		for _, n := range notes {
+			fmt.Fprintln(w, n)
+		}
+	}
+}
+
+// heldNotes says, for each failed task that waits for its retry, what it
+// holds (its queue, or for a task with a key its object's runs), and the
+// commands that free it.
+func heldNotes(qs []queue.QueueState) []string {
+	var out []string
+	for _, q := range qs {
+		for i, t := range q.Pending {
+			if t.Attempts == 0 || t.DropCommand == "" {
+				continue
+			}
+			holds := "holds queue " + q.Name
+			if t.Key != "" {
+				holds = "holds the runs of " + t.Key + " in queue " + q.Name
+			} else if i > 0 {
+				continue // not the head: it holds nothing yet
+			}
+			out = append(out, fmt.Sprintf("%s's failed run (%d attempt(s)) %s until its retry: `%s` runs it now, `%s` drops it",
+				t.Hook, t.Attempts, holds, queue.RetryCommand(q.Name), t.DropCommand))
+		}
+	}
+	return out
 }
 
 // hookAndKey names a task's hook, with its object for a parallel run.

@@ -44,7 +44,7 @@ func (f ReloadFlags) check() error {
 // (--max-parallel-hooks) is warned of, as at start.
 func watchHooks(ctx context.Context, dir, since string, f ReloadFlags, maxParallel int, load hook.LoadOptions, op *operator.Operator, m *metrics.Metrics, log logrus.FieldLogger) {
 	log = log.WithField("hooksDir", dir)
-	hook.WatchDir(ctx, dir, since, hook.WatchOptions{Poll: f.Poll, Warn: func(msg string) { log.Warn(msg) }}, func() {
+	hook.WatchDir(ctx, dir, since, hook.WatchOptions{Poll: f.Poll, Folder: load.Folder, Warn: func(msg string) { log.Warn(msg) }}, func() {
 		log.Info("the hooks folder changed; loading every hook's configuration")
 		hooks, err := hook.Load(ctx, dir, load)
 		if ctx.Err() != nil {
@@ -58,9 +58,14 @@ func watchHooks(ctx context.Context, dir, since string, f ReloadFlags, maxParall
 		}
 		warnParallelCap(hooks, maxParallel, log)
 		res, err := op.Reload(hooks)
+		var invalid hook.ConfigErrors
 		switch {
 		case errors.Is(err, operator.ErrStopping):
 			return
+		case errors.As(err, &invalid): // a kind the cluster does not serve
+			m.HooksReload("invalid")
+			log.WithError(err).Error("the hooks folder changed, and its hooks are not valid on this cluster; no configuration was reloaded: " + operator.KeptAfterFailedReload + ". Fix the errors; the folder is reloaded at its next change")
+			op.ReloadFailed(err)
 		case err != nil:
 			m.HooksReload("failed")
 			log.WithError(err).Error("reloading the hooks failed")
