@@ -49,6 +49,7 @@ func hookOperator(binary string) (*implementation, error) {
 	// operators (and other people's tests); --debug-socket: nor its
 	// default path.
 	listen := strings.Contains(help, "--listen-address")
+	health := strings.Contains(help, "--health-listen-address")
 	socketFlag := strings.Contains(help, "--debug-socket")
 	im := &implementation{
 		name:      ours,
@@ -65,6 +66,10 @@ func hookOperator(binary string) (*implementation, error) {
 		if listen {
 			// The metrics listener runs as in production, on a free port.
 			args = append(args, "--listen-address", "127.0.0.1:0")
+		}
+		if health {
+			// And so does the probe listener (default :9116).
+			args = append(args, "--health-listen-address", "127.0.0.1:0")
 		}
 		if socketFlag {
 			socket = filepath.Join(l.dir, "debug.sock")

@@ -242,7 +242,7 @@ func (ours) name() string { return "hook-operator" }
 func (o ours) start(t *testing.T, hooks, kubeconfig string, env []string) (func(), string) {
 	port := freePort(t)
 	return startProcess(t, o.bin, []string{"start", "--hooks-dir", hooks, "--kubeconfig", kubeconfig,
-			"--listen-address", "127.0.0.1:" + port, "--debug-socket", filepath.Join(t.TempDir(), "debug.sock"),
+			"--listen-address", "127.0.0.1:" + port, "--health-listen-address", "127.0.0.1:0", "--debug-socket", filepath.Join(t.TempDir(), "debug.sock"),
 			"--log-format", "json", "--retry-initial-delay", "200ms", "--retry-max-delay", "1s"}, env),
 		"http://127.0.0.1:" + port + "/metrics/hooks"
 }

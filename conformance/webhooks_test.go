@@ -115,7 +115,7 @@ func TestIntegrationWebhookExamples(t *testing.T) {
 			port := freePort(t)
 			configName := "conformance-" + ns
 			stop := startProcess(t, bin, []string{"start", "--hooks-dir", hooks, "--kubeconfig", c.Kubeconfig,
-				"--listen-address", "127.0.0.1:0", "--debug-socket", "", "--log-format", "json",
+				"--listen-address", "127.0.0.1:0", "--health-listen-address", "127.0.0.1:0", "--debug-socket", "", "--log-format", "json",
 				"--webhook-listen-address", "127.0.0.1:" + port, "--webhook-url", "https://127.0.0.1:" + port,
 				"--webhook-self-signed", "--operator-namespace", ns, "--webhook-configuration-name", configName},
 				// 210's hook sources $FRAMEWORK_DIR/shell_lib.sh, which is

@@ -81,7 +81,7 @@ type operator struct {
 func startOperator(t *testing.T, kubeconfig, hooksDir string, extra ...string) *operator {
 	t.Helper()
 	args := append([]string{"start", "--hooks-dir", hooksDir, "--kubeconfig", kubeconfig, "--log-format", "json",
-		"--listen-address", "127.0.0.1:0", "--debug-socket", filepath.Join(t.TempDir(), "debug.sock")}, extra...)
+		"--listen-address", "127.0.0.1:0", "--health-listen-address", "127.0.0.1:0", "--debug-socket", filepath.Join(t.TempDir(), "debug.sock")}, extra...)
 	bin := os.Getenv("FAULTS_BINARY") // another build to measure, e.g. an older one
 	if bin == "" {
 		bin = testoperator.Binary(t)

@@ -290,7 +290,7 @@ func (s *soak) setup(ctx context.Context, root, binary string) error {
 		r := &replica{id: id, tmpDir: tmp, logPath: filepath.Join(s.dir, id+".log"),
 			env: []string{"SOAK_CONFIG=" + config, "SOAK_DIR=" + s.dir, "SOAK_REPLICA=" + id},
 			args: []string{binary, "start", "--hooks-dir", s.hooksDir, "--kubeconfig", proxyConfig,
-				"--log-format", "json", "--listen-address", "127.0.0.1:0", "--tmp-dir", tmp,
+				"--log-format", "json", "--listen-address", "127.0.0.1:0", "--health-listen-address", "127.0.0.1:0", "--tmp-dir", tmp,
 				"--shutdown-grace-period", "5s", "--hooks-reload-poll-period", "2s",
 				"--sharding", "--shard-by", "namespace", "--operator-namespace", systemNamespace,
 				"--leader-elect-lease-name", "soak", "--leader-elect-identity", id,

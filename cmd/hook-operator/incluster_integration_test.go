@@ -84,7 +84,7 @@ func TestIntegrationInClusterWithGeneratedRBAC(t *testing.T) {
 	logs := &testoperator.Buffer{}
 	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c",
 		`mount --bind "$1" `+serviceAccountDir+` && shift && exec "$@"`, "sh", saDir,
-		bin, "start", "--hooks-dir", hooks, "--log-format", "json", "--listen-address", "127.0.0.1:0",
+		bin, "start", "--hooks-dir", hooks, "--log-format", "json", "--listen-address", "127.0.0.1:0", "--health-listen-address", "127.0.0.1:0",
 		"--debug-socket", filepath.Join(t.TempDir(), "debug.sock"), "--retry-initial-delay", "500ms", "--retry-max-delay", "2s")
 	cmd.Env = []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),

@@ -76,6 +76,8 @@ type Metrics struct {
 	webhookTimeouts *vec
 	webhookRejected *vec
 
+	metricsReviews *vec
+
 	liveTicks *vec
 	panics    *vec
 
@@ -143,6 +145,8 @@ func New(prefix string) *Metrics {
 			[]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}, "hook", "binding", "kind"),
 		webhookTimeouts: f.counter("webhook_hook_timeouts_total", "Admission requests denied because the hook did not answer within the binding's timeoutSeconds.", "hook", "binding"),
 		webhookRejected: f.counter("webhook_rejected_requests_total", "Webhook requests answered with an error before any hook ran, and failed TLS handshakes, by reason (docs/metrics.md lists them).", "reason"),
+		metricsReviews: f.counter("metrics_reviews_total", "Reviews the secure metrics listener needed (--metrics-secure), by review (token: TokenReview, access: SubjectAccessReview) and result: allowed, denied, error (the API server was asked), cached (it was not: a remembered answer), throttled (it was not: over the rate limit, answered 429).",
+			"review", "result"),
 		panics: f.counter("panics_recovered_total", "Panics recovered in one unit of work, which failed alone (a bug: the log has the stack), by where: run, admission, conversion or webhook.",
 			"where"),
 
@@ -272,6 +276,15 @@ func (m *Metrics) WebhookRejected(reason string) {
 	if reason == "panic" {
 		m.PanicRecovered("webhook")
 	}
+}
+
+// MetricsReview counts one review a request to the secure metrics
+// listener needed (server.SecureMetrics.Reviewed).
+func (m *Metrics) MetricsReview(review, result string) {
+	if m == nil {
+		return
+	}
+	m.metricsReviews.add(1, review, result)
 }
 
 // PanicRecovered counts one panic recovered at the boundary of a unit of

@@ -14,16 +14,9 @@ import (
 	"math/big"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
-	authnv1 "k8s.io/api/authentication/v1"
-	authzv1 "k8s.io/api/authorization/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -43,9 +36,30 @@ type SecureMetrics struct {
 	// operator has: the typed clientset would add every API group's types
 	// to the binary for two requests).
 	Client dynamic.Interface
+	// Reviewed, when not nil, is told of each review a request needed:
+	// review "token" (TokenReview) or "access" (SubjectAccessReview), and
+	// its result: allowed, denied or error when the API server was asked;
+	// cached when it was not (the answer was remembered, or shared with a
+	// request asking at the same time); throttled when it was not because
+	// of the rate limit (the request is answered 429). See reviewer.
+	Reviewed func(review, result string)
 }
 
-// reviewTimeout bounds the two reviews of one request.
+// cipherSuites are the TLS 1.2 suites the listener accepts: the webhook
+// port's (webhook.CipherSuites, which a test holds this list to), ECDHE
+// with AES-GCM or ChaCha20-Poly1305 only. TLS 1.3's suites are all AEAD.
+// The list is written here, not imported: the metrics listener does not
+// depend on the webhook server.
+var cipherSuites = []uint16{
+	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+}
+
+// reviewTimeout bounds each review.
 const reviewTimeout = 10 * time.Second
 
 // startSecure serves the metrics routes of opts on sm's HTTPS listener
@@ -59,14 +73,15 @@ func startSecure(ctx context.Context, sm *SecureMetrics, opts Options, log logru
 	if err != nil {
 		return "", fmt.Errorf("--metrics-secure-address %s: %w", sm.Address, err)
 	}
+	rv := newReviewer(sm.Client, sm.Reviewed, log)
 	mux := http.NewServeMux()
 	if opts.Metrics != nil {
-		mux.Handle("GET /metrics", sm.authorize(opts.Metrics, log))
+		mux.Handle("GET /metrics", rv.authorize(opts.Metrics))
 	}
 	if opts.HookMetrics != nil {
-		mux.Handle("GET /metrics/hooks", sm.authorize(opts.HookMetrics, log))
+		mux.Handle("GET /metrics/hooks", rv.authorize(opts.HookMetrics))
 	}
-	tlsLn := tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	tlsLn := tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, CipherSuites: cipherSuites})
 	serve(ctx, tlsLn, mux, limits(opts, false), log)
 	return ln.Addr().String(), nil
 }
@@ -105,94 +120,6 @@ func selfSigned() (tls.Certificate, error) {
 		return tls.Certificate{}, err
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
-}
-
-// authorize answers 401 without a token the API server accepts, 403 when
-// its user may not GET the path, and passes the request to h otherwise.
-func (sm *SecureMetrics) authorize(h http.Handler, log logrus.FieldLogger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || token == "" {
-			http.Error(w, "Unauthorized: send a ServiceAccount token as Authorization: Bearer TOKEN", http.StatusUnauthorized)
-			return
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), reviewTimeout)
-		defer cancel()
-		user, err := sm.authenticate(ctx, token)
-		if err != nil {
-			// The token is never logged, only a short hash to tell callers apart.
-			log.WithError(err).WithField("token", tokenID(token)).Warn("metrics: a token was not authenticated")
-			http.Error(w, "Unauthorized", http.StatusUnauthorized)
-			return
-		}
-		allowed, err := sm.authorized(ctx, user, r.URL.Path)
-		if err != nil {
-			log.WithError(err).WithField("user", user.Username).Warn("metrics: the SubjectAccessReview failed")
-			http.Error(w, "could not authorize the request", http.StatusInternalServerError)
-			return
-		}
-		if !allowed {
-			http.Error(w, fmt.Sprintf("Forbidden: user %q may not get %s (bind it to a ClusterRole with nonResourceURLs [%s], verbs [get])", user.Username, r.URL.Path, r.URL.Path), http.StatusForbidden)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-func (sm *SecureMetrics) authenticate(ctx context.Context, token string) (authnv1.UserInfo, error) {
-	var tr authnv1.TokenReview
-	err := sm.create(ctx, tokenReviews, &authnv1.TokenReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "authentication.k8s.io/v1", Kind: "TokenReview"},
-		Spec:     authnv1.TokenReviewSpec{Token: token},
-	}, &tr)
-	if err != nil {
-		return authnv1.UserInfo{}, fmt.Errorf("TokenReview: %w", err)
-	}
-	if !tr.Status.Authenticated {
-		msg := tr.Status.Error
-		if msg == "" {
-			msg = "not authenticated"
-		}
-		return authnv1.UserInfo{}, errors.New(msg)
-	}
-	return tr.Status.User, nil
-}
-
-func (sm *SecureMetrics) authorized(ctx context.Context, user authnv1.UserInfo, path string) (bool, error) {
-	extra := map[string]authzv1.ExtraValue{}
-	for k, v := range user.Extra {
-		extra[k] = authzv1.ExtraValue(v)
-	}
-	var res authzv1.SubjectAccessReview
-	err := sm.create(ctx, accessReviews, &authzv1.SubjectAccessReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "authorization.k8s.io/v1", Kind: "SubjectAccessReview"},
-		Spec: authzv1.SubjectAccessReviewSpec{
-			User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra,
-			NonResourceAttributes: &authzv1.NonResourceAttributes{Path: path, Verb: "get"},
-		},
-	}, &res)
-	if err != nil {
-		return false, err
-	}
-	return res.Status.Allowed, nil
-}
-
-var (
-	tokenReviews  = schema.GroupVersionResource{Group: "authentication.k8s.io", Version: "v1", Resource: "tokenreviews"}
-	accessReviews = schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "subjectaccessreviews"}
-)
-
-// create creates the review in and reads the answer into out.
-func (sm *SecureMetrics) create(ctx context.Context, gvr schema.GroupVersionResource, in, out any) error {
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(in)
-	if err != nil {
-		return err
-	}
-	got, err := sm.Client.Resource(gvr).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
-	if err != nil {
-		return err
-	}
-	return runtime.DefaultUnstructuredConverter.FromUnstructured(got.Object, out)
 }
 
 // tokenID is a short hash of a token, for logs.

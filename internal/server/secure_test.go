@@ -2,13 +2,20 @@ package server_test
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"io"
+	"math/big"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
@@ -32,7 +39,7 @@ func TestSecureMetricsCertificateErrors(t *testing.T) {
 		{"", bad, "--metrics-cert and --metrics-key go together"},
 		{bad, bad, "--metrics-cert " + bad},
 	} {
-		_, _, err := server.Start(context.Background(), &fakeOperator{}, server.Options{Address: "127.0.0.1:0",
+		_, err := server.Start(context.Background(), &fakeOperator{}, server.Options{Address: "127.0.0.1:0",
 			Secure: &server.SecureMetrics{Address: "127.0.0.1:0", CertFile: tc.cert, KeyFile: tc.key}}, log)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("cert %q key %q: %v, want an error with %q", tc.cert, tc.key, err, tc.want)
@@ -49,11 +56,12 @@ func TestSecureMetricsWithoutToken(t *testing.T) {
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "m 1\n") })
-	addr, secure, err := server.Start(ctx, &fakeOperator{}, server.Options{Address: "127.0.0.1:0", Metrics: metrics,
+	addrs, err := server.Start(ctx, &fakeOperator{}, server.Options{Address: "127.0.0.1:0", Metrics: metrics,
 		Secure: &server.SecureMetrics{Address: "127.0.0.1:0"}}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
+	addr, secure := addrs.Listen, addrs.Secure
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	resp, err := client.Get("https://" + secure + "/metrics")
 	if err != nil {
@@ -71,6 +79,66 @@ func TestSecureMetricsWithoutToken(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != want {
 			t.Errorf("plain %s: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+}
+
+// rsaCertFiles writes a self-signed RSA certificate and its key to dir.
+func rsaCertFiles(t *testing.T, dir string) (cert, key string) {
+	t.Helper()
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "metrics"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cert, key
+}
+
+// The secure metrics port refuses TLS 1.2's CBC and SHA-1 suites, as the
+// webhook port does, with its self-signed (ECDSA) certificate and with an
+// RSA one, and accepts an AEAD suite.
+func TestSecureMetricsRefusesCBCSuites(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	cert, key := rsaCertFiles(t, t.TempDir())
+	for _, tc := range []struct {
+		name      string
+		cert, key string
+		cbc, aead uint16
+	}{
+		{"self-signed ECDSA", "", "", tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256},
+		{"RSA", cert, key, tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256},
+	} {
+		addrs, err := server.Start(ctx, &fakeOperator{}, server.Options{Secure: &server.SecureMetrics{Address: "127.0.0.1:0", CertFile: tc.cert, KeyFile: tc.key}}, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dial := func(suite uint16) error {
+			c, err := tls.Dial("tcp", addrs.Secure, &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{suite}})
+			if err == nil {
+				c.Close()
+			}
+			return err
+		}
+		if err := dial(tc.cbc); err == nil {
+			t.Errorf("%s: a TLS 1.2 client offering only %s was accepted", tc.name, tls.CipherSuiteName(tc.cbc))
+		}
+		if err := dial(tc.aead); err != nil {
+			t.Errorf("%s: a TLS 1.2 client offering %s: %v", tc.name, tls.CipherSuiteName(tc.aead), err)
 		}
 	}
 }

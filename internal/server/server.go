@@ -1,6 +1,8 @@
 // Package server is the operator's HTTP listeners. The TCP listener serves
 // Prometheus metrics on /metrics, liveness on /healthz and readiness on
-// /readyz. The debug routes under /debug/ that `hook-operator debug` reads
+// /readyz; the probe listener serves /healthz and /readyz alone, with
+// tight bounds of its own, so that no load on the first delays a probe.
+// The debug routes under /debug/ that `hook-operator debug` reads
 // (queues, hooks, and snapshots, which hold object data) are served on a
 // unix socket only the operator's user can open, and on the TCP listener
 // only when asked. Go's pprof profiles under /debug/pprof/ go wherever the
@@ -52,8 +54,12 @@ type Operator interface {
 
 // Options configure the listeners.
 type Options struct {
-	// Address is host:port to listen on (":9115"; port 0 picks one).
+	// Address is host:port to listen on (":9115"; port 0 picks one);
+	// empty serves no TCP listener.
 	Address string
+	// HealthAddress is host:port of the probe listener, which serves
+	// /healthz and /readyz only (":9116"); empty serves none.
+	HealthAddress string
 	// DebugSocket is the unix socket of the debug routes; empty serves
 	// none there.
 	DebugSocket string
@@ -79,30 +85,66 @@ type Options struct {
 // DefaultReadyInterval is ReadyInterval when Options set nothing.
 const DefaultReadyInterval = time.Second
 
-// Start listens and serves until ctx ends. It returns the TCP address it
-// listens on, and that of the secure metrics listener ("" without one).
-func Start(ctx context.Context, op Operator, opts Options, log logrus.FieldLogger) (addr, secureAddr string, err error) {
+// Addresses are those Start listens on; "" where it does not.
+type Addresses struct {
+	// Listen is Options.Address's, Health the probe listener's and Secure
+	// the secure metrics listener's.
+	Listen, Health, Secure string
+}
+
+// Start listens and serves until ctx ends. It returns the addresses it
+// listens on.
+func Start(ctx context.Context, op Operator, opts Options, log logrus.FieldLogger) (Addresses, error) {
+	var addrs Addresses
 	if opts.Secure != nil {
-		if secureAddr, err = startSecure(ctx, opts.Secure, opts, log); err != nil {
-			return "", "", err
+		secureAddr, err := startSecure(ctx, opts.Secure, opts, log)
+		if err != nil {
+			return Addresses{}, err
 		}
+		addrs.Secure = secureAddr
 		opts.Metrics, opts.HookMetrics = nil, nil
 	}
-	ln, err := net.Listen("tcp", opts.Address)
-	if err != nil {
-		return "", "", fmt.Errorf("--listen-address %s: %w", opts.Address, err)
+	// Every listener is opened before any is served, so that an error
+	// leaves none behind.
+	var tcp, health, sock net.Listener
+	closeAll := func() {
+		for _, ln := range []net.Listener{tcp, health} {
+			if ln != nil {
+				_ = ln.Close()
+			}
+		}
+	}
+	var err error
+	if opts.Address != "" {
+		if tcp, err = net.Listen("tcp", opts.Address); err != nil {
+			return Addresses{}, fmt.Errorf("--listen-address %s: %w", opts.Address, err)
+		}
+		addrs.Listen = tcp.Addr().String()
+	}
+	if opts.HealthAddress != "" {
+		if health, err = net.Listen("tcp", opts.HealthAddress); err != nil {
+			closeAll()
+			return Addresses{}, fmt.Errorf("--health-listen-address %s: %w", opts.HealthAddress, err)
+		}
+		addrs.Health = health.Addr().String()
+	}
+	if opts.DebugSocket != "" {
+		if sock, err = listenUnix(opts.DebugSocket); err != nil {
+			closeAll()
+			return Addresses{}, fmt.Errorf("--debug-socket %s: %w", opts.DebugSocket, err)
+		}
 	}
 	ready := newReadiness(ctx, op, opts.ReadyInterval)
-	serve(ctx, ln, handler(op, ready, opts, true, opts.DebugOverHTTP), limits(opts, opts.DebugOverHTTP), log)
-	if opts.DebugSocket != "" {
-		sock, err := listenUnix(opts.DebugSocket)
-		if err != nil {
-			_ = ln.Close()
-			return "", "", fmt.Errorf("--debug-socket %s: %w", opts.DebugSocket, err)
-		}
+	if tcp != nil {
+		serve(ctx, tcp, handler(op, ready, opts, true, opts.DebugOverHTTP), limits(opts, opts.DebugOverHTTP), log)
+	}
+	if health != nil {
+		serve(ctx, health, healthHandler(op, ready), healthLimits, log)
+	}
+	if sock != nil {
 		serve(ctx, sock, handler(op, ready, opts, false, true), limits(opts, true), log)
 	}
-	return ln.Addr().String(), secureAddr, nil
+	return addrs, nil
 }
 
 // listenUnix listens on a socket only the operator's user may use,
@@ -176,6 +218,13 @@ func handler(op Operator, ready *readiness, opts Options, public, debug bool) ht
 	if opts.HookMetrics != nil {
 		mux.Handle("GET /metrics/hooks", opts.HookMetrics)
 	}
+	addProbes(mux, op, ready)
+	return mux
+}
+
+// addProbes adds /healthz (the operator's loops are alive) and /readyz
+// (readiness as last checked, see readiness).
+func addProbes(mux *http.ServeMux, op Operator, ready *readiness) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if err := op.Alive(); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
@@ -193,7 +242,6 @@ func handler(op Operator, ready *readiness, opts Options, public, debug bool) ht
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	return mux
 }
 
 func addDebug(mux *http.ServeMux, op Operator, withPprof bool) {

@@ -119,10 +119,11 @@ func TestDebugOnSocketOnly(t *testing.T) {
 	defer cancel()
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	addr, _, err := server.Start(ctx, &fakeOperator{}, server.Options{Address: "127.0.0.1:0", DebugSocket: sock, Pprof: true}, log)
+	addrs, err := server.Start(ctx, &fakeOperator{}, server.Options{Address: "127.0.0.1:0", DebugSocket: sock, Pprof: true}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
+	addr := addrs.Listen
 	resp, err := http.Get("http://" + addr + server.HooksPath)
 	if err != nil {
 		t.Fatal(err)
@@ -229,10 +230,11 @@ func TestListenerIsBounded(t *testing.T) {
 	defer cancel()
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	addr, _, err := server.Start(ctx, op, server.Options{Address: "127.0.0.1:0", MaxConns: 1}, log)
+	addrs, err := server.Start(ctx, op, server.Options{Address: "127.0.0.1:0", MaxConns: 1}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
+	addr := addrs.Listen
 	first, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

@@ -187,7 +187,7 @@ func Start(t testing.TB, c *testcluster.Cluster, hooksDir string, env ...string)
 	// A free port and a socket of its own: tests run operators side by side.
 	cmd := exec.Command(Binary(t), "start", "--hooks-dir", hooksDir, "--kubeconfig", c.Kubeconfig,
 		"--log-format", "json", "--retry-initial-delay", "200ms", "--retry-max-delay", "2s", "--shutdown-grace-period", "5s",
-		"--listen-address", "127.0.0.1:0", "--debug-socket", filepath.Join(t.TempDir(), "debug.sock"))
+		"--listen-address", "127.0.0.1:0", "--health-listen-address", "127.0.0.1:0", "--debug-socket", filepath.Join(t.TempDir(), "debug.sock"))
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

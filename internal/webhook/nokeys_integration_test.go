@@ -81,7 +81,7 @@ echo '{"allowed": true}' >"$VALIDATING_RESPONSE_PATH"
 	sysTmp, opTmp := t.TempDir(), t.TempDir()
 	// Nothing is registered: the test needs the server and its Secret only.
 	cmd := exec.Command(testoperator.Binary(t), "start", "--hooks-dir", hooks, "--kubeconfig", c.Kubeconfig, "--log-format", "json",
-		"--listen-address", "127.0.0.1:0", "--debug-socket", filepath.Join(t.TempDir(), "debug.sock"), "--tmp-dir", opTmp,
+		"--listen-address", "127.0.0.1:0", "--health-listen-address", "127.0.0.1:0", "--debug-socket", filepath.Join(t.TempDir(), "debug.sock"), "--tmp-dir", opTmp,
 		"--webhook-listen-address", "127.0.0.1:"+port, "--webhook-url", "https://127.0.0.1:"+port, "--webhook-register=false",
 		"--webhook-self-signed", "--operator-namespace", ns)
 	cmd.Env = append(os.Environ(), "TMPDIR="+sysTmp)

@@ -95,10 +95,10 @@ func (p *parts) compose(ctx context.Context, opts operator.Options) (*manager.Ma
 		p.log.WithField("hooks", n).Info("settings.sharded applies with --sharding only; every object goes to this replica's hooks")
 	}
 	op := operator.New(p.hooks, p.clients, opts, p.log)
-	if f.MetricsSecure && f.ListenAddress == "" {
-		return nil, errors.New("--metrics-secure needs --listen-address (its listener serves /healthz and /readyz): set one, or drop --metrics-secure")
+	if f.MetricsSecure && f.ListenAddress == "" && f.HealthListenAddress == "" {
+		return nil, errors.New("--metrics-secure needs a listener for /healthz and /readyz: set --health-listen-address (default :9116) or --listen-address, or drop --metrics-secure")
 	}
-	if f.ListenAddress != "" {
+	if f.ListenAddress != "" || f.HealthListenAddress != "" {
 		mgr.Add(manager.Always, p.server(op))
 	}
 	webhooks, err := p.webhooks(op)
@@ -160,21 +160,35 @@ func (p *parts) server(op *operator.Operator) manager.Runnable {
 	f := p.f
 	return manager.Runnable{Name: "server", Run: func(ctx context.Context, started func()) error {
 		opts := server.Options{
-			Address: f.ListenAddress, DebugSocket: f.DebugSocket, DebugOverHTTP: f.DebugHTTP,
+			Address: f.ListenAddress, HealthAddress: f.HealthListenAddress, DebugSocket: f.DebugSocket, DebugOverHTTP: f.DebugHTTP,
 			Metrics: p.m.Handler(), HookMetrics: p.m.HooksHandler(), Pprof: f.Pprof, MaxConns: f.ListenMaxConns,
 		}
 		if f.MetricsSecure {
-			opts.Secure = &server.SecureMetrics{Address: f.MetricsSecureAddress, CertFile: f.MetricsCert, KeyFile: f.MetricsKey, Client: p.clients.Dynamic}
+			opts.Secure = &server.SecureMetrics{Address: f.MetricsSecureAddress, CertFile: f.MetricsCert, KeyFile: f.MetricsKey, Client: p.clients.Dynamic,
+				Reviewed: p.m.MetricsReview}
 		}
-		addr, secureAddr, err := server.Start(ctx, op, opts, p.log)
+		addrs, err := server.Start(ctx, op, opts, p.log)
 		if err != nil {
 			return err
 		}
-		if secureAddr != "" {
-			p.log.WithField("address", secureAddr).Info("serving /metrics over HTTPS to callers with a token allowed to get it")
-			p.log.WithFields(logrus.Fields{"address": addr, "debugSocket": f.DebugSocket}).Info("serving /healthz and /readyz")
-		} else {
-			p.log.WithFields(logrus.Fields{"address": addr, "debugSocket": f.DebugSocket}).Info("serving /metrics, /healthz and /readyz")
+		// startObserved and the bench find the listener by the first
+		// "address" of the log; the probe listener's is healthAddress.
+		fields := logrus.Fields{"debugSocket": f.DebugSocket}
+		if addrs.Health != "" {
+			fields["healthAddress"] = addrs.Health
+		}
+		switch {
+		case addrs.Secure != "":
+			p.log.WithField("address", addrs.Secure).Info("serving /metrics over HTTPS to callers with a token allowed to get it")
+			if addrs.Listen != "" {
+				fields["address"] = addrs.Listen
+			}
+			p.log.WithFields(fields).Info("serving /healthz and /readyz")
+		case addrs.Listen != "":
+			fields["address"] = addrs.Listen
+			p.log.WithFields(fields).Info("serving /metrics, /healthz and /readyz")
+		default:
+			p.log.WithFields(fields).Info("serving /healthz and /readyz")
 		}
 		started()
 		<-ctx.Done()

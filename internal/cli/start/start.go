@@ -66,6 +66,9 @@ type Flags struct {
 	// ListenMaxConns caps the open connections of that listener and of
 	// the debug socket, each.
 	ListenMaxConns int
+	// HealthListenAddress is the probe listener, serving /healthz and
+	// /readyz alone; "" disables it.
+	HealthListenAddress string
 	// MetricsPrefix starts the names of the operator's own metrics.
 	MetricsPrefix string
 	// HookMetricsMaxSeriesPerHook and HookMetricsMaxSeries cap the series
@@ -231,6 +234,8 @@ func bindProcessFlags(fs *pflag.FlagSet, f *Flags) {
 	fs.StringVar(&f.ListenAddress, "listen-address", ":9115", "serve /metrics, /healthz and /readyz on this host:port (empty: no listener)")
 	envflag.Bind(fs, "listen-address", "HOOK_OPERATOR_LISTEN_ADDRESS")
 	envflag.BindAlias(fs, "listen-address", envflag.Alias{Names: []string{"SHELL_OPERATOR_LISTEN_ADDRESS", "SHELL_OPERATOR_LISTEN_PORT"}, Value: listenAddress})
+	fs.StringVar(&f.HealthListenAddress, "health-listen-address", ":9116", "serve /healthz and /readyz alone on this host:port, apart from --listen-address's load (empty: no listener)")
+	envflag.Bind(fs, "health-listen-address", "HOOK_OPERATOR_HEALTH_LISTEN_ADDRESS")
 	fs.IntVar(&f.ListenMaxConns, "listen-max-connections", 128, "open connections --listen-address (and the debug socket) accepts at once; more wait")
 	envflag.Bind(fs, "listen-max-connections", "HOOK_OPERATOR_LISTEN_MAX_CONNECTIONS")
 	fs.StringVar(&f.MetricsPrefix, "metrics-prefix", metrics.DefaultPrefix, "start the names of the operator's own metrics with this (hooks' metrics keep their names)")
