@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/hook-operator/hook-operator/internal/limit"
 )
 
 // Defaults of WatchOptions.
@@ -33,24 +35,32 @@ type WatchOptions struct {
 	Poll time.Duration
 	// Warn receives problems with inotify (the folder is polled then).
 	Warn func(msg string)
+	// Folder says which symlinks are followed, as for Load: a folder
+	// outside the hooks folder is neither walked nor watched unless
+	// links out are allowed.
+	Folder FolderOptions
 }
 
 // Fingerprint sums up what a reload of the hooks folder dir depends on:
-// for every file and folder under it (symlinks followed, names starting
-// with "." left out as Discover does, but for the top's .hookignore), its path, mode, size, modification
-// time and the real path it resolves to. A Kubernetes ConfigMap volume
+// for every file and folder under it (symlinks followed as opts allows,
+// names starting with "." left out as Discover does, but for the top's
+// .hookignore), its path, mode, size, modification time and the real path
+// it resolves to. A Kubernetes ConfigMap volume
 // changes by swapping its "..data" symlink to a new folder of new files:
 // the real paths change even when sizes and times do not. Two equal
 // fingerprints mean no reload is needed. A folder that cannot be read
 // gives a fingerprint of its error, so that it changes again when it can.
-func Fingerprint(dir string) string {
-	fp, _ := scan(dir)
+func Fingerprint(dir string, opts FolderOptions) string {
+	fp, _ := scan(dir, opts)
 	return fp
 }
 
 // scan walks dir once for both Fingerprint and the notifier: it returns
 // the fingerprint and the real paths of dir and every folder under it.
-func scan(dir string) (fingerprint string, folders []string) {
+// Only Stat is used: no file is opened, so a named pipe cannot block it.
+func scan(dir string, opts FolderOptions) (fingerprint string, folders []string) {
+	f := folder{dir: dir, opts: opts}
+	f.real, _ = resolve(dir) // "" when dir is gone: then every link is out
 	h := sha256.New()
 	seen := map[string]bool{}
 	addFolder := func(p string) {
@@ -75,6 +85,11 @@ func scan(dir string) (fingerprint string, folders []string) {
 			}
 			relName := rel + "/" + name
 			p := filepath.Join(full, name)
+			if target := f.external(p, e.Type()); target != "" {
+				// Discover skips it: only where it leads counts.
+				fmt.Fprintf(h, "%s\x00external %s\n", relName, target)
+				continue
+			}
 			info, err := os.Stat(p)
 			if err != nil {
 				fmt.Fprintf(h, "%s\x00error %v\n", relName, err)
@@ -110,11 +125,12 @@ func WatchDir(ctx context.Context, dir, since string, opts WatchOptions, changed
 	if opts.Poll <= 0 {
 		opts.Poll = DefaultWatchPoll
 	}
-	warn := opts.Warn
-	if warn == nil {
-		warn = func(string) {}
+	warn := func(string) {}
+	if opts.Warn != nil {
+		// Folder names in these messages are the hooks folder's own.
+		warn = func(msg string) { opts.Warn(limit.Printable(msg)) }
 	}
-	n := newNotifier(dir, warn)
+	n := newNotifier(dir, opts.Folder, warn)
 	defer n.close()
 	last := since
 	poll := time.NewTicker(opts.Poll)
@@ -136,7 +152,7 @@ func WatchDir(ctx context.Context, dir, since string, opts WatchOptions, changed
 		case <-poll.C:
 			polled = true
 		}
-		fp, folders := scan(dir)
+		fp, folders := scan(dir, opts.Folder)
 		// A change seen by polling may be halfway through: it counts once
 		// the folder looks the same after the quiet period (inotify's
 		// events have been waited out already).
@@ -144,7 +160,7 @@ func WatchDir(ctx context.Context, dir, since string, opts WatchOptions, changed
 			if !sleep(ctx, opts.Quiet) {
 				return
 			}
-			again, againFolders := scan(dir)
+			again, againFolders := scan(dir, opts.Folder)
 			if again == fp {
 				break
 			}
@@ -181,7 +197,7 @@ type notifier struct {
 	watched map[string]bool
 }
 
-func newNotifier(dir string, warn func(string)) *notifier {
+func newNotifier(dir string, opts FolderOptions, warn func(string)) *notifier {
 	n := &notifier{dir: dir, warn: warn, watched: map[string]bool{}}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -189,7 +205,7 @@ func newNotifier(dir string, warn func(string)) *notifier {
 		return n
 	}
 	n.w = w
-	_, folders := scan(dir)
+	_, folders := scan(dir, opts)
 	n.watch(folders)
 	return n
 }

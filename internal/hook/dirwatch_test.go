@@ -20,22 +20,22 @@ func must(t *testing.T, err error) {
 func TestFingerprintSeesAConfigMapSwap(t *testing.T) {
 	dir := t.TempDir()
 	testoperator.ConfigMapVolume(t, dir, "1", map[string]string{"a.sh": "#!/bin/sh\necho 1\n"})
-	first := Fingerprint(dir)
-	if again := Fingerprint(dir); again != first {
+	first := Fingerprint(dir, FolderOptions{})
+	if again := Fingerprint(dir, FolderOptions{}); again != first {
 		t.Fatal("the fingerprint of an unchanged folder changed")
 	}
 	testoperator.ConfigMapVolume(t, dir, "2", map[string]string{"a.sh": "#!/bin/sh\necho 2\n"})
-	if Fingerprint(dir) == first {
+	if Fingerprint(dir, FolderOptions{}) == first {
 		t.Error("swapping ..data to a new version (same sizes and times) left the fingerprint as it was")
 	}
 	// A hidden file is not a hook and is not looked at.
-	second := Fingerprint(dir)
+	second := Fingerprint(dir, FolderOptions{})
 	must(t, os.WriteFile(filepath.Join(dir, ".notes"), []byte("x"), 0o644))
-	if Fingerprint(dir) != second {
+	if Fingerprint(dir, FolderOptions{}) != second {
 		t.Error("a dot-file changed the fingerprint")
 	}
 	must(t, os.Chmod(filepath.Join(dir, "..v2", "a.sh"), 0o644))
-	if Fingerprint(dir) == second {
+	if Fingerprint(dir, FolderOptions{}) == second {
 		t.Error("a hook losing its executable bit left the fingerprint as it was")
 	}
 }
@@ -46,7 +46,7 @@ func TestFingerprintSeesAConfigMapSwap(t *testing.T) {
 func TestWatchDirCallsOnChange(t *testing.T) {
 	dir := t.TempDir()
 	testoperator.ConfigMapVolume(t, dir, "1", map[string]string{"a.sh": "#!/bin/sh\n"})
-	since := Fingerprint(dir)
+	since := Fingerprint(dir, FolderOptions{})
 	changes := make(chan string, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -54,7 +54,7 @@ func TestWatchDirCallsOnChange(t *testing.T) {
 	go func() {
 		defer close(done)
 		WatchDir(ctx, dir, since, WatchOptions{Quiet: 100 * time.Millisecond, Poll: time.Hour, Warn: func(m string) { t.Log(m) }}, func() {
-			changes <- Fingerprint(dir)
+			changes <- Fingerprint(dir, FolderOptions{})
 		})
 	}()
 	expect := func(what string) {
@@ -98,7 +98,7 @@ func TestWatchDirPollsWhatInotifyCannotSee(t *testing.T) {
 	target := filepath.Join(outside, "real.sh")
 	must(t, os.WriteFile(target, []byte("#!/bin/sh\n"), 0o755))
 	must(t, os.Symlink(target, filepath.Join(dir, "a.sh")))
-	since := Fingerprint(dir)
+	since := Fingerprint(dir, FolderOptions{})
 	changes := make(chan struct{}, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

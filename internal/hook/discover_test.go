@@ -59,7 +59,7 @@ func TestDiscover(t *testing.T) {
 	}
 	symlink(t, "..", filepath.Join(dir, "sub", "loop"))
 
-	names, _, warnings, err := Discover(dir)
+	names, _, warnings, err := Discover(dir, FolderOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestDiscoverConfigMapVolume(t *testing.T) {
 	symlink(t, "..data/README.md", filepath.Join(dir, "README.md"))
 	symlink(t, "..data/nodes", filepath.Join(dir, "nodes"))
 
-	names, _, warnings, err := Discover(dir)
+	names, _, warnings, err := Discover(dir, FolderOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,12 +125,12 @@ func TestDiscoverBadDir(t *testing.T) {
 		{filepath.Join(dir, "missing"), "does not exist"},
 		{file, "is not a folder"},
 	} {
-		_, _, _, err := Discover(tc.dir)
+		_, _, _, err := Discover(tc.dir, FolderOptions{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.dir) {
 			t.Errorf("Discover(%s) error = %v, want one naming the folder and saying %q", tc.dir, err, tc.want)
 		}
 	}
-	names, _, warnings, err := Discover(t.TempDir())
+	names, _, warnings, err := Discover(t.TempDir(), FolderOptions{})
 	if err != nil || len(names) != 0 || len(warnings) != 0 {
 		t.Errorf("empty folder: %q, %q, %v; want nothing", names, warnings, err)
 	}

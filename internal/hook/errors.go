@@ -19,12 +19,14 @@ type ConfigError struct {
 	Reason string
 }
 
-// Error renders "hook <name>: <field>: <reason>".
+// Error renders "hook <name>: <field>: <reason>" on one line, with
+// limit.Printable: the name is a file name and the reason may quote what
+// the hook printed.
 func (e *ConfigError) Error() string {
 	if e.Field == "" {
-		return fmt.Sprintf("hook %s: %s", e.Hook, e.Reason)
+		return limit.Printable(fmt.Sprintf("hook %s: %s", e.Hook, e.Reason))
 	}
-	return fmt.Sprintf("hook %s: %s: %s", e.Hook, e.Field, e.Reason)
+	return limit.Printable(fmt.Sprintf("hook %s: %s: %s", e.Hook, e.Field, e.Reason))
 }
 
 // ConfigErrors is every problem found in the configuration of a set of

@@ -3,10 +3,10 @@ package hook
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path"
-	"path/filepath"
 	"strings"
 )
 
@@ -31,14 +31,15 @@ type ignoreRule struct {
 // gitignore, the last rule that matches an entry decides.
 type ignoreRules []ignoreRule
 
-// readIgnore reads dir/.hookignore. A missing file is no rules.
-func readIgnore(dir string) (ignoreRules, error) {
-	b, err := os.ReadFile(filepath.Join(dir, IgnoreFile))
-	if os.IsNotExist(err) {
+// readIgnore reads the folder's .hookignore, a regular file of at most
+// MaxIgnoreFileBytes (see folder.readFile). A missing file is no rules.
+func readIgnore(f folder) (ignoreRules, error) {
+	b, err := f.readFile(IgnoreFile, MaxIgnoreFileBytes)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("hooks folder %q: %w", dir, err)
+		return nil, err
 	}
 	return parseIgnore(b)
 }
@@ -52,6 +53,7 @@ func readIgnore(dir string) (ignoreRules, error) {
 func parseIgnore(b []byte) (ignoreRules, error) {
 	var rules ignoreRules
 	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, MaxIgnoreFileBytes+1) // a line as long as the file may be
 	for n := 1; sc.Scan(); n++ {
 		text := strings.TrimRight(sc.Text(), " \t\r")
 		if text == "" || strings.HasPrefix(text, "#") {

@@ -48,6 +48,9 @@ type LoadOptions struct {
 	// hook on purpose: ignored by .hookignore, disabled, or configured
 	// with no bindings. nil drops them.
 	Skip func(Skipped)
+	// Folder says what may lead out of the hooks folder; the zero value
+	// follows only symlinks that resolve inside it.
+	Folder FolderOptions
 }
 
 // Load finds the hooks under dir (see Discover), leaves out those that
@@ -61,7 +64,7 @@ type LoadOptions struct {
 // no hooks and ConfigErrors listing every problem of every hook. A dir that
 // cannot be read, or ctx ending, is a plain error.
 func Load(ctx context.Context, dir string, opts LoadOptions) ([]*Hook, error) {
-	found, skipped, warnings, err := Discover(dir)
+	found, skipped, warnings, err := Discover(dir, opts.Folder)
 	if err != nil {
 		return nil, err
 	}

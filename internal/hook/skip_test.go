@@ -123,18 +123,18 @@ func TestLoadBadHookignore(t *testing.T) {
 func TestFingerprintSeesHookignore(t *testing.T) {
 	dir := t.TempDir()
 	script(t, dir, "run.sh", `echo`)
-	before := Fingerprint(dir)
+	before := Fingerprint(dir, FolderOptions{})
 	if err := os.WriteFile(filepath.Join(dir, IgnoreFile), []byte("run.sh\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if Fingerprint(dir) == before {
+	if Fingerprint(dir, FolderOptions{}) == before {
 		t.Error("writing .hookignore left the fingerprint unchanged; a reload would miss it")
 	}
-	before = Fingerprint(dir)
+	before = Fingerprint(dir, FolderOptions{})
 	if err := os.WriteFile(filepath.Join(dir, ".other"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if Fingerprint(dir) != before {
+	if Fingerprint(dir, FolderOptions{}) != before {
 		t.Error("another dot-file changed the fingerprint; only .hookignore should")
 	}
 }

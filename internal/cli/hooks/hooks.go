@@ -4,6 +4,7 @@ package hooks
 
 import (
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,6 +22,7 @@ const (
 	EnvShellOperatorHooksDir = "SHELL_OPERATOR_HOOKS_DIR"
 	EnvConfigTimeout         = "HOOK_OPERATOR_CONFIG_TIMEOUT"
 	EnvDisabledHooks         = "HOOK_OPERATOR_DISABLED_HOOKS"
+	EnvAllowExternalSymlinks = "HOOK_OPERATOR_HOOKS_ALLOW_EXTERNAL_SYMLINKS"
 )
 
 // DefaultHooksDir is where the hooks are looked for when nothing says
@@ -65,4 +67,14 @@ func BindConfigTimeout(fs *pflag.FlagSet, p *time.Duration) {
 func BindDisabledHooks(fs *pflag.FlagSet, p *[]string) {
 	fs.StringSliceVar(p, "disabled-hooks", nil, "hook names or globs (debug/*) not to load, comma-separated; hooks list shows them")
 	envflag.Bind(fs, "disabled-hooks", EnvDisabledHooks)
+}
+
+// BindFolder adds --hooks-allow-external-symlinks to fs, stored in p and
+// bound to HOOK_OPERATOR_HOOKS_ALLOW_EXTERNAL_SYMLINKS. Every command that
+// loads hooks uses it beside BindHooksDir, so that they all follow the
+// same links.
+func BindFolder(fs *pflag.FlagSet, p *hook.FolderOptions) {
+	fs.BoolVar(&p.AllowExternalSymlinks, strings.TrimPrefix(hook.AllowExternalSymlinksFlag, "--"), false,
+		"follow symlinks in the hooks folder whose target is outside it (off: they are skipped with a warning)")
+	envflag.Bind(fs, strings.TrimPrefix(hook.AllowExternalSymlinksFlag, "--"), EnvAllowExternalSymlinks)
 }

@@ -23,6 +23,7 @@ func newList(stdout, stderr io.Writer) *cobra.Command {
 		dir, output string
 		timeout     time.Duration
 		disabled    []string
+		folder      hook.FolderOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -43,7 +44,9 @@ configured, with the defaults filled in, and each skipped entry as
 {name, skipped: reason}.
 
 Files that look like mistakes (not executable, broken symlinks) are reported
-on stderr as warnings. When any hook cannot be run
+on stderr as warnings, and so are symlinks whose target is outside the
+folder: they are skipped unless --hooks-allow-external-symlinks is set.
+Control characters in names and values are shown escaped (\x1b). When any hook cannot be run
 or has an invalid configuration, nothing is printed on stdout: every problem
 of every hook goes to stderr, and the exit code is 1.`,
 		Example: `  # The hooks of a local checkout, as a table
@@ -78,6 +81,7 @@ of every hook goes to stderr, and the exit code is 1.`,
 				Warn:          func(msg string) { fmt.Fprintf(stderr, "warning: %s\n", msg) },
 				Disabled:      disabled,
 				Skip:          func(s hook.Skipped) { skipped = append(skipped, s) },
+				Folder:        folder,
 			})
 			var problems hook.ConfigErrors
 			switch {
@@ -97,6 +101,7 @@ of every hook goes to stderr, and the exit code is 1.`,
 	BindHooksDir(fs, &dir)
 	BindConfigTimeout(fs, &timeout)
 	BindDisabledHooks(fs, &disabled)
+	BindFolder(fs, &folder)
 	fs.StringVarP(&output, "output", "o", "table", "output format: table, wide (table with values in full), json or yaml")
 	return cmd
 }

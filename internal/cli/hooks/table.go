@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/limit"
 	"github.com/hook-operator/hook-operator/internal/webhook"
 )
 
@@ -189,9 +190,11 @@ func mode(s hook.Settings) string {
 	return "one-shot"
 }
 
-// oneLine turns every run of whitespace in s into one space.
+// oneLine turns every run of whitespace in s into one space, and shows
+// what is left that a terminal would not print as itself (ESC, NUL) as
+// an escape: names and values come from file names and hooks' output.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return limit.Printable(strings.Join(strings.Fields(s), " "))
 }
 
 func dash(s string) string {
