@@ -40,6 +40,7 @@ type releaseFlags struct {
 	hooksDir, kubeconfig, kubeContext, hookName string
 	configTimeout                               time.Duration
 	dryRun                                      bool
+	hooksFolder                                 hook.FolderOptions
 }
 
 func newRelease(stdout io.Writer, log *logrus.Logger) *cobra.Command {
@@ -67,6 +68,7 @@ deleted by this command; those already being deleted finish deleting.`,
 	fs := cmd.Flags()
 	hookscmd.BindHooksDir(fs, &f.hooksDir)
 	hookscmd.BindConfigTimeout(fs, &f.configTimeout)
+	hookscmd.BindFolder(fs, &f.hooksFolder)
 	kubeflags.Bind(fs, &f.kubeconfig, &f.kubeContext)
 	fs.StringVar(&f.hookName, "hook", "", "only this hook (its path under --hooks-dir)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print what would be released; change nothing")
@@ -74,7 +76,7 @@ deleted by this command; those already being deleted finish deleting.`,
 }
 
 func release(ctx context.Context, f releaseFlags, out io.Writer, log *logrus.Logger) error {
-	hooks, err := hook.Load(ctx, f.hooksDir, hook.LoadOptions{ConfigTimeout: f.configTimeout, Warn: func(m string) { log.Warn(m) }})
+	hooks, err := hook.Load(ctx, f.hooksDir, hook.LoadOptions{ConfigTimeout: f.configTimeout, Folder: f.hooksFolder, Warn: func(m string) { log.Warn(m) }})
 	if err != nil {
 		return fmt.Errorf("hooks in %s:\n%w", f.hooksDir, err)
 	}

@@ -24,6 +24,7 @@ import (
 
 	hookscmd "github.com/hook-operator/hook-operator/internal/cli/hooks"
 	replaycmd "github.com/hook-operator/hook-operator/internal/cli/replay"
+	"github.com/hook-operator/hook-operator/internal/hook"
 )
 
 // File names of a case folder.
@@ -51,6 +52,8 @@ type Flags struct {
 	TmpDir        string
 	HookTimeout   time.Duration
 	ConfigTimeout time.Duration
+	// HooksFolder is --hooks-allow-external-symlinks.
+	HooksFolder hook.FolderOptions
 }
 
 // New returns the test command.
@@ -93,6 +96,7 @@ exits 1 if any case failed.`,
 	fs := cmd.Flags()
 	hookscmd.BindHooksDir(fs, &f.HooksDir)
 	hookscmd.BindConfigTimeout(fs, &f.ConfigTimeout)
+	hookscmd.BindFolder(fs, &f.HooksFolder)
 	fs.BoolVar(&f.Update, "update", false, "write each case's expected.yaml from the actual runs")
 	fs.StringVar(&f.Run, "run", "", "only cases whose path under DIR matches this regular expression")
 	fs.BoolVar(&f.ShowSecrets, "show-secrets", false, "compare and write Secret data as it is instead of masked")
@@ -118,7 +122,7 @@ func Run(ctx context.Context, dir string, f Flags, out io.Writer, log *logrus.Lo
 	if err != nil {
 		return err
 	}
-	hooks, err := replaycmd.LoadHooks(ctx, f.HooksDir, f.ConfigTimeout, log)
+	hooks, err := replaycmd.LoadHooks(ctx, f.HooksDir, f.ConfigTimeout, f.HooksFolder, log)
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,8 @@ type Flags struct {
 	Duration time.Duration
 	// ShowSecrets keeps Secret data; by default it is redacted.
 	ShowSecrets bool
+	// HooksFolder is --hooks-allow-external-symlinks.
+	HooksFolder hook.FolderOptions
 }
 
 // The client's request rate: a recording lists and watches, a few requests
@@ -98,6 +100,7 @@ when the recording ends (after --duration, or on SIGINT or SIGTERM), replacing
 	fs := cmd.Flags()
 	hookscmd.BindHooksDir(fs, &f.HooksDir)
 	hookscmd.BindConfigTimeout(fs, &f.ConfigTimeout)
+	hookscmd.BindFolder(fs, &f.HooksFolder)
 	kubeflags.Bind(fs, &f.Kubeconfig, &f.KubeContext)
 	fs.StringVar(&f.Out, "out", "", "fixture file to write (mode 0600), or - for stdout (required)")
 	fs.DurationVar(&f.Duration, "duration", 0, "record events for this long after the objects (0: only the objects)")
@@ -121,7 +124,7 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		return err
 	}
 	defer out.discard()
-	hooks, err := hook.Load(ctx, f.HooksDir, hook.LoadOptions{ConfigTimeout: f.ConfigTimeout, Warn: func(m string) { log.Warn(m) }})
+	hooks, err := hook.Load(ctx, f.HooksDir, hook.LoadOptions{ConfigTimeout: f.ConfigTimeout, Folder: f.HooksFolder, Warn: func(m string) { log.Warn(m) }})
 	if err != nil {
 		return fmt.Errorf("hooks in %s are not valid; nothing was recorded:\n%w", f.HooksDir, err)
 	}

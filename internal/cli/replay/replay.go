@@ -36,6 +36,8 @@ type Flags struct {
 	TmpDir        string
 	HookTimeout   time.Duration
 	ConfigTimeout time.Duration
+	// HooksFolder is --hooks-allow-external-symlinks.
+	HooksFolder hook.FolderOptions
 }
 
 // New returns the replay command.
@@ -75,6 +77,7 @@ any run failed.`,
 	fs := cmd.Flags()
 	hookscmd.BindHooksDir(fs, &f.HooksDir)
 	hookscmd.BindConfigTimeout(fs, &f.ConfigTimeout)
+	hookscmd.BindFolder(fs, &f.HooksFolder)
 	fs.StringVar(&f.Objects, "objects", "", "file or folder of objects (YAML or JSON; a fixture written by record also works)")
 	fs.StringVar(&f.Events, "events", "", "file listing the events after start (replaces the events of an --objects fixture)")
 	BindOutput(fs, &f.Output, &f.ShowSecrets)
@@ -108,7 +111,7 @@ func Run(ctx context.Context, f Flags, out io.Writer, log *logrus.Logger) error 
 	if err != nil {
 		return err
 	}
-	hooks, err := LoadHooks(ctx, f.HooksDir, f.ConfigTimeout, log)
+	hooks, err := LoadHooks(ctx, f.HooksDir, f.ConfigTimeout, f.HooksFolder, log)
 	if err != nil {
 		return err
 	}
@@ -138,8 +141,8 @@ func Run(ctx context.Context, f Flags, out io.Writer, log *logrus.Logger) error 
 }
 
 // LoadHooks loads the hooks of dir for an offline command.
-func LoadHooks(ctx context.Context, dir string, configTimeout time.Duration, log *logrus.Logger) ([]*hook.Hook, error) {
-	hooks, err := hook.Load(ctx, dir, hook.LoadOptions{ConfigTimeout: configTimeout, Warn: func(m string) { log.Warn(m) }})
+func LoadHooks(ctx context.Context, dir string, configTimeout time.Duration, folder hook.FolderOptions, log *logrus.Logger) ([]*hook.Hook, error) {
+	hooks, err := hook.Load(ctx, dir, hook.LoadOptions{ConfigTimeout: configTimeout, Folder: folder, Warn: func(m string) { log.Warn(m) }})
 	if err != nil {
 		return nil, fmt.Errorf("hooks in %s are not valid:\n%w", dir, err)
 	}

@@ -48,6 +48,9 @@ type Flags struct {
 	ConfigTimeout time.Duration
 	// DisabledHooks are hook names or globs not to load (--disabled-hooks).
 	DisabledHooks []string
+	// HooksFolder says which symlinks of the hooks folder are followed
+	// (--hooks-allow-external-symlinks).
+	HooksFolder   hook.FolderOptions
 	RetryInitial  time.Duration
 	RetryMax      time.Duration
 	BatchWindow   time.Duration
@@ -210,6 +213,7 @@ func bindRunFlags(fs *pflag.FlagSet, f *Flags) {
 	envflag.Bind(fs, "max-hook-output", "HOOK_OPERATOR_MAX_HOOK_OUTPUT")
 	hookscmd.BindConfigTimeout(fs, &f.ConfigTimeout)
 	hookscmd.BindDisabledHooks(fs, &f.DisabledHooks)
+	hookscmd.BindFolder(fs, &f.HooksFolder)
 	fs.DurationVar(&f.RetryInitial, "retry-initial-delay", time.Second, "pause before the first retry of a failed run; doubles per failure")
 	envflag.Bind(fs, "retry-initial-delay", "HOOK_OPERATOR_RETRY_INITIAL_DELAY")
 	fs.DurationVar(&f.RetryMax, "retry-max-delay", time.Minute, "longest pause between retries of a failed run")
@@ -288,12 +292,13 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		Env:            env,
 		Warn:           func(msg string) { log.Warn(msg) },
 		Disabled:       f.DisabledHooks,
+		Folder:         f.HooksFolder,
 		Skip:           func(s hook.Skipped) { logSkipped(log, s) },
 	}
 	// Taken before the load, so that a change made during it is reloaded.
 	var fingerprint string
 	if f.Reload.Enabled {
-		fingerprint = hook.Fingerprint(f.HooksDir)
+		fingerprint = hook.Fingerprint(f.HooksDir, f.HooksFolder)
 	}
 	hooks, err := loadHooks(ctx, f.HooksDir, load, log)
 	if err != nil {
