@@ -84,7 +84,8 @@ func TestHelmLint(t *testing.T) {
 
 // The default values: no hooks of one's own and no demonstrations, so the
 // operator runs nothing until hooks are given; its ClusterRole holds only
-// the operator's own need (Events about failed runs); no CRDs.
+// the operator's own needs (Events about failed runs, and the reviews of
+// --metrics-secure, on by default); no CRDs.
 func TestHelmTemplateDefaults(t *testing.T) {
 	objs := objects(t, helmTemplate(t, "ops"))
 	checkDeployment(t, objs, deployment{namespace: "ops"})
@@ -92,10 +93,10 @@ func TestHelmTemplateDefaults(t *testing.T) {
 		t.Errorf("CRDs %v without examples.enabled", got)
 	}
 	var role rbacv1.ClusterRole
-	typed(t, one(t, objs, "ClusterRole"), &role)
-	events := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}}}
-	if !equalRules(role.Rules, events) {
-		t.Errorf("ClusterRole rules %v, want the Events rule alone", role.Rules)
+	typed(t, named(t, objs, "ClusterRole", "hook-operator"), &role)
+	want := append([]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}}}, secureRules...)
+	if !equalRules(role.Rules, want) {
+		t.Errorf("ClusterRole rules %v, want the Events rule and the metrics reviews alone", role.Rules)
 	}
 }
 
@@ -134,7 +135,7 @@ func TestHelmTemplateExamples(t *testing.T) {
 		t.Fatal("values.yaml has no examples.rules: run make deploy")
 	}
 	var role rbacv1.ClusterRole
-	typed(t, one(t, objs, "ClusterRole"), &role)
+	typed(t, named(t, objs, "ClusterRole", "hook-operator"), &role)
 	for _, want := range values.Examples.Rules {
 		if !slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return equalRules([]rbacv1.PolicyRule{r}, []rbacv1.PolicyRule{want}) }) {
 			t.Errorf("ClusterRole lacks the generated rule %v", want)
@@ -215,7 +216,7 @@ func TestHelmTemplateValues(t *testing.T) {
 		t.Errorf("nodeSelector %v", ns)
 	}
 	var role rbacv1.ClusterRole
-	typed(t, one(t, objs, "ClusterRole"), &role)
+	typed(t, named(t, objs, "ClusterRole", "hook-operator"), &role)
 	if last := role.Rules[len(role.Rules)-1]; !slices.Equal(last.Resources, []string{"secrets"}) {
 		t.Errorf("rbac.extraRules not appended: last rule %v", last)
 	}
@@ -269,6 +270,18 @@ func TestHelmTemplateSharding(t *testing.T) {
 	}
 }
 
+// named returns the object of kind and name, failing t unless there is one.
+func named(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range only(objs, kind) {
+		if o.GetName() == name {
+			return o
+		}
+	}
+	t.Fatalf("no %s %s in %v", kind, name, names(only(objs, kind)))
+	return nil
+}
+
 // equalRules compares rule lists, an empty list and a missing one alike.
 func equalRules(a, b []rbacv1.PolicyRule) bool {
 	ja, _ := yaml.Marshal(a)
@@ -281,7 +294,7 @@ func equalRules(a, b []rbacv1.PolicyRule) bool {
 // and the certificate: self-signed (with a Role for its Secret only), or a
 // mounted Secret at shell-operator's /validating-certs.
 func TestHelmTemplateWebhook(t *testing.T) {
-	objs := objects(t, helmTemplate(t, "ops", "--set", "webhook.enabled=true",
+	objs := objects(t, helmTemplate(t, "ops", "--set", "webhook.enabled=true,webhook.clientCA.configMap=ca",
 		"--set", "webhook.annotations.cert-manager\\.io/inject-ca-from=ops/ca"))
 	var svc *unstructured.Unstructured
 	for _, s := range only(objs, "Service") {
@@ -324,7 +337,7 @@ func TestHelmTemplateWebhook(t *testing.T) {
 	}
 	checkRBAC(t, objs, "hook-operator", "ops")
 
-	objs = objects(t, helmTemplate(t, "ops", "--set", "webhook.enabled=true,webhook.certificates=secret,webhook.secretName=my-tls"))
+	objs = objects(t, helmTemplate(t, "ops", "--set", "webhook.enabled=true,webhook.clientCA.configMap=ca,webhook.certificates=secret,webhook.secretName=my-tls"))
 	d = one(t, objs, "Deployment")
 	volumes, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
 	found := false
@@ -341,12 +354,12 @@ func TestHelmTemplateWebhook(t *testing.T) {
 			t.Errorf("a mounted Secret needs no Role for the self-signed one")
 		}
 	}
-	if out := helmTemplateFails(t, "--set", "webhook.enabled=true,webhook.certificates=secret"); !strings.Contains(out, "webhook.secretName") {
+	if out := helmTemplateFails(t, "--set", "webhook.enabled=true,webhook.clientCA.configMap=ca,webhook.certificates=secret"); !strings.Contains(out, "webhook.secretName") {
 		t.Errorf("certificates=secret without secretName: %s", out)
 	}
 
 	// cert-manager issues the certificate into a Secret the Pod mounts.
-	objs = objects(t, helmTemplate(t, "ops", "--set", "webhook.enabled=true,webhook.certificates=certManager",
+	objs = objects(t, helmTemplate(t, "ops", "--set", "webhook.enabled=true,webhook.clientCA.configMap=ca,webhook.certificates=certManager",
 		"--set", "webhook.certManager.issuerRef.name=ca,webhook.certManager.issuerRef.kind=ClusterIssuer"))
 	cert := one(t, objs, "Certificate")
 	dns, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
@@ -366,17 +379,53 @@ func TestHelmTemplateWebhook(t *testing.T) {
 	if !found {
 		t.Errorf("certificates=certManager: the issued Secret is not mounted: %v", volumes)
 	}
-	if out := helmTemplateFails(t, "--set", "webhook.enabled=true,webhook.certificates=certManager"); !strings.Contains(out, "webhook.certManager.issuerRef") {
+	if out := helmTemplateFails(t, "--set", "webhook.enabled=true,webhook.clientCA.configMap=ca,webhook.certificates=certManager"); !strings.Contains(out, "webhook.certManager.issuerRef") {
 		t.Errorf("certificates=certManager without an issuer: %s", out)
 	}
 
-	// The webhook configurations, by name where the API allows.
+	// The webhook configurations: by default the chart makes them (with no
+	// webhooks field) and the operator may only get and patch them by name;
+	// managed, it creates them, by name where the API allows.
+	objs = objects(t, helmTemplate(t, "ops", "--set", "webhook.enabled=true,webhook.clientCA.configMap=ca",
+		"--set", "webhook.annotations.cert-manager\\.io/inject-ca-from=ops/ca"))
+	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
+		c := named(t, objs, kind, "hook-operator")
+		if _, found := c.Object["webhooks"]; found {
+			t.Errorf("the chart's %s sets webhooks, which an upgrade would then empty", kind)
+		}
+		if c.GetAnnotations()["cert-manager.io/inject-ca-from"] != "ops/ca" {
+			t.Errorf("the chart's %s lacks webhook.annotations: %v", kind, c.GetAnnotations())
+		}
+	}
+	env, _ = containerEnv(t, objs)
+	if env["HOOK_OPERATOR_WEBHOOK_CONFIGURATION_MODE"] != "existing" {
+		t.Errorf("HOOK_OPERATOR_WEBHOOK_CONFIGURATION_MODE=%q, want existing", env["HOOK_OPERATOR_WEBHOOK_CONFIGURATION_MODE"])
+	}
 	var role rbacv1.ClusterRole
-	typed(t, one(t, objs, "ClusterRole"), &role)
+	typed(t, named(t, objs, "ClusterRole", "hook-operator"), &role)
+	for _, r := range role.Rules {
+		if slices.Contains(r.APIGroups, "admissionregistration.k8s.io") &&
+			(!slices.Equal(r.Verbs, []string{"get", "patch"}) || !slices.Equal(r.ResourceNames, []string{"hook-operator"})) {
+			t.Errorf("existing mode grants %+v on webhook configurations, want get and patch on hook-operator only", r)
+		}
+	}
+	checkRBAC(t, objs, "hook-operator", "ops")
+
+	objs = objects(t, helmTemplate(t, "ops", "--set", "webhook.enabled=true,webhook.clientCA.configMap=ca,webhook.configurationMode=managed"))
+	if n := len(only(objs, "ValidatingWebhookConfiguration")) + len(only(objs, "MutatingWebhookConfiguration")); n != 0 {
+		t.Errorf("managed mode: the chart makes %d webhook configurations", n)
+	}
+	typed(t, named(t, objs, "ClusterRole", "hook-operator"), &role)
 	n := len(role.Rules)
-	if n < 2 || !slices.Equal(role.Rules[n-2].Verbs, []string{"create"}) || !slices.Equal(role.Rules[n-2].APIGroups, []string{"admissionregistration.k8s.io"}) ||
-		!slices.Equal(role.Rules[n-1].ResourceNames, []string{"hook-operator", "hook-operator-dry-run"}) {
-		t.Errorf("the ClusterRole's last rules, for the webhook configurations: %+v", role.Rules[max(0, n-2):])
+	var hooksRules []rbacv1.PolicyRule
+	for _, r := range role.Rules {
+		if slices.Contains(r.APIGroups, "admissionregistration.k8s.io") {
+			hooksRules = append(hooksRules, r)
+		}
+	}
+	if len(hooksRules) != 2 || !slices.Equal(hooksRules[0].Verbs, []string{"create"}) ||
+		!slices.Equal(hooksRules[1].ResourceNames, []string{"hook-operator", "hook-operator-dry-run"}) {
+		t.Errorf("managed mode: the ClusterRole's rules for the webhook configurations: %+v (of %d)", hooksRules, n)
 	}
 	checkRBAC(t, objs, "hook-operator", "ops")
 }

@@ -18,6 +18,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,6 +33,11 @@ import (
 const (
 	imageUID    = 65532
 	metricsPort = 9115
+	// healthPort is --health-listen-address's default: the probes' own
+	// listener.
+	healthPort = 9116
+	// secureMetricsPort is --metrics-secure-address's, on by default.
+	secureMetricsPort = 8443
 )
 
 // repoRoot returns the repository's root folder.
@@ -133,9 +139,10 @@ type deployment struct {
 
 // checkDeployment checks the properties every rendering of hook-operator
 // must have: one non-root Deployment with the image's arguments, probes on
-// the metrics port, a read-only root with an emptyDir at /tmp, hooks
+// a port of their own, a read-only root with an emptyDir at /tmp, hooks
 // mounted with execute mode; a ServiceAccount bound to RBAC without "*";
-// a metrics Service.
+// a metrics Service; and the secure defaults: /metrics over HTTPS only to
+// tokens allowed to get it, and a NetworkPolicy.
 func checkDeployment(t *testing.T, objs []*unstructured.Unstructured, want deployment) {
 	t.Helper()
 	var d appsv1.Deployment
@@ -231,17 +238,22 @@ func checkDeployment(t *testing.T, objs []*unstructured.Unstructured, want deplo
 		t.Errorf("resources %v: want CPU and memory requests and a memory limit", c.Resources)
 	}
 
-	// Probes on the listener.
-	if len(c.Ports) != 1 || c.Ports[0].ContainerPort != metricsPort || c.Ports[0].Name != "metrics" {
-		t.Errorf("ports %v, want metrics %d", c.Ports, metricsPort)
+	// Probes on their own listener (health), which no load on the
+	// metrics port delays (issue 43).
+	ports := map[string]int32{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	if len(c.Ports) != 3 || ports["metrics"] != metricsPort || ports["health"] != healthPort || ports["https-metrics"] != secureMetricsPort {
+		t.Errorf("ports %v, want metrics %d, health %d and https-metrics %d", c.Ports, metricsPort, healthPort, secureMetricsPort)
 	}
 	probe := func(what string, p *corev1.Probe, path string) {
 		if p == nil || p.HTTPGet == nil {
 			t.Errorf("%s probe missing", what)
 			return
 		}
-		if p.HTTPGet.Path != path || p.HTTPGet.Port.String() != "metrics" {
-			t.Errorf("%s probe %s on %s, want %s on metrics", what, p.HTTPGet.Path, p.HTTPGet.Port.String(), path)
+		if p.HTTPGet.Path != path || p.HTTPGet.Port.String() != "health" {
+			t.Errorf("%s probe %s on %s, want %s on health", what, p.HTTPGet.Path, p.HTTPGet.Port.String(), path)
 		}
 	}
 	probe("liveness", c.LivenessProbe, "/healthz")
@@ -301,6 +313,66 @@ func checkDeployment(t *testing.T, objs []*unstructured.Unstructured, want deplo
 
 	checkRBAC(t, objs, pod.ServiceAccountName, d.Namespace)
 	checkService(t, objs, d)
+	checkSecure(t, objs, pod.ServiceAccountName)
+	checkNetworkPolicy(t, objs, d)
+}
+
+// checkNetworkPolicy checks the default NetworkPolicy: on the Deployment's
+// Pods, ingress only; the webhook port (where there is one) and the probe
+// port from any source; the metrics ports only from the namespace
+// monitoring; no other port.
+func checkNetworkPolicy(t *testing.T, objs []*unstructured.Unstructured, d appsv1.Deployment) {
+	t.Helper()
+	var np networkingv1.NetworkPolicy
+	typed(t, one(t, objs, "NetworkPolicy"), &np)
+	if np.Namespace != d.Namespace {
+		t.Errorf("the NetworkPolicy is in %q, the Deployment in %q", np.Namespace, d.Namespace)
+	}
+	for k, v := range np.Spec.PodSelector.MatchLabels {
+		if d.Spec.Template.Labels[k] != v {
+			t.Errorf("the NetworkPolicy selects %s=%s; the Pods have %v", k, v, d.Spec.Template.Labels)
+		}
+	}
+	if len(np.Spec.PodSelector.MatchLabels) == 0 || !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+		t.Errorf("the NetworkPolicy: podSelector %v, policyTypes %v; want the Pods' labels, Ingress", np.Spec.PodSelector, np.Spec.PolicyTypes)
+	}
+	// Ports are named (the chart) or numbered (deploy/).
+	numbers := map[string]string{"metrics": "9115", "https-metrics": "8443", "health": "9116", "webhook": "9680"}
+	from := map[string][]networkingv1.NetworkPolicyPeer{}
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			name := p.Port.String()
+			for n, number := range numbers {
+				if name == number {
+					name = n
+				}
+			}
+			if _, dup := from[name]; dup {
+				t.Errorf("port %s in two rules", name)
+			}
+			from[name] = rule.From
+		}
+	}
+	for name, peers := range from {
+		switch name {
+		case "webhook", "health":
+			if len(peers) != 0 {
+				t.Errorf("the %s port is admitted from %v only, want any source (the API server's and the kubelet's addresses depend on the cluster)", name, peers)
+			}
+		case "metrics", "https-metrics":
+			if len(peers) != 1 || peers[0].NamespaceSelector == nil || peers[0].PodSelector != nil ||
+				peers[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "monitoring" {
+				t.Errorf("the %s port is admitted from %+v, want the namespace monitoring only", name, peers)
+			}
+		default:
+			t.Errorf("the NetworkPolicy admits port %s, which is not the operator's", name)
+		}
+	}
+	for _, name := range []string{"metrics", "https-metrics", "health"} {
+		if _, ok := from[name]; !ok {
+			t.Errorf("the NetworkPolicy closes the %s port", name)
+		}
+	}
 }
 
 // checkRBAC checks that the ServiceAccount exists, that every binding binds
@@ -327,12 +399,28 @@ func checkRBAC(t *testing.T, objs []*unstructured.Unstructured, serviceAccount, 
 			}
 		}
 	}
-	if n := len(only(objs, "ClusterRole")); n != 1 {
-		t.Errorf("%d ClusterRoles, want 1 (at least the Events about failed runs are cluster-wide)", n)
+	// The metrics-reader ClusterRole is for scrapers, not the operator:
+	// it may be unbound, and its binding names a scraper.
+	events := 0
+	for _, o := range only(objs, "ClusterRole") {
+		if isMetricsReader(o.GetName()) {
+			continue
+		}
+		var r rbacv1.ClusterRole
+		typed(t, o, &r)
+		if slices.ContainsFunc(r.Rules, func(rule rbacv1.PolicyRule) bool { return slices.Contains(rule.Resources, "events") }) {
+			events++
+		}
+	}
+	if events != 1 {
+		t.Errorf("%d ClusterRoles grant Events, want 1 (at least the Events about failed runs are cluster-wide)", events)
 	}
 	bindings := append(only(objs, "ClusterRoleBinding"), only(objs, "RoleBinding")...)
-	if len(bindings) != len(roles) {
-		t.Errorf("%d bindings for %d roles", len(bindings), len(roles))
+	operatorRoles, operatorBindings := 0, 0
+	for key := range roles {
+		if !isMetricsReader(key) {
+			operatorRoles++
+		}
 	}
 	for _, o := range bindings {
 		var b rbacv1.RoleBinding // a ClusterRoleBinding has the same fields
@@ -344,21 +432,37 @@ func checkRBAC(t *testing.T, objs []*unstructured.Unstructured, serviceAccount, 
 		if _, ok := roles[b.RoleRef.Kind+"/"+ns+"/"+b.RoleRef.Name]; !ok {
 			t.Errorf("%s %s refers to %s %s, which is not rendered", o.GetKind(), o.GetName(), b.RoleRef.Kind, b.RoleRef.Name)
 		}
+		if isMetricsReader(b.RoleRef.Name) {
+			continue
+		}
+		operatorBindings++
 		want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: serviceAccount, Namespace: namespace}}
 		if !slices.Equal(b.Subjects, want) {
 			t.Errorf("%s %s binds %v, want the operator's ServiceAccount %s/%s", o.GetKind(), o.GetName(), b.Subjects, namespace, serviceAccount)
 		}
 	}
+	if operatorBindings != operatorRoles {
+		t.Errorf("%d bindings for %d roles of the operator", operatorBindings, operatorRoles)
+	}
 }
 
-// checkService checks the metrics Service: the metrics port, the
-// Deployment's Pods, Prometheus' scrape annotations.
+// isMetricsReader reports whether a role's name (or key) is the
+// ClusterRole of who may read --metrics-secure's /metrics.
+func isMetricsReader(name string) bool { return strings.HasSuffix(name, "-metrics-reader") }
+
+// checkService checks the metrics Service: the metrics ports, the
+// Deployment's Pods, Prometheus' scrape annotations pointed at the HTTPS
+// port that serves /metrics.
 func checkService(t *testing.T, objs []*unstructured.Unstructured, d appsv1.Deployment) {
 	t.Helper()
 	var s corev1.Service
 	typed(t, one(t, objs, "Service"), &s)
-	if len(s.Spec.Ports) != 1 || s.Spec.Ports[0].Port != metricsPort || s.Spec.Ports[0].TargetPort.String() != "metrics" {
-		t.Errorf("Service ports %v, want %d to metrics", s.Spec.Ports, metricsPort)
+	ports := map[string]int32{}
+	for _, p := range s.Spec.Ports {
+		ports[p.TargetPort.String()] = p.Port
+	}
+	if len(s.Spec.Ports) != 2 || ports["metrics"] != metricsPort || ports["https-metrics"] != secureMetricsPort {
+		t.Errorf("Service ports %v, want %d to metrics and %d to https-metrics", s.Spec.Ports, metricsPort, secureMetricsPort)
 	}
 	for k, v := range s.Spec.Selector {
 		if d.Spec.Template.Labels[k] != v {
@@ -366,8 +470,8 @@ func checkService(t *testing.T, objs []*unstructured.Unstructured, d appsv1.Depl
 		}
 	}
 	a := s.Annotations
-	if a["prometheus.io/scrape"] != "true" || a["prometheus.io/port"] != "9115" || a["prometheus.io/path"] != "/metrics" {
-		t.Errorf("Service annotations %v, want Prometheus' scrape, port and path", a)
+	if a["prometheus.io/scrape"] != "true" || a["prometheus.io/port"] != "8443" || a["prometheus.io/scheme"] != "https" || a["prometheus.io/path"] != "/metrics" {
+		t.Errorf("Service annotations %v, want Prometheus' scrape, port 8443, scheme https and path", a)
 	}
 }
 

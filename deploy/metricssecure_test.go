@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -85,26 +86,52 @@ func checkSecure(t *testing.T, objs []*unstructured.Unstructured, serviceAccount
 	}
 }
 
-// deploy/metrics-secure turns --metrics-secure on for deploy/, with the
-// RBAC it needs.
-func TestKustomizeMetricsSecureComponent(t *testing.T) {
+// deploy/ serves /metrics securely by default (its component
+// metrics-secure: TestKustomize checks the result); the patches
+// docs/deploy.md gives turn it and the NetworkPolicy off in an overlay.
+func TestKustomizeSecureDefaultsTurnedOff(t *testing.T) {
 	overlay := t.TempDir()
 	base, err := filepath.Rel(overlay, filepath.Join(repoRoot(t), "deploy"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	kustomization := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- " + base +
-		"\ncomponents:\n- " + filepath.Join(base, "metrics-secure") + "\n"
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "deploy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The overlay of docs/deploy.md's "Turning the defaults off", with
+	// this checkout's deploy/ as its base.
+	doc := string(data)
+	const start, end = "# my-overlay/kustomization.yaml: the defaults turned off\n", "```"
+	i := strings.Index(doc, start)
+	if i < 0 {
+		t.Fatalf("docs/deploy.md lacks the overlay %q", start)
+	}
+	kustomization := doc[i+len(start):]
+	kustomization = kustomization[:strings.Index(kustomization, end)]
+	kustomization = strings.Replace(kustomization, "- ../deploy\n", "- "+base+"\n", 1)
 	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	checkSecure(t, kustomize(t, overlay), "hook-operator")
+	objs := kustomize(t, overlay)
+	if np := only(objs, "NetworkPolicy"); len(np) != 0 {
+		t.Errorf("the NetworkPolicy is still there: %v", names(np))
+	}
+	env, _ := containerEnv(t, objs)
+	if env["HOOK_OPERATOR_METRICS_SECURE"] != "false" {
+		t.Errorf("HOOK_OPERATOR_METRICS_SECURE=%q, want false", env["HOOK_OPERATOR_METRICS_SECURE"])
+	}
+	svc := one(t, objs, "Service")
+	if a := svc.GetAnnotations(); a["prometheus.io/port"] != "9115" || a["prometheus.io/scheme"] != "http" {
+		t.Errorf("the Service's scrape annotations %v, want port 9115 over http", a)
+	}
 }
 
-// The chart's metrics.secure.enabled does the same, and its monitors then
-// scrape over HTTPS as deploy/monitoring/servicemonitor-secure.yaml does.
+// The chart's metrics.secure.enabled (on by default) does the same, and its
+// monitors then scrape over HTTPS as deploy/monitoring/servicemonitor-secure.yaml
+// does.
 func TestHelmTemplateMetricsSecure(t *testing.T) {
-	objs := objects(t, helmTemplate(t, "hook-operator", "--set", "metrics.secure.enabled=true",
+	objs := objects(t, helmTemplate(t, "hook-operator",
 		"--set", "monitoring.serviceMonitor.enabled=true",
 		"--set-json", `metrics.secure.readerSubjects=[{"kind":"ServiceAccount","name":"prom","namespace":"mon"}]`))
 	checkSecure(t, objs, "hook-operator")
@@ -132,10 +159,19 @@ func TestHelmTemplateMetricsSecure(t *testing.T) {
 	if !bound {
 		t.Error("metrics.secure.readerSubjects is not bound to the metrics-reader ClusterRole")
 	}
-	// Off (the default): none of it.
-	for _, o := range objects(t, helmTemplate(t, "hook-operator")) {
+	// Turned off: none of it, and /metrics on the plain port, where the
+	// Service's scrape annotations point.
+	objs = objects(t, helmTemplate(t, "hook-operator", "--set", "metrics.secure.enabled=false"))
+	for _, o := range objs {
 		if o.GetName() == "hook-operator-metrics-reader" {
-			t.Errorf("%s %s rendered without metrics.secure.enabled", o.GetKind(), o.GetName())
+			t.Errorf("%s %s rendered with metrics.secure.enabled=false", o.GetKind(), o.GetName())
 		}
+	}
+	env, _ := containerEnv(t, objs)
+	if _, ok := env["HOOK_OPERATOR_METRICS_SECURE"]; ok {
+		t.Errorf("HOOK_OPERATOR_METRICS_SECURE set with metrics.secure.enabled=false: %v", env)
+	}
+	if a := one(t, objs, "Service").GetAnnotations(); a["prometheus.io/port"] != "9115" || a["prometheus.io/scheme"] != "" {
+		t.Errorf("the Service's scrape annotations %v, want port 9115 over plain HTTP", a)
 	}
 }

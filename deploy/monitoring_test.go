@@ -205,21 +205,38 @@ func TestHelmTemplateMonitoring(t *testing.T) {
 		t.Error("the chart's dashboard differs from deploy/monitoring/dashboard.json (run make monitoring)")
 	}
 
-	pod := objects(t, helmTemplate(t, "hook-operator", "--set", "monitoring.podMonitor.enabled=true"))
+	// The monitors scrape as the kit's files do: over HTTPS by default
+	// (the PodMonitor with a Secret's token), over plain HTTP with
+	// metrics.secure turned off.
+	kitFile := func(name string) *unstructured.Unstructured {
+		t.Helper()
+		var o unstructured.Unstructured
+		data, err := os.ReadFile(filepath.Join(monitoringDir(t), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(data, &o.Object); err != nil {
+			t.Fatal(err)
+		}
+		return &o
+	}
+	pod := objects(t, helmTemplate(t, "hook-operator", "--set", "monitoring.podMonitor.enabled=true,monitoring.podMonitor.tokenSecret.name=hook-operator-metrics-token"))
 	pm := one(t, pod, "PodMonitor")
 	eps, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
-	var kitPM unstructured.Unstructured
-	data, err := os.ReadFile(filepath.Join(monitoringDir(t), "podmonitor.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal(data, &kitPM.Object); err != nil {
-		t.Fatal(err)
-	}
-	sameSpec("PodMonitor", pm, &kitPM)
+	sameSpec("PodMonitor", pm, kitFile("podmonitor-secure.yaml"))
 	selects("PodMonitor", pm)
 	if len(eps) != 1 {
 		t.Errorf("PodMonitor endpoints %v", eps)
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(eps[0].(map[string]any), "bearerTokenFile"); found {
+		t.Error("the PodMonitor sets bearerTokenFile, which PodMonitors do not have")
+	}
+	plain := objects(t, helmTemplate(t, "hook-operator", "--set", "metrics.secure.enabled=false,monitoring.podMonitor.enabled=true"))
+	sameSpec("PodMonitor", one(t, plain, "PodMonitor"), kitFile("podmonitor.yaml"))
+	plain = objects(t, helmTemplate(t, "hook-operator", "--set", "metrics.secure.enabled=false,monitoring.serviceMonitor.enabled=true"))
+	sameSpec("ServiceMonitor", one(t, plain, "ServiceMonitor"), kitFile("servicemonitor.yaml"))
+	if out := helmTemplateFails(t, "--set", "monitoring.podMonitor.enabled=true"); !strings.Contains(out, "monitoring.podMonitor.tokenSecret.name") {
+		t.Errorf("a secure PodMonitor without a token Secret: %s", out)
 	}
 	out := helmTemplateFails(t, "--set", "monitoring.podMonitor.enabled=true", "--set", "monitoring.serviceMonitor.enabled=true")
 	if !strings.Contains(out, "enable serviceMonitor or podMonitor, not both") {

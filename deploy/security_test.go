@@ -3,10 +3,12 @@ package deploy_test
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -35,8 +37,9 @@ func containerEnv(t *testing.T, objs []*unstructured.Unstructured) (env map[stri
 }
 
 // webhook.clientCA mounts the CA (a ConfigMap or a Secret) and points
-// --webhook-client-ca at it; both at once are refused; tlsMinVersion
-// reaches the operator.
+// --webhook-client-ca at it; it is on by default, so the webhook without a
+// CA named is refused unless turned off explicitly; both at once are
+// refused; tlsMinVersion reaches the operator.
 func TestHelmTemplateWebhookClientCA(t *testing.T) {
 	env, volumes := containerEnv(t, objects(t, helmTemplate(t, "ops", "--set", "webhook.enabled=true,webhook.clientCA.configMap=api-server-ca,webhook.tlsMinVersion=1.3")))
 	if env["HOOK_OPERATOR_WEBHOOK_CLIENT_CA"] != "/client-ca/ca.crt" || env["HOOK_OPERATOR_WEBHOOK_TLS_MIN_VERSION"] != "1.3" {
@@ -52,83 +55,124 @@ func TestHelmTemplateWebhookClientCA(t *testing.T) {
 	if s, _ := volumes["client-ca"]["secret"].(map[string]any); s["secretName"] != "api-server-ca" {
 		t.Errorf("the client CA volume: %v", volumes["client-ca"])
 	}
-	env, volumes = containerEnv(t, objects(t, helmTemplate(t, "ops", "--set", "webhook.enabled=true")))
+	// On by default: the webhook without a CA is refused, saying how to
+	// give one or turn it off.
+	out := helmTemplateFails(t, "--set", "webhook.enabled=true")
+	for _, want := range []string{"webhook.clientCA.configMap", "webhook.clientCA.secret", "webhook.clientCA.enabled=false"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the webhook without a client CA: the error lacks %q: %s", want, out)
+		}
+	}
+	env, volumes = containerEnv(t, objects(t, helmTemplate(t, "ops", "--set", "webhook.enabled=true,webhook.clientCA.enabled=false")))
 	if _, ok := env["HOOK_OPERATOR_WEBHOOK_CLIENT_CA"]; ok || volumes["client-ca"] != nil {
-		t.Errorf("a client CA without clientCA: %v %v", env, volumes["client-ca"])
+		t.Errorf("a client CA with webhook.clientCA.enabled=false: %v %v", env, volumes["client-ca"])
+	}
+	// Without the webhook, nothing is asked.
+	env, volumes = containerEnv(t, objects(t, helmTemplate(t, "ops")))
+	if _, ok := env["HOOK_OPERATOR_WEBHOOK_CLIENT_CA"]; ok || volumes["client-ca"] != nil {
+		t.Errorf("a client CA without the webhook: %v %v", env, volumes["client-ca"])
 	}
 	if out := helmTemplateFails(t, "--set", "webhook.enabled=true,webhook.clientCA.configMap=a,webhook.clientCA.secret=b"); !strings.Contains(out, "webhook.clientCA: give configMap or secret, not both") {
 		t.Errorf("both a ConfigMap and a Secret: %s", out)
 	}
+	if out := helmTemplateFails(t, "--set", "webhook.enabled=true,webhook.clientCA.enabled=false,webhook.clientCA.configMap=a"); !strings.Contains(out, "drop one of them") {
+		t.Errorf("a CA named with the client CA off: %s", out)
+	}
 }
 
-// networkPolicy.enabled adds a NetworkPolicy on the operator's Pods: the
-// webhook port from webhookFrom, the metrics port from metricsFrom only
-// when given, nothing else. Off by default.
+// The NetworkPolicy is on by default (checkDeployment checks it): the
+// webhook port from webhookFrom, the metrics ports from metricsFrom (by
+// default the namespace monitoring), the probe port from healthFrom;
+// nothing else. networkPolicy.enabled=false drops it.
 func TestHelmTemplateNetworkPolicy(t *testing.T) {
-	if got := only(objects(t, helmTemplate(t, "ops", "--set", "webhook.enabled=true")), "NetworkPolicy"); len(got) != 0 {
-		t.Errorf("a NetworkPolicy by default: %v", names(got))
-	}
-	objs := objects(t, helmTemplate(t, "ops", "--set", "webhook.enabled=true,networkPolicy.enabled=true",
-		"--set", "networkPolicy.webhookFrom[0].ipBlock.cidr=10.0.0.0/24",
-		"--set", "networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.team=monitoring"))
+	objs := objects(t, helmTemplate(t, "ops", "--set", "webhook.enabled=true,webhook.clientCA.configMap=ca"))
+	var d appsv1.Deployment
+	typed(t, one(t, objs, "Deployment"), &d)
+	checkNetworkPolicy(t, objs, d)
 	var np networkingv1.NetworkPolicy
 	typed(t, one(t, objs, "NetworkPolicy"), &np)
-	d := one(t, objs, "Deployment")
-	podLabels, _, _ := unstructured.NestedStringMap(d.Object, "spec", "template", "metadata", "labels")
-	for k, v := range np.Spec.PodSelector.MatchLabels {
-		if podLabels[k] != v {
-			t.Errorf("the NetworkPolicy selects %s=%s; the Pods have %v", k, v, podLabels)
-		}
+	if len(np.Spec.Ingress) != 3 || *np.Spec.Ingress[0].Ports[0].Port != intstr.FromString("webhook") {
+		t.Errorf("the default NetworkPolicy with the webhook: %+v", np.Spec.Ingress)
 	}
-	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) || len(np.Spec.Ingress) != 2 {
+
+	objs = objects(t, helmTemplate(t, "ops", "--set", "webhook.enabled=true,webhook.clientCA.configMap=ca",
+		"--set", "networkPolicy.webhookFrom[0].ipBlock.cidr=10.0.0.0/24",
+		"--set", "networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.team=observability",
+		"--set", "networkPolicy.metricsFrom[0].podSelector.matchLabels.app=prometheus",
+		"--set", "networkPolicy.healthFrom[0].ipBlock.cidr=192.168.0.0/16"))
+	typed(t, one(t, objs, "NetworkPolicy"), &np)
+	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) || len(np.Spec.Ingress) != 3 {
 		t.Fatalf("the NetworkPolicy: %+v", np.Spec)
 	}
-	webhook, metrics := np.Spec.Ingress[0], np.Spec.Ingress[1]
+	webhook, metrics, health := np.Spec.Ingress[0], np.Spec.Ingress[1], np.Spec.Ingress[2]
 	if *webhook.Ports[0].Port != intstr.FromString("webhook") || webhook.From[0].IPBlock == nil || webhook.From[0].IPBlock.CIDR != "10.0.0.0/24" {
 		t.Errorf("the webhook rule: %+v", webhook)
 	}
-	if *metrics.Ports[0].Port != intstr.FromString("metrics") || metrics.From[0].NamespaceSelector.MatchLabels["team"] != "monitoring" {
+	if len(metrics.Ports) != 2 || *metrics.Ports[0].Port != intstr.FromString("metrics") || *metrics.Ports[1].Port != intstr.FromString("https-metrics") ||
+		len(metrics.From) != 1 || !reflect.DeepEqual(metrics.From[0].NamespaceSelector.MatchLabels, map[string]string{"team": "observability"}) ||
+		metrics.From[0].PodSelector.MatchLabels["app"] != "prometheus" {
 		t.Errorf("the metrics rule: %+v", metrics)
 	}
-	// Without metricsFrom the metrics port has no rule (the node's probes
-	// only); without webhookFrom the webhook port is open to all sources.
-	objs = objects(t, helmTemplate(t, "ops", "--set", "webhook.enabled=true,networkPolicy.enabled=true"))
+	if *health.Ports[0].Port != intstr.FromString("health") || health.From[0].IPBlock.CIDR != "192.168.0.0/16" {
+		t.Errorf("the health rule: %+v", health)
+	}
+
+	// No peers: the metrics ports closed; without the webhook, no webhook
+	// rule; without secure metrics, the plain port.
+	objs = objects(t, helmTemplate(t, "ops", "--set", "networkPolicy.metricsFrom=null,metrics.secure.enabled=false"))
 	typed(t, one(t, objs, "NetworkPolicy"), &np)
-	if len(np.Spec.Ingress) != 1 || len(np.Spec.Ingress[0].From) != 0 || *np.Spec.Ingress[0].Ports[0].Port != intstr.FromString("webhook") {
-		t.Errorf("the NetworkPolicy without peers: %+v", np.Spec.Ingress)
+	if len(np.Spec.Ingress) != 1 || len(np.Spec.Ingress[0].From) != 0 || *np.Spec.Ingress[0].Ports[0].Port != intstr.FromString("health") {
+		t.Errorf("the NetworkPolicy without metrics peers: %+v", np.Spec.Ingress)
+	}
+	objs = objects(t, helmTemplate(t, "ops", "--set", "metrics.secure.enabled=false"))
+	typed(t, one(t, objs, "NetworkPolicy"), &np)
+	if len(np.Spec.Ingress) != 2 || len(np.Spec.Ingress[0].Ports) != 1 || *np.Spec.Ingress[0].Ports[0].Port != intstr.FromString("metrics") {
+		t.Errorf("the NetworkPolicy with plain metrics: %+v", np.Spec.Ingress)
+	}
+
+	if got := only(objects(t, helmTemplate(t, "ops", "--set", "networkPolicy.enabled=false")), "NetworkPolicy"); len(got) != 0 {
+		t.Errorf("a NetworkPolicy with networkPolicy.enabled=false: %v", names(got))
 	}
 }
 
 // The API server accepts the chart with the webhook, a client CA and the
-// NetworkPolicy (server-side dry-run).
+// NetworkPolicy's peers (server-side dry-run).
 func TestIntegrationHelmSecurityServerDryRun(t *testing.T) {
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	restrict(t, c, ns)
-	manifests := helmTemplate(t, ns, "--set", "webhook.enabled=true,webhook.clientCA.configMap=api-server-ca,webhook.tlsMinVersion=1.3,networkPolicy.enabled=true",
+	manifests := helmTemplate(t, ns, "--set", "webhook.enabled=true,webhook.clientCA.configMap=api-server-ca,webhook.tlsMinVersion=1.3",
 		"--set", "networkPolicy.webhookFrom[0].ipBlock.cidr=10.0.0.0/24",
-		"--set", "networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.team=monitoring")
+		"--set", "networkPolicy.metricsFrom[0].podSelector.matchLabels.app=prometheus",
+		"--set", "networkPolicy.healthFrom[0].ipBlock.cidr=192.168.0.0/16")
 	serverDryRun(t, c, manifests, len(objects(t, manifests)))
 }
 
-// The kustomize components webhook-client-ca and network-policy, with the
-// webhook component: the client CA mounted and set, the NetworkPolicy on
-// the Pods' labels, and the API server accepts the result.
+// The webhook component brings the client CA (its component
+// webhook-client-ca): mounted and set, and the API server accepts the
+// result with deploy/'s NetworkPolicy; webhook-no-client-ca after it turns
+// the CA off, and the API server accepts that too.
 func TestIntegrationKustomizeSecurityComponents(t *testing.T) {
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	restrict(t, c, ns)
-	overlay := t.TempDir()
-	base, err := filepath.Rel(overlay, filepath.Join(repoRoot(t), "deploy"))
-	if err != nil {
-		t.Fatal(err)
+	render := func(components ...string) (string, []*unstructured.Unstructured) {
+		t.Helper()
+		overlay := t.TempDir()
+		base, err := filepath.Rel(overlay, filepath.Join(repoRoot(t), "deploy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kustomization := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + ns + "\nresources:\n- " + base + "\ncomponents:\n"
+		for _, c := range components {
+			kustomization += "- " + filepath.Join(base, c) + "\n"
+		}
+		if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return overlay, kustomize(t, overlay)
 	}
-	kustomization := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + ns + "\nresources:\n- " + base +
-		"\ncomponents:\n- " + filepath.Join(base, "webhook") + "\n- " + filepath.Join(base, "webhook-client-ca") + "\n- " + filepath.Join(base, "network-policy") + "\n"
-	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	objs := kustomize(t, overlay)
+	overlay, objs := render("webhook")
 	env, volumes := containerEnv(t, objs)
 	if env["HOOK_OPERATOR_WEBHOOK_CLIENT_CA"] != "/client-ca/ca.crt" {
 		t.Errorf("env: %v", env)
@@ -136,16 +180,61 @@ func TestIntegrationKustomizeSecurityComponents(t *testing.T) {
 	if cm, _ := volumes["client-ca"]["configMap"].(map[string]any); cm["name"] != "hook-operator-webhook-client-ca" {
 		t.Errorf("the client CA volume: %v", volumes["client-ca"])
 	}
-	var np networkingv1.NetworkPolicy
-	typed(t, one(t, objs, "NetworkPolicy"), &np)
-	podLabels, _, _ := unstructured.NestedStringMap(one(t, objs, "Deployment").Object, "spec", "template", "metadata", "labels")
-	for k, v := range np.Spec.PodSelector.MatchLabels {
-		if podLabels[k] != v {
-			t.Errorf("the NetworkPolicy selects %s=%s; the Pods have %v", k, v, podLabels)
-		}
+	var d appsv1.Deployment
+	typed(t, one(t, objs, "Deployment"), &d)
+	checkNetworkPolicy(t, objs, d)
+	serverDryRun(t, c, run(t, overlay, nil, "kubectl", "kustomize", overlay), len(objs))
+
+	overlay, objs = render("webhook", "webhook-no-client-ca")
+	env, volumes = containerEnv(t, objs)
+	if _, ok := env["HOOK_OPERATOR_WEBHOOK_CLIENT_CA"]; ok || volumes["client-ca"] != nil {
+		t.Errorf("webhook-no-client-ca left the client CA: %v %v", env, volumes["client-ca"])
 	}
-	if np.Namespace != ns || len(np.Spec.Ingress) != 1 || *np.Spec.Ingress[0].Ports[0].Port != intstr.FromInt32(9680) {
-		t.Errorf("the NetworkPolicy: %s %+v", np.Namespace, np.Spec)
+	if env["HOOK_OPERATOR_WEBHOOK_SELF_SIGNED"] != "true" {
+		t.Errorf("webhook-no-client-ca dropped the webhook's settings: %v", env)
 	}
 	serverDryRun(t, c, run(t, overlay, nil, "kubectl", "kustomize", overlay), len(objs))
+}
+
+// webhook-no-client-ca removes exactly what the client CA adds: the
+// setting, the mount and the volume (a unit test of the kustomize
+// rendering; the dry-run above needs the cluster).
+func TestKustomizeWebhookWithoutClientCA(t *testing.T) {
+	for _, tc := range []struct {
+		components []string
+		ca         bool
+	}{
+		{[]string{"webhook"}, true},
+		// The old way to add it, the component listed again, still works.
+		{[]string{"webhook", "webhook-client-ca"}, true},
+		{[]string{"webhook", "webhook-no-client-ca"}, false},
+	} {
+		overlay := t.TempDir()
+		base, err := filepath.Rel(overlay, filepath.Join(repoRoot(t), "deploy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kustomization := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- " + base + "\ncomponents:\n"
+		for _, c := range tc.components {
+			kustomization += "- " + filepath.Join(base, c) + "\n"
+		}
+		if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		objs := kustomize(t, overlay)
+		env, volumes := containerEnv(t, objs)
+		d := one(t, objs, "Deployment")
+		containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		mounted := false
+		for _, m := range containers[0].(map[string]any)["volumeMounts"].([]any) {
+			mounted = mounted || m.(map[string]any)["mountPath"] == "/client-ca"
+		}
+		_, set := env["HOOK_OPERATOR_WEBHOOK_CLIENT_CA"]
+		if set != tc.ca || mounted != tc.ca || (volumes["client-ca"] != nil) != tc.ca {
+			t.Errorf("%v: client CA set %v, mounted %v, volume %v; want %v", tc.components, set, mounted, volumes["client-ca"] != nil, tc.ca)
+		}
+		if env["HOOK_OPERATOR_WEBHOOK_LISTEN_ADDRESS"] != ":9680" {
+			t.Errorf("%v: the webhook's settings are gone: %v", tc.components, env)
+		}
+	}
 }

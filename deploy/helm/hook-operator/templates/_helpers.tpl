@@ -36,6 +36,36 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- $port -}}
 {{- end -}}
 
+{{/* The port of healthListenAddress, the probes'. */}}
+{{- define "hook-operator.healthPort" -}}
+{{- $port := regexFind "[0-9]+$" .Values.healthListenAddress -}}
+{{- if not $port -}}
+{{- fail (printf "healthListenAddress %q: give host:port or :port, such as \":9116\"" .Values.healthListenAddress) -}}
+{{- end -}}
+{{- $port -}}
+{{- end -}}
+
+{{/* The webhook client CA's volume source, or "" without one; fails when
+the client CA is on and names neither a ConfigMap nor a Secret. */}}
+{{- define "hook-operator.clientCA" -}}
+{{- with .Values.webhook.clientCA -}}
+{{- if and .configMap .secret -}}
+{{- fail "webhook.clientCA: give configMap or secret, not both" -}}
+{{- end -}}
+{{- if .enabled -}}
+{{- if .configMap -}}
+configMap: {name: {{ .configMap | quote }}}
+{{- else if .secret -}}
+secret: {secretName: {{ .secret | quote }}}
+{{- else -}}
+{{- fail "webhook.clientCA: name the ConfigMap (webhook.clientCA.configMap) or Secret (webhook.clientCA.secret) holding the CA of the API server's client certificate, so that only the API server may call the webhooks (docs/deploy.md, \"Who may call the webhooks\"); where the API server cannot present one, set webhook.clientCA.enabled=false" -}}
+{{- end -}}
+{{- else if or .configMap .secret -}}
+{{- fail "webhook.clientCA.enabled=false with a configMap or secret: drop one of them" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The webhook certificate Secret: the one given, or the self-signed one. */}}
 {{- define "hook-operator.webhookSecret" -}}
 {{- if eq .Values.webhook.certificates "selfSigned" -}}
@@ -71,8 +101,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 {{- end -}}
 
-{{/* How a ServiceMonitor or PodMonitor scrapes --metrics-secure: with the
-Prometheus ServiceAccount's token, over TLS to the self-signed certificate. */}}
+{{/* How a ServiceMonitor scrapes --metrics-secure: with the Prometheus
+ServiceAccount's token, over TLS to the self-signed certificate. (A
+PodMonitor cannot read Prometheus's files: it sends a Secret's token.) */}}
 {{- define "hook-operator.secureScrape" -}}
 bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
 tlsConfig:
