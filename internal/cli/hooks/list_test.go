@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hook-operator/hook-operator/internal/cli"
+	"github.com/hook-operator/hook-operator/internal/cli/hooks"
 	"github.com/hook-operator/hook-operator/internal/hook"
 )
 
@@ -414,6 +415,93 @@ func TestListShippedHooksFit160Columns(t *testing.T) {
 	for i, l := range lines {
 		if n := len([]rune(l)); n > 160 {
 			t.Errorf("line %d is %d columns wide, over 160:\n%s", i, n, l)
+		}
+	}
+}
+
+// rawControl returns the first control character in s other than a
+// newline, or -1: what a terminal would act on instead of printing.
+func rawControl(s string) rune {
+	for _, r := range s {
+		if r != '\n' && (r < 0x20 || r >= 0x7f && r <= 0x9f || r == '\u202e') {
+			return r
+		}
+	}
+	return -1
+}
+
+// Names from file names and from a hook's --config reach the table, the
+// SKIPPED list and the warnings escaped: a binding named with ESC or NUL
+// must not drive the terminal of whoever lists the hooks.
+func TestListEscapesControlCharacters(t *testing.T) {
+	dir := t.TempDir()
+	script(t, dir, "evil\x1b[2J.sh", `echo '{"configVersion":"v1","kubernetes":[`+
+		`{"name":"nul\u0000esc\u001b]0;title\u0007","kind":"Pod"},`+
+		`{"name":"csi\u009b31m del\u007f rlo\u202e","kind":"Pod","jqFilter":".a == \"\u001b[1m\""}]}'`)
+	script(t, dir, "off\x1b[5m.sh", `echo '{"configVersion":"v1","onStartup":1}'`)
+	if err := os.WriteFile(filepath.Join(dir, "notes\x1b[8m.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"table", "wide"} {
+		code, out, stderr := run(nil, "hooks", "list", "--hooks-dir", dir, "-o", format, "--disabled-hooks", "off*")
+		if code != 0 {
+			t.Fatalf("-o %s: exit %d: %s", format, code, stderr)
+		}
+		for what, s := range map[string]string{"stdout": out, "stderr": stderr} {
+			if r := rawControl(s); r >= 0 {
+				t.Errorf("-o %s: %s holds the control character %U raw:\n%q", format, what, r, s)
+			}
+		}
+		for _, want := range []string{`evil\x1b[2J.sh`, `nul\x00esc\x1b]0;title\a`, `csi\u009b31m del\x7f rlo\u202e`, `off\x1b[5m.sh`} {
+			if !strings.Contains(out, want) {
+				t.Errorf("-o %s: stdout lacks %s:\n%s", format, want, out)
+			}
+		}
+		if format == "wide" && !strings.Contains(out, `jqFilter=.a == "\x1b[1m"`) {
+			t.Errorf("-o wide: DETAILS lacks the escaped jqFilter:\n%s", out)
+		}
+		if !strings.Contains(stderr, `warning: skipping notes\x1b[8m.txt: not executable`) {
+			t.Errorf("-o %s: stderr lacks the escaped warning: %q", format, stderr)
+		}
+	}
+	// An invalid configuration's error names the hook escaped too.
+	script(t, dir, "bad\x1b[31m.sh", `echo '{"configVersion":"v1","kubernetes":[{"name":"x"}]}'`)
+	code, _, stderr := run(nil, "hooks", "list", "--hooks-dir", dir)
+	if code != 1 || rawControl(stderr) >= 0 || !strings.Contains(stderr, `hook bad\x1b[31m.sh`) {
+		t.Errorf("invalid hook: exit %d, stderr %q; want 1 and the name escaped", code, stderr)
+	}
+}
+
+// A symlink out of the hooks folder is a warning and no row, unless
+// --hooks-allow-external-symlinks (or its variable) is set.
+func TestListSymlinksOut(t *testing.T) {
+	dir, out := t.TempDir(), t.TempDir()
+	marker := filepath.Join(t.TempDir(), "ran")
+	script(t, out, "tool", "touch "+marker+"\necho '{\"configVersion\":\"v1\",\"onStartup\":1}'")
+	if err := os.Symlink(out, filepath.Join(dir, "bin")); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := run(nil, "hooks", "list", "--hooks-dir", dir)
+	if code != 0 || strings.Contains(stdout, "bin/tool") {
+		t.Fatalf("exit %d, stdout %q; want 0 and no bin/tool", code, stdout)
+	}
+	if !strings.Contains(stderr, "warning: skipping bin: symlink to "+out+", outside the hooks folder") ||
+		!strings.Contains(stderr, "--hooks-allow-external-symlinks") {
+		t.Errorf("stderr %q lacks the warning naming bin, %s and the flag", stderr, out)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("hooks list ran the program behind the link with --config")
+	}
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+	}{
+		{nil, []string{"--hooks-allow-external-symlinks"}},
+		{map[string]string{hooks.EnvAllowExternalSymlinks: "true"}, nil},
+	} {
+		code, stdout, stderr := run(tc.env, append([]string{"hooks", "list", "--hooks-dir", dir}, tc.args...)...)
+		if code != 0 || !strings.Contains(stdout, "bin/tool") || strings.Contains(stderr, "outside") {
+			t.Errorf("%v %v: exit %d, stdout %q, stderr %q; want bin/tool listed, no warning", tc.env, tc.args, code, stdout, stderr)
 		}
 	}
 }
