@@ -31,11 +31,16 @@ import (
 //   - the hooks of live runs are os/exec's to wait for, never ours;
 //   - those in the group of the run that ends are its leftovers;
 //   - those in the group of a live run belong to that run;
+//   - those that carry the tag of a live resident process (envTag, which
+//     what it starts inherits) are its: they end with it
+//     (killResidentLeftovers);
 //   - those in a session of their own (setsid) descend from some run that
-//     had started when they did: when every live run started after them,
-//     that run has ended and they are leftovers too; when not, they may
-//     belong to a live run and are left until that run ends (and the run
-//     that ends does not reuse its dir);
+//     had started when they did: when every live one-shot run started
+//     after them, that run has ended and they are leftovers too; when not,
+//     they may belong to a live run and are left until that run ends (and
+//     the run that ends does not reuse its dir). Resident processes do not
+//     count here: what they start stays in their tree while they live, or
+//     carries their tag;
 //   - those in the operator's own process group were started by the
 //     operator itself (a kubeconfig's credential plugin), and are left to
 //     whoever started them;

@@ -127,11 +127,21 @@ var errNotServed = errors.New("the resident process exited before it read the re
 func (rp *resident) serve(ctx context.Context, request []byte, id string) (exitCode int, fault error) {
 	// Both pipes' waits end with ctx: a process that reads no requests
 	// fills the request pipe, one that does not reply holds the read.
+	fired := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		_ = rp.request.SetWriteDeadline(aLongTimeAgo)
 		_ = rp.reply.SetReadDeadline(aLongTimeAgo)
+		close(fired)
 	})
-	defer stop()
+	defer func() {
+		if !stop() {
+			// ctx ended as the reply came: the pipes are usable again for
+			// the next run.
+			<-fired
+			_ = rp.request.SetWriteDeadline(time.Time{})
+			_ = rp.reply.SetReadDeadline(time.Time{})
+		}
+	}()
 	if _, err := rp.request.Write(request); err != nil {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
