@@ -29,11 +29,13 @@ func Configure(l *logrus.Logger, level, format string, noTime bool, out io.Write
 	}
 	l.SetOutput(out)
 	l.SetLevel(lvl)
+	// Wrapped so that control characters from hooks are escaped (escape.go).
 	switch strings.ToLower(format) {
 	case "text":
-		l.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: "2006-01-02T15:04:05.000Z07:00", DisableTimestamp: noTime})
+		t := &logrus.TextFormatter{FullTimestamp: true, TimestampFormat: "2006-01-02T15:04:05.000Z07:00", DisableTimestamp: noTime}
+		l.SetFormatter(escapeText(t, l))
 	case "json":
-		l.SetFormatter(&logrus.JSONFormatter{TimestampFormat: "2006-01-02T15:04:05.000Z07:00", DisableTimestamp: noTime})
+		l.SetFormatter(escapedJSON{&logrus.JSONFormatter{TimestampFormat: "2006-01-02T15:04:05.000Z07:00", DisableTimestamp: noTime}})
 	}
 	return nil
 }
