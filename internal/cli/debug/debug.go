@@ -20,6 +20,7 @@ import (
 
 	"github.com/hook-operator/hook-operator/internal/cli/envflag"
 	"github.com/hook-operator/hook-operator/internal/cli/start"
+	"github.com/hook-operator/hook-operator/internal/limit"
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/queue"
 	"github.com/hook-operator/hook-operator/internal/server"
@@ -141,9 +142,26 @@ func show(ctx context.Context, f Flags, path string, v any, out io.Writer, table
 	if err := json.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("the operator's answer is not what this version of debug reads: %w", err)
 	}
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	return printTable(out, table)
+}
+
+// printTable prints what table writes, aligned, with the control
+// characters of its cells escaped: hook and binding names, objects' names
+// and errors come from hooks and the cluster, and must not drive the
+// terminal (limit.Printable).
+func printTable(out io.Writer, table func(*tabwriter.Writer)) error {
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	table(w)
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	lines := strings.Split(b.String(), "\n")
+	for i, l := range lines {
+		lines[i] = limit.Printable(l)
+	}
+	_, err := io.WriteString(out, strings.Join(lines, "\n"))
+	return err
 }
 
 func fetch(ctx context.Context, f Flags, path string) ([]byte, error) {
