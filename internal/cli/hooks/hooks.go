@@ -75,6 +75,6 @@ func BindDisabledHooks(fs *pflag.FlagSet, p *[]string) {
 // same links.
 func BindFolder(fs *pflag.FlagSet, p *hook.FolderOptions) {
 	fs.BoolVar(&p.AllowExternalSymlinks, strings.TrimPrefix(hook.AllowExternalSymlinksFlag, "--"), false,
-		"follow symlinks in the hooks folder whose target is outside it (off: they are skipped with a warning)")
+		"follow symlinks in the hooks folder that lead outside it (off: skipped with a warning)")
 	envflag.Bind(fs, strings.TrimPrefix(hook.AllowExternalSymlinksFlag, "--"), EnvAllowExternalSymlinks)
 }
