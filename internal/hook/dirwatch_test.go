@@ -90,22 +90,23 @@ func TestWatchDirCallsOnChange(t *testing.T) {
 	<-done
 }
 
-// A hook that is a symlink to a file outside the folder changes where
-// inotify does not look: the poll sees it, once it holds still for the
-// quiet period.
+// A hook that is a symlink to a file outside the folder (allowed with
+// AllowExternalSymlinks) changes where inotify does not look: the poll
+// sees it, once it holds still for the quiet period.
 func TestWatchDirPollsWhatInotifyCannotSee(t *testing.T) {
 	dir, outside := t.TempDir(), t.TempDir()
 	target := filepath.Join(outside, "real.sh")
 	must(t, os.WriteFile(target, []byte("#!/bin/sh\n"), 0o755))
 	must(t, os.Symlink(target, filepath.Join(dir, "a.sh")))
-	since := Fingerprint(dir, FolderOptions{})
+	folder := FolderOptions{AllowExternalSymlinks: true}
+	since := Fingerprint(dir, folder)
 	changes := make(chan struct{}, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		WatchDir(ctx, dir, since, WatchOptions{Quiet: 100 * time.Millisecond, Poll: 300 * time.Millisecond}, func() {
+		WatchDir(ctx, dir, since, WatchOptions{Quiet: 100 * time.Millisecond, Poll: 300 * time.Millisecond, Folder: folder}, func() {
 			changes <- struct{}{}
 		})
 	}()
