@@ -88,6 +88,8 @@ of every hook goes to stderr, and the exit code is 1.`,
 			case err == nil:
 			case errors.As(err, &problems), errors.Is(err, context.Canceled):
 				return err
+			case isDir(dir):
+				return err // the folder is there: the error says what to change in it
 			default:
 				return fmt.Errorf("%w; set --hooks-dir (or %s) to the folder holding the hooks", err, EnvHooksDir)
 			}
@@ -138,4 +140,9 @@ func write(out io.Writer, hooks []*hook.Hook, skipped []hook.Skipped, format str
 	default:
 		return writeTable(out, hooks, skipped, false)
 	}
+}
+
+func isDir(p string) bool {
+	info, err := os.Stat(p)
+	return err == nil && info.IsDir()
 }
