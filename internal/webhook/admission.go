@@ -94,8 +94,9 @@ const maxReviewBytes = 8 << 20
 
 // readReview reads the body of a review request (what: "admission" or
 // "conversion"; kind: "an AdmissionReview" or "a ConversionReview"), or
-// answers a request that is not one and returns false. A body of a known
-// length is read into a buffer of that size, not one grown by doubling.
+// answers a request that is not one and returns false. A body the gate
+// has read is taken as it is; another, of a known length, is read into a
+// buffer of that size, not one grown by doubling.
 func readReview(w http.ResponseWriter, r *http.Request, what, kind string) ([]byte, bool) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -106,24 +107,35 @@ func readReview(w http.ResponseWriter, r *http.Request, what, kind string) ([]by
 		reject(w, r, http.StatusUnsupportedMediaType, "content_type", kind+" is sent as application/json, not "+ct)
 		return nil, false
 	}
+	if a, ok := r.Body.(arrived); ok {
+		return a.data, true
+	}
 	var buf bytes.Buffer
 	if n := r.ContentLength; n > 0 && n <= maxReviewBytes {
 		buf.Grow(int(n) + bytes.MinRead)
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxReviewBytes))
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxReviewBytes)); err != nil {
+		rejectBody(w, r, err)
+		return nil, false
+	}
+	return buf.Bytes(), true
+}
+
+// rejectBody answers a request whose body could not be read, with err's
+// reason: too large, too slow, no memory for it in time, or broken.
+func rejectBody(w http.ResponseWriter, r *http.Request, err error) {
 	var tooLarge *http.MaxBytesError
 	var netErr net.Error
 	switch {
-	case err == nil:
-		return buf.Bytes(), true
 	case errors.As(err, &tooLarge):
 		reject(w, r, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("reading the review: it is larger than %d bytes", maxReviewBytes))
+	case errors.Is(err, errBodiesFull):
+		reject(w, r, http.StatusServiceUnavailable, "busy", "reading the review: "+err.Error())
 	case errors.As(err, &netErr) && netErr.Timeout():
 		reject(w, r, http.StatusRequestTimeout, "read_timeout", "reading the review: the body did not arrive in time")
 	default:
 		reject(w, r, http.StatusBadRequest, "read_error", "reading the review: "+err.Error())
 	}
-	return nil, false
 }
 
 // AdmissionHandler answers AdmissionReview requests (admission.k8s.io/v1)

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -17,13 +18,15 @@ import (
 // configuration's timeoutSeconds is less.
 const maxSlotWait = 30 * time.Second
 
-// gate is in front of the webhook handlers: it takes a slot before the
-// body is read, so that memory is bounded by the slots and not by the
-// requests sent, bounds the reading of the body, and logs and counts the
-// requests answered with an error before a hook ran.
+// gate is in front of the webhook handlers: it reads a request's body
+// whole, in the body's own time and within the memory for bodies, and
+// only then takes a slot to run the handler, so that clients that send a
+// part of a body and wait hold no slot and little memory; and it logs and
+// counts the requests answered with an error before a hook ran.
 type gate struct {
 	next        http.Handler
 	slots       Slots
+	bodies      *Bodies
 	bodyTimeout time.Duration
 	rejected    func(reason string)
 	log         logrus.FieldLogger
@@ -31,6 +34,7 @@ type gate struct {
 }
 
 func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	rec := &recorder{ResponseWriter: w}
 	r = r.WithContext(context.WithValue(r.Context(), recorderKey{}, rec))
 	defer g.report(rec, r)
@@ -38,23 +42,42 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reject(rec, r, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("a review is at most %d bytes; this one has %d", maxReviewBytes, r.ContentLength))
 		return
 	}
-	wait := slotWait(r)
-	timer := time.NewTimer(wait)
+	deadline := start.Add(g.bodyTimeout)
+	_ = http.NewResponseController(w).SetReadDeadline(deadline)
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
+	body, charged, err := g.bodies.read(ctx, r)
+	cancel()
+	defer g.bodies.give(charged)
+	if err != nil {
+		rejectBody(rec, r, err)
+		return
+	}
+	r.Body = arrived{Reader: bytes.NewReader(body), data: body}
+	if !g.takeSlot(rec, r, slotWait(r)-time.Since(start)) {
+		return
+	}
+	defer func() { <-g.slots }()
+	g.next.ServeHTTP(rec, r)
+}
+
+// takeSlot takes a slot for r, waiting at most wait, or answers r 503 and
+// returns false.
+func (g *gate) takeSlot(w http.ResponseWriter, r *http.Request, wait time.Duration) bool {
+	if r.Context().Err() != nil {
+		reject(w, r, http.StatusServiceUnavailable, "busy", "the client left before the request had a webhook slot")
+		return false
+	}
+	timer := time.NewTimer(max(wait, 0))
 	defer timer.Stop()
 	select {
 	case g.slots <- struct{}{}:
-		defer func() { <-g.slots }()
+		return true
 	case <-timer.C:
-		reject(rec, r, http.StatusServiceUnavailable, "busy", fmt.Sprintf("every one of the %d webhook slots stayed busy for %s", cap(g.slots), wait))
-		return
+		reject(w, r, http.StatusServiceUnavailable, "busy", fmt.Sprintf("every one of the %d webhook slots stayed busy for %s", cap(g.slots), wait.Round(time.Millisecond)))
 	case <-r.Context().Done():
-		reject(rec, r, http.StatusServiceUnavailable, "busy", "the client left while the request waited for a webhook slot")
-		return
+		reject(w, r, http.StatusServiceUnavailable, "busy", "the client left while the request waited for a webhook slot")
 	}
-	// The server's ReadTimeout counts the wait for the slot too; the body
-	// gets its own time once the request may read it.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(g.bodyTimeout))
-	g.next.ServeHTTP(rec, r)
+	return false
 }
 
 // slotWait is how long r may wait for a slot: what the API server says it

@@ -102,7 +102,7 @@ type listener struct {
 // certificate reloaded from disk (or held in memory), and returns the
 // address it listens on. Errors name the flag to change.
 func (s *Server) serve(ctx context.Context, l listener, handler http.Handler) (net.Addr, error) {
-	o := ServeOptions{TLS13Only: s.tls13, MaxConns: s.o.MaxConnections, Slots: s.slots, Rejected: s.o.Rejected, Log: s.log}
+	o := ServeOptions{TLS13Only: s.tls13, MaxConns: s.o.MaxConnections, Slots: s.slots, Bodies: s.bodies, Rejected: s.o.Rejected, Log: s.log}
 	if s.certs != nil {
 		o.Certificate = s.certs.GetCertificate
 	} else {

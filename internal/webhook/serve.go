@@ -29,13 +29,18 @@ type ServeOptions struct {
 	// TLS13Only refuses TLS 1.2; otherwise TLS 1.2 is offered with AEAD
 	// suites only (see CipherSuites).
 	TLS13Only bool
-	// Slots bounds the requests that read their body or run a hook at
-	// once; listeners of one operator share them. nil: 16 of its own.
+	// Slots bounds the requests whose handlers run at once (a request
+	// takes one once its body has arrived); listeners of one operator
+	// share them. nil: 16 of its own.
 	Slots Slots
-	// MaxConns caps the open connections (0: 256).
+	// Bodies bounds the memory of request bodies; listeners of one
+	// operator share it. nil: 64 MiB of its own.
+	Bodies *Bodies
+	// MaxConns caps the open connections (0: 256), and a quarter of them
+	// from one source address.
 	MaxConns int
-	// BodyTimeout bounds the reading of a request's body once it has its
-	// slot (0: 10s).
+	// BodyTimeout bounds the reading of a request's body, from when its
+	// header has arrived (0: 5s).
 	BodyTimeout time.Duration
 	// Rejected, when not nil, is told the reason of each request answered
 	// with an error before any hook ran, and of each failed TLS handshake
@@ -45,7 +50,7 @@ type ServeOptions struct {
 }
 
 // Slots bounds the webhook requests handled at once: a request takes one
-// before its body is read and gives it back when it is answered.
+// once its body has arrived and gives it back when it is answered.
 type Slots chan struct{}
 
 // NewSlots returns n slots (at least 1).
@@ -64,18 +69,28 @@ var CipherSuites = []uint16{
 }
 
 // The webhook listener's limits where ServeOptions set none. The API
-// server waits at most 30 s for a webhook, so no request needs longer.
+// server waits at most 30 s for a webhook, so no request needs longer, and
+// sends a review at once: a body needs a fraction of a second.
 const (
 	defaultMaxConns    = 256
-	defaultBodyTimeout = 10 * time.Second
+	defaultBodyTimeout = 5 * time.Second
 	defaultSlots       = 16
+	defaultBodyBytes   = 64 << 20
 )
 
+// The webhook listener's timeouts: a TLS handshake and a request's header
+// within 3 s (a client that opens a connection and sends nothing holds it
+// no longer), a whole request within 35 s, the API server's longest wait
+// and then some.
+var webhookLimits = listen.Limits{ReadHeader: 3 * time.Second, Read: 35 * time.Second, Write: 35 * time.Second, Idle: 2 * time.Minute}
+
 // Serve runs an HTTPS server for handler on address until ctx ends, and
-// returns the address it listens on. Every request waits for a slot
-// before its body is read (see Slots), the connections are capped, every
-// phase of a request has a timeout, and requests refused before a hook
-// ran are logged (sampled) and told to o.Rejected.
+// returns the address it listens on. Every request's body is read whole
+// within the memory for bodies (see Bodies) before the request waits for
+// a slot (see Slots); the connections are capped (see listen.Limits), every
+// phase of a request has a timeout, and requests refused before a hook ran
+// and connections closed by the listener are logged (sampled) and told to
+// o.Rejected.
 func Serve(ctx context.Context, address string, handler http.Handler, o ServeOptions) (net.Addr, error) {
 	if o.Certificate == nil {
 		return nil, errors.New("webhook server: no certificate")
@@ -87,6 +102,9 @@ func Serve(ctx context.Context, address string, handler http.Handler, o ServeOpt
 	if o.Slots == nil {
 		o.Slots = NewSlots(defaultSlots)
 	}
+	if o.Bodies == nil {
+		o.Bodies = NewBodies(defaultBodyBytes)
+	}
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = defaultBodyTimeout
 	}
@@ -97,8 +115,14 @@ func Serve(ctx context.Context, address string, handler http.Handler, o ServeOpt
 	if rejected == nil {
 		rejected = func(string) {}
 	}
-	limits := listen.Limits{MaxConns: o.MaxConns, ReadHeader: 10 * time.Second, Read: 35 * time.Second, Write: 35 * time.Second, Idle: 2 * time.Minute}
-	g := &gate{next: handler, slots: o.Slots, bodyTimeout: o.BodyTimeout, rejected: rejected, log: o.Log, sampler: listen.NewSampler(10, time.Second)}
+	g := &gate{next: handler, slots: o.Slots, bodies: o.Bodies, bodyTimeout: o.BodyTimeout, rejected: rejected, log: o.Log, sampler: listen.NewSampler(10, time.Second)}
+	limits := webhookLimits
+	limits.MaxConns = o.MaxConns
+	closed := listen.NewSampler(10, time.Second)
+	limits.Refused = func(reason, client string) {
+		rejected(reason)
+		closed.Log(o.Log.WithFields(logrus.Fields{"client": client, "reason": reason}), logrus.WarnLevel, "webhook connection closed")
+	}
 	srv := limits.Server(g, o.Log, func() { rejected("tls_handshake") })
 	srv.TLSConfig = serverTLS(o)
 	go func() {

@@ -5,13 +5,16 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,39 +156,133 @@ func (b *bodyReader) wasRead() bool {
 func testGate(slots Slots, next http.Handler) (*gate, *reasons, *testoperator.Buffer) {
 	log, logs := jsonLog()
 	r := &reasons{}
-	return &gate{next: next, slots: slots, bodyTimeout: time.Second, rejected: r.add, log: log, sampler: listen.NewSampler(10, time.Second)}, r, logs
+	return &gate{next: next, slots: slots, bodies: NewBodies(defaultBodyBytes), bodyTimeout: time.Second, rejected: r.add, log: log, sampler: listen.NewSampler(10, time.Second)}, r, logs
 }
 
-// A request takes a slot before its body is read: while every slot is
-// taken, no body is read, and a request that waits past the API server's
-// timeout is answered 503, logged and counted.
-func TestGateTakesASlotBeforeTheBody(t *testing.T) {
+func allow(context.Context, string, json.RawMessage) (*AdmissionResponse, error) {
+	return &AdmissionResponse{Allowed: true}, nil
+}
+
+// A request whose body has not arrived holds no slot: while one request's
+// body stalls, another takes the only slot and is answered; the stalled
+// one is answered once its body arrives.
+func TestGateReadsTheBodyBeforeTakingASlot(t *testing.T) {
+	g, _, logs := testGate(NewSlots(1), &AdmissionHandler{Run: allow})
+	g.bodyTimeout = time.Minute
+	stalled, send := io.Pipe()
+	first := make(chan int)
+	go func() {
+		req := httptest.NewRequest(http.MethodPost, "/hooks/x", stalled)
+		rec := httptest.NewRecorder()
+		g.ServeHTTP(rec, req)
+		first <- rec.Code
+	}()
+	if _, err := io.WriteString(send, review[:20]); err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/hooks/x?timeout=5s", strings.NewReader(review))
+	rec := httptest.NewRecorder()
+	g.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Errorf("a request while another's body stalls: %d, want 200\n%s", rec.Code, logs.String())
+	}
+	_, _ = io.WriteString(send, review[20:])
+	send.Close()
+	if code := <-first; code != http.StatusOK {
+		t.Errorf("the stalled request once its body arrived: %d, want 200\n%s", code, logs.String())
+	}
+}
+
+// A request that waits for a slot past the API server's timeout is
+// answered 503, logged and counted.
+func TestGateAnswersBusyWhenNoSlotFrees(t *testing.T) {
 	slots := NewSlots(1)
 	slots <- struct{}{} // every slot taken
-	read := &bodyReader{r: strings.NewReader(`{"kind": "AdmissionReview"}`)}
-	handler := &AdmissionHandler{Run: func(context.Context, string, json.RawMessage) (*AdmissionResponse, error) {
-		return &AdmissionResponse{Allowed: true}, nil
-	}}
-	g, rejected, logs := testGate(slots, handler)
-	req := httptest.NewRequest(http.MethodPost, "/hooks/x?timeout=200ms", read)
+	g, rejected, logs := testGate(slots, &AdmissionHandler{Run: allow})
+	req := httptest.NewRequest(http.MethodPost, "/hooks/x?timeout=200ms", strings.NewReader(review))
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	g.ServeHTTP(rec, req)
-	if rec.Code != http.StatusServiceUnavailable || read.wasRead() {
-		t.Errorf("a request while every slot is taken: %d, body read: %v; want 503 and the body not read", rec.Code, read.wasRead())
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("a request while every slot is taken: %d, want 503", rec.Code)
 	}
 	if rejected.count("busy") != 1 || !strings.Contains(logs.String(), `"reason":"busy"`) {
 		t.Errorf("the busy answer: counted %d, logged:\n%s", rejected.count("busy"), logs.String())
 	}
-
 	<-slots // free
-	read = &bodyReader{r: strings.NewReader(`{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "u1"}}`)}
-	req = httptest.NewRequest(http.MethodPost, "/hooks/x", read)
 	rec = httptest.NewRecorder()
-	g.ServeHTTP(rec, req)
-	if rec.Code != http.StatusOK || !read.wasRead() || len(slots) != 0 {
-		t.Errorf("a request with a free slot: %d, body read %v, slots still taken %d", rec.Code, read.wasRead(), len(slots))
+	g.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/hooks/x", strings.NewReader(review)))
+	if rec.Code != http.StatusOK || len(slots) != 0 {
+		t.Errorf("a request with a free slot: %d, slots still taken %d", rec.Code, len(slots))
 	}
+}
+
+// Bodies are charged for what has arrived, not for the length announced:
+// requests that announce 1 MiB and send 100 bytes hold a few KiB each,
+// and the others are still read. A body that needs more than is free
+// waits, and is answered 503 when its time is up; every byte is given
+// back once the requests are answered.
+func TestGateChargesBodiesForWhatArrived(t *testing.T) {
+	g, rejected, logs := testGate(NewSlots(4), &AdmissionHandler{Run: allow})
+	g.bodies = &Bodies{size: 64 << 10, changed: make(chan struct{})}
+	g.bodyTimeout = 300 * time.Millisecond
+	var stalls []*io.PipeWriter
+	var read atomic.Int64
+	done := make(chan int, 5)
+	for range 5 {
+		body, send := io.Pipe()
+		stalls = append(stalls, send)
+		req := httptest.NewRequest(http.MethodPost, "/hooks/x", &countingReader{r: body, n: &read})
+		req.ContentLength = 1 << 20
+		go func() {
+			rec := httptest.NewRecorder()
+			g.ServeHTTP(rec, req)
+			done <- rec.Code
+		}()
+		// Not waited for: a gate that charged the announced length would
+		// never read it.
+		go func() { _, _ = io.WriteString(send, strings.Repeat(" ", 100)) }()
+	}
+	waitFor(t, "the 100 bytes of 5 requests to be read", func() bool { return read.Load() == 500 }, logs.String)
+	held := func() int64 {
+		g.bodies.mu.Lock()
+		defer g.bodies.mu.Unlock()
+		return g.bodies.held
+	}
+	if h := held(); h > 5*minBodyBuffer {
+		t.Errorf("5 requests that sent 100 bytes each hold %d bytes", h)
+	}
+	rec := httptest.NewRecorder()
+	g.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/hooks/x", strings.NewReader(review)))
+	if rec.Code != http.StatusOK {
+		t.Errorf("a review while 5 bodies stall: %d, want 200\n%s", rec.Code, logs.String())
+	}
+	rec = httptest.NewRecorder()
+	g.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/hooks/x", strings.NewReader(strings.Repeat(" ", 60<<10)+review)))
+	if rec.Code != http.StatusServiceUnavailable || rejected.count("busy") != 1 {
+		t.Errorf("a body larger than what is free: %d, counted %v; want 503 busy", rec.Code, rejected.n)
+	}
+	for _, s := range stalls {
+		s.CloseWithError(errors.New("gone"))
+	}
+	for range stalls {
+		<-done
+	}
+	if h := held(); h != 0 {
+		t.Errorf("%d bytes still held once every request was answered", h)
+	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 // Requests refused before a hook ran are logged with the client's address
@@ -266,5 +363,35 @@ func TestServeEndsASlowBody(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestTimeout || rejected.count("read_timeout") != 1 {
 		t.Errorf("a slow body: %d, counted %v; want 408 and read_timeout", resp.StatusCode, rejected.n)
+	}
+}
+
+// A connection that never starts its TLS handshake is closed within a few
+// seconds (3s; it was 10s), and one more than a source may open is closed
+// at once, counted and logged.
+func TestServeClosesIdleAndExcessConnections(t *testing.T) {
+	rejected := &reasons{}
+	log, logs := jsonLog()
+	addr := serveTest(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), ServeOptions{MaxConns: 64, Rejected: rejected.add, Log: log})
+	start := time.Now()
+	var idle []net.Conn
+	for range 17 { // a quarter of 64, and one more
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		idle = append(idle, c)
+	}
+	waitFor(t, "the 17th connection to be closed and counted", func() bool { return rejected.count("per_source") == 1 }, logs.String)
+	if !strings.Contains(logs.String(), `"msg":"webhook connection closed"`) || !strings.Contains(logs.String(), `"reason":"per_source"`) {
+		t.Errorf("the log of a connection closed:\n%s", logs.String())
+	}
+	for _, c := range idle {
+		_ = c.SetReadDeadline(time.Now().Add(15 * time.Second))
+		_, _ = c.Read(make([]byte, 1))
+	}
+	if took := time.Since(start); took > 8*time.Second {
+		t.Errorf("idle connections were closed after %s; want the 3s handshake deadline", took.Round(time.Millisecond))
 	}
 }

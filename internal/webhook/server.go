@@ -90,6 +90,7 @@ type Server struct {
 	log      logrus.FieldLogger
 	tls13    bool
 	slots    Slots
+	bodies   *Bodies
 	separate bool
 	conv     ConversionOptions
 	started  chan struct{}
@@ -132,7 +133,7 @@ func NewServer(o Options, hooks Hooks) (*Server, error) {
 	if !o.DryRun && o.FailurePolicy != "Fail" && o.FailurePolicy != "Ignore" {
 		return nil, fmt.Errorf("--webhook-failure-policy=%s: use Fail or Ignore", o.FailurePolicy)
 	}
-	s.tls13, s.slots = tls13, NewSlots(o.MaxConcurrent)
+	s.tls13, s.slots, s.bodies = tls13, NewSlots(o.MaxConcurrent), NewBodies(defaultBodyBytes)
 	s.separate = o.Conversion.separate()
 	s.conv = o.Conversion.withDefaults(o)
 	return s, nil

@@ -27,8 +27,8 @@ type Limits struct {
 	MaxConns int
 	// MaxConnsPerSource is the most connections open at once from one IP
 	// address; more are closed as soon as they are accepted (0: a quarter
-	// of MaxConns, at least 1). Connections that are not TCP (a Unix
-	// socket's) are not counted by source.
+	// of MaxConns, at least 16 or MaxConns when it is less). Connections
+	// that are not TCP (a Unix socket's) are not counted by source.
 	MaxConnsPerSource int
 	// ReadHeader, Read, Write and Idle are http.Server's timeouts of the
 	// same names. ReadHeader also bounds a TLS handshake (net/http gives
@@ -81,7 +81,7 @@ func (l Limits) withDefaults() Limits {
 		l.MaxConns = Defaults.MaxConns
 	}
 	if l.MaxConnsPerSource <= 0 {
-		l.MaxConnsPerSource = max(l.MaxConns/4, 1)
+		l.MaxConnsPerSource = min(max(l.MaxConns/4, 16), l.MaxConns)
 	}
 	if l.MaxHeaderBytes <= 0 {
 		l.MaxHeaderBytes = Defaults.MaxHeaderBytes
