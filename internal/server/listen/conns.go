@@ -5,81 +5,104 @@ import (
 	"sync"
 )
 
-// limitListener caps the connections open at once, all sources together
-// (more wait in the kernel's backlog) and from one source (more are closed
-// as soon as they are accepted, so that one client cannot fill the cap).
+// limitListener caps the connections open at once from one source (more
+// are closed as soon as they are accepted) and all sources together. When
+// every place is taken, a new connection takes the place of the oldest one
+// of the source that holds the most, if that source holds more than the
+// newcomer's would; otherwise it is closed. So that clients with many
+// connections, not the clients with few, give way: one pod, or a few,
+// cannot keep the API server out.
 type limitListener struct {
 	net.Listener
-	slots     chan struct{}
-	perSource int
-	refused   func(reason, client string)
+	max, perSource int
+	refused        func(reason, client string)
 
 	mu   sync.Mutex
-	open map[string]int
-
-	closeOnce sync.Once
-	done      chan struct{}
+	open int
+	// bySource holds each source's open connections, oldest first.
+	bySource map[string][]*limitConn
 }
 
 func newLimitListener(ln net.Listener, l Limits) *limitListener {
-	return &limitListener{Listener: ln, slots: make(chan struct{}, l.MaxConns), perSource: l.MaxConnsPerSource,
-		refused: l.Refused, open: map[string]int{}, done: make(chan struct{})}
+	return &limitListener{Listener: ln, max: l.MaxConns, perSource: l.MaxConnsPerSource, refused: l.Refused, bySource: map[string][]*limitConn{}}
 }
 
-// Accept waits for a free slot, then returns the next connection whose
-// source has fewer than perSource open; it closes the others at once.
+// Accept returns the next connection that has a place (see limitListener),
+// and closes the others.
 func (l *limitListener) Accept() (net.Conn, error) {
 	for {
-		select {
-		case l.slots <- struct{}{}:
-		case <-l.done:
-			return nil, net.ErrClosed
-		}
 		c, err := l.Listener.Accept()
 		if err != nil {
-			<-l.slots
 			return nil, err
 		}
-		src, counted := source(c.RemoteAddr())
-		if !counted {
-			return &limitConn{Conn: c, l: l}, nil
+		lc, evicted, reason := l.admit(c)
+		if evicted != nil {
+			_ = evicted.Conn.Close()
+			l.tell(ReasonEvicted, evicted)
 		}
-		l.mu.Lock()
-		full := l.open[src] >= l.perSource
-		if !full {
-			l.open[src]++
-		}
-		l.mu.Unlock()
-		if !full {
-			return &limitConn{Conn: c, l: l, src: src}, nil
+		if lc != nil {
+			return lc, nil
 		}
 		_ = c.Close()
-		<-l.slots
-		if l.refused != nil {
-			l.refused(ReasonPerSource, c.RemoteAddr().String())
-		}
+		l.tell(reason, c)
 	}
 }
 
-func (l *limitListener) Close() error {
-	err := l.Listener.Close()
-	l.closeOnce.Do(func() { close(l.done) })
-	return err
+// admit gives c a place, and returns the connection it takes the place
+// of, if any; or returns why it has none.
+func (l *limitListener) admit(c net.Conn) (admitted, evicted *limitConn, reason string) {
+	src, counted := source(c.RemoteAddr())
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	mine := len(l.bySource[src])
+	if counted && mine >= l.perSource {
+		return nil, nil, ReasonPerSource
+	}
+	if l.open >= l.max {
+		heaviest := ""
+		for s, conns := range l.bySource {
+			if len(conns) > len(l.bySource[heaviest]) {
+				heaviest = s
+			}
+		}
+		if len(l.bySource[heaviest]) <= mine+1 {
+			return nil, nil, ReasonFull
+		}
+		evicted = l.bySource[heaviest][0]
+		l.removeLocked(evicted)
+	}
+	admitted = &limitConn{Conn: c, l: l, src: src}
+	l.bySource[src] = append(l.bySource[src], admitted)
+	l.open++
+	return admitted, evicted, ""
 }
 
-func (l *limitListener) release(src string) {
-	if src != "" {
-		l.mu.Lock()
-		if l.open[src]--; l.open[src] <= 0 {
-			delete(l.open, src)
+// removeLocked takes c out of its source's connections, if it is there.
+func (l *limitListener) removeLocked(c *limitConn) {
+	conns := l.bySource[c.src]
+	for i, o := range conns {
+		if o == c {
+			conns = append(conns[:i:i], conns[i+1:]...)
+			l.open--
+			break
 		}
-		l.mu.Unlock()
 	}
-	<-l.slots
+	if len(conns) == 0 {
+		delete(l.bySource, c.src)
+	} else {
+		l.bySource[c.src] = conns
+	}
+}
+
+func (l *limitListener) tell(reason string, c net.Conn) {
+	if l.refused != nil {
+		l.refused(reason, c.RemoteAddr().String())
+	}
 }
 
 // source is the IP address a TCP connection comes from; other
-// connections (a Unix socket's) are not counted by source.
+// connections (a Unix socket's) are not counted by source, and share the
+// source "".
 func source(addr net.Addr) (string, bool) {
 	if tcp, ok := addr.(*net.TCPAddr); ok {
 		return tcp.IP.String(), true
@@ -87,7 +110,7 @@ func source(addr net.Addr) (string, bool) {
 	return "", false
 }
 
-// limitConn gives its slots back when it is closed.
+// limitConn gives its place back when it is closed.
 type limitConn struct {
 	net.Conn
 	l    *limitListener
@@ -97,6 +120,10 @@ type limitConn struct {
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(func() { c.l.release(c.src) })
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		c.l.removeLocked(c)
+		c.l.mu.Unlock()
+	})
 	return err
 }

@@ -86,27 +86,9 @@ func TestLimitCapsConnectionsPerSource(t *testing.T) {
 	refused := &refusals{}
 	limited := Limits{MaxConns: 100, MaxConnsPerSource: 2, Refused: refused.add}.Limit(ln)
 	defer limited.Close()
-	accepted := make(chan net.Conn, 10)
-	go func() {
-		for {
-			c, err := limited.Accept()
-			if err != nil {
-				return
-			}
-			accepted <- c
-		}
-	}()
+	accepted := acceptAll(limited)
 	addr := ln.Addr().String()
-	next := func(what string) net.Conn {
-		t.Helper()
-		select {
-		case c := <-accepted:
-			return c
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%s was not accepted", what)
-			return nil
-		}
-	}
+	next := func(what string) net.Conn { t.Helper(); return next(t, accepted, what) }
 	dialFrom(t, "127.0.0.2", addr)
 	first := next("the first connection")
 	dialFrom(t, "127.0.0.2", addr)
@@ -123,6 +105,70 @@ func TestLimitCapsConnectionsPerSource(t *testing.T) {
 	first.Close()
 	dialFrom(t, "127.0.0.2", addr)
 	next("a connection in the place of one closed")
+}
+
+// next returns the next connection accepted, or fails the test.
+func next(t *testing.T, accepted chan net.Conn, what string) net.Conn {
+	t.Helper()
+	select {
+	case c := <-accepted:
+		return c
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s was not accepted", what)
+		return nil
+	}
+}
+
+// acceptAll accepts l's connections into a channel until l is closed.
+func acceptAll(l net.Listener) chan net.Conn {
+	accepted := make(chan net.Conn, 100)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	return accepted
+}
+
+// When every place is taken, a newcomer takes the place of the oldest
+// connection of the source with the most; when the sources have as few as
+// the newcomer would, the newcomer is closed.
+func TestLimitMakesTheSourcesWithTheMostGiveWay(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := &refusals{}
+	limited := Limits{MaxConns: 3, MaxConnsPerSource: 3, Refused: refused.add}.Limit(ln)
+	defer limited.Close()
+	accepted := acceptAll(limited)
+	addr := ln.Addr().String()
+	var heavy []net.Conn
+	for range 3 {
+		heavy = append(heavy, dialFrom(t, "127.0.0.2", addr))
+		next(t, accepted, "a connection while there is room")
+	}
+	dialFrom(t, "127.0.0.3", addr)
+	next(t, accepted, "a newcomer while the cap is full")
+	if !closedWithin(heavy[0], 5*time.Second) || !refused.wait("evicted 127.0.0.2:") {
+		t.Fatalf("the oldest connection of the source with the most was not closed for a newcomer; told %q", refused)
+	}
+	dialFrom(t, "127.0.0.4", addr)
+	next(t, accepted, "the next newcomer")
+	if !closedWithin(heavy[1], 5*time.Second) {
+		t.Fatalf("the next oldest was not closed for the next newcomer")
+	}
+	last := dialFrom(t, "127.0.0.5", addr)
+	if !closedWithin(last, 5*time.Second) || !refused.wait("full 127.0.0.5:") {
+		t.Fatalf("a newcomer while each source has one connection was not closed; told %q", refused)
+	}
+	if closedWithin(heavy[2], 100*time.Millisecond) {
+		t.Errorf("a source's last connection was closed")
+	}
 }
 
 // testServer serves h with l on a new port, HTTP/1 and HTTP/2 without TLS

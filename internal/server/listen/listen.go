@@ -1,6 +1,7 @@
 // Package listen holds what every HTTP listener of the operator shares
 // (the metrics and health listener, the webhook listeners): a cap on open
-// connections, all sources together and from one source, timeouts on every
+// connections, from one source and all together (where the sources with
+// the most give way to newcomers), timeouts on every
 // phase of a request, a small header limit, HTTP/2 limits (streams per
 // connection, receive buffers, and connections that cancel streams as fast
 // as they open them closed), and http.Server's own error messages (TLS
@@ -22,8 +23,10 @@ import (
 
 // Limits bound one listener. A zero field takes the default of Defaults.
 type Limits struct {
-	// MaxConns is the most connections open at once; more wait in the
-	// kernel's backlog until one closes.
+	// MaxConns is the most connections open at once. When every place is
+	// taken, a new connection takes the place of the oldest of the source
+	// with the most, if that source has more than the newcomer's would;
+	// otherwise it is closed at once.
 	MaxConns int
 	// MaxConnsPerSource is the most connections open at once from one IP
 	// address; more are closed as soon as they are accepted (0: a quarter
@@ -42,8 +45,8 @@ type Limits struct {
 	// have open at once.
 	MaxStreams int
 	// Refused, when not nil, is told each connection the listener closed
-	// by itself, with the reason (ReasonPerSource, ReasonResetFlood) and
-	// the client's address.
+	// by itself, with the reason (ReasonPerSource, ReasonFull,
+	// ReasonEvicted, ReasonResetFlood) and the client's address.
 	Refused func(reason, client string)
 }
 
@@ -51,6 +54,12 @@ type Limits struct {
 const (
 	// ReasonPerSource: the connection's source had MaxConnsPerSource open.
 	ReasonPerSource = "per_source"
+	// ReasonFull: every place was taken, by sources with as few
+	// connections as the newcomer's.
+	ReasonFull = "full"
+	// ReasonEvicted: the connection, the oldest of the source with the
+	// most, gave its place to one from a source with fewer.
+	ReasonEvicted = "evicted"
 	// ReasonResetFlood: the client cancelled HTTP/2 streams right after
 	// opening them, faster than a client with work to do does.
 	ReasonResetFlood = "reset_flood"
@@ -97,7 +106,8 @@ func (l Limits) withDefaults() Limits {
 }
 
 // Limit returns ln accepting at most l.MaxConns connections at once, and
-// at most l.MaxConnsPerSource from one source.
+// at most l.MaxConnsPerSource from one source; the client whose
+// connection it closes is told to l.Refused.
 func (l Limits) Limit(ln net.Listener) net.Listener {
 	return newLimitListener(ln, l.withDefaults())
 }
