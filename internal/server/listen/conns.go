@@ -9,7 +9,8 @@ import (
 // are closed as soon as they are accepted) and all sources together. When
 // every place is taken, a new connection takes the place of the oldest one
 // of the source that holds the most, if that source holds more than the
-// newcomer's would; otherwise it is closed. So that clients with many
+// newcomer's would; otherwise it waits for a place (and the connections
+// after it in the kernel's backlog). So that clients with many
 // connections, not the clients with few, give way: one pod, or a few,
 // cannot keep the API server out.
 type limitListener struct {
@@ -21,42 +22,68 @@ type limitListener struct {
 	open int
 	// bySource holds each source's open connections, oldest first.
 	bySource map[string][]*limitConn
+	// freed is closed, and replaced, when a place is given back.
+	freed chan struct{}
+
+	closeOnce sync.Once
+	done      chan struct{}
 }
 
 func newLimitListener(ln net.Listener, l Limits) *limitListener {
-	return &limitListener{Listener: ln, max: l.MaxConns, perSource: l.MaxConnsPerSource, refused: l.Refused, bySource: map[string][]*limitConn{}}
+	return &limitListener{Listener: ln, max: l.MaxConns, perSource: l.MaxConnsPerSource, refused: l.Refused,
+		bySource: map[string][]*limitConn{}, freed: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Accept returns the next connection that has a place (see limitListener),
-// and closes the others.
+// and closes those a source has too many of.
 func (l *limitListener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
 			return nil, err
 		}
-		lc, evicted, reason := l.admit(c)
-		if evicted != nil {
-			_ = evicted.Conn.Close()
-			l.tell(ReasonEvicted, evicted)
+		for {
+			lc, evicted, freed, refused := l.admit(c)
+			if evicted != nil {
+				_ = evicted.Conn.Close()
+				l.tell(ReasonEvicted, evicted)
+			}
+			if lc != nil {
+				return lc, nil
+			}
+			if refused {
+				_ = c.Close()
+				l.tell(ReasonPerSource, c)
+				break
+			}
+			select {
+			case <-freed:
+			case <-l.done:
+				_ = c.Close()
+				return nil, net.ErrClosed
+			}
 		}
-		if lc != nil {
-			return lc, nil
-		}
-		_ = c.Close()
-		l.tell(reason, c)
 	}
 }
 
+func (l *limitListener) Close() error {
+	err := l.Listener.Close()
+	l.closeOnce.Do(func() { close(l.done) })
+	return err
+}
+
 // admit gives c a place, and returns the connection it takes the place
-// of, if any; or returns why it has none.
-func (l *limitListener) admit(c net.Conn) (admitted, evicted *limitConn, reason string) {
+// of, if any; or says that c's source has too many (refused), or returns
+// a channel closed when a place is given back.
+func (l *limitListener) admit(c net.Conn) (admitted, evicted *limitConn, freed chan struct{}, refused bool) {
 	src, counted := source(c.RemoteAddr())
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	mine := len(l.bySource[src])
-	if counted && mine >= l.perSource {
-		return nil, nil, ReasonPerSource
+	// A cap per source as large as the whole is no cap of its own: the
+	// source's next connections wait for a place as others' do.
+	if counted && mine >= l.perSource && l.perSource < l.max {
+		return nil, nil, nil, true
 	}
 	if l.open >= l.max {
 		heaviest := ""
@@ -66,7 +93,7 @@ func (l *limitListener) admit(c net.Conn) (admitted, evicted *limitConn, reason 
 			}
 		}
 		if len(l.bySource[heaviest]) <= mine+1 {
-			return nil, nil, ReasonFull
+			return nil, nil, l.freed, false
 		}
 		evicted = l.bySource[heaviest][0]
 		l.removeLocked(evicted)
@@ -74,7 +101,7 @@ func (l *limitListener) admit(c net.Conn) (admitted, evicted *limitConn, reason 
 	admitted = &limitConn{Conn: c, l: l, src: src}
 	l.bySource[src] = append(l.bySource[src], admitted)
 	l.open++
-	return admitted, evicted, ""
+	return admitted, evicted, nil, false
 }
 
 // removeLocked takes c out of its source's connections, if it is there.
@@ -84,6 +111,8 @@ func (l *limitListener) removeLocked(c *limitConn) {
 		if o == c {
 			conns = append(conns[:i:i], conns[i+1:]...)
 			l.open--
+			close(l.freed)
+			l.freed = make(chan struct{})
 			break
 		}
 	}

@@ -26,12 +26,14 @@ type Limits struct {
 	// MaxConns is the most connections open at once. When every place is
 	// taken, a new connection takes the place of the oldest of the source
 	// with the most, if that source has more than the newcomer's would;
-	// otherwise it is closed at once.
+	// otherwise it waits for a place, and the next ones in the kernel's
+	// backlog.
 	MaxConns int
 	// MaxConnsPerSource is the most connections open at once from one IP
 	// address; more are closed as soon as they are accepted (0: a quarter
-	// of MaxConns, at least 16 or MaxConns when it is less). Connections
-	// that are not TCP (a Unix socket's) are not counted by source.
+	// of MaxConns, at least 16; at MaxConns or more, a source's next
+	// connections wait as others' do). Connections that are not TCP (a
+	// Unix socket's) are not counted by source.
 	MaxConnsPerSource int
 	// ReadHeader, Read, Write and Idle are http.Server's timeouts of the
 	// same names. ReadHeader also bounds a TLS handshake (net/http gives
@@ -45,8 +47,8 @@ type Limits struct {
 	// have open at once.
 	MaxStreams int
 	// Refused, when not nil, is told each connection the listener closed
-	// by itself, with the reason (ReasonPerSource, ReasonFull,
-	// ReasonEvicted, ReasonResetFlood) and the client's address.
+	// by itself, with the reason (ReasonPerSource, ReasonEvicted,
+	// ReasonResetFlood) and the client's address.
 	Refused func(reason, client string)
 }
 
@@ -54,9 +56,6 @@ type Limits struct {
 const (
 	// ReasonPerSource: the connection's source had MaxConnsPerSource open.
 	ReasonPerSource = "per_source"
-	// ReasonFull: every place was taken, by sources with as few
-	// connections as the newcomer's.
-	ReasonFull = "full"
 	// ReasonEvicted: the connection, the oldest of the source with the
 	// most, gave its place to one from a source with fewer.
 	ReasonEvicted = "evicted"
@@ -90,7 +89,7 @@ func (l Limits) withDefaults() Limits {
 		l.MaxConns = Defaults.MaxConns
 	}
 	if l.MaxConnsPerSource <= 0 {
-		l.MaxConnsPerSource = min(max(l.MaxConns/4, 16), l.MaxConns)
+		l.MaxConnsPerSource = max(l.MaxConns/4, 16)
 	}
 	if l.MaxHeaderBytes <= 0 {
 		l.MaxHeaderBytes = Defaults.MaxHeaderBytes
