@@ -60,7 +60,7 @@ func TestIntegrationHostileReloadFreesAFailingStartupHook(t *testing.T) {
 	drop := "hook-operator debug drop main fails.sh"
 	waitUntil(t, "/readyz to name the failing onStartup run", func() bool {
 		code, body := o.get(t, "/readyz")
-		return code == 503 && strings.Contains(body, "fails.sh's onStartup run (queue main) failed") && strings.Contains(body, "`"+drop+"` drops it")
+		return code == 503 && strings.Contains(body, "fails.sh's onStartup run (queue main), which failed") && strings.Contains(body, "`"+drop+"` drops it")
 	}, o.logs.String)
 	_, body := o.get(t, "/readyz")
 	t.Logf("/readyz while fails.sh fails:\n%s", body)

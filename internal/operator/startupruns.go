@@ -108,23 +108,23 @@ func describeStartupRun(r startupRun, queues []queue.QueueState, now time.Time) 
 	what += " (queue " + r.queue + ")"
 	i := slices.IndexFunc(queues, func(q queue.QueueState) bool { return q.Name == r.queue })
 	if i < 0 {
-		return what + " is not queued yet"
+		return what + ", not queued yet"
 	}
 	q := queues[i]
 	mine := func(t queue.TaskState) bool { return t.Hook == r.hook && slices.Contains(t.Bindings, r.binding) }
 	if q.Running != nil && mine(*q.Running) {
-		return what + " is running, since " + since(q.Running.Started, now) + attemptsBefore(*q.Running)
+		return what + ", running since " + since(q.Running.Started, now) + attemptsBefore(*q.Running)
 	}
 	for j, t := range q.Pending {
 		if !mine(t) {
 			continue
 		}
 		if j == 0 && t.Attempts > 0 {
-			return what + " " + failed(t, q.RetryAt, now)
+			return what + ", which " + failed(t, q.RetryAt, now)
 		}
-		return what + " is queued" + behind(q, now)
+		return what + ", queued" + behind(q, now)
 	}
-	return what + " is not queued yet"
+	return what + ", not queued yet"
 }
 
 // failed says how the failed task t, held for its retry at retryAt, went,

@@ -25,12 +25,12 @@ func TestDescribeStartupRun(t *testing.T) {
 		want, absent []string
 	}{
 		{startupRun{"fails.sh", binding.OnStartup, "main"},
-			[]string{"fails.sh's onStartup run (queue main) failed 12 time(s)", "last error: hook fails.sh: exit code 1 (its stderr is in the log)", "retried in 3s", "`hook-operator debug drop main fails.sh` drops it"},
+			[]string{"fails.sh's onStartup run (queue main), which failed 12 time(s)", "last error: hook fails.sh: exit code 1 (its stderr is in the log)", "retried in 3s", "`hook-operator debug drop main fails.sh` drops it"},
 			[]string{"secret-ish"}},
 		{startupRun{"ok.sh", "cms", "main"},
-			[]string{"ok.sh's Synchronization run of binding cms (queue main) is queued behind fails.sh's run, which failed 12 time(s)", "`hook-operator debug drop main fails.sh` drops it"}, nil},
-		{startupRun{"slow.sh", "pods", "other"}, []string{"slow.sh's Synchronization run of binding pods (queue other) is running, since 1m0s ago"}, []string{"drops"}},
-		{startupRun{"new.sh", "x", "nosuch"}, []string{"new.sh's Synchronization run of binding x (queue nosuch) is not queued yet"}, nil},
+			[]string{"ok.sh's Synchronization run of binding cms (queue main), queued behind fails.sh's run, which failed 12 time(s)", "`hook-operator debug drop main fails.sh` drops it"}, nil},
+		{startupRun{"slow.sh", "pods", "other"}, []string{"slow.sh's Synchronization run of binding pods (queue other), running since 1m0s ago"}, []string{"drops"}},
+		{startupRun{"new.sh", "x", "nosuch"}, []string{"new.sh's Synchronization run of binding x (queue nosuch), not queued yet"}, nil},
 	} {
 		got := describeStartupRun(tt.run, qs, now)
 		for _, w := range tt.want {
