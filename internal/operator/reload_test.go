@@ -140,10 +140,10 @@ func discard() logrus.FieldLogger {
 	return l
 }
 
-// A reload's new or changed bindings whose kind is missing from a served
-// group/version are errors with a did-you-mean; unchanged bindings, and
-// kinds whose group/version is not served (CRD not installed yet), are
-// not.
+// A reload's changed bindings whose kind is missing from a served
+// group/version are errors with a did-you-mean; unchanged bindings, new
+// ones (their watch waits for the kind and names it), and kinds whose
+// group/version is not served (CRD not installed yet), are not.
 func TestMissingKinds(t *testing.T) {
 	r := kube.NewStaticResolver(append(kube.BuiltinResources(), &metav1.APIResourceList{GroupVersion: "hello.example.com/v1",
 		APIResources: []metav1.APIResource{{Name: "greetings", SingularName: "greeting", Kind: "Greeting", Namespaced: true}}}))
@@ -157,7 +157,8 @@ func TestMissingKinds(t *testing.T) {
 	prev := []*hook.Hook{testHook("greet.sh", running, typoKept)}
 	next := []*hook.Hook{
 		testHook("greet.sh", crd("greet", "hello.example.com/v1", "Greting"), typoKept),
-		testHook("new.sh", crd("later", "later.example.com/v1", "Later"), crd("fine", "hello.example.com/v1", "greetings")),
+		testHook("new.sh", crd("later", "later.example.com/v1", "Later"), crd("fine", "hello.example.com/v1", "greetings"),
+			crd("second", "hello.example.com/v1", "Farewell")),
 	}
 	errs := missingKinds(prev, next, r)
 	if len(errs) != 1 || errs[0].Hook != "greet.sh" || errs[0].Field != "kubernetes[0].kind" || !strings.Contains(errs[0].Reason, `did you mean "Greeting"?`) {

@@ -10,13 +10,16 @@ import (
 )
 
 // missingKinds returns an error for each kubernetes binding that a reload
-// from prev to next would start anew (new, or changed) whose kind is
-// missing from a group/version the cluster serves
-// (kube.MissingKindError): a reload with one is not applied, so that a
-// misspelled kind does not replace a binding that works. Bindings that
-// are unchanged are not asked about, nor is anything when r is nil;
-// other errors of r (the API server away) are left to the watch, which
-// retries.
+// from prev to next would change (a binding of the same name and hook
+// that runs now) to a kind missing from a group/version the cluster
+// serves (kube.MissingKindError): a reload with one is not applied, so
+// that a misspelled kind does not replace a binding that works. A new
+// binding with such a kind is not refused: it waits for its kind, as a
+// binding of a CRD not installed yet does (the CRD of a new kind of an
+// existing group may come after the hook), and the watch logs it with a
+// did-you-mean and /readyz names it. Unchanged bindings are not asked
+// about, nor is anything when r is nil; other errors of r (the API
+// server away) are left to the watch, which retries.
 func missingKinds(prev, next []*hook.Hook, r ops.Resolver) hook.ConfigErrors {
 	if r == nil {
 		return nil
@@ -28,7 +31,8 @@ func missingKinds(prev, next []*hook.Hook, r ops.Resolver) hook.ConfigErrors {
 			was = prev[i].Config.Kubernetes
 		}
 		for i, k := range h.Config.Kubernetes {
-			if slices.ContainsFunc(was, func(w hook.KubernetesBinding) bool { return w.Name == k.Name && sameJSON(w, k) }) {
+			j := slices.IndexFunc(was, func(w hook.KubernetesBinding) bool { return w.Name == k.Name })
+			if j < 0 || sameJSON(was[j], k) {
 				continue
 			}
 			var missing *kube.MissingKindError
