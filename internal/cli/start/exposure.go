@@ -27,7 +27,9 @@ type exposure struct {
 // turned a default off says so in its log.
 func warnExposures(f Flags, hooks []*hook.Hook, log logrus.FieldLogger) {
 	for _, e := range exposures(f, hooks) {
-		log.WithFields(logrus.Fields{"surface": e.surface, "address": e.address, "flag": e.flag}).Warn(e.message)
+		// Not "address": startObserved and the bench take the first
+		// "address" of the log for the metrics listener's.
+		log.WithFields(logrus.Fields{"surface": e.surface, "listensOn": e.address, "flag": e.flag}).Warn(e.message)
 	}
 }
 
