@@ -105,7 +105,7 @@ echo '{"allowed": false, "message": "denied by the policy hook"}' >"$VALIDATING_
 	runCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	failed, err := exec.CommandContext(runCtx, bin, append([]string{"start", "--hooks-dir", hooks, "--kubeconfig", kubeconfig,
-		"--listen-address", "127.0.0.1:0", "--debug-socket", filepath.Join(t.TempDir(), "debug.sock")}, args...)...).CombinedOutput()
+		"--listen-address", "127.0.0.1:0", "--health-listen-address", "127.0.0.1:0", "--debug-socket", filepath.Join(t.TempDir(), "debug.sock")}, args...)...).CombinedOutput()
 	if err == nil || runCtx.Err() != nil || !strings.Contains(string(failed), "ValidatingWebhookConfiguration "+configName+" does not exist") {
 		t.Fatalf("start without the configuration: %v\n%s", err, failed)
 	}

@@ -59,7 +59,8 @@ sleep 2
 touch `+marks+`/finished
 `)
 	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "start", "--hooks-dir", hooks, "--kubeconfig", c.Kubeconfig, "--log-format", "json")
+	cmd := exec.Command(bin, "start", "--hooks-dir", hooks, "--kubeconfig", c.Kubeconfig, "--log-format", "json",
+		"--listen-address", "127.0.0.1:0", "--health-listen-address", "127.0.0.1:0")
 	cmd.Stderr = &stderr
 	must(t, cmd.Start())
 	deadline := time.Now().Add(20 * time.Second)

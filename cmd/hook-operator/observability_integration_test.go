@@ -50,7 +50,7 @@ func startObservedEnv(t *testing.T, bin, kubeconfig, hooksDir string, env []stri
 	t.Helper()
 	o := &observed{logs: &testoperator.Buffer{}, socket: filepath.Join(t.TempDir(), "debug.sock"), bin: bin}
 	args := append([]string{"start", "--hooks-dir", hooksDir, "--kubeconfig", kubeconfig, "--log-format", "json",
-		"--listen-address", "127.0.0.1:0", "--debug-socket", o.socket,
+		"--listen-address", "127.0.0.1:0", "--health-listen-address", "127.0.0.1:0", "--debug-socket", o.socket,
 		"--retry-initial-delay", "500ms", "--retry-max-delay", "1s"}, extra...)
 	o.cmd = exec.Command(bin, args...)
 	o.cmd.Env = append(os.Environ(), env...)

@@ -101,7 +101,8 @@ func TestIntegrationRecordThenReplayMatchesLive(t *testing.T) {
 	var recErr, liveErr testoperator.Buffer
 	rec := exec.Command(bin, "record", "--hooks-dir", hooks, "--kubeconfig", c.Kubeconfig, "--out", fixture, "--duration", "6s")
 	rec.Stderr = &recErr
-	live := exec.Command(bin, "start", "--hooks-dir", hooks, "--kubeconfig", c.Kubeconfig)
+	live := exec.Command(bin, "start", "--hooks-dir", hooks, "--kubeconfig", c.Kubeconfig,
+		"--listen-address", "127.0.0.1:0", "--health-listen-address", "127.0.0.1:0")
 	live.Env = append(os.Environ(), "CONTEXT_LOG="+liveLog)
 	live.Stderr = &liveErr
 	must(t, rec.Start())

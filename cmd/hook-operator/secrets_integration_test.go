@@ -109,7 +109,7 @@ func TestIntegrationSecretsStaySecret(t *testing.T) {
 	// Dry-run, both kinds: every run printed, with the diff of the Secret.
 	for _, mode := range []string{"client", "server"} {
 		cmd := exec.Command(bin, "start", "--hooks-dir", hooks, "--kubeconfig", c.Kubeconfig, "--dry-run="+mode,
-			"--log-level", "debug", "--listen-address", "", "--debug-socket", "")
+			"--log-level", "debug", "--listen-address", "", "--health-listen-address", "", "--debug-socket", "")
 		out := &testoperator.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		must(t, cmd.Start())
