@@ -9,10 +9,12 @@ import (
 // are closed as soon as they are accepted) and all sources together. When
 // every place is taken, a new connection takes the place of the oldest one
 // of the source that holds the most, if that source holds more than the
-// newcomer's would; otherwise it waits for a place (and the connections
-// after it in the kernel's backlog). So that clients with many
-// connections, not the clients with few, give way: one pod, or a few,
-// cannot keep the API server out.
+// newcomer's would; otherwise it is closed at once, so that the sources
+// with many connections, not those with few, give way: one pod, or a few,
+// cannot keep the API server out, and no connection waits for a place
+// ahead of one that could take one. Where a source may hold every place
+// (perSource >= max: a listener for one client), a newcomer waits for a
+// place instead, with the connections after it in the kernel's backlog.
 type limitListener struct {
 	net.Listener
 	max, perSource int
@@ -43,7 +45,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		for {
-			lc, evicted, freed, refused := l.admit(c)
+			lc, evicted, freed, reason := l.admit(c)
 			if evicted != nil {
 				_ = evicted.Conn.Close()
 				l.tell(ReasonEvicted, evicted)
@@ -51,9 +53,9 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			if lc != nil {
 				return lc, nil
 			}
-			if refused {
+			if reason != "" {
 				_ = c.Close()
-				l.tell(ReasonPerSource, c)
+				l.tell(reason, c)
 				break
 			}
 			select {
@@ -73,17 +75,16 @@ func (l *limitListener) Close() error {
 }
 
 // admit gives c a place, and returns the connection it takes the place
-// of, if any; or says that c's source has too many (refused), or returns
-// a channel closed when a place is given back.
-func (l *limitListener) admit(c net.Conn) (admitted, evicted *limitConn, freed chan struct{}, refused bool) {
+// of, if any; or returns why c is to be closed, or a channel closed when a
+// place is given back (to wait for).
+func (l *limitListener) admit(c net.Conn) (admitted, evicted *limitConn, freed chan struct{}, reason string) {
 	src, counted := source(c.RemoteAddr())
+	fairShare := l.perSource < l.max
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	mine := len(l.bySource[src])
-	// A cap per source as large as the whole is no cap of its own: the
-	// source's next connections wait for a place as others' do.
-	if counted && mine >= l.perSource && l.perSource < l.max {
-		return nil, nil, nil, true
+	if counted && fairShare && mine >= l.perSource {
+		return nil, nil, nil, ReasonPerSource
 	}
 	if l.open >= l.max {
 		heaviest := ""
@@ -92,16 +93,20 @@ func (l *limitListener) admit(c net.Conn) (admitted, evicted *limitConn, freed c
 				heaviest = s
 			}
 		}
-		if len(l.bySource[heaviest]) <= mine+1 {
-			return nil, nil, l.freed, false
+		switch {
+		case len(l.bySource[heaviest]) > mine+1:
+			evicted = l.bySource[heaviest][0]
+			l.removeLocked(evicted)
+		case fairShare:
+			return nil, nil, nil, ReasonFull
+		default:
+			return nil, nil, l.freed, ""
 		}
-		evicted = l.bySource[heaviest][0]
-		l.removeLocked(evicted)
 	}
 	admitted = &limitConn{Conn: c, l: l, src: src}
 	l.bySource[src] = append(l.bySource[src], admitted)
 	l.open++
-	return admitted, evicted, nil, false
+	return admitted, evicted, nil, ""
 }
 
 // removeLocked takes c out of its source's connections, if it is there.

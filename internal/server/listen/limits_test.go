@@ -136,7 +136,8 @@ func acceptAll(l net.Listener) chan net.Conn {
 
 // When every place is taken, a newcomer takes the place of the oldest
 // connection of the source with the most; when the sources have as few as
-// the newcomer would, the newcomer waits for a place.
+// the newcomer would, the newcomer is closed at once, and the connections
+// after it are still accepted.
 func TestLimitMakesTheSourcesWithTheMostGiveWay(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -159,17 +160,36 @@ func TestLimitMakesTheSourcesWithTheMostGiveWay(t *testing.T) {
 	if !closedWithin(heavy[0], 5*time.Second) || !refused.wait("evicted 127.0.0.2:") {
 		t.Fatalf("the oldest connection of the source with the most was not closed for a newcomer; told %q", refused)
 	}
-	dialFrom(t, "127.0.0.5", addr)
-	select {
-	case <-accepted:
-		t.Fatalf("a newcomer was accepted while each source has one connection")
-	case <-time.After(200 * time.Millisecond):
+	last := dialFrom(t, "127.0.0.5", addr)
+	if !closedWithin(last, 5*time.Second) || !refused.wait("full 127.0.0.5:") {
+		t.Fatalf("a newcomer while each source has one connection was not closed; told %q", refused)
 	}
 	if closedWithin(heavy[1], 100*time.Millisecond) {
 		t.Errorf("a source's last connection was closed")
 	}
 	served[1].Close()
-	next(t, accepted, "the waiting newcomer once a place was given back")
+	dialFrom(t, "127.0.0.5", addr)
+	next(t, accepted, "a newcomer once a place was given back")
+}
+
+// Where a source may hold every place (a listener for one client), a
+// newcomer waits for one instead.
+func TestLimitForOneClientWaits(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := Limits{MaxConns: 1}.Limit(ln)
+	defer limited.Close()
+	accepted := acceptAll(limited)
+	dialFrom(t, "127.0.0.2", ln.Addr().String())
+	first := next(t, accepted, "the first connection")
+	second := dialFrom(t, "127.0.0.2", ln.Addr().String())
+	if closedWithin(second, 200*time.Millisecond) {
+		t.Fatal("a second connection to a listener for one was closed")
+	}
+	first.Close()
+	next(t, accepted, "the second connection once the first closed")
 }
 
 // testServer serves h with l on a new port, HTTP/1 and HTTP/2 without TLS

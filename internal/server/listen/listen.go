@@ -26,8 +26,9 @@ type Limits struct {
 	// MaxConns is the most connections open at once. When every place is
 	// taken, a new connection takes the place of the oldest of the source
 	// with the most, if that source has more than the newcomer's would;
-	// otherwise it waits for a place, and the next ones in the kernel's
-	// backlog.
+	// otherwise it is closed at once (or, where MaxConnsPerSource is
+	// MaxConns or more, it waits for a place, and the next ones in the
+	// kernel's backlog).
 	MaxConns int
 	// MaxConnsPerSource is the most connections open at once from one IP
 	// address; more are closed as soon as they are accepted (0: a quarter
@@ -47,8 +48,8 @@ type Limits struct {
 	// have open at once.
 	MaxStreams int
 	// Refused, when not nil, is told each connection the listener closed
-	// by itself, with the reason (ReasonPerSource, ReasonEvicted,
-	// ReasonResetFlood) and the client's address.
+	// by itself, with the reason (ReasonPerSource, ReasonFull,
+	// ReasonEvicted, ReasonResetFlood) and the client's address.
 	Refused func(reason, client string)
 }
 
@@ -56,6 +57,9 @@ type Limits struct {
 const (
 	// ReasonPerSource: the connection's source had MaxConnsPerSource open.
 	ReasonPerSource = "per_source"
+	// ReasonFull: every place was taken, and no source had more than
+	// the newcomer's would.
+	ReasonFull = "full"
 	// ReasonEvicted: the connection, the oldest of the source with the
 	// most, gave its place to one from a source with fewer.
 	ReasonEvicted = "evicted"
