@@ -29,6 +29,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/hook-operator/hook-operator/internal/limit"
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/queue"
 	"github.com/hook-operator/hook-operator/internal/server/listen"
@@ -237,7 +238,13 @@ func addProbes(mux *http.ServeMux, op Operator, ready *readiness) {
 		defer cancel()
 		ok, why := ready.get(ctx)
 		if !ok {
-			http.Error(w, "not ready:\n"+strings.Join(why, "\n"), http.StatusServiceUnavailable)
+			// Hook and binding names come from the hooks folder: escaped,
+			// so each reason stays one line of plain text.
+			lines := make([]string, len(why))
+			for i, w := range why {
+				lines[i] = limit.Printable(w)
+			}
+			http.Error(w, "not ready:\n"+strings.Join(lines, "\n"), http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")

@@ -42,7 +42,7 @@ func (f *fakeOperator) Ready(context.Context) (bool, []string) {
 	if f.ready.Load() {
 		return true, nil
 	}
-	return false, []string{"binding x/y has not synchronized"}
+	return false, []string{"binding x/y has not synchronized", "hook b\x1b[2J.sh waits"}
 }
 func (f *fakeOperator) Queues() []queue.QueueState { return []queue.QueueState{{Name: "main"}} }
 func (f *fakeOperator) Hooks() []operator.HookState {
@@ -85,6 +85,10 @@ func TestRoutes(t *testing.T) {
 		code, body := get(t, h, "/readyz")
 		return code == 503 && strings.Contains(body, "x/y has not synchronized")
 	})
+	// Names from the hooks folder are escaped: a reason is one line of text.
+	if _, body := get(t, h, "/readyz"); strings.ContainsRune(body, 0x1b) || !strings.Contains(body, `hook b\x1b[2J.sh waits`) {
+		t.Errorf("/readyz printed a control character of a hook's name raw: %q", body)
+	}
 	op.ready.Store(true)
 	waitFor(t, "/readyz to answer 200 once ready", func() bool {
 		code, _ := get(t, h, "/readyz")
