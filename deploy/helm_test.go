@@ -217,8 +217,8 @@ func TestHelmTemplateValues(t *testing.T) {
 	}
 	var role rbacv1.ClusterRole
 	typed(t, named(t, objs, "ClusterRole", "hook-operator"), &role)
-	if last := role.Rules[len(role.Rules)-1]; !slices.Equal(last.Resources, []string{"secrets"}) {
-		t.Errorf("rbac.extraRules not appended: last rule %v", last)
+	if !slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return slices.Equal(r.Resources, []string{"secrets"}) }) {
+		t.Errorf("rbac.extraRules not in the ClusterRole: %v", role.Rules)
 	}
 	var teamRoles int
 	for _, r := range only(objs, "Role") {
