@@ -257,3 +257,18 @@ func TestEventRecorderNeverBlocks(t *testing.T) {
 		t.Error("dropping Events from a full queue is not logged")
 	}
 }
+
+// An Event on the operator's Pod names hooks and bindings from the hooks
+// folder: their control characters are escaped, as in the log.
+func TestPodEventEscapesControlCharacters(t *testing.T) {
+	e := newRecorderEnv(t)
+	o := &Operator{events: e.rec}
+	o.opts.Pod = PodRef{Name: "operator-0", Namespace: "ns", UID: "uid-3"}
+	o.podEvent(HeldReason, "hook a\x1b[2J.sh\nforged line")
+	e.rec.stop()
+	ev := e.event(t, "ns", createdName(t, e.actions()[0]))
+	msg, _, _ := unstructured.NestedString(ev.Object, "message")
+	if want := `hook a\x1b[2J.sh\nforged line`; msg != want {
+		t.Errorf("message %q; want %q", msg, want)
+	}
+}

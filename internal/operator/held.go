@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/limit"
 	"github.com/hook-operator/hook-operator/internal/watch"
 )
 
@@ -102,6 +103,9 @@ func (o *Operator) podEvent(reason, msg string) {
 	if o.events == nil || pod.Name == "" || pod.Namespace == "" {
 		return
 	}
+	// Hook and binding names come from the hooks folder: their control
+	// characters are escaped, as in the log.
+	msg = limit.Printable(msg)
 	if len(msg) > maxEventMessage {
 		msg = msg[:maxEventMessage-3] + "..."
 	}
