@@ -85,6 +85,9 @@ type resident struct {
 	descendantsAt time.Time
 	idleSince     time.Time // when it last became idle
 	statm         *os.File  // its /proc statm, read after each run (nil: unknown)
+	// dir holds its runs' files (nil until its first run); removed when
+	// it stops.
+	dir *residentDir
 }
 
 // residents keeps the idle resident processes of every hook, by hook name,
@@ -127,7 +130,7 @@ func (r *Runner) takeResident(ctx context.Context, h *hook.Hook, log logrus.Fiel
 				r.processes().ProcessRestarted(h.Name, reason)
 			}
 			log.WithField("reason", reason).Info("resident hook process replaced")
-			p.stopLocked(rp, r.killGrace(), reason != "protocol")
+			p.stopLocked(rp, r.killGrace(), true)
 			continue
 		}
 		p.mu.Unlock()
@@ -172,22 +175,26 @@ func backoff(crashes int) time.Duration {
 	return min(d, crashBackoffMax)
 }
 
-// stale says why rp must not serve another run, or "": it exited, wrote
-// to fd 4 after its last reply (protocol: nothing it wrote after a reply
-// may reach a later run), or its executable changed.
+// stale says why rp must not serve another run, or "": it exited, or its
+// executable changed. (One that wrote to fd 4 after its last reply is
+// found as the request is about to go: serve.)
 func (rp *resident) stale(path string) string {
 	select {
 	case <-rp.exited:
 		return "exited"
 	default:
 	}
-	if n, ok := pipePending(rp.reply); rp.replies.Buffered() > 0 || ok && n > 0 {
-		return "protocol"
-	}
 	if info, err := os.Stat(path); err != nil || !sameFile(rp.exe, info) {
 		return "changed"
 	}
 	return ""
+}
+
+// wrotePastReply reports whether bytes wait on rp's fd 4 between runs:
+// nothing it wrote after a reply may reach a later run.
+func (rp *resident) wrotePastReply() bool {
+	n, ok := pipePending(rp.reply)
+	return rp.replies.Buffered() > 0 || ok && n > 0
 }
 
 // sameFile reports whether b is the file a was, unchanged: same inode,

@@ -136,7 +136,8 @@ func TestResidentLateWritesReachNoLaterRun(t *testing.T) {
       reply
       # The next run's reply, before its request: the id is the next one's
       # if ids were counted.
-      printf '{"id":"%s","exitCode":0}\n' "$((id + 1))" >&4 ;;
+      printf '{"id":"%s","exitCode":0}\n' "$((id + 1))" >&4
+      touch early-written ;;
     *) reply ;;
   esac`)
 	run := func(what string) Result {
@@ -157,6 +158,9 @@ func TestResidentLateWritesReachNoLaterRun(t *testing.T) {
 		t.Errorf("a run returned %q, written to the last run's file kept open, want nothing", res.Operations)
 	}
 	run("early-reply")
+	// Written before the next request (a line that comes during a run,
+	// not its reply, fails that run).
+	waitFile(t, filepath.Join(h.Dir, "early-written"))
 	before := starts(t, h)
 	if res := run("ok"); len(res.Operations) > 0 {
 		t.Errorf("the run after an early reply returned %q, want nothing", res.Operations)
@@ -164,6 +168,82 @@ func TestResidentLateWritesReachNoLaterRun(t *testing.T) {
 	if got := starts(t, h); got != before+1 {
 		t.Errorf("a process that wrote past its reply served the next run (%d starts, want %d)", got, before+1)
 	}
+}
+
+// What a process started during a run writes while the next run is in
+// flight reaches nothing of it: by the last run's path or file name (in
+// the dir it works in), by a second name it gave the file, or through the
+// file kept open. Each late write waits for "go", which the next run makes,
+// and that run replies once they are done.
+func TestResidentLateWritesDuringTheNextRun(t *testing.T) {
+	r, _ := testRunner(t)
+	r.KillGrace = 200 * time.Millisecond
+	defer r.Close()
+	h := isolationHook(t, `  delete='{"operation":"Delete","kind":"Pod","name":"late"}'
+  late() { # $1: the late write, done once "go" exists
+    local hd=$PWD
+    ( cd "${patch%/*}"; while [ ! -e "$hd/go" ]; do sleep 0.02; done
+      eval "$1" || true; touch "$hd/late-done" ) 3<&- 4>&- >/dev/null 2>&1 &
+  }
+  case $what in
+    *by-path*) late 'echo "$delete" >> "$patch"' ;;
+    *by-name*) late 'echo "$delete" >> "${patch##*/}"; echo "$delete" >> kubernetes-patch' ;;
+    *by-link*) ln "$patch" linked; late 'echo "$delete" >> "$hd/linked"' ;;
+    *by-fd*) exec 7>>"$patch"; late 'echo "$delete" >&7'; exec 7>&- ;;
+    *next*) touch go; while [ ! -e late-done ]; do sleep 0.02; done; rm -f go late-done linked ;;
+  esac
+  reply`)
+	run := func(what string) Result {
+		t.Helper()
+		res, err := r.Run(context.Background(), Request{Hook: h, Contexts: []byte(`["` + what + `"]`), Timeout: time.Minute})
+		if err != nil {
+			t.Fatalf("%s run: %v", what, err)
+		}
+		return res
+	}
+	for _, how := range []string{"by-path", "by-name", "by-link", "by-fd"} {
+		run(how)
+		if res := run("next"); len(res.Operations) > 0 {
+			t.Errorf("a late write %s during the next run reached it: %q", how, res.Operations)
+		}
+	}
+	if n := starts(t, h); n != 1 {
+		t.Errorf("the hook started %d times, want once", n)
+	}
+}
+
+// A process that moves its run dir away, or puts a link in its place,
+// gets a new dir at its next run, which reads its own contexts and
+// returns its own operations; what the link leads to is left as it is.
+func TestResidentRunDirMovedOrReplaced(t *testing.T) {
+	r, _ := testRunner(t)
+	r.KillGrace = 200 * time.Millisecond
+	defer r.Close()
+	h := isolationHook(t, `  case $what in
+    *move*) mv "${patch%/*}" moved-$id ;;
+    *link*) mkdir -p elsewhere; touch elsewhere/keep; rm -rf "${patch%/*}"; ln -s "$PWD/elsewhere" "${patch%/*}" ;;
+    *own*) echo "{\"operation\":\"Delete\",\"kind\":\"Pod\",\"name\":\"$id\"}" > "$patch" ;;
+  esac
+  reply`)
+	for _, what := range []string{"move", "link"} {
+		if _, err := runWhat(t, r, h, what, time.Minute); err != nil {
+			t.Fatalf("%s run: %v", what, err)
+		}
+		res, err := runWhat(t, r, h, "own", time.Minute)
+		if err != nil {
+			t.Fatalf("the run after the %s run: %v", what, err)
+		}
+		if !strings.Contains(string(res.Operations), `"Delete"`) {
+			t.Errorf("the run after the %s run returned %q, want its own Delete", what, res.Operations)
+		}
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(h.Dir, "elsewhere", "keep")); err != nil {
+		t.Errorf("the dir a link in place of the run dir led to lost its file: %v", err)
+	}
+	assertEmptyDir(t, r.TmpDir)
 }
 
 // A resident hook's descendants count towards residentMaxMemory, those in

@@ -85,3 +85,16 @@ func pipePending(f *os.File) (int, bool) {
 	}
 	return n, true
 }
+
+// soleOpener reports whether no other open file (of any process, for
+// reading or writing, a shared mapping included) refers to the file that
+// fd, open in this process, refers to: the kernel grants a write lease
+// only then. The lease is let go at once; a file system without leases
+// answers false.
+func soleOpener(fd int) bool {
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_WRLCK); err != nil {
+		return false
+	}
+	_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_UNLCK)
+	return true
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"syscall"
 	"time"
 
@@ -15,8 +16,8 @@ import (
 
 // runResident does req's run on a resident process of its hook: the request
 // line on fd 3, the reply on fd 4. The run's contract (files, limits,
-// meaning of success) is a one-shot run's; its dir is its own, new for the
-// run and removed at its end, so that what a process writes after its
+// meaning of success) is a one-shot run's; its files have new paths, in
+// the process's dir (residentDir), so that what a process writes after its
 // reply, by a path or through a file it keeps open, reaches no later run.
 func (r *Runner) runResident(ctx context.Context, req Request, log logrus.FieldLogger, stdout, stderr *lineWriter) (Result, error) {
 	h := req.Hook
@@ -30,37 +31,35 @@ func (r *Runner) runResident(ctx context.Context, req Request, log logrus.FieldL
 	deadline.arm(limits.Timeout, cancel)
 	defer deadline.stop()
 
-	parent, err := r.home.dir(r.TmpDir)
-	if err != nil {
-		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
-	}
-	dir, err := newRunDir(parent, req.contextsWriter())
-	if err != nil {
-		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
-	}
-	defer func() {
-		if err := dir.remove(); err != nil {
-			log.WithError(err).Warn("removing the hook's temp dir")
-		}
-	}()
 	var res Result
 	var rp *resident
+	var dir *runDir
+	var err error
 	exitCode, fault := 0, errNotServed
 	// A process that exited after its last reply, before it read this
-	// run's request, did not serve the run: a new one does, once.
-	for try := 0; try < 2 && errors.Is(fault, errNotServed); try++ {
+	// run's request, or wrote to fd 4 after it, does not serve the run: a
+	// new one does, once.
+	for try := 0; try < 2 && notServed(fault); try++ {
 		if rp != nil {
+			reason := "exited"
+			if errors.Is(fault, errWrotePastReply) {
+				reason = "protocol"
+			}
 			r.residents.replaced(h.Name, rp, false, limits.KillGrace)
-			r.processes().ProcessRestarted(h.Name, "exited")
-			log.WithField("reason", "exited").Info("resident hook process replaced")
+			r.processes().ProcessRestarted(h.Name, reason)
+			log.WithField("reason", reason).Info("resident hook process replaced")
 		}
 		if rp, err = r.takeResident(runCtx, h, log); err != nil {
 			return Result{}, fmt.Errorf("hook %s: resident process: %w", h.Name, err)
 		}
+		id := newRunID()
+		if dir, err = r.runFiles(rp, id, req.contextsWriter()); err != nil {
+			r.returnResident(h.Name, rp, h.Config.Settings, log)
+			return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
+		}
 		rp.out.set(stdout)
 		rp.errOut.set(stderr)
 		start := time.Now()
-		id := newRunID()
 		exitCode, fault = rp.serve(runCtx, requestLine(id, dir), id)
 		res.Duration = time.Since(start)
 		rp.out.drain(limits.OutputGrace)
@@ -73,14 +72,46 @@ func (r *Runner) runResident(ctx context.Context, req Request, log logrus.FieldL
 		return res, r.residentFault(ctx, runCtx, h.Name, rp, fault, res.StderrTail, deadline, limits, log)
 	}
 	rp.runs++
+	// Read before the process goes back: its next run renames the files,
+	// and a process stopped now takes its dir with it.
+	if exitCode == 0 {
+		err = dir.readOutputs(&res, r.maxOutputBytes())
+	}
+	rp.dir.done()
 	r.returnResident(h.Name, rp, h.Config.Settings, log)
 	if exitCode != 0 {
 		return res, fmt.Errorf("hook %s: exit code %d%s", h.Name, exitCode, stderrSuffix(res.StderrTail))
 	}
-	if err := dir.readOutputs(&res, r.maxOutputBytes()); err != nil {
+	if err != nil {
 		return res, fmt.Errorf("hook %s: %w", h.Name, err)
 	}
 	return res, nil
+}
+
+// runFiles gives the run of rp whose id is id its files, in rp's dir: made
+// at its first run, and made anew, once, when the last one cannot serve
+// (the hook moved or replaced it); the old one is removed in the
+// background.
+func (r *Runner) runFiles(rp *resident, id string, contexts func(io.Writer) error) (*runDir, error) {
+	var err error
+	for range 2 {
+		if rp.dir == nil {
+			var parent string
+			if parent, err = r.home.dir(r.TmpDir); err != nil {
+				return nil, err
+			}
+			if rp.dir, err = newResidentDir(parent); err != nil {
+				return nil, err
+			}
+		}
+		var d *runDir
+		if d, err = rp.dir.prepare(id, contexts); err == nil {
+			return d, nil
+		}
+		r.residents.removeDir(rp.dir)
+		rp.dir = nil
+	}
+	return nil, err
 }
 
 // residentFault replaces rp after a run that did not end with a reply, and
@@ -122,9 +153,24 @@ var errExited = errors.New("the resident process exited during the run")
 // its last reply, which is no fault.
 var errNotServed = errors.New("the resident process exited before it read the request")
 
+// errWrotePastReply is what serve returns, before it sends the request,
+// when the process wrote to fd 4 after its last reply: it serves no more
+// runs. Checked as late as can be, so that what it wrote until then fails
+// no run.
+var errWrotePastReply = errors.New("the resident process wrote to fd 4 after its last reply")
+
+// notServed reports whether fault means that the process did not serve
+// the run, which a new one may then serve.
+func notServed(fault error) bool {
+	return errors.Is(fault, errNotServed) || errors.Is(fault, errWrotePastReply)
+}
+
 // serve sends one request and waits for its reply, the process's exit or
 // ctx's end. A nil fault means a well-formed reply with exitCode.
 func (rp *resident) serve(ctx context.Context, request []byte, id string) (exitCode int, fault error) {
+	if rp.runs > 0 && rp.wrotePastReply() {
+		return 0, errWrotePastReply
+	}
 	// Both pipes' waits end with ctx: a process that reads no requests
 	// fills the request pipe, one that does not reply holds the read.
 	fired := make(chan struct{})
@@ -344,6 +390,18 @@ steps:
 	if rp.statm != nil {
 		_ = rp.statm.Close()
 	}
+	if rp.dir != nil {
+		_ = rp.dir.remove()
+	}
+}
+
+// removeDir removes d in the background; close waits for it.
+func (p *residents) removeDir(d *residentDir) {
+	p.stops.Add(1)
+	go func() {
+		defer p.stops.Done()
+		_ = d.remove()
+	}()
 }
 
 // closeResidents stops every idle process and waits for all stops, those

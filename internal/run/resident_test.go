@@ -21,9 +21,10 @@ import (
 
 // residentBody is a resident bash hook speaking the protocol with regexes,
 // as docs/hooks.md shows. It appends its pid to "starts" when it starts, and
-// the run's dir and the size of its patch file at the run's start to
-// "dirs"; its binding contexts say what a run does: ok, fail, crash, hang,
-// bad (reply), quit (reply, then exit) or litter (leave a file in the dir).
+// the paths of the run's contexts and patch files and the size of the patch
+// file at the run's start to "dirs"; its binding contexts say what a run
+// does: ok, fail, crash, hang, bad (reply), quit (reply, then exit) or
+// litter (leave a file in the dir).
 const residentBody = `echo $$ >> starts
 echo $$ > pid
 while IFS= read -r line <&3; do
@@ -32,7 +33,7 @@ while IFS= read -r line <&3; do
   [[ $line =~ \"KUBERNETES_PATCH_PATH\":\"([^\"]+)\" ]] && patch=${BASH_REMATCH[1]}
   what=$(cat "$ctx")
   echo "run $id: $what"
-  echo "${ctx%/*} $(stat -c %s "$patch")" >> dirs
+  echo "$ctx $patch $(stat -c %s "$patch")" >> dirs
   code=0
   case $what in
     *crash*) kill -9 $$ ;;
@@ -224,18 +225,16 @@ func waitExited(t *testing.T, r *Runner, h *hook.Hook) {
 	}
 }
 
-// Every resident run has a run dir of its own, new and removed at the
-// run's end, whatever the process left in the last one.
-func TestResidentRunDirIsTheRuns(t *testing.T) {
+// Every resident run has files of its own: new paths, an empty patch
+// file, its own contexts, whatever the process left in its dir; a
+// process's dir goes with it.
+func TestResidentRunFilesAreTheRuns(t *testing.T) {
 	r, logs := testRunner(t)
 	r.KillGrace = 200 * time.Millisecond
 	h := residentHook(t, 0)
 	runs := []string{"ok", "long ok", "litter", "ok", "crash", "ok"}
 	for _, what := range runs {
 		_, _ = runWhat(t, r, h, what, 0)
-		if dirs := runDirs(r.TmpDir); len(dirs) > 0 {
-			t.Errorf("after the %s run, its dir is left: %v", what, dirs)
-		}
 	}
 	var seen []string
 	for _, e := range outputEntries(logs) {
@@ -250,20 +249,32 @@ func TestResidentRunDirIsTheRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dirs := map[string]bool{}
+	paths := map[string]bool{}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	for i, line := range lines {
-		dir, size, _ := strings.Cut(line, " ")
-		if size != "0" {
-			t.Errorf("run %d found a patch file of %s bytes, want an empty one", i+1, size)
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			t.Fatalf("line %q of dirs is not: contexts patch size", line)
 		}
-		if dirs[dir] {
-			t.Errorf("run %d ran in %s, the dir of an earlier run", i+1, dir)
+		if f[2] != "0" {
+			t.Errorf("run %d found a patch file of %s bytes, want an empty one", i+1, f[2])
 		}
-		dirs[dir] = true
+		for _, p := range f[:2] {
+			if paths[p] {
+				t.Errorf("run %d has the path %s of an earlier run", i+1, p)
+			}
+			paths[p] = true
+		}
 	}
 	if len(lines) != len(runs) {
 		t.Fatalf("the hook saw %d runs, want %d:\n%s", len(lines), len(runs), b)
+	}
+	// The crashed process's dir is removed as it stops, in the background.
+	for deadline := time.Now().Add(20 * time.Second); len(runDirs(r.TmpDir)) > 1 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if dirs := runDirs(r.TmpDir); len(dirs) != 1 {
+		t.Errorf("with one process left, the run dirs are %v, want its own", dirs)
 	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
@@ -278,8 +289,13 @@ func TestResidentRecycledAfterMaxRuns(t *testing.T) {
 	defer r.Close()
 	h := residentHook(t, 2)
 	for i := range 5 {
-		if _, err := runWhat(t, r, h, "ok", 0); err != nil {
+		res, err := runWhat(t, r, h, "ok", 0)
+		if err != nil {
 			t.Fatalf("run %d: %v", i, err)
+		}
+		// Its process, recycled as the run ends, leaves its output.
+		if !strings.Contains(string(res.Operations), `"Delete"`) {
+			t.Errorf("run %d returned %q, want its Delete", i, res.Operations)
 		}
 	}
 	if n := starts(t, h); n != 3 {
