@@ -307,6 +307,16 @@ func newRunID() string {
 	return strconv.FormatUint(binary.LittleEndian.Uint64(b[:]), 10)
 }
 
+// newFilesToken returns the part of a resident run's file names that is
+// new each run: random, and not its id, which a process that lists the
+// dir during the run (one started by an earlier run, holding fd 4) could
+// otherwise answer the request with.
+func newFilesToken() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
 // withoutResidentEnv returns base without the protocol's variables, so that
 // an operator started by a resident hook passes none on.
 func withoutResidentEnv(base []string) []string {

@@ -15,15 +15,15 @@ import (
 // residentDir is the dir where a resident process's runs have their files,
 // one run after another: made at its first run, removed when it stops (or
 // replaced when something else took its path). Every run has new paths in
-// it: each file's name ends in the run's id, the last run's file renamed to
-// it. A file is the last run's only when nothing else can reach it: no
-// process but the operator has it open (held), it has no other name, and,
-// for an output file, the last run left it empty and 0600; otherwise it is
-// removed and a new one made. So whatever wrote to a run's file after its
-// reply, by its path or through a file kept open, writes where no later
-// run reads, and a dir and five files are not made and removed per run
-// (on ext4, under load, that cost more than the rest of a run:
-// docs/decisions.md).
+// it: each file's name ends in a random part new each run, the last run's
+// file renamed to it. A file is the last run's only when nothing else can
+// reach it: no other open file refers to it (soleOpener), it has no other
+// name, and, for an output file, the last run left it empty and 0600;
+// otherwise it is removed and a new one made. So whatever writes to a
+// run's file after its reply, by its path or name or through a file kept
+// open, writes where no later run reads, and a dir and five files are not
+// made and removed per run (on ext4, under load, that cost more than the
+// rest of a run: docs/decisions.md).
 type residentDir struct {
 	path string
 	fd   int // the dir, open: the run's files are made and renamed in it
@@ -42,15 +42,15 @@ type residentDir struct {
 }
 
 // runFiles are the base names of a run's files, the binding contexts
-// first; a run's own names add its id (fileName).
+// first; a run's own names add its token (fileName).
 var runFiles = [...]string{"binding-context.json", "kubernetes-patch", "metrics", "validating-response", "conversion-response"}
 
-// fileName is the name of run file i in the run whose id is id.
-func fileName(i int, id string) string {
+// fileName is the name of run file i in the run whose token is token.
+func fileName(i int, token string) string {
 	if i == 0 {
-		return "binding-context." + id + ".json"
+		return "binding-context." + token + ".json"
 	}
-	return runFiles[i] + "." + id
+	return runFiles[i] + "." + token
 }
 
 // newResidentDir makes a 0700 dir under parent and opens it.
@@ -81,11 +81,11 @@ func (d *residentDir) intact() bool {
 		uint64(st.Dev) == d.dev && uint64(st.Ino) == d.ino
 }
 
-// prepare gives the run whose id is id its files in d: the binding
+// prepare gives the run whose token is token its files in d: the binding
 // contexts written by contexts, the output files empty. It returns them
 // as a runDir (whose remove must not be called: d keeps the files for the
 // next run's prepare).
-func (d *residentDir) prepare(id string, contexts func(io.Writer) error) (*runDir, error) {
+func (d *residentDir) prepare(token string, contexts func(io.Writer) error) (*runDir, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.gone {
@@ -96,7 +96,7 @@ func (d *residentDir) prepare(id string, contexts func(io.Writer) error) (*runDi
 		return nil, errDirReplaced
 	}
 	for i := range runFiles {
-		name := fileName(i, id)
+		name := fileName(i, token)
 		if err := d.prepareFile(i, name, contexts); err != nil {
 			return nil, fmt.Errorf("preparing the run's files: %w", err)
 		}

@@ -4,6 +4,7 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -209,6 +210,39 @@ func TestResidentLateWritesDuringTheNextRun(t *testing.T) {
 	}
 	if n := starts(t, h); n != 1 {
 		t.Errorf("the hook started %d times, want once", n)
+	}
+}
+
+// A run's paths do not carry its id: a process that lists the dir during
+// a run (one an earlier run started, holding fd 4) finds nothing there to
+// answer the request with.
+func TestResidentRunIDIsNotInItsPaths(t *testing.T) {
+	r, _ := testRunner(t)
+	defer r.Close()
+	h := isolationHook(t, `  printf '%s\n' "$line" >> requests
+  reply`)
+	for range 3 {
+		if _, err := runWhat(t, r, h, "ok", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(h.Dir, "requests"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var req struct {
+			ID  string            `json:"id"`
+			Env map[string]string `json:"env"`
+		}
+		if err := json.Unmarshal([]byte(line), &req); err != nil || req.ID == "" || len(req.Env) != 6 {
+			t.Fatalf("request %q: %v", line, err)
+		}
+		for k, v := range req.Env {
+			if strings.Contains(v, req.ID) {
+				t.Errorf("request %s: %s=%s holds the id", req.ID, k, v)
+			}
+		}
 	}
 }
 

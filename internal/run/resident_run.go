@@ -53,7 +53,7 @@ func (r *Runner) runResident(ctx context.Context, req Request, log logrus.FieldL
 			return Result{}, fmt.Errorf("hook %s: resident process: %w", h.Name, err)
 		}
 		id := newRunID()
-		if dir, err = r.runFiles(rp, id, req.contextsWriter()); err != nil {
+		if dir, err = r.runFiles(rp, newFilesToken(), req.contextsWriter()); err != nil {
 			r.returnResident(h.Name, rp, h.Config.Settings, log)
 			return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
 		}
@@ -88,11 +88,11 @@ func (r *Runner) runResident(ctx context.Context, req Request, log logrus.FieldL
 	return res, nil
 }
 
-// runFiles gives the run of rp whose id is id its files, in rp's dir: made
-// at its first run, and made anew, once, when the last one cannot serve
-// (the hook moved or replaced it); the old one is removed in the
+// runFiles gives a run of rp its files, named with token, in rp's dir:
+// made at its first run, and made anew, once, when the last one cannot
+// serve (the hook moved or replaced it); the old one is removed in the
 // background.
-func (r *Runner) runFiles(rp *resident, id string, contexts func(io.Writer) error) (*runDir, error) {
+func (r *Runner) runFiles(rp *resident, token string, contexts func(io.Writer) error) (*runDir, error) {
 	var err error
 	for range 2 {
 		if rp.dir == nil {
@@ -105,7 +105,7 @@ func (r *Runner) runFiles(rp *resident, id string, contexts func(io.Writer) erro
 			}
 		}
 		var d *runDir
-		if d, err = rp.dir.prepare(id, contexts); err == nil {
+		if d, err = rp.dir.prepare(token, contexts); err == nil {
 			return d, nil
 		}
 		r.residents.removeDir(rp.dir)
