@@ -102,7 +102,8 @@ func (d *residentDir) prepare(token string, contexts func(io.Writer) error) (*ru
 		}
 		d.names[i] = name
 	}
-	join := func(i int) string { return filepath.Join(d.path, d.names[i]) }
+	// d.path is clean (MkdirTemp): no need for filepath.Join's work.
+	join := func(i int) string { return d.path + string(filepath.Separator) + d.names[i] }
 	return &runDir{path: d.path, contexts: join(0), patch: join(1), metrics: join(2), validating: join(3), conversion: join(4)}, nil
 }
 
