@@ -238,7 +238,7 @@ func bindProcessFlags(fs *pflag.FlagSet, f *Flags) {
 	fs.StringVar(&f.ListenAddress, "listen-address", ":9115", "serve /metrics, /healthz and /readyz on this host:port (empty: no listener)")
 	envflag.Bind(fs, "listen-address", "HOOK_OPERATOR_LISTEN_ADDRESS")
 	envflag.BindAlias(fs, "listen-address", envflag.Alias{Names: []string{"SHELL_OPERATOR_LISTEN_ADDRESS", "SHELL_OPERATOR_LISTEN_PORT"}, Value: listenAddress})
-	fs.StringVar(&f.HealthListenAddress, "health-listen-address", ":9116", "serve /healthz and /readyz alone on this host:port, apart from --listen-address's load (empty: no listener)")
+	fs.StringVar(&f.HealthListenAddress, "health-listen-address", ":9116", "serve /healthz and /readyz alone on this host:port, apart from the metrics (empty: none)")
 	envflag.Bind(fs, "health-listen-address", "HOOK_OPERATOR_HEALTH_LISTEN_ADDRESS")
 	fs.IntVar(&f.ListenMaxConns, "listen-max-connections", 128, "open connections --listen-address (and the debug socket) accepts at once; more wait")
 	envflag.Bind(fs, "listen-max-connections", "HOOK_OPERATOR_LISTEN_MAX_CONNECTIONS")
