@@ -171,6 +171,32 @@ func TestResidentLateWritesReachNoLaterRun(t *testing.T) {
 	}
 }
 
+// A line on fd 4 written past a reply, after the check before the next
+// request but before the process read that request, fails no run: the
+// request is still whole in its pipe, so a new process serves the run.
+func TestResidentLineAfterTheRequestWentFailsNoRun(t *testing.T) {
+	r, _ := testRunner(t)
+	r.KillGrace = 200 * time.Millisecond
+	defer r.Close()
+	h := isolationHook(t, `  reply
+  case $what in
+    *late-line*)
+      until read -t 0 <&3; do sleep 0.01; done   # the next request is there
+      echo 'a line past the reply' >&4
+      sleep 5 ;; # before it reads the request (the replacement ends it)
+  esac`)
+	if _, err := runWhat(t, r, h, "late-line", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	before := starts(t, h)
+	if _, err := runWhat(t, r, h, "ok", time.Minute); err != nil {
+		t.Errorf("the run after a line written past a reply, before its request was read: %v", err)
+	}
+	if got := starts(t, h); got != before+1 {
+		t.Errorf("%d starts, want %d: the process that wrote past its reply must not serve the run", got, before+1)
+	}
+}
+
 // What a process started during a run writes while the next run is in
 // flight reaches nothing of it: by the last run's path or file name (in
 // the dir it works in), by a second name it gave the file, or through the

@@ -200,24 +200,40 @@ func (rp *resident) serve(ctx context.Context, request []byte, id string) (exitC
 	line, err := rp.replies.ReadSlice('\n')
 	switch {
 	case err == nil:
-		return parseReplyLine(string(line), id)
+		exitCode, fault = parseReplyLine(string(line), id)
 	case ctx.Err() != nil:
 		return 0, ctx.Err()
 	case errors.Is(err, bufio.ErrBufferFull):
-		return 0, fmt.Errorf("protocol: reply is longer than %d bytes", maxReplyBytes)
+		fault = fmt.Errorf("protocol: reply is longer than %d bytes", maxReplyBytes)
 	case len(line) > 0:
-		return parseReplyLine(string(line), id) // cut short: not a line
-	}
-	// End of file, or exitReplyGrace passed after the process exited.
-	if n, ok := pipePending(rp.request); rp.runs > 0 && ok && n >= len(request) {
-		return 0, errNotServed
-	}
-	select {
-	case <-rp.exited:
-		return 0, fmt.Errorf("%w (%v)", errExited, rp.exitState())
+		exitCode, fault = parseReplyLine(string(line), id) // cut short: not a line
 	default:
-		return 0, fmt.Errorf("%w (it closed fd 4)", errExited)
+		// End of file, or exitReplyGrace passed after the process exited.
+		if rp.requestUnread(request) {
+			return 0, errNotServed
+		}
+		select {
+		case <-rp.exited:
+			return 0, fmt.Errorf("%w (%v)", errExited, rp.exitState())
+		default:
+			return 0, fmt.Errorf("%w (it closed fd 4)", errExited)
+		}
 	}
+	// What is not the reply, from a process that has not read all of the
+	// request yet (no reply can name it before), was written past its last
+	// reply, after the check above.
+	if n, ok := pipePending(rp.request); fault != nil && rp.runs > 0 && ok && n > 0 {
+		return 0, errWrotePastReply
+	}
+	return exitCode, fault
+}
+
+// requestUnread reports whether request, sent to a process that served a
+// run before, is still whole in the pipe: the process has not begun to
+// read it.
+func (rp *resident) requestUnread(request []byte) bool {
+	n, ok := pipePending(rp.request)
+	return rp.runs > 0 && ok && n >= len(request)
 }
 
 func parseReplyLine(line, id string) (int, error) {
