@@ -71,8 +71,10 @@ func (tr *trace) runnable(name string, hold chan struct{}) Runnable {
 				return ctx.Err()
 			}
 		}
-		started()
+		// Recorded before the manager hears of it: once told, the manager
+		// may start what comes next (the elector's "campaign") at once.
 		tr.add("started " + name)
+		started()
 		<-ctx.Done()
 		cause := "stop"
 		if errors.Is(context.Cause(ctx), ErrLeaseLost) {
