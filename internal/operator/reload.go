@@ -70,13 +70,13 @@ var ErrStopping = errors.New("the operator is stopping; the reload is not applie
 // anything: start-up, which a reload waits for, may itself wait for a run
 // of that hook that fails without end (see retire).
 //
-// A reload whose new or changed kubernetes bindings name a kind that its
-// group/version does not serve, while the cluster serves that
+// A reload whose changed kubernetes bindings (same hook, same binding
+// name) name a kind that its group/version does not serve, while the cluster serves that
 // group/version, is not applied: the kind is most likely misspelled, and
 // the bindings running now keep running. Its error is a hook.ConfigErrors
-// naming each binding with a did-you-mean. A kind whose group/version is
-// not served at all (its CRD not installed yet) is no error: the binding
-// waits for it.
+// naming each binding with a did-you-mean. A new binding with such a
+// kind, and a kind whose group/version is not served at all (its CRD not
+// installed yet), are no error: the binding waits for it (missingKinds).
 //
 // Reload returns once the hooks it started have delivered the
 // Synchronization runs start-up waits for (waitForSynchronization).
