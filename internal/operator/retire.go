@@ -20,7 +20,7 @@ import (
 type retiring struct {
 	mu      sync.Mutex
 	names   []string
-	changed chan struct{}
+	changed changeNotice
 }
 
 // set makes names the retiring hooks.
@@ -28,10 +28,7 @@ func (r *retiring) set(names []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.names = names
-	if r.changed != nil {
-		close(r.changed)
-		r.changed = nil
-	}
+	r.changed.notify()
 }
 
 // has reports whether the hook named name is retiring.
@@ -45,10 +42,7 @@ func (r *retiring) has(name string) bool {
 func (r *retiring) changes() <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.changed == nil {
-		r.changed = make(chan struct{})
-	}
-	return r.changed
+	return r.changed.wait()
 }
 
 // retire ends, before the reload takes o.mu, the runs of the hooks of the

@@ -20,7 +20,7 @@ type startupRuns struct {
 	mu      sync.Mutex
 	next    int
 	runs    map[int]startupRun
-	changed chan struct{}
+	changed changeNotice
 }
 
 // startupRun is one run start-up waits for: binding is binding.OnStartup
@@ -40,21 +40,14 @@ func (s *startupRuns) add(r startupRun) func(error) {
 	id := s.next
 	s.next++
 	s.runs[id] = r
-	s.changedLocked()
+	s.changed.notify()
 	return func(error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if _, ok := s.runs[id]; ok {
 			delete(s.runs, id)
-			s.changedLocked()
+			s.changed.notify()
 		}
-	}
-}
-
-func (s *startupRuns) changedLocked() {
-	if s.changed != nil {
-		close(s.changed)
-		s.changed = nil
 	}
 }
 
@@ -62,10 +55,7 @@ func (s *startupRuns) changedLocked() {
 func (s *startupRuns) changes() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.changed == nil {
-		s.changed = make(chan struct{})
-	}
-	return s.changed
+	return s.changed.wait()
 }
 
 // list returns the runs not done, sorted by hook, binding and queue.
