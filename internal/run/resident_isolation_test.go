@@ -36,6 +36,17 @@ func isolationHook(t *testing.T, cases string) *hook.Hook {
 	return h
 }
 
+// mustRun runs h with the binding contexts ["what"], failing the test
+// when the run fails.
+func mustRun(t *testing.T, r *Runner, h *hook.Hook, what string) Result {
+	t.Helper()
+	res, err := r.Run(context.Background(), Request{Hook: h, Contexts: []byte(`["` + what + `"]`), Timeout: time.Minute})
+	if err != nil {
+		t.Fatalf("%s run: %v", what, err)
+	}
+	return res
+}
+
 // openFDs counts this process's open file descriptors.
 func openFDs(t *testing.T) int {
 	t.Helper()
@@ -141,29 +152,21 @@ func TestResidentLateWritesReachNoLaterRun(t *testing.T) {
       touch early-written ;;
     *) reply ;;
   esac`)
-	run := func(what string) Result {
-		t.Helper()
-		res, err := r.Run(context.Background(), Request{Hook: h, Contexts: []byte(`["` + what + `"]`), Timeout: time.Minute})
-		if err != nil {
-			t.Fatalf("%s run: %v", what, err)
-		}
-		return res
-	}
-	run("by-path")
+	mustRun(t, r, h, "by-path")
 	waitFile(t, filepath.Join(h.Dir, "late-written"))
-	if res := run("ok"); len(res.Operations) > 0 {
+	if res := mustRun(t, r, h, "ok"); len(res.Operations) > 0 {
 		t.Errorf("the run after a late write by path returned %q, want nothing", res.Operations)
 	}
-	run("keep-open")
-	if res := run("through-fd"); len(res.Operations) > 0 {
+	mustRun(t, r, h, "keep-open")
+	if res := mustRun(t, r, h, "through-fd"); len(res.Operations) > 0 {
 		t.Errorf("a run returned %q, written to the last run's file kept open, want nothing", res.Operations)
 	}
-	run("early-reply")
+	mustRun(t, r, h, "early-reply")
 	// Written before the next request (a line that comes during a run,
 	// not its reply, fails that run).
 	waitFile(t, filepath.Join(h.Dir, "early-written"))
 	before := starts(t, h)
-	if res := run("ok"); len(res.Operations) > 0 {
+	if res := mustRun(t, r, h, "ok"); len(res.Operations) > 0 {
 		t.Errorf("the run after an early reply returned %q, want nothing", res.Operations)
 	}
 	if got := starts(t, h); got != before+1 {
@@ -220,17 +223,9 @@ func TestResidentLateWritesDuringTheNextRun(t *testing.T) {
     *next*) touch go; while [ ! -e late-done ]; do sleep 0.02; done; rm -f go late-done linked ;;
   esac
   reply`)
-	run := func(what string) Result {
-		t.Helper()
-		res, err := r.Run(context.Background(), Request{Hook: h, Contexts: []byte(`["` + what + `"]`), Timeout: time.Minute})
-		if err != nil {
-			t.Fatalf("%s run: %v", what, err)
-		}
-		return res
-	}
 	for _, how := range []string{"by-path", "by-name", "by-link", "by-fd"} {
-		run(how)
-		if res := run("next"); len(res.Operations) > 0 {
+		mustRun(t, r, h, how)
+		if res := mustRun(t, r, h, "next"); len(res.Operations) > 0 {
 			t.Errorf("a late write %s during the next run reached it: %q", how, res.Operations)
 		}
 	}
