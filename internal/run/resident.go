@@ -291,10 +291,16 @@ func (rp *resident) wait() {
 // blocked on a pipe.
 var aLongTimeAgo = time.Unix(1, 0)
 
+// random64 returns 64 random bits (crypto/rand, which never fails).
+func random64() [8]byte {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return b
+}
+
 // newTag returns a new envTag value: 16 random hex digits.
 func newTag() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	b := random64()
 	return hex.EncodeToString(b[:])
 }
 
@@ -302,20 +308,15 @@ func newTag() string {
 // reply written before the request (after an earlier run's reply) cannot
 // answer it but by chance.
 func newRunID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
+	b := random64()
 	return strconv.FormatUint(binary.LittleEndian.Uint64(b[:]), 10)
 }
 
 // newFilesToken returns the part of a resident run's file names that is
-// new each run: random, and not its id, which a process that lists the
-// dir during the run (one started by an earlier run, holding fd 4) could
-// otherwise answer the request with.
-func newFilesToken() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+// new each run: random (newTag's form), and not its id, which a process
+// that lists the dir during the run (one started by an earlier run,
+// holding fd 4) could otherwise answer the request with.
+func newFilesToken() string { return newTag() }
 
 // withoutResidentEnv returns base without the protocol's variables, so that
 // an operator started by a resident hook passes none on.
