@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -15,11 +14,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	authnv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
@@ -103,31 +97,6 @@ func TestIntegrationHostileProbesPastIdleConnections(t *testing.T) {
 	// listen caps each source there).
 	code, d, err := timedGet("127.0.0.2", "http://"+o.addr+"/healthz")
 	t.Logf("/healthz on --listen-address past 1,000 idle connections: %d %v in %s", code, err, d)
-}
-
-// metricsReader makes a ServiceAccount allowed to get /metrics, and
-// returns its token.
-func metricsReader(t *testing.T, c *testcluster.Cluster, ns string) string {
-	t.Helper()
-	ctx := context.Background()
-	role := "hook-operator-hostile-metrics-reader-" + ns
-	_, err := c.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role},
-		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}, metav1.CreateOptions{})
-	must(t, err)
-	_, err = c.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "reader", Namespace: ns}}}, metav1.CreateOptions{})
-	must(t, err)
-	t.Cleanup(func() {
-		_ = c.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), role, metav1.DeleteOptions{})
-		_ = c.Client.RbacV1().ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{})
-	})
-	_, err = c.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reader"}}, metav1.CreateOptions{})
-	must(t, err)
-	exp := int64(600)
-	tr, err := c.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "reader", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
-	must(t, err)
-	return tr.Status.Token
 }
 
 // --metrics-secure under a flood of bad tokens (issue 43: 2,000 requests

@@ -28,7 +28,6 @@ func TestIntegrationMetricsSecure(t *testing.T) {
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)
-	ctx := context.Background()
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
@@ -38,27 +37,7 @@ func TestIntegrationMetricsSecure(t *testing.T) {
 	writeHook(t, hooks, "startup.sh", bashHook(`{"configVersion":"v1","onStartup":1}`, "exit 0\n"))
 	o := startObserved(t, bin, c.Kubeconfig, hooks, "--metrics-secure", "--metrics-secure-address", "127.0.0.1:"+port)
 
-	role := "hook-operator-metrics-reader-" + ns
-	_, err = c.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role},
-		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}, metav1.CreateOptions{})
-	must(t, err)
-	_, err = c.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "reader", Namespace: ns}}}, metav1.CreateOptions{})
-	must(t, err)
-	t.Cleanup(func() {
-		_ = c.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), role, metav1.DeleteOptions{})
-		_ = c.Client.RbacV1().ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{})
-	})
-	token := func(sa string) string {
-		_, err := c.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
-		must(t, err)
-		exp := int64(600)
-		tr, err := c.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
-		must(t, err)
-		return tr.Status.Token
-	}
-	reader, other := token("reader"), token("other")
+	reader, other := metricsReader(t, c, ns), serviceAccountToken(t, c, ns, "other")
 
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	get := func(url, token string) (int, string) {
@@ -106,4 +85,37 @@ func TestIntegrationMetricsSecure(t *testing.T) {
 	if code, _ := get(plain+"/healthz", ""); code != http.StatusOK {
 		t.Errorf("the plain listener's /healthz: %d, want 200", code)
 	}
+}
+
+// metricsReader makes the ServiceAccount "reader" in ns, allowed to get
+// /metrics, and returns its token.
+func metricsReader(t *testing.T, c *testcluster.Cluster, ns string) string {
+	t.Helper()
+	ctx := context.Background()
+	role := "hook-operator-metrics-reader-" + ns
+	_, err := c.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role},
+		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}, metav1.CreateOptions{})
+	must(t, err)
+	_, err = c.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "reader", Namespace: ns}}}, metav1.CreateOptions{})
+	must(t, err)
+	t.Cleanup(func() {
+		_ = c.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), role, metav1.DeleteOptions{})
+		_ = c.Client.RbacV1().ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{})
+	})
+	return serviceAccountToken(t, c, ns, "reader")
+}
+
+// serviceAccountToken makes the ServiceAccount sa in ns and returns a
+// token of it.
+func serviceAccountToken(t *testing.T, c *testcluster.Cluster, ns, sa string) string {
+	t.Helper()
+	ctx := context.Background()
+	_, err := c.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
+	must(t, err)
+	exp := int64(600)
+	tr, err := c.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	must(t, err)
+	return tr.Status.Token
 }
