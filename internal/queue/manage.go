@@ -7,7 +7,9 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode"
+	"unicode/utf8"
+
+	"github.com/hook-operator/hook-operator/internal/limit"
 )
 
 // Managing pending tasks from outside the workers: a reload that removes a
@@ -172,28 +174,34 @@ func DropCommand(queue, hook, key string) string {
 func RetryCommand(queue string) string { return "hook-operator debug retry " + shellWord(queue) }
 
 // shellWord quotes s for a POSIX shell when it needs quoting: in single
-// quotes, or, with a control character in it, as bash's $'...' with the
-// character escaped, so that the command is safe to print and to paste.
+// quotes, or, with a character a terminal would not show as itself in it
+// (a control or format character, bytes that are not UTF-8), as bash's
+// $'...' with each byte of that character escaped (\xHH), so that the
+// command is safe to print and pastes back to the same bytes.
 func shellWord(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@+=,%", r))
 	}) < 0 {
 		return s
 	}
-	if strings.IndexFunc(s, unicode.IsControl) < 0 {
+	if limit.Printable(s) == s {
 		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 	}
 	var b strings.Builder
 	b.WriteString("$'")
-	for _, r := range s {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == '\\' || r == '\'':
 			b.WriteString(`\` + string(r))
-		case unicode.IsControl(r):
-			fmt.Fprintf(&b, `\x%02x`, r)
+		case r == utf8.RuneError && size == 1, limit.Printable(s[i:i+size]) != s[i:i+size]:
+			for _, c := range []byte(s[i : i+size]) {
+				fmt.Fprintf(&b, `\x%02x`, c)
+			}
 		default:
-			b.WriteRune(r)
+			b.WriteString(s[i : i+size])
 		}
+		i += size
 	}
 	b.WriteString("'")
 	return b.String()

@@ -180,6 +180,13 @@ func TestDropCommandQuotes(t *testing.T) {
 		{"main", "dir/a b.sh", "configmap/ns/x", "hook-operator debug drop main 'dir/a b.sh' --key configmap/ns/x"},
 		{"q", "it's.sh", "", `hook-operator debug drop q 'it'\''s.sh'`},
 		{"q", "esc\x1b[2J.sh", "", `hook-operator debug drop q $'esc\x1b[2J.sh'`},
+		// Each byte escaped: a C1 control is two bytes in UTF-8, a
+		// right-to-left override three; bytes that are not UTF-8 stay
+		// themselves, so the command names the same file.
+		{"q", "c1\u0085.sh", "", `hook-operator debug drop q $'c1\xc2\x85.sh'`},
+		{"q", "rtl\u202e.sh", "", `hook-operator debug drop q $'rtl\xe2\x80\xae.sh'`},
+		{"q", "bad\xff.sh", "", `hook-operator debug drop q $'bad\xff.sh'`},
+		{"q", "é.sh", "", `hook-operator debug drop q 'é.sh'`},
 	} {
 		if got := DropCommand(tt.queue, tt.hook, tt.key); got != tt.want {
 			t.Errorf("DropCommand(%q, %q, %q) = %s, want %s", tt.queue, tt.hook, tt.key, got, tt.want)
