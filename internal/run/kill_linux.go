@@ -385,8 +385,14 @@ func killAndReap(procs []proc) bool {
 // stopTree stops pid and all its descendants, parents before children so
 // that none forks once its children are read, and returns their pids.
 func stopTree(pid int) []int {
+	return tree([]int{pid}, func(p int) { _ = unix.Kill(p, unix.SIGSTOP) })
+}
+
+// tree returns roots and all their descendants, each once, parents before
+// children; visit, when not nil, sees each before its children are read.
+func tree(roots []int, visit func(int)) []int {
 	seen := map[int]bool{}
-	queue := []int{pid}
+	queue := roots
 	var out []int
 	for len(queue) > 0 {
 		p := queue[0]
@@ -396,7 +402,9 @@ func stopTree(pid int) []int {
 		}
 		seen[p] = true
 		out = append(out, p)
-		_ = unix.Kill(p, unix.SIGSTOP)
+		if visit != nil {
+			visit(p)
+		}
 		kids, _ := childrenOf(p)
 		queue = append(queue, kids...)
 	}
@@ -552,22 +560,7 @@ func tagOf(pid int) string {
 // whose parent exited: an orphan comes to this process, Subreap), with
 // theirs.
 func residentTree(pid int, tag string) []int {
-	todo, _ := childrenOf(pid)
-	todo = append(todo, taggedOrphans(tag)...)
-	seen := map[int]bool{pid: true}
-	var out []int
-	for len(todo) > 0 {
-		p := todo[len(todo)-1]
-		todo = todo[:len(todo)-1]
-		if seen[p] {
-			continue
-		}
-		seen[p] = true
-		out = append(out, p)
-		kids, _ := childrenOf(p)
-		todo = append(todo, kids...)
-	}
-	return out
+	return tree(append([]int{pid}, taggedOrphans(tag)...), nil)[1:]
 }
 
 // taggedOrphans returns the children of this process, but live hooks, that
