@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/queue"
+	"github.com/hook-operator/hook-operator/internal/server/listen"
 )
 
 type aliveOperator struct{}
@@ -181,4 +183,33 @@ func TestHealthListenerIsApartFromTheMetricsListener(t *testing.T) {
 	if code, err := probe("127.0.0.1", addrs.Health, "/healthz"); code != 200 {
 		t.Errorf("probe listener past a full metrics listener: %d %v", code, err)
 	}
+}
+
+// A connection the listener closes by itself (here one over the per-source
+// cap) is logged with its reason and client.
+func TestRefusedConnectionIsLogged(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, hook := logtest.NewNullLogger()
+	l := healthLimits
+	l.MaxConnsPerSource = 1
+	serve(ctx, ln, http.NotFoundHandler(), l, log)
+	holdIdle(t, "127.0.0.1", ln.Addr().String(), 1)
+	if !closedAtOnce(t, "127.0.0.1", ln.Addr().String()) {
+		t.Fatal("a second connection of 127.0.0.1 was held (a cap of 1 per source)")
+	}
+	// The listener closes the connection, then tells: the entry may
+	// come just after the client saw the close.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for _, e := range hook.AllEntries() {
+			if client, _ := e.Data["client"].(string); e.Message == "connection closed" && e.Data["reason"] == listen.ReasonPerSource && strings.HasPrefix(client, "127.0.0.1:") {
+				return
+			}
+		}
+	}
+	t.Errorf("no \"connection closed\" entry with reason %s and the client: %v", listen.ReasonPerSource, hook.AllEntries())
 }

@@ -182,6 +182,13 @@ func limits(opts Options, debug bool) listen.Limits {
 }
 
 func serve(ctx context.Context, ln net.Listener, h http.Handler, l listen.Limits, log logrus.FieldLogger) {
+	closed := listen.NewSampler(10, time.Second)
+	l.Refused = func(reason, client string) {
+		if reason == listen.ReasonResetFlood {
+			return // the server logs those itself
+		}
+		closed.Log(log.WithFields(logrus.Fields{"address": ln.Addr().String(), "client": client, "reason": reason}), logrus.WarnLevel, "connection closed")
+	}
 	srv := l.Server(h, log, nil)
 	ln = l.Limit(ln)
 	go func() {
