@@ -118,7 +118,12 @@ func TestIntegrationHostileMetricsSecureTokenFlood(t *testing.T) {
 	o := startObserved(t, bin, c.Kubeconfig, hooks, "--metrics-secure", "--metrics-secure-address", addr)
 	reader := metricsReader(t, c, ns)
 
-	client := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxIdleConnsPerHost: 32}}
+	// The flood tests tokens, not connections: at most 16 connections,
+	// half the listener's cap per source (32 of its 128). Without
+	// MaxConnsPerHost the transport may dial more than its workers (a
+	// dial that loses the race to an idle connection still joins the
+	// pool), and the listener rightly closes the 33rd.
+	client := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxIdleConnsPerHost: 16, MaxConnsPerHost: 16}}
 	get := func(path, token string) (int, string) {
 		req, err := http.NewRequest(http.MethodGet, "https://"+addr+path, nil)
 		must(t, err)
