@@ -161,6 +161,26 @@ type WebhookBinding struct {
 	Raw map[string]any `json:"spec"`
 }
 
+// The reinvocation policies of a mutating binding, as the API server's
+// MutatingWebhook spells them.
+const (
+	// ReinvocationNever: the API server calls the webhook once per
+	// request. It is the API server's default.
+	ReinvocationNever = "Never"
+	// ReinvocationIfNeeded: the API server calls the webhook again when a
+	// mutating webhook called after it changed the object, so the hook
+	// must give the same answer for an object it has already changed.
+	ReinvocationIfNeeded = "IfNeeded"
+)
+
+// ReinvocationPolicy is the binding's reinvocationPolicy (checked at load:
+// ReinvocationNever or ReinvocationIfNeeded, mutating bindings only), or ""
+// when it sets none and the API server's default applies.
+func (b *WebhookBinding) ReinvocationPolicy() string {
+	s, _ := b.Raw["reinvocationPolicy"].(string)
+	return s
+}
+
 // ConversionBinding is a CRD conversion binding: the hook converts the
 // custom resources of the CRD named CRDName by its rules.
 type ConversionBinding struct {

@@ -2,9 +2,12 @@ package hook
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/hook-operator/hook-operator/internal/spelling"
 )
 
 // Admission and conversion bindings are parsed, checked for what a user
@@ -15,6 +18,9 @@ var (
 	sideEffects     = []string{"None", "NoneOnDryRun"}
 	operations      = []string{"CREATE", "UPDATE", "DELETE", "CONNECT", "*"}
 	scopes          = []string{"Cluster", "Namespaced", "*"}
+	// reinvocationPolicies are the values of a mutating binding's
+	// reinvocationPolicy, spelled as the API server spells them.
+	reinvocationPolicies = []string{ReinvocationNever, ReinvocationIfNeeded}
 )
 
 // webhookBindings reads kubernetesValidating or kubernetesMutating.
@@ -33,6 +39,7 @@ func (c *checker) webhookBindings(top *object, key string, refs *[]snapshotRef) 
 		if s, ok := o.str("sideEffects"); ok {
 			c.oneOf(o.at("sideEffects"), s, "a side effects class", sideEffects...)
 		}
+		c.reinvocationPolicy(o, key, b.Name)
 		if n, ok := o.integer("timeoutSeconds"); ok && (n < 1 || n > 30) {
 			c.errorf(o.at("timeoutSeconds"), "%d is out of range; use 1 to 30 (the API server's limits)", n)
 		}
@@ -71,6 +78,31 @@ func (c *checker) webhookBindings(top *object, key string, refs *[]snapshotRef) 
 		out = append(out, b)
 	}
 	return out
+}
+
+// reinvocationPolicy checks the binding's reinvocationPolicy: mutating
+// bindings take Never or IfNeeded (absent leaves the API server's default,
+// Never); validating bindings have none, as the API server's
+// ValidatingWebhook has none.
+func (c *checker) reinvocationPolicy(o *object, list, binding string) {
+	const key = "reinvocationPolicy"
+	if list != "kubernetesMutating" {
+		if o.has(key) {
+			o.get(key) // reported here, not again as an unknown key
+			c.errorf(o.at(key), "binding %q: only kubernetesMutating bindings take a reinvocation policy (the API server calls a validating webhook once); remove it", binding)
+		}
+		return
+	}
+	s, ok := o.str(key)
+	if !ok || slices.Contains(reinvocationPolicies, s) {
+		return
+	}
+	hint := ""
+	if q := spelling.DidYouMean(s, reinvocationPolicies); q != "" {
+		hint = " (" + q + ")"
+	}
+	c.errorf(o.at(key), "binding %q: %q is not a reinvocation policy%s; use %s (the API server's default when the key is left out: the hook is called once per request) or %s (the hook is called again when a later mutating webhook changes the object)",
+		binding, s, hint, ReinvocationNever, ReinvocationIfNeeded)
 }
 
 // webhookName reports whether name is what the API server takes as an

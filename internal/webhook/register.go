@@ -139,7 +139,7 @@ func (r Registration) Configuration(mutating bool, bindings []Admission) (*unstr
 			return nil, fmt.Errorf("%s: it would be served at %s, as %s is; rename one of them", where, path, first)
 		}
 		paths[path] = where
-		webhooks = append(webhooks, r.webhook(b, path))
+		webhooks = append(webhooks, r.webhook(b, path, mutating))
 	}
 	meta := map[string]any{"name": r.Name}
 	if len(r.Labels) > 0 {
@@ -157,7 +157,7 @@ func (r Registration) Configuration(mutating bool, bindings []Admission) (*unstr
 }
 
 // webhook is the entry of one binding.
-func (r Registration) webhook(b hook.WebhookBinding, path string) map[string]any {
+func (r Registration) webhook(b hook.WebhookBinding, path string, mutating bool) map[string]any {
 	raw := b.Raw
 	cc := map[string]any{}
 	if r.URL != "" {
@@ -195,6 +195,12 @@ func (r Registration) webhook(b hook.WebhookBinding, path string) map[string]any
 		if sel, ok := ns["labelSelector"]; ok {
 			w["namespaceSelector"] = sel
 		}
+	}
+	// Left out when the binding sets none, so that the API server's
+	// default (Never) applies, and a reload that removes it from the
+	// binding removes it from the webhook.
+	if p := b.ReinvocationPolicy(); mutating && p != "" {
+		w["reinvocationPolicy"] = p
 	}
 	return w
 }
