@@ -88,6 +88,8 @@ type Metrics struct {
 	ringMembers       *vec
 	ringShare         *vec
 	ringChanges       *vec
+
+	bindings bindingMetrics
 }
 
 // New returns metrics registered in a new registry, with the Go runtime and
@@ -161,6 +163,8 @@ func New(prefix string) *Metrics {
 		ringMembers: f.gauge("shard_ring_members", "Live members of the sharding ring as this replica sees it (only with --sharding); identity is this replica.", "identity"),
 		ringShare:   f.gauge("shard_ring_share", "The fraction of the hash space each member of the sharding ring owns, as this replica sees it (only with --sharding).", "member"),
 		ringChanges: f.counter("shard_ring_changes_total", "Times this replica saw the sharding ring's members change."),
+
+		bindings: newBindingMetrics(f),
 	}
 	// Series with known label values start at 0, so that an alert's
 	// increase() sees the first one and a dashboard shows the series.
