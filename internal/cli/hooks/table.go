@@ -86,7 +86,12 @@ func rows(h *hook.Hook) [][]string {
 		row("kubernetesValidating", b.Name, "", "", append(common(b.Common), "path="+webhook.Path(b.Name))...)
 	}
 	for _, b := range c.Mutating {
-		row("kubernetesMutating", b.Name, "", "", append(common(b.Common), "path="+webhook.Path(b.Name))...)
+		d := append(common(b.Common), "path="+webhook.Path(b.Name))
+		// Never is the API server's default: shown only when it differs.
+		if p := b.ReinvocationPolicy(); p != "" && p != hook.ReinvocationNever {
+			d = append(d, "reinvocationPolicy="+p)
+		}
+		row("kubernetesMutating", b.Name, "", "", d...)
 	}
 	for _, b := range c.Conversion {
 		var convs []string
