@@ -41,7 +41,30 @@ type Grant struct {
 	ResourceNames []string
 	// Why says which binding or declared write needs it.
 	Why string
+	// Need says what in the operator it serves.
+	Need Need
 }
+
+// Need is what in the operator a grant serves: the hooks' objects, or one
+// of the operator's own needs. A deployment that grants some of these by
+// itself (the Helm chart, from its own values) can leave them out.
+type Need string
+
+const (
+	// NeedHooks: what the hooks' bindings watch, their finalizers and
+	// declared writes, the CRDs their conversion bindings register in, and
+	// the Namespaces their namespace.labelSelector watches.
+	NeedHooks Need = ""
+	// NeedEvents: the Events about failed runs.
+	NeedEvents Need = "events"
+	// NeedWebhookConfigurations: registering the admission bindings in
+	// the webhook configurations.
+	NeedWebhookConfigurations Need = "webhook configurations"
+	// NeedWebhookCertificate: the Secret of --webhook-self-signed.
+	NeedWebhookCertificate Need = "webhook certificate"
+	// NeedLeases: the Leases of --leader-elect and --sharding.
+	NeedLeases Need = "leases"
+)
 
 // GrantOptions are the settings of `start` that the grants depend on.
 type GrantOptions struct {
@@ -115,16 +138,16 @@ func Grants(hooks []*hook.Hook, r Resolver, opts GrantOptions) ([]Grant, error) 
 	if crds, _ := conversionCRDs(hooks); opts.WebhookCertSecret != "" && (len(crds) > 0 || admissionBindings(hooks) != "") {
 		why := "--webhook-self-signed: the webhook certificate Secret"
 		// create cannot be limited to a name; get and update are.
-		out = append(out, Grant{Resource: "secrets", Namespace: opts.OperatorNamespace, Verbs: []string{"create"}, Why: why},
-			Grant{Resource: "secrets", Namespace: opts.OperatorNamespace, Verbs: []string{"get", "update"}, ResourceNames: []string{opts.WebhookCertSecret}, Why: why})
+		out = append(out, Grant{Resource: "secrets", Namespace: opts.OperatorNamespace, Verbs: []string{"create"}, Why: why, Need: NeedWebhookCertificate},
+			Grant{Resource: "secrets", Namespace: opts.OperatorNamespace, Verbs: []string{"get", "update"}, ResourceNames: []string{opts.WebhookCertSecret}, Why: why, Need: NeedWebhookCertificate})
 	}
 	if opts.LeaseName != "" {
 		why := "--leader-elect: the leader election's Lease"
 		// create cannot be limited to a name; get and update are, and so
 		// are list and watch with the field selector metadata.name (a
 		// standby watches the Lease to see it released).
-		out = append(out, Grant{Group: "coordination.k8s.io", Resource: "leases", Namespace: opts.OperatorNamespace, Verbs: []string{"create"}, Why: why},
-			Grant{Group: "coordination.k8s.io", Resource: "leases", Namespace: opts.OperatorNamespace, Verbs: []string{"get", "list", "watch", "update"}, ResourceNames: []string{opts.LeaseName}, Why: why})
+		out = append(out, Grant{Group: "coordination.k8s.io", Resource: "leases", Namespace: opts.OperatorNamespace, Verbs: []string{"create"}, Why: why, Need: NeedLeases},
+			Grant{Group: "coordination.k8s.io", Resource: "leases", Namespace: opts.OperatorNamespace, Verbs: []string{"get", "list", "watch", "update"}, ResourceNames: []string{opts.LeaseName}, Why: why, Need: NeedLeases})
 	}
 	if opts.Sharding {
 		// Members' Lease names come from their identities, unknown here,
@@ -132,7 +155,7 @@ func Grants(hooks []*hook.Hook, r Resolver, opts GrantOptions) ([]Grant, error) 
 		// it can be limited to names. Delete removes the Leases of
 		// members gone for good.
 		out = append(out, Grant{Group: "coordination.k8s.io", Resource: "leases", Namespace: opts.OperatorNamespace,
-			Verbs: []string{"get", "list", "watch", "create", "update", "delete"}, Why: "--sharding: the members' Leases of the sharding ring"})
+			Verbs: []string{"get", "list", "watch", "create", "update", "delete"}, Why: "--sharding: the members' Leases of the sharding ring", Need: NeedLeases})
 	}
 	if crds, who := conversionCRDs(hooks); len(crds) > 0 {
 		const group, res = "apiextensions.k8s.io", "customresourcedefinitions"
@@ -144,7 +167,7 @@ func Grants(hooks []*hook.Hook, r Resolver, opts GrantOptions) ([]Grant, error) 
 		out = append(out, Grant{Resource: "namespaces", Verbs: []string{"get", "list", "watch"}, Why: "namespace.labelSelector"})
 	}
 	// Events about failed runs, in the namespaces of the objects.
-	out = append(out, Grant{Group: "", Resource: "events", Verbs: []string{"create", "patch"}, Why: "Events about failed runs"})
+	out = append(out, Grant{Group: "", Resource: "events", Verbs: []string{"create", "patch"}, Why: "Events about failed runs", Need: NeedEvents})
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s\n(install the CRDs, or pass their files with --crds)", strings.Join(errs, "\n"))
 	}
@@ -208,11 +231,11 @@ func webhookConfigurationGrants(hooks []*hook.Hook, opts GrantOptions) []Grant {
 		why := fmt.Sprintf("%s: %s bindings, registered in the %s", hooks[i].Name, kind.list, kind.resource)
 		if opts.WebhookConfigurationMode == webhook.ModeExisting {
 			out = append(out, Grant{Group: group, Resource: kind.resource, Verbs: []string{"get", "patch"}, ResourceNames: []string{name},
-				Why: why + " made beforehand (--webhook-configuration-mode=existing)"})
+				Why: why + " made beforehand (--webhook-configuration-mode=existing)", Need: NeedWebhookConfigurations})
 			continue
 		}
-		out = append(out, Grant{Group: group, Resource: kind.resource, Verbs: []string{"create"}, Why: why + " (create cannot be limited to a name; --webhook-configuration-mode=existing needs none)"},
-			Grant{Group: group, Resource: kind.resource, Verbs: []string{"get", "patch", "delete"}, ResourceNames: []string{name}, Why: why})
+		out = append(out, Grant{Group: group, Resource: kind.resource, Verbs: []string{"create"}, Why: why + " (create cannot be limited to a name; --webhook-configuration-mode=existing needs none)", Need: NeedWebhookConfigurations},
+			Grant{Group: group, Resource: kind.resource, Verbs: []string{"get", "patch", "delete"}, ResourceNames: []string{name}, Why: why, Need: NeedWebhookConfigurations})
 	}
 	return out
 }

@@ -46,7 +46,23 @@ type Flags struct {
 	Sharding bool
 	// HooksFolder is --hooks-allow-external-symlinks.
 	HooksFolder hook.FolderOptions
+	// Output is -o: OutputYAML ("" too) or OutputValues.
+	Output string
 }
+
+// The formats of -o.
+const (
+	// OutputYAML prints the ClusterRole, Roles and bindings.
+	OutputYAML = "yaml"
+	// OutputValues prints values of the Helm chart (deploy/helm/hook-operator)
+	// for `helm install -f`.
+	OutputValues = "values"
+)
+
+// chartIgnores are the flags that values leave to the chart's own values:
+// it names and binds the roles after the release, and grants the Leases
+// and the certificate Secret by itself.
+var chartIgnores = []string{"name", "namespace", "service-account", "webhook-self-signed", "webhook-cert-secret", "leader-elect", "leader-elect-lease-name"}
 
 // New returns the rbac command.
 func New(stdout io.Writer, log *logrus.Logger) *cobra.Command {
@@ -81,6 +97,16 @@ the CustomResourceDefinitions in --crds; with --kubeconfig, from the
 cluster's discovery instead. A comment above the YAML says which binding or
 write needs each permission.
 
+With -o values it prints values of the Helm chart (deploy/helm/hook-operator)
+instead, for helm install -f (docs/deploy.md, "With Helm"): the rules in
+rbac.extraRules (cluster-wide) and rbac.namespaceRules (namespace -> rules),
+leaving out what the chart grants by itself from its own values (Events,
+the webhook configurations, the certificate Secret, the Leases), and
+webhook.enabled for admission or conversion bindings. Of the flags that
+describe start, only --webhook-configuration-name, --webhook-configuration-mode
+(when given) and --sharding become values; the chart names the roles, the
+Lease and the Secret after the release.
+
 Sensitive grants are marked with a "# SENSITIVE: ..." line above their
 ClusterRole or Role: create, update, patch or delete (and bind, escalate) on
 Secrets, Namespaces, Nodes, webhook configurations and admission policies,
@@ -93,7 +119,8 @@ executeHookOnOwnStatusChange, but whose configuration declares no "writes",
 gets a warning on stderr naming its file: the RBAC printed would let it
 write nothing.`,
 		Example: `  hook-operator rbac --hooks-dir ./hooks --crds ./deploy/crds > rbac.yaml
-  hook-operator rbac --hooks-dir /hooks --kubeconfig ~/.kube/config --namespace ops --service-account my-operator`,
+  hook-operator rbac --hooks-dir /hooks --kubeconfig ~/.kube/config --namespace ops --service-account my-operator
+  hook-operator rbac --hooks-dir ./hooks --crds ./crds -o values | helm install ops deploy/helm/hook-operator -f -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return Run(cmd.Context(), f, stdout, log)
@@ -117,7 +144,26 @@ write nothing.`,
 	fs.BoolVar(&leaderElect, "leader-elect", false, "start runs with --leader-elect: grant its Lease in --namespace")
 	fs.BoolVar(&f.Sharding, "sharding", false, "start runs with --sharding: grant the Leases of the sharding ring and the leader's in --namespace")
 	fs.StringVar(&f.LeaseName, "leader-elect-lease-name", "hook-operator", "start's --leader-elect-lease-name")
+	fs.StringVarP(&f.Output, "output", "o", OutputYAML, "yaml (the ClusterRole, Roles and bindings) or values (the Helm chart's values, for helm install -f)")
 	cmd.PreRun = func(*cobra.Command, []string) {
+		if f.Output == OutputValues {
+			// The chart's defaults stand unless these are given.
+			if !fs.Changed("webhook-configuration-name") {
+				f.WebhookConfigurationName = ""
+			}
+			if !fs.Changed("webhook-configuration-mode") {
+				f.WebhookConfigurationMode = ""
+			}
+			var ignored []string
+			for _, name := range chartIgnores {
+				if fs.Changed(name) {
+					ignored = append(ignored, "--"+name)
+				}
+			}
+			if len(ignored) > 0 {
+				log.Warnf("%s: not used with -o values: the chart names the roles, the Lease and the certificate Secret after the release, and grants the last two by itself", strings.Join(ignored, ", "))
+			}
+		}
 		if !selfSigned {
 			f.WebhookCertSecret = ""
 		}
@@ -133,6 +179,9 @@ func Run(ctx context.Context, f Flags, out io.Writer, log *logrus.Logger) error 
 	if err := webhook.CheckConfigurationMode(f.WebhookConfigurationMode); err != nil {
 		return err
 	}
+	if f.Output != "" && f.Output != OutputYAML && f.Output != OutputValues {
+		return fmt.Errorf("-o %s: use %s (the RBAC objects) or %s (the Helm chart's values)", f.Output, OutputYAML, OutputValues)
+	}
 	hooks, err := hook.Load(ctx, f.HooksDir, hook.LoadOptions{ConfigTimeout: f.ConfigTimeout, Folder: f.HooksFolder, Warn: func(m string) { log.Warn(m) }})
 	if err != nil {
 		return fmt.Errorf("hooks in %s are not valid:\n%w", f.HooksDir, err)
@@ -141,32 +190,25 @@ func Run(ctx context.Context, f Flags, out io.Writer, log *logrus.Logger) error 
 	if err != nil {
 		return err
 	}
-	grants, err := rbac.Grants(hooks, resolver, rbac.GrantOptions{WebhookConfigurationName: f.WebhookConfigurationName, WebhookConfigurationMode: f.WebhookConfigurationMode,
-		WebhookCertSecret: f.WebhookCertSecret, OperatorNamespace: f.Namespace, LeaseName: f.LeaseName, Sharding: f.Sharding})
+	opts := rbac.GrantOptions{WebhookConfigurationName: f.WebhookConfigurationName, WebhookConfigurationMode: f.WebhookConfigurationMode,
+		WebhookCertSecret: f.WebhookCertSecret, OperatorNamespace: f.Namespace, LeaseName: f.LeaseName, Sharding: f.Sharding}
+	if f.Output == OutputValues {
+		opts = chartGrantOptions(f)
+	}
+	grants, err := rbac.Grants(hooks, resolver, opts)
 	if err != nil {
 		return err
 	}
 	for _, w := range rbac.UndeclaredWrites(hooks) {
 		log.Warn(w)
 	}
+	if f.Output == OutputValues {
+		return printValues(out, f, hooks, grants)
+	}
 	fmt.Fprintf(out, "# The least-privilege RBAC of hook-operator for the hooks in %s,\n", f.HooksDir)
 	fmt.Fprintln(out, "# written by `hook-operator rbac`. What needs what:")
 	for _, g := range grants {
-		where := "cluster-wide"
-		if g.Namespace != "" {
-			where = "in " + g.Namespace
-		}
-		res, sub, _ := strings.Cut(g.Resource, "/")
-		if g.Group != "" {
-			res += "." + g.Group
-		}
-		if sub != "" {
-			res += "/" + sub
-		}
-		if len(g.ResourceNames) > 0 {
-			res += " named " + strings.Join(g.ResourceNames, ", ")
-		}
-		fmt.Fprintf(out, "#   %s: %s %s %s\n", g.Why, strings.Join(g.Verbs, ", "), res, where)
+		fmt.Fprintf(out, "#   %s\n", describe(g))
 	}
 	for _, obj := range rbac.Objects(grants, rbac.Options{Name: f.Name, Namespace: f.Namespace, ServiceAccount: f.ServiceAccount}) {
 		data, err := yaml.Marshal(obj)
@@ -178,6 +220,25 @@ func Run(ctx context.Context, f Flags, out io.Writer, log *logrus.Logger) error 
 		fmt.Fprintf(out, "%s", data)
 	}
 	return nil
+}
+
+// describe says what needs a grant, and what it grants where.
+func describe(g rbac.Grant) string {
+	where := "cluster-wide"
+	if g.Namespace != "" {
+		where = "in " + g.Namespace
+	}
+	res, sub, _ := strings.Cut(g.Resource, "/")
+	if g.Group != "" {
+		res += "." + g.Group
+	}
+	if sub != "" {
+		res += "/" + sub
+	}
+	if len(g.ResourceNames) > 0 {
+		res += " named " + strings.Join(g.ResourceNames, ", ")
+	}
+	return fmt.Sprintf("%s: %s %s %s", g.Why, strings.Join(g.Verbs, ", "), res, where)
 }
 
 // markSensitive writes a comment line above a ClusterRole or Role for each
@@ -192,14 +253,24 @@ func markSensitive(out io.Writer, obj any, grants []rbac.Grant) {
 		return
 	}
 	for _, g := range grants {
-		if why := rbac.Sensitive(g); why != "" && g.Namespace == namespace {
-			names := ""
-			if len(g.ResourceNames) > 0 {
-				names = " (only " + strings.Join(g.ResourceNames, ", ") + ")"
-			}
-			fmt.Fprintf(out, "# SENSITIVE: %s%s; needed by %s\n", why, names, g.Why)
+		if line := sensitive(g); line != "" && g.Namespace == namespace {
+			fmt.Fprintln(out, line)
 		}
 	}
+}
+
+// sensitive returns the "# SENSITIVE: ..." line of a grant that
+// rbac.Sensitive flags, or "".
+func sensitive(g rbac.Grant) string {
+	why := rbac.Sensitive(g)
+	if why == "" {
+		return ""
+	}
+	names := ""
+	if len(g.ResourceNames) > 0 {
+		names = " (only " + strings.Join(g.ResourceNames, ", ") + ")"
+	}
+	return fmt.Sprintf("# SENSITIVE: %s%s; needed by %s", why, names, g.Why)
 }
 
 func resolverFor(f Flags) (rbac.Resolver, error) {
