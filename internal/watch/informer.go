@@ -175,10 +175,13 @@ func (i *informer) failed(ctx context.Context, err error) {
 }
 
 // ended counts a watch stream that ended (watch_restarts_total); one
-// that went idle makes the informer stale until it delivers again.
+// that went idle makes the informer stale until it delivers again, and
+// counts as shell-operator's dead informer (factory_informer_dead_total):
+// its bindings saw no change until it lists again.
 func (i *informer) ended(reason string) {
 	if reason == endIdle {
 		i.stale.Store(true)
+		i.metrics.InformerDead(i.key.resource, i.key.namespace)
 	}
 	i.metrics.WatchRestart(i.key.resource, reason)
 }

@@ -177,6 +177,7 @@ func (w *Watcher) Binding(hookName, name string) *Binding {
 // or ctx ends. Each binding delivers its Synchronization when its
 // informers have listed.
 func (w *Watcher) Start(ctx context.Context, only func(*hook.Hook) bool) error {
+	began := time.Now()
 	w.mu.Lock()
 	w.ctx = ctx
 	w.mu.Unlock()
@@ -193,6 +194,7 @@ func (w *Watcher) Start(ctx context.Context, only func(*hook.Hook) bool) error {
 		b.mu.Lock()
 		b.ctx, b.cancel = bctx, cancel
 		b.mu.Unlock()
+		w.metrics.BindingStarted(b.Hook.Name, b.cfg.Name)
 	}
 	for _, b := range mine {
 		if err := w.resolve(b); err != nil {
@@ -218,8 +220,9 @@ func (w *Watcher) Start(ctx context.Context, only func(*hook.Hook) bool) error {
 			ready = append(ready, b)
 		}
 	}
+	timers := w.enableTimers(ready, began)
 	for _, b := range ready {
-		if err := w.run(ctx, b); err != nil {
+		if err := w.run(ctx, b, timers[b.Hook.Name].listed); err != nil {
 			return err
 		}
 	}
@@ -336,6 +339,7 @@ func (w *Watcher) informerFor(b *Binding, key informerKey) *informer {
 	inf := newInformer(w.clients.Dynamic, w.streams, w.health, key, b, w.log)
 	inf.metrics = w.metrics
 	w.metrics.WatchStarted(key.resource)
+	w.metrics.InformerStarted(key.resource, key.namespace)
 	inf.refs = 1
 	w.informers[key] = inf // a started one with the same key keeps running for its bindings
 	return inf
@@ -358,9 +362,10 @@ func (w *Watcher) attachInitial(b *Binding) {
 
 // run starts b's informers and delivers its Synchronization once its
 // sources have listed (those it has then: a namespace that starts matching,
-// or a new share, may replace or add some meanwhile); with a
-// resynchronizationPeriod, it delivers it again every period.
-func (w *Watcher) run(ctx context.Context, b *Binding) error {
+// or a new share, may replace or add some meanwhile), calling listed just
+// before; with a resynchronizationPeriod, it delivers it again every
+// period.
+func (w *Watcher) run(ctx context.Context, b *Binding, listed func()) error {
 	b.mu.Lock()
 	var infs []*informer
 	for _, src := range b.sources {
@@ -377,6 +382,7 @@ func (w *Watcher) run(ctx context.Context, b *Binding) error {
 		if !b.waitListed(ctx) {
 			return
 		}
+		listed()
 		b.synchronizeWhenListed()
 		if p := b.cfg.ResynchronizationPeriod; p > 0 {
 			t := time.NewTicker(p)
@@ -405,11 +411,12 @@ func (w *Watcher) waitForKind(ctx context.Context, b *Binding) {
 			return
 		case <-time.After(delay):
 		}
+		began := time.Now()
 		w.clients.Resolver.Refresh()
 		if err := w.resolve(b); err == nil {
 			b.log.Info("kind is served now; starting the binding")
 			w.attachInitial(b)
-			if err := w.run(ctx, b); err != nil {
+			if err := w.run(ctx, b, w.enableTimers([]*Binding{b}, began)[b.Hook.Name].listed); err != nil {
 				b.log.WithError(err).Error("cannot start the binding")
 			}
 			return
