@@ -121,6 +121,10 @@ func (e *Executor) Execute(ctx context.Context, t *queue.Task) error {
 
 func (e *Executor) execute(ctx context.Context, t *queue.Task, rep *Report) error {
 	contexts := binding.Combine(t.Contexts)
+	if names := e.notListed(t.Hook.Name, contexts, t.Attempts() > 0); len(names) > 0 {
+		return fail("bindings whose snapshots the run carries have not listed: not run, retried",
+			fmt.Errorf("hook %s: binding(s) %s, whose snapshots the run carries, have not listed yet (a reload restarted them), so the hook is not run: it would see them empty; the run is retried", t.Hook.Name, strings.Join(names, ", ")))
+	}
 	if t.Attempts() > 0 {
 		contexts = e.present(t.Hook.Name, contexts)
 		if len(contexts) == 0 {
