@@ -112,4 +112,3 @@ kubernetes:
 		t.Errorf("during's run saw others = %s, want s1", snap)
 	}
 }
-
