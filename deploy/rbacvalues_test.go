@@ -161,6 +161,46 @@ func TestHelmRBACValues(t *testing.T) {
 	}
 }
 
+// docs/deploy.md's chart of one's own: hook-operator as a subchart (in
+// charts/), the CRDs in crds/ (Helm's convention), and `rbac -o values`
+// indented under the subchart's name as the values. Helm renders the CRDs
+// (with --include-crds, as install creates them) and the subchart's
+// ClusterRole holds the hooks' rules.
+func TestHelmChartOfOneOwn(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "my-operator")
+	if err := os.CopyFS(filepath.Join(dir, "charts", "hook-operator"), os.DirFS(chart(t))); err != nil {
+		t.Fatal(err)
+	}
+	crd, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "crds", "memcacheds.cache.example.com.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := "hook-operator:\n" + strings.ReplaceAll(strings.TrimSuffix(string(rbacCommand(t, "--hooks-dir", valuesHooks(t, "shop"), "-o", "values")), "\n"), "\n", "\n  ") + "\n"
+	for name, data := range map[string]string{
+		"Chart.yaml":                             "apiVersion: v2\nname: my-operator\nversion: 1.0.0\ndependencies:\n- name: hook-operator\n  version: 0.1.0\n",
+		"values.yaml":                            values,
+		"crds/memcacheds.cache.example.com.yaml": string(crd),
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objs := objects(t, run(t, dir, nil, helm(t), "template", "ops", dir, "--namespace", "ops", "--include-crds",
+		"--set", "hook-operator.webhook.clientCA.configMap=ca"))
+	if got := names(only(objs, "CustomResourceDefinition")); !slices.Equal(got, []string{"memcacheds.cache.example.com"}) {
+		t.Errorf("CRDs %v, want the one in crds/", got)
+	}
+	have := granted(t, objs)
+	for _, p := range []permission{{"", "cache.example.com", "memcacheds", "watch", ""}, {"", "cache.example.com", "memcacheds/status", "update", ""}, {"shop", "", "pods", "list", ""}} {
+		if !covers(have, p) {
+			t.Errorf("the subchart does not grant %+v from the nested values", p)
+		}
+	}
+}
+
 // The local cluster's API server accepts the chart rendered with `rbac -o
 // values` (server-side dry-run), in a namespace enforcing the restricted
 // Pod Security Standard that the hooks also watch Pods in (their Role).
