@@ -100,8 +100,25 @@ helm: ## build the pinned helm (hack/tools/helm) into the per-user cache (once);
 shell-operator: ## build the pinned shell-operator, the reference (hack/tools/shell-operator), into the per-user cache (once); prints its path
 	@hack/tools/shell-operator.sh
 
-conformance: cluster ## the differential suite: every case of conformance/cases under shell-operator and hook-operator, compared (part of make test)
-	go test -count=1 -v -run 'TestReferenceIsThePinnedShellOperator|TestEveryExampleIsCoveredOrExcluded|TestIntegrationConformance' ./conformance
+# REFERENCE: another shell-operator binary for make conformance to compare
+# with (HOOK_OPERATOR_REFERENCE_BIN); empty, the pinned one.
+REFERENCE ?=
+CONFORMANCE_TESTS := TestReference|TestEveryExampleIsCoveredOrExcluded|TestIntegrationConformance
+conformance: cluster ## the differential suite: every case of conformance/cases under shell-operator and hook-operator, compared (part of make test); REFERENCE=<binary> compares with another shell-operator than the pinned one
+	HOOK_OPERATOR_REFERENCE_BIN='$(REFERENCE)' go test -count=1 -v -run '$(CONFORMANCE_TESTS)' ./conformance
+
+# shell-operator from local sources (docs/development.md says where to get
+# them): a tag the module proxy does not serve. Opt-in, never part of make test.
+SHELL_OPERATOR_SRC ?=
+MODULE_SDK_SRC ?=
+REF ?= v1.20.3
+.PHONY: shell-operator-src conformance-src
+shell-operator-src: ## build shell-operator REF (default v1.20.3) from SHELL_OPERATOR_SRC, with MODULE_SDK_SRC for module-sdk (git dirs or checkouts), into the per-user cache (once); prints its path
+	@SHELL_OPERATOR_SRC='$(SHELL_OPERATOR_SRC)' MODULE_SDK_SRC='$(MODULE_SDK_SRC)' REF='$(REF)' hack/tools/shell-operator-src.sh
+
+conformance-src: cluster ## make conformance against the shell-operator make shell-operator-src builds (same variables); not part of make test
+	bin=$$(SHELL_OPERATOR_SRC='$(SHELL_OPERATOR_SRC)' MODULE_SDK_SRC='$(MODULE_SDK_SRC)' REF='$(REF)' hack/tools/shell-operator-src.sh); \
+	HOOK_OPERATOR_REFERENCE_BIN="$$bin" go test -count=1 -v -run '$(CONFORMANCE_TESTS)' ./conformance
 
 deploy: ## regenerate deploy/rbac.yaml and the Helm chart's generated parts from the hooks and CRDs
 	@hack/gen-deploy.sh
