@@ -28,9 +28,9 @@ import (
 )
 
 // Environment variables for the global flags.
-const (
-	EnvLogLevel  = "HOOK_OPERATOR_LOG_LEVEL"
-	EnvLogFormat = "HOOK_OPERATOR_LOG_FORMAT"
+var (
+	EnvLogLevel  = envflag.EnvName("log-level")
+	EnvLogFormat = envflag.EnvName("log-format")
 )
 
 // Execute runs the command line args and returns the process exit code:
@@ -85,23 +85,15 @@ a flag given on the command line wins over the variable.`,
 				return fmt.Errorf("--log-level/--log-format (or %s/%s): %w", EnvLogLevel, EnvLogFormat, err)
 			}
 			logging.RouteKlog(log)
+			for _, msg := range envflag.Given(cmd.Flags(), lookupEnv) {
+				log.Warn(msg)
+			}
 			return nil
 		},
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	pf := root.PersistentFlags()
-	pf.StringVar(&level, "log-level", "info", "log level: trace, debug, info, warn or error")
-	pf.StringVar(&format, "log-format", "text", "log format: text or json")
-	envflag.Bind(pf, "log-level", EnvLogLevel)
-	envflag.Bind(pf, "log-format", EnvLogFormat)
-	pf.BoolVar(&noTime, "log-no-time", false, "leave the time out of log lines (for a log collector that adds its own)")
-	envflag.Bind(pf, "log-no-time", "HOOK_OPERATOR_LOG_NO_TIME")
-	// shell-operator's settings, so that its manifests work unchanged.
-	envflag.BindAlias(pf, "log-level", envflag.Same("LOG_LEVEL"))
-	envflag.BindAlias(pf, "log-format", envflag.Alias{Names: []string{"LOG_TYPE"}, Value: logType})
-	envflag.BindAlias(pf, "log-no-time", envflag.Same("LOG_NO_TIME"))
-
+	envflag.Define(root.PersistentFlags(), LogSettings(&level, &format, &noTime)...)
 	root.AddCommand(version.New(stdout))
 	root.AddCommand(hooks.New(stdout, stderr))
 	root.AddCommand(start.New(stdout, log))
@@ -115,18 +107,27 @@ a flag given on the command line wins over the variable.`,
 	return root
 }
 
-// logType turns shell-operator's LOG_TYPE (json, text or color) into a
-// --log-format: color is text.
-func logType(lookup func(string) (string, bool)) (string, bool, error) {
-	v, ok := lookup("LOG_TYPE")
-	if !ok {
-		return "", false, nil
+// LogSettings is the table of the log flags every command takes, stored
+// in level, format and noTime.
+func LogSettings(level, format *string, noTime *bool) []envflag.Setting {
+	return []envflag.Setting{
+		{Name: "log-level", Value: envflag.String(level, "info"), Usage: "log level: trace, debug, info, warn or error",
+			Doc: "`trace`, `debug`, `info`, `warn`, `error`", Shell: envflag.Shell{Flag: "log-level", Env: []string{"LOG_LEVEL"}}},
+		{Name: "log-format", Value: envflag.String(format, "text"), Usage: "log format: text or json",
+			Doc: "`text` or `json`", Shell: envflag.Shell{Flag: "log-type", Env: []string{"LOG_TYPE"}, Convert: logType, Note: "`color` means `text`"}},
+		{Name: "log-no-time", Value: envflag.Bool(noTime, false), Usage: "leave the time out of log lines (for a log collector that adds its own)",
+			Shell: envflag.Shell{Flag: "log-no-time", Env: []string{"LOG_NO_TIME"}}},
 	}
+}
+
+// logType turns shell-operator's log type (json, text or color) into a
+// --log-format: color is text.
+func logType(v string) (string, error) {
 	switch strings.ToLower(v) {
 	case "json":
-		return "json", true, nil
+		return "json", nil
 	case "text", "color":
-		return "text", true, nil
+		return "text", nil
 	}
-	return "", true, fmt.Errorf("LOG_TYPE=%q: use json, text or color", v)
+	return "", fmt.Errorf("log type %q: use json, text or color", v)
 }

@@ -22,6 +22,9 @@ type Options struct {
 	Kubeconfig string
 	// Context selects a context of the kubeconfig; empty means its current one.
 	Context string
+	// Server, when set, replaces the API server's address that the
+	// kubeconfig or the Pod gives (kubectl's --server).
+	Server string
 	// QPS and Burst limit the client's request rate (client-go's token
 	// bucket); zero QPS keeps client-go's default (5). Unlimited lifts the
 	// client-side limit: the API server's Priority and Fairness paces the
@@ -52,6 +55,7 @@ func RESTConfig(opts Options) (*rest.Config, error) {
 		rules.ExplicitPath = opts.Kubeconfig
 	}
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: opts.Context}
+	overrides.ClusterInfo.Server = opts.Server
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
 	if err != nil {
 		if opts.Kubeconfig != "" {

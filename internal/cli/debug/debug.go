@@ -171,9 +171,11 @@ func fetch(ctx context.Context, f Flags, path string) ([]byte, error) {
 // BindTarget adds --socket and --address, where the operator is, to fs:
 // debug and trigger find the operator the same way.
 func BindTarget(fs *pflag.FlagSet, f *Flags) {
-	fs.StringVar(&f.Socket, "socket", start.DefaultDebugSocket(), "the operator's debug socket (start --debug-socket)")
-	envflag.Bind(fs, "socket", start.EnvDebugSocket)
-	fs.StringVar(&f.Address, "address", "", "host:port of an operator started with --debug-http; used instead of --socket")
+	envflag.Define(fs,
+		// The variable of start's --debug-socket, so that both find the
+		// same socket.
+		envflag.Setting{Name: "socket", Value: envflag.String(&f.Socket, start.DefaultDebugSocket()), Usage: "the operator's debug socket (start --debug-socket)", Env: start.EnvDebugSocket},
+		envflag.Setting{Name: "address", Value: envflag.String(&f.Address, ""), Usage: "host:port of an operator started with --debug-http; used instead of --socket", Env: envflag.NoEnv})
 }
 
 // Request sends a request with method to path and returns the answer's

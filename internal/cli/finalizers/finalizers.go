@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hook-operator/hook-operator/internal/cli/envflag"
 	hookscmd "github.com/hook-operator/hook-operator/internal/cli/hooks"
 	"github.com/hook-operator/hook-operator/internal/cli/kubeflags"
 	"github.com/hook-operator/hook-operator/internal/finalizer"
@@ -37,10 +38,11 @@ func New(stdout io.Writer, log *logrus.Logger) *cobra.Command {
 }
 
 type releaseFlags struct {
-	hooksDir, kubeconfig, kubeContext, hookName string
-	configTimeout                               time.Duration
-	dryRun                                      bool
-	hooksFolder                                 hook.FolderOptions
+	hooksDir, hookName string
+	kube               kubeflags.Flags
+	configTimeout      time.Duration
+	dryRun             bool
+	hooksFolder        hook.FolderOptions
 }
 
 func newRelease(stdout io.Writer, log *logrus.Logger) *cobra.Command {
@@ -69,7 +71,7 @@ deleted by this command; those already being deleted finish deleting.`,
 	hookscmd.BindHooksDir(fs, &f.hooksDir)
 	hookscmd.BindConfigTimeout(fs, &f.configTimeout)
 	hookscmd.BindFolder(fs, &f.hooksFolder)
-	kubeflags.Bind(fs, &f.kubeconfig, &f.kubeContext)
+	envflag.Define(fs, kubeflags.Settings(&f.kube)...)
 	fs.StringVar(&f.hookName, "hook", "", "only this hook (its path under --hooks-dir)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print what would be released; change nothing")
 	return cmd
@@ -80,7 +82,7 @@ func release(ctx context.Context, f releaseFlags, out io.Writer, log *logrus.Log
 	if err != nil {
 		return fmt.Errorf("hooks in %s:\n%w", f.hooksDir, err)
 	}
-	cfg, err := kube.RESTConfig(kube.Options{Kubeconfig: f.kubeconfig, Context: f.kubeContext})
+	cfg, err := kube.RESTConfig(kube.Options{Kubeconfig: f.kube.Kubeconfig, Context: f.kube.Context, Server: f.kube.Server})
 	if err != nil {
 		return err
 	}

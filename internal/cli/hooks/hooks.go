@@ -14,15 +14,10 @@ import (
 	"github.com/hook-operator/hook-operator/internal/hook"
 )
 
-// Environment variables of the flags below.
-const (
-	EnvHooksDir = "HOOK_OPERATOR_HOOKS_DIR"
-	// EnvShellOperatorHooksDir is read when EnvHooksDir is not set, so that
-	// a shell-operator deployment keeps working while it migrates.
-	EnvShellOperatorHooksDir = "SHELL_OPERATOR_HOOKS_DIR"
-	EnvConfigTimeout         = "HOOK_OPERATOR_CONFIG_TIMEOUT"
-	EnvDisabledHooks         = "HOOK_OPERATOR_DISABLED_HOOKS"
-	EnvAllowExternalSymlinks = "HOOK_OPERATOR_HOOKS_ALLOW_EXTERNAL_SYMLINKS"
+// Environment variables of the flags below, as envflag derives them.
+var (
+	EnvHooksDir              = envflag.EnvName("hooks-dir")
+	EnvAllowExternalSymlinks = envflag.EnvName(strings.TrimPrefix(hook.AllowExternalSymlinksFlag, "--"))
 )
 
 // DefaultHooksDir is where the hooks are looked for when nothing says
@@ -46,35 +41,49 @@ exactly as the operator does at start-up, without connecting to a cluster.`,
 	return cmd
 }
 
-// BindHooksDir adds --hooks-dir to fs, stored in p and bound to
-// HOOK_OPERATOR_HOOKS_DIR and SHELL_OPERATOR_HOOKS_DIR. Every command that
-// loads hooks uses it, so that they all read the same settings.
-func BindHooksDir(fs *pflag.FlagSet, p *string) {
-	fs.StringVar(p, "hooks-dir", DefaultHooksDir, "folder holding the hooks, searched recursively")
-	envflag.Bind(fs, "hooks-dir", EnvHooksDir, EnvShellOperatorHooksDir)
+// HooksDirSetting is --hooks-dir, stored in p. Every command that loads
+// hooks has it, so that they all read the same settings.
+func HooksDirSetting(p *string) envflag.Setting {
+	return envflag.Setting{Name: "hooks-dir", Value: envflag.String(p, DefaultHooksDir), Usage: "folder holding the hooks, searched recursively",
+		Doc: "folder of hooks, searched recursively", Shell: envflag.Shell{Flag: "hooks-dir", Env: []string{"SHELL_OPERATOR_HOOKS_DIR"}}}
 }
 
-// BindConfigTimeout adds --config-timeout to fs, stored in p and bound to
-// HOOK_OPERATOR_CONFIG_TIMEOUT.
+// ConfigTimeoutSetting is --config-timeout, stored in p.
+func ConfigTimeoutSetting(p *time.Duration) envflag.Setting {
+	return envflag.Setting{Name: "config-timeout", Value: envflag.Duration(p, hook.DefaultConfigTimeout),
+		Usage: "how long one hook's --config run may take before its process group is killed",
+		Doc:   "a hook's `--config` run is stopped after this long"}
+}
+
+// DisabledHooksSetting is --disabled-hooks, stored in p, so that `hooks
+// list` shows what `start` with the same environment leaves out.
+func DisabledHooksSetting(p *[]string) envflag.Setting {
+	return envflag.Setting{Name: "disabled-hooks", Value: envflag.StringSlice(p, nil),
+		Usage:      "hook names or globs (debug/*) not to load, comma-separated; hooks list shows them",
+		Doc:        "comma-separated hook names or globs (`debug/*`, `**/x-*`) not to load; their `--config` is not run ([choosing which hooks run](hooks.md#choosing-which-hooks-run))",
+		DocDefault: "none"}
+}
+
+// FolderSetting is --hooks-allow-external-symlinks, stored in p. Every
+// command that loads hooks has it beside --hooks-dir, so that they all
+// follow the same links.
+func FolderSetting(p *hook.FolderOptions) envflag.Setting {
+	return envflag.Setting{Name: strings.TrimPrefix(hook.AllowExternalSymlinksFlag, "--"), Value: envflag.Bool(&p.AllowExternalSymlinks, false),
+		Usage: "follow symlinks in the hooks folder that lead outside it (off: skipped with a warning)",
+		Doc:   "follow symlinks in the hooks folder whose target resolves outside it; off, each is skipped with a warning naming it and its target, and nothing behind it runs or is watched. Links that resolve inside (a ConfigMap volume's keys through `..data`) are followed either way ([finding hooks](hooks.md#finding-hooks))"}
+}
+
+// BindHooksDir, BindConfigTimeout, BindDisabledHooks and BindFolder add
+// the setting of that name to fs.
+func BindHooksDir(fs *pflag.FlagSet, p *string) { envflag.Define(fs, HooksDirSetting(p)) }
+
+// BindConfigTimeout: see BindHooksDir.
 func BindConfigTimeout(fs *pflag.FlagSet, p *time.Duration) {
-	fs.DurationVar(p, "config-timeout", hook.DefaultConfigTimeout, "how long one hook's --config run may take before its process group is killed")
-	envflag.Bind(fs, "config-timeout", EnvConfigTimeout)
+	envflag.Define(fs, ConfigTimeoutSetting(p))
 }
 
-// BindDisabledHooks adds --disabled-hooks to fs, stored in p and bound to
-// HOOK_OPERATOR_DISABLED_HOOKS, so that `hooks list` shows what `start`
-// with the same environment leaves out.
-func BindDisabledHooks(fs *pflag.FlagSet, p *[]string) {
-	fs.StringSliceVar(p, "disabled-hooks", nil, "hook names or globs (debug/*) not to load, comma-separated; hooks list shows them")
-	envflag.Bind(fs, "disabled-hooks", EnvDisabledHooks)
-}
+// BindDisabledHooks: see BindHooksDir.
+func BindDisabledHooks(fs *pflag.FlagSet, p *[]string) { envflag.Define(fs, DisabledHooksSetting(p)) }
 
-// BindFolder adds --hooks-allow-external-symlinks to fs, stored in p and
-// bound to HOOK_OPERATOR_HOOKS_ALLOW_EXTERNAL_SYMLINKS. Every command that
-// loads hooks uses it beside BindHooksDir, so that they all follow the
-// same links.
-func BindFolder(fs *pflag.FlagSet, p *hook.FolderOptions) {
-	fs.BoolVar(&p.AllowExternalSymlinks, strings.TrimPrefix(hook.AllowExternalSymlinksFlag, "--"), false,
-		"follow symlinks in the hooks folder that lead outside it (off: skipped with a warning)")
-	envflag.Bind(fs, strings.TrimPrefix(hook.AllowExternalSymlinksFlag, "--"), EnvAllowExternalSymlinks)
-}
+// BindFolder: see BindHooksDir.
+func BindFolder(fs *pflag.FlagSet, p *hook.FolderOptions) { envflag.Define(fs, FolderSetting(p)) }

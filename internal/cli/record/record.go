@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/hook-operator/hook-operator/internal/cli/envflag"
 	hookscmd "github.com/hook-operator/hook-operator/internal/cli/hooks"
 	"github.com/hook-operator/hook-operator/internal/cli/kubeflags"
 	"github.com/hook-operator/hook-operator/internal/fixture"
@@ -30,8 +31,8 @@ import (
 type Flags struct {
 	HooksDir      string
 	ConfigTimeout time.Duration
-	Kubeconfig    string
-	KubeContext   string
+	// Kube chooses the cluster.
+	Kube kubeflags.Flags
 	// Out is the fixture file to write, or "-" for stdout.
 	Out string
 	// Duration is how long to record events after every binding has
@@ -101,7 +102,7 @@ when the recording ends (after --duration, or on SIGINT or SIGTERM), replacing
 	hookscmd.BindHooksDir(fs, &f.HooksDir)
 	hookscmd.BindConfigTimeout(fs, &f.ConfigTimeout)
 	hookscmd.BindFolder(fs, &f.HooksFolder)
-	kubeflags.Bind(fs, &f.Kubeconfig, &f.KubeContext)
+	envflag.Define(fs, kubeflags.Settings(&f.Kube)...)
 	fs.StringVar(&f.Out, "out", "", "fixture file to write (mode 0600), or - for stdout (required)")
 	fs.DurationVar(&f.Duration, "duration", 0, "record events for this long after the objects (0: only the objects)")
 	fs.BoolVar(&f.ShowSecrets, "show-secrets", false, "keep Secret data in the file instead of redacting it")
@@ -128,7 +129,7 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	if err != nil {
 		return fmt.Errorf("hooks in %s are not valid; nothing was recorded:\n%w", f.HooksDir, err)
 	}
-	cfg, err := kube.RESTConfig(kube.Options{Kubeconfig: f.Kubeconfig, Context: f.KubeContext, QPS: clientQPS, Burst: clientBurst})
+	cfg, err := kube.RESTConfig(kube.Options{Kubeconfig: f.Kube.Kubeconfig, Context: f.Kube.Context, Server: f.Kube.Server, QPS: clientQPS, Burst: clientBurst})
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/hook-operator/hook-operator/internal/cli/kubeflags"
 	"github.com/hook-operator/hook-operator/internal/fixture"
 	"github.com/hook-operator/hook-operator/internal/redact"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
@@ -130,7 +131,7 @@ func TestIntegrationRecordObjects(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "rec.yaml")
 	log, _ := newLogger(t)
 
-	if err := Run(context.Background(), Flags{HooksDir: hooks, Kubeconfig: c.Kubeconfig, Out: out}, nil, log); err != nil {
+	if err := Run(context.Background(), Flags{HooksDir: hooks, Kube: kubeflags.Flags{Kubeconfig: c.Kubeconfig}, Out: out}, nil, log); err != nil {
 		t.Fatal(err)
 	}
 	info, err := os.Stat(out)
@@ -188,7 +189,7 @@ func TestIntegrationRecordEvents(t *testing.T) {
 	log, logged := newLogger(t)
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(context.Background(), Flags{HooksDir: hooks, Kubeconfig: c.Kubeconfig, Out: out, Duration: 3 * time.Second}, nil, log)
+		done <- Run(context.Background(), Flags{HooksDir: hooks, Kube: kubeflags.Flags{Kubeconfig: c.Kubeconfig}, Out: out, Duration: 3 * time.Second}, nil, log)
 	}()
 	logged.waitFor(t, "recording events", done)
 
@@ -242,7 +243,7 @@ func TestIntegrationRecordRedactsSecrets(t *testing.T) {
 		t.Run(fmt.Sprintf("show-secrets=%v", show), func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "rec.yaml")
 			log, _ := newLogger(t)
-			if err := Run(context.Background(), Flags{HooksDir: hooks, Kubeconfig: c.Kubeconfig, Out: out, ShowSecrets: show}, nil, log); err != nil {
+			if err := Run(context.Background(), Flags{HooksDir: hooks, Kube: kubeflags.Flags{Kubeconfig: c.Kubeconfig}, Out: out, ShowSecrets: show}, nil, log); err != nil {
 				t.Fatal(err)
 			}
 			raw, err := os.ReadFile(out)
@@ -300,7 +301,7 @@ func TestIntegrationRecordCustomKindsAndNamespaces(t *testing.T) {
 "namespace":{"labelSelector":{"matchLabels":{"hook-operator.dev/test":%q}}}}]}`, gvr.GroupVersion().String(), label))
 	out := filepath.Join(t.TempDir(), "rec.yaml")
 	log, _ := newLogger(t)
-	if err := Run(ctx, Flags{HooksDir: hooks, Kubeconfig: c.Kubeconfig, Out: out}, nil, log); err != nil {
+	if err := Run(ctx, Flags{HooksDir: hooks, Kube: kubeflags.Flags{Kubeconfig: c.Kubeconfig}, Out: out}, nil, log); err != nil {
 		t.Fatal(err)
 	}
 	f := readFixture(t, out)

@@ -6,9 +6,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"github.com/spf13/pflag"
 
-	"github.com/hook-operator/hook-operator/internal/cli/envflag"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/metrics"
 	"github.com/hook-operator/hook-operator/internal/operator"
@@ -18,13 +16,6 @@ import (
 type ReloadFlags struct {
 	Enabled bool
 	Poll    time.Duration
-}
-
-func bindReloadFlags(fs *pflag.FlagSet, f *ReloadFlags) {
-	fs.BoolVar(&f.Enabled, "hooks-reload", true, "reload the hooks when the hooks folder changes; an invalid change is reported, running hooks stay")
-	envflag.Bind(fs, "hooks-reload", "HOOK_OPERATOR_HOOKS_RELOAD")
-	fs.DurationVar(&f.Poll, "hooks-reload-poll-period", hook.DefaultWatchPoll, "also compare the hooks folder this often, for changes inotify cannot see (NFS)")
-	envflag.Bind(fs, "hooks-reload-poll-period", "HOOK_OPERATOR_HOOKS_RELOAD_POLL_PERIOD")
 }
 
 func (f ReloadFlags) check() error {

@@ -6,10 +6,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"github.com/spf13/pflag"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/hook-operator/hook-operator/internal/cli/envflag"
 	"github.com/hook-operator/hook-operator/internal/election"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/shard"
@@ -22,15 +20,6 @@ type ShardFlags struct {
 	// ServerSide asks API servers that filter by shard for this replica's
 	// share only.
 	ServerSide bool
-}
-
-func bindShardFlags(fs *pflag.FlagSet, f *ShardFlags) {
-	fs.BoolVar(&f.Enabled, "sharding", false, "share sharded hooks' objects among replicas; other hooks run on the leader (implies --leader-elect)")
-	envflag.Bind(fs, "sharding", "HOOK_OPERATOR_SHARDING")
-	fs.StringVar(&f.By, "shard-by", shard.ByUID, "what places an object on a replica with --sharding: uid (even spread) or namespace (kept together)")
-	envflag.Bind(fs, "shard-by", "HOOK_OPERATOR_SHARD_BY")
-	fs.BoolVar(&f.ServerSide, "shard-server-side", true, "with --sharding, have the API server filter lists and watches by shard where it can")
-	envflag.Bind(fs, "shard-server-side", "HOOK_OPERATOR_SHARD_SERVER_SIDE")
 }
 
 func (f ShardFlags) check() error {

@@ -7,12 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -23,7 +21,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/hook-operator/hook-operator/internal/cli/envflag"
-	hookscmd "github.com/hook-operator/hook-operator/internal/cli/hooks"
 	"github.com/hook-operator/hook-operator/internal/cli/kubeflags"
 	"github.com/hook-operator/hook-operator/internal/dryrun"
 	"github.com/hook-operator/hook-operator/internal/hook"
@@ -38,10 +35,10 @@ import (
 
 // Flags holds the start command's settings.
 type Flags struct {
-	HooksDir      string
-	TmpDir        string
-	Kubeconfig    string
-	KubeContext   string
+	HooksDir string
+	TmpDir   string
+	// Kube chooses the cluster.
+	Kube          kubeflags.Flags
 	QPS           float32
 	Burst         int
 	HookTimeout   time.Duration
@@ -99,7 +96,7 @@ type Flags struct {
 }
 
 // EnvDebugSocket sets the debug socket of start and of debug.
-const EnvDebugSocket = "HOOK_OPERATOR_DEBUG_SOCKET"
+var EnvDebugSocket = envflag.EnvName("debug-socket")
 
 // DefaultDebugSocket is where start serves the debug routes and debug
 // looks for them: hook-operator-debug.sock in the system temp dir.
@@ -182,92 +179,11 @@ func sampleAllocations(pprof bool) {
 	}
 }
 
-// bindFlags defines start's flags on fs; their full descriptions are in
-// docs/operating.md (Settings).
+// bindFlags defines start's flags on fs, from its table (Settings) and
+// shell-operator's settings it takes and ignores (Ignored).
 func bindFlags(fs *pflag.FlagSet, f *Flags) {
-	bindRunFlags(fs, f)
-	bindProcessFlags(fs, f)
-	bindWebhookFlags(fs, &f.Webhook)
-	bindLeaderFlags(fs, &f.Leader)
-	bindShardFlags(fs, &f.Shard)
-	bindReloadFlags(fs, &f.Reload)
-}
-
-// bindRunFlags defines the flags of how hooks run and reach the cluster.
-func bindRunFlags(fs *pflag.FlagSet, f *Flags) {
-	hookscmd.BindHooksDir(fs, &f.HooksDir)
-	fs.StringVar(&f.TmpDir, "tmp-dir", "", "folder of the operator's own dir of per-run private temp dirs (default: the system temp dir)")
-	envflag.Bind(fs, "tmp-dir", "HOOK_OPERATOR_TMP_DIR")
-	envflag.BindAlias(fs, "tmp-dir", envflag.Same("SHELL_OPERATOR_TMP_DIR"))
-	kubeflags.Bind(fs, &f.Kubeconfig, &f.KubeContext)
-	fs.Float32Var(&f.QPS, "kube-client-qps", 0, "client-side limit of API requests per second (0: none; the API server's fairness paces us)")
-	envflag.Bind(fs, "kube-client-qps", "HOOK_OPERATOR_KUBE_CLIENT_QPS")
-	envflag.BindAlias(fs, "kube-client-qps", envflag.Same("KUBE_CLIENT_QPS"))
-	fs.IntVar(&f.Burst, "kube-client-burst", 100, "request burst above --kube-client-qps, when it is set")
-	envflag.Bind(fs, "kube-client-burst", "HOOK_OPERATOR_KUBE_CLIENT_BURST")
-	envflag.BindAlias(fs, "kube-client-burst", envflag.Same("KUBE_CLIENT_BURST"))
-	fs.DurationVar(&f.HookTimeout, "hook-timeout", 10*time.Minute, "end a hook run after this long (a hook's settings.timeout wins)")
-	envflag.Bind(fs, "hook-timeout", "HOOK_OPERATOR_HOOK_TIMEOUT")
-	f.MaxHookOutput = limit.DefaultHookOutput
-	fs.Var(&f.MaxHookOutput, "max-hook-output", "the most read from a file a hook writes or its --config output; a run writing more fails")
-	envflag.Bind(fs, "max-hook-output", "HOOK_OPERATOR_MAX_HOOK_OUTPUT")
-	hookscmd.BindConfigTimeout(fs, &f.ConfigTimeout)
-	hookscmd.BindDisabledHooks(fs, &f.DisabledHooks)
-	hookscmd.BindFolder(fs, &f.HooksFolder)
-	fs.DurationVar(&f.RetryInitial, "retry-initial-delay", time.Second, "pause before the first retry of a failed run; doubles per failure")
-	envflag.Bind(fs, "retry-initial-delay", "HOOK_OPERATOR_RETRY_INITIAL_DELAY")
-	fs.DurationVar(&f.RetryMax, "retry-max-delay", time.Minute, "longest pause between retries of a failed run")
-	envflag.Bind(fs, "retry-max-delay", "HOOK_OPERATOR_RETRY_MAX_DELAY")
-	fs.DurationVar(&f.WatchIdle, "watch-idle-timeout", 3*time.Minute, "list again and restart a watch with no event and no bookmark for this long (0: never)")
-	envflag.Bind(fs, "watch-idle-timeout", "HOOK_OPERATOR_WATCH_IDLE_TIMEOUT")
-	fs.DurationVar(&f.BatchWindow, "batch-window", 40*time.Millisecond, "while events stream in, run each queue at most once per window (0: no waiting)")
-	envflag.Bind(fs, "batch-window", "HOOK_OPERATOR_BATCH_WINDOW")
-	fs.IntVar(&f.MaxParallel, "max-parallel-hooks", 4*runtime.NumCPU(), "the most runs at once of hooks with settings.parallelism above 1, across the operator")
-	envflag.Bind(fs, "max-parallel-hooks", "HOOK_OPERATOR_MAX_PARALLEL_HOOKS")
-}
-
-// bindProcessFlags defines the flags of the process itself: its tuning,
-// listeners, debug routes and dry run.
-func bindProcessFlags(fs *pflag.FlagSet, f *Flags) {
-	fs.BoolVar(&f.AdaptProcs, "adapt-gomaxprocs", true, "run Go code on one processor while the operator uses under 0.35 of a core (GOMAXPROCS set: off)")
-	envflag.Bind(fs, "adapt-gomaxprocs", "HOOK_OPERATOR_ADAPT_GOMAXPROCS")
-	fs.BoolVar(&f.SteadySysmon, "steady-sysmon", true, "keep the Go runtime's monitor on a steady 10 ms tick: less CPU per event (GODEBUG schedtrace)")
-	envflag.Bind(fs, "steady-sysmon", "HOOK_OPERATOR_STEADY_SYSMON")
-	fs.DurationVar(&f.ShutdownGrace, "shutdown-grace-period", 30*time.Second, "how long running hooks may finish after SIGTERM/SIGINT")
-	envflag.Bind(fs, "shutdown-grace-period", "HOOK_OPERATOR_SHUTDOWN_GRACE_PERIOD")
-	fs.StringVar(&f.ListenAddress, "listen-address", ":9115", "serve /metrics, /healthz and /readyz on this host:port (empty: no listener)")
-	envflag.Bind(fs, "listen-address", "HOOK_OPERATOR_LISTEN_ADDRESS")
-	envflag.BindAlias(fs, "listen-address", envflag.Alias{Names: []string{"SHELL_OPERATOR_LISTEN_ADDRESS", "SHELL_OPERATOR_LISTEN_PORT"}, Value: listenAddress})
-	fs.StringVar(&f.HealthListenAddress, "health-listen-address", ":9116", "serve /healthz and /readyz alone on this host:port, apart from the metrics (empty: none)")
-	envflag.Bind(fs, "health-listen-address", "HOOK_OPERATOR_HEALTH_LISTEN_ADDRESS")
-	fs.IntVar(&f.ListenMaxConns, "listen-max-connections", 128, "open connections --listen-address (and the debug socket) accepts at once; more wait")
-	envflag.Bind(fs, "listen-max-connections", "HOOK_OPERATOR_LISTEN_MAX_CONNECTIONS")
-	fs.StringVar(&f.MetricsPrefix, "metrics-prefix", metrics.DefaultPrefix, "start the names of the operator's own metrics with this (hooks' metrics keep their names)")
-	envflag.Bind(fs, "metrics-prefix", "HOOK_OPERATOR_METRICS_PREFIX")
-	envflag.BindAlias(fs, "metrics-prefix", envflag.Same("SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX"))
-	fs.IntVar(&f.HookMetricsMaxSeriesPerHook, "hook-metrics-max-series-per-hook", metrics.DefaultMaxSeriesPerHook, "the most series of metrics one hook holds; a new one over it is dropped (0: no cap)")
-	envflag.Bind(fs, "hook-metrics-max-series-per-hook", "HOOK_OPERATOR_HOOK_METRICS_MAX_SERIES_PER_HOOK")
-	fs.IntVar(&f.HookMetricsMaxSeries, "hook-metrics-max-series", metrics.DefaultMaxSeries, "the most series of metrics all hooks hold together; a new one over it is dropped (0: no cap)")
-	envflag.Bind(fs, "hook-metrics-max-series", "HOOK_OPERATOR_HOOK_METRICS_MAX_SERIES")
-	fs.BoolVar(&f.MetricsSecure, "metrics-secure", false, "serve /metrics over HTTPS on --metrics-secure-address, to tokens allowed to get it")
-	envflag.Bind(fs, "metrics-secure", "HOOK_OPERATOR_METRICS_SECURE")
-	fs.StringVar(&f.MetricsSecureAddress, "metrics-secure-address", ":8443", "host:port of the HTTPS /metrics listener of --metrics-secure")
-	envflag.Bind(fs, "metrics-secure-address", "HOOK_OPERATOR_METRICS_SECURE_ADDRESS")
-	fs.StringVar(&f.MetricsCert, "metrics-cert", "", "PEM certificate of the HTTPS /metrics listener (empty: self-signed)")
-	envflag.Bind(fs, "metrics-cert", "HOOK_OPERATOR_METRICS_CERT")
-	fs.StringVar(&f.MetricsKey, "metrics-key", "", "PEM key of --metrics-cert")
-	envflag.Bind(fs, "metrics-key", "HOOK_OPERATOR_METRICS_KEY")
-	fs.StringVar(&f.DebugSocket, "debug-socket", DefaultDebugSocket(), "unix socket serving the debug routes that `hook-operator debug` reads (empty: none)")
-	envflag.Bind(fs, "debug-socket", EnvDebugSocket)
-	envflag.BindAlias(fs, "debug-socket", envflag.Same("DEBUG_UNIX_SOCKET"))
-	fs.BoolVar(&f.DebugHTTP, "debug-http", false, "also serve the debug routes on --listen-address (they show object data: keep the port private)")
-	envflag.Bind(fs, "debug-http", "HOOK_OPERATOR_DEBUG_HTTP")
-	fs.BoolVar(&f.Pprof, "pprof", false, "serve Go's pprof profiles with the debug routes (and sample allocations for heap profiles)")
-	envflag.Bind(fs, "pprof", "HOOK_OPERATOR_PPROF")
-	fs.StringVar(&f.DryRun, "dry-run", "", "apply nothing; print each run and its changes: client (diff with live objects) or server (dryRun)")
-	fs.Lookup("dry-run").NoOptDefVal = "client"
-	fs.StringVarP(&f.Output, "output", "o", "json", "with --dry-run, print runs as json (one per line) or yaml (one document each)")
-	fs.BoolVar(&f.ShowSecrets, "show-secrets", false, "with --dry-run, print Secret data as it is instead of masking it")
+	envflag.Define(fs, Settings(f)...)
+	envflag.DefineIgnored(fs, Ignored...)
 }
 
 // Run loads the hooks and runs the operator until ctx ends. Dry-run
@@ -342,7 +258,7 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 
 // connect makes the clients of the cluster the flags name.
 func connect(f Flags, log logrus.FieldLogger) (*rest.Config, *kube.Clients, error) {
-	cfg, err := kube.RESTConfig(kube.Options{Kubeconfig: f.Kubeconfig, Context: f.KubeContext, QPS: f.QPS, Burst: f.Burst, Unlimited: f.QPS <= 0})
+	cfg, err := kube.RESTConfig(kube.Options{Kubeconfig: f.Kube.Kubeconfig, Context: f.Kube.Context, Server: f.Kube.Server, QPS: f.QPS, Burst: f.Burst, Unlimited: f.QPS <= 0})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -455,25 +371,4 @@ func dryRun(opts *operator.Options, f Flags, clients *kube.Clients, w *transcrip
 			log.WithError(err).Error("printing the run")
 		}
 	}
-}
-
-// listenAddress joins shell-operator's SHELL_OPERATOR_LISTEN_ADDRESS
-// (default: every interface) and SHELL_OPERATOR_LISTEN_PORT (default 9115)
-// into a --listen-address.
-func listenAddress(lookup func(string) (string, bool)) (string, bool, error) {
-	host, hostSet := lookup("SHELL_OPERATOR_LISTEN_ADDRESS")
-	port, portSet := lookup("SHELL_OPERATOR_LISTEN_PORT")
-	if !hostSet && !portSet {
-		return "", false, nil
-	}
-	if !portSet {
-		port = "9115"
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return "", true, fmt.Errorf("SHELL_OPERATOR_LISTEN_PORT=%q: use a port number", port)
-	}
-	if host == "0.0.0.0" {
-		host = "" // every interface, IPv6 too, as shell-operator's 0.0.0.0 means in practice
-	}
-	return net.JoinHostPort(host, port), true, nil
 }

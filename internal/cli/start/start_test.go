@@ -11,37 +11,71 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"github.com/spf13/pflag"
 
+	"github.com/hook-operator/hook-operator/internal/cli/envflag"
 	"github.com/hook-operator/hook-operator/internal/metrics"
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/shard"
 )
 
-// shell-operator's SHELL_OPERATOR_LISTEN_ADDRESS and _PORT make one
-// --listen-address, each with shell-operator's default when unset.
-func TestListenAddressFromShellOperatorVariables(t *testing.T) {
+// parse defines start's flags, parses args and applies env as the root
+// command does.
+func parse(args []string, env map[string]string) (Flags, *pflag.FlagSet, error) {
+	var f Flags
+	fs := pflag.NewFlagSet("start", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	bindFlags(fs, &f)
+	if err := fs.Parse(args); err != nil {
+		return f, fs, err
+	}
+	return f, fs, envflag.Apply(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+}
+
+// shell-operator's host and port settings of a listener (flags or
+// variables) make one host:port, each with shell-operator's default when
+// not given; ours win over its; a value of ours without a port is a host.
+func TestListenAddressesFromShellOperatorSettings(t *testing.T) {
+	type addrs struct{ metrics, webhook, conversion string }
+	def := addrs{":9115", ":9680", ""}
 	for _, tc := range []struct {
+		args []string
 		env  map[string]string
-		want string
-		set  bool
+		want addrs
 		err  string
 	}{
-		{env: map[string]string{}, set: false},
-		{env: map[string]string{"SHELL_OPERATOR_LISTEN_PORT": "9650"}, want: ":9650", set: true},
-		{env: map[string]string{"SHELL_OPERATOR_LISTEN_ADDRESS": "0.0.0.0", "SHELL_OPERATOR_LISTEN_PORT": "9115"}, want: ":9115", set: true},
-		{env: map[string]string{"SHELL_OPERATOR_LISTEN_ADDRESS": "127.0.0.1"}, want: "127.0.0.1:9115", set: true},
-		{env: map[string]string{"SHELL_OPERATOR_LISTEN_ADDRESS": "::1", "SHELL_OPERATOR_LISTEN_PORT": "80"}, want: "[::1]:80", set: true},
-		{env: map[string]string{"SHELL_OPERATOR_LISTEN_PORT": "http"}, set: true, err: "use a port number"},
+		{want: def},
+		{env: map[string]string{"SHELL_OPERATOR_LISTEN_PORT": "9650"}, want: addrs{":9650", ":9680", ""}},
+		{env: map[string]string{"SHELL_OPERATOR_LISTEN_ADDRESS": "0.0.0.0", "SHELL_OPERATOR_LISTEN_PORT": "9115"}, want: def},
+		{env: map[string]string{"SHELL_OPERATOR_LISTEN_ADDRESS": "127.0.0.1"}, want: addrs{"127.0.0.1:9115", ":9680", ""}},
+		{env: map[string]string{"SHELL_OPERATOR_LISTEN_ADDRESS": "::1", "SHELL_OPERATOR_LISTEN_PORT": "80"}, want: addrs{"[::1]:80", ":9680", ""}},
+		{env: map[string]string{"SHELL_OPERATOR_LISTEN_PORT": "http"}, err: "use a port number"},
+		// Its flags, as a v1.20 Deployment's args give them.
+		{args: []string{"--listen-address=0.0.0.0", "--listen-port=9650"}, want: addrs{":9650", ":9680", ""}},
+		{args: []string{"--listen-port", "9650"}, env: map[string]string{"SHELL_OPERATOR_LISTEN_ADDRESS": "127.0.0.1"}, want: addrs{"127.0.0.1:9650", ":9680", ""}},
+		{args: []string{"--listen-address=127.0.0.1"}, want: addrs{"127.0.0.1:9115", ":9680", ""}},
+		{args: []string{"--listen-port=80"}, env: map[string]string{"SHELL_OPERATOR_LISTEN_PORT": "81"}, want: addrs{":80", ":9680", ""}},
+		{args: []string{"--validating-webhook-listen-address=10.0.0.1", "--validating-webhook-listen-port=9443"}, want: addrs{":9115", "10.0.0.1:9443", ""}},
+		{args: []string{"--validating-webhook-listen-port=9443"}, want: addrs{":9115", ":9443", ""}},
+		{args: []string{"--conversion-webhook-listen-port=9444"}, want: addrs{":9115", ":9680", ":9444"}},
+		{args: []string{"--conversion-webhook-listen-address=0.0.0.0"}, want: addrs{":9115", ":9680", ":9681"}},
+		{env: map[string]string{"CONVERSION_WEBHOOK_LISTEN_PORT": "9444"}, want: addrs{":9115", ":9680", ":9444"}},
+		{args: []string{"--validating-webhook-listen-port=https"}, err: "use a port number"},
+		// Ours win; ours with a port is taken as it is.
+		{args: []string{"--listen-address=:8080"}, env: map[string]string{"SHELL_OPERATOR_LISTEN_PORT": "81"}, want: addrs{":8080", ":9680", ""}},
+		{env: map[string]string{"HOOK_OPERATOR_LISTEN_ADDRESS": "127.0.0.1:1", "SHELL_OPERATOR_LISTEN_ADDRESS": "10.0.0.1"}, want: addrs{"127.0.0.1:1", ":9680", ""}},
+		{args: []string{"--listen-address="}, want: addrs{"", ":9680", ""}},
 	} {
-		got, set, err := listenAddress(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+		f, _, err := parse(tc.args, tc.env)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%v: error %v, want %q", tc.env, err, tc.err)
+				t.Errorf("%v %v: error %v, want %q", tc.args, tc.env, err, tc.err)
 			}
 			continue
 		}
-		if err != nil || got != tc.want || set != tc.set {
-			t.Errorf("%v: %q, %v, %v; want %q, %v", tc.env, got, set, err, tc.want, tc.set)
+		got := addrs{f.ListenAddress, f.Webhook.ListenAddress, f.Webhook.Conversion.ListenAddress}
+		if err != nil || got != tc.want {
+			t.Errorf("%v %v: %+v, %v; want %+v", tc.args, tc.env, got, err, tc.want)
 		}
 	}
 }
