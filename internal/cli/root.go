@@ -85,9 +85,6 @@ a flag given on the command line wins over the variable.`,
 				return fmt.Errorf("--log-level/--log-format (or %s/%s): %w", EnvLogLevel, EnvLogFormat, err)
 			}
 			logging.RouteKlog(log)
-			for _, msg := range envflag.Given(cmd.Flags(), lookupEnv) {
-				log.Warn(msg)
-			}
 			return nil
 		},
 	}

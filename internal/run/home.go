@@ -80,8 +80,13 @@ func (h *home) dir(parent string) (string, error) {
 // between its lock file's creation and its lock.
 var errHomeTaken = errors.New("home removed while it was made")
 
-// makeHome makes a 0700 home under parent and locks it.
+// makeHome makes a 0700 home under parent and locks it. A parent that
+// does not exist is made (0700), as shell-operator makes its --tmp-dir
+// (/tmp/shell-operator by default), so that its settings work unchanged.
 func makeHome(parent string) (string, *os.File, error) {
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return "", nil, fmt.Errorf("making the temp dir (--tmp-dir): %w", err)
+	}
 	path, err := os.MkdirTemp(parent, homePrefix)
 	if err != nil {
 		return "", nil, fmt.Errorf("making a private dir under the temp dir (--tmp-dir): %w", err)

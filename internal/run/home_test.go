@@ -141,13 +141,28 @@ func TestSweepRemovesOnlyDeadHomes(t *testing.T) {
 	}
 }
 
-// An unusable --tmp-dir fails every run with an error that names it.
+// A missing --tmp-dir is made, private, as shell-operator makes its own
+// (/tmp/shell-operator); one that cannot be made fails every run with an
+// error that names it.
 func TestHomeUnderAMissingTmpDir(t *testing.T) {
 	r, _ := testRunner(t)
-	r.TmpDir = filepath.Join(t.TempDir(), "missing")
+	r.TmpDir = filepath.Join(t.TempDir(), "missing", "tmp")
+	if _, err := r.Run(context.Background(), Request{Hook: bashHook(t, "true\n")}); err != nil {
+		t.Fatalf("a run under a missing --tmp-dir: %v", err)
+	}
+	if fi, err := os.Stat(r.TmpDir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("the missing --tmp-dir: %v, %v; want it made, 0700", fi, err)
+	}
+
+	r, _ = testRunner(t)
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.TmpDir = filepath.Join(file, "tmp")
 	_, err := r.Run(context.Background(), Request{Hook: bashHook(t, "true\n")})
-	if err == nil || !strings.Contains(err.Error(), "--tmp-dir") || !strings.Contains(err.Error(), "missing") {
-		t.Fatalf("a run under a missing --tmp-dir: %v, want an error naming --tmp-dir and the dir", err)
+	if err == nil || !strings.Contains(err.Error(), "--tmp-dir") || !strings.Contains(err.Error(), "file") {
+		t.Fatalf("a run under a --tmp-dir that cannot be made: %v, want an error naming --tmp-dir and the dir", err)
 	}
 }
 

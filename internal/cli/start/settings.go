@@ -27,7 +27,7 @@ func Settings(f *Flags) []envflag.Setting {
 		// run
 		hookscmd.HooksDirSetting(&f.HooksDir),
 		{Name: "tmp-dir", Value: envflag.String(&f.TmpDir, ""), Usage: "folder of the operator's own dir of per-run private temp dirs (default: the system temp dir)",
-			Doc:        "where the operator makes its own dir (`hook-operator-runs-*`, 0700, held with a file lock while it runs), which holds each run's private temp dir (0700); up to 8 are kept between runs and removed at stop, and an operator's start removes the dirs that operators killed before it left (one of that name whose lock is free and that holds nothing but run dirs; nothing else in the folder is touched) ([running a hook](hooks.md#running-a-hook))",
+			Doc:        "made (0700) when missing, as shell-operator makes its own; where the operator makes its own dir (`hook-operator-runs-*`, 0700, held with a file lock while it runs), which holds each run's private temp dir (0700); up to 8 are kept between runs and removed at stop, and an operator's start removes the dirs that operators killed before it left (one of that name whose lock is free and that holds nothing but run dirs; nothing else in the folder is touched) ([running a hook](hooks.md#running-a-hook))",
 			DocDefault: "the system temp dir",
 			Shell:      envflag.Shell{Flag: "tmp-dir", Env: []string{"SHELL_OPERATOR_TMP_DIR"}}},
 	}, kubeflags.Settings(&f.Kube)...)

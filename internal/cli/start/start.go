@@ -148,6 +148,11 @@ shell-operator's names for it, in docs/operating.md (Settings).`,
 					log.WithError(err).Warn("--steady-sysmon: going on without")
 				}
 			}
+			// After the step above, which starts the process again: one
+			// warning each, from the process that runs.
+			for _, msg := range envflag.Given(cmd.Flags(), os.LookupEnv) {
+				log.Warn(msg)
+			}
 			sampleAllocations(f.Pprof)
 			mem := memlimit.Set(memlimit.CgroupRoot)
 			log.WithFields(logrus.Fields{"containerLimit": limit.Size(mem.Container), "goMemoryLimit": limit.Size(mem.Limit)}).Info("memory limit: " + mem.Reason)
