@@ -142,6 +142,7 @@ func appendFile(t *testing.T, path, s string) {
 }
 
 func TestFullRun(t *testing.T) {
+	t.Setenv(referenceEnv, "")
 	for _, tc := range []struct {
 		args []string
 		full bool
@@ -166,6 +167,7 @@ func TestFullRun(t *testing.T) {
 }
 
 func TestParseFlags(t *testing.T) {
+	t.Setenv(referenceEnv, "")
 	c, err := parseFlags(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -193,6 +195,22 @@ func TestParseFlags(t *testing.T) {
 	sizes, err := parseSizes("100000, 1000,1000")
 	if err != nil || !slices.Equal(sizes, []int{1000, 100000}) {
 		t.Errorf("parseSizes = %v, %v; want sorted, without duplicates", sizes, err)
+	}
+}
+
+// HOOK_OPERATOR_REFERENCE_BIN is --reference's default, and a run beside
+// it is not a full run (its report does not become latest.json).
+func TestReferenceFromTheEnvironment(t *testing.T) {
+	t.Setenv(referenceEnv, "/opt/shell-operator-v1.20.3")
+	c, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Reference != "/opt/shell-operator-v1.20.3" || c.Full() {
+		t.Errorf("with %s set: --reference %q, full run %v; want its path, and not a full run", referenceEnv, c.Reference, c.Full())
+	}
+	if c, err := parseFlags([]string{"--reference", "pinned"}); err != nil || c.Reference != "pinned" {
+		t.Errorf("--reference pinned beside %s: %+v, %v; want the flag to win", referenceEnv, c, err)
 	}
 }
 

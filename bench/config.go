@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -86,7 +87,8 @@ type Config struct {
 	HookTmpDir string `json:"hook_tmp_dir,omitempty"`
 
 	// Reference is the shell-operator binary measured beside ours:
-	// "pinned" (hack/tools/shell-operator.sh), a path, or "none".
+	// "pinned" (hack/tools/shell-operator.sh), a path, or "none". Its
+	// default is $HOOK_OPERATOR_REFERENCE_BIN when that is set.
 	Reference string `json:"reference"`
 
 	Out        string `json:"-"`
@@ -104,7 +106,23 @@ func (c *Config) Full() bool {
 		return false
 	}
 	def.Out, def.Kubeconfig, def.Profile = c.Out, c.Kubeconfig, c.Profile
-	return reflect.DeepEqual(c, def)
+	// The report's ratios and targets are against the pinned reference: a
+	// run beside another (HOOK_OPERATOR_REFERENCE_BIN) is not a full run.
+	return c.Reference == "pinned" && reflect.DeepEqual(c, def)
+}
+
+// referenceEnv names a shell-operator binary to measure beside ours in
+// place of the pinned one (hack/tools/shell-operator-src.sh builds one); the
+// conformance suite reads the same variable.
+const referenceEnv = "HOOK_OPERATOR_REFERENCE_BIN"
+
+// defaultReference is --reference's default: $HOOK_OPERATOR_REFERENCE_BIN,
+// or the pinned shell-operator.
+func defaultReference() string {
+	if p := os.Getenv(referenceEnv); p != "" {
+		return p
+	}
+	return "pinned"
 }
 
 // parseFlags reads the command line into a Config.
@@ -125,7 +143,7 @@ func parseFlags(args []string) (*Config, error) {
 	hookTmpDir := fs.String("hook-tmp-dir", "", "the operator's --tmp-dir for the hooks' per-run files (default: under the system temp dir); e.g. /dev/shm to compare with a tmpfs")
 	out := fs.String("out", "bench/results", "folder for the results")
 	binary := fs.String("binary", "bin/hook-operator", "the operator binary (make build)")
-	ref := fs.String("reference", "pinned", "the shell-operator binary measured beside ours in the same session: pinned (built once from hack/tools/shell-operator), a path, or none")
+	ref := fs.String("reference", defaultReference(), "the shell-operator binary measured beside ours in the same session: pinned (built once from hack/tools/shell-operator), a path, or none; the default is $"+referenceEnv+" when set, else pinned")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster to use (default: the local cluster of hack/cluster/up.sh)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
