@@ -84,7 +84,7 @@ func Settings(f *Flags) []envflag.Setting {
 			Doc: "the most series of metrics one hook holds ([hooks.md](hooks.md#metrics-from-hooks)); a new series over it is dropped, counted in `hook_metrics_dropped_total{hook,reason}` and logged once per hook; the series held keep being updated; `0`: no cap"},
 		{Name: "hook-metrics-max-series", Value: envflag.Int(&f.HookMetricsMaxSeries, metrics.DefaultMaxSeries), Usage: "the most series of metrics all hooks hold together; a new one over it is dropped (0: no cap)",
 			Doc: "the same for all hooks together; with one series at most 4 KiB (name, labels, 8 bytes per histogram bucket; a larger one is dropped the same way), this bounds the memory hooks' metrics take to about 40 MB; `0`: no cap"},
-		{Name: "debug-socket", Value: envflag.String(&f.DebugSocket, DefaultDebugSocket()), Usage: "unix socket serving the debug routes that `hook-operator debug` reads (empty: none)",
+		{Name: "debug-socket", Value: envflag.String(&f.DebugSocket, DefaultDebugSocket()), Usage: "unix socket serving the debug routes that hook-operator debug reads (empty: none)",
 			Doc:        "unix socket (mode 0600) of the debug routes that `hook-operator debug` reads; empty: none",
 			DocDefault: "`hook-operator-debug.sock` in the system temp dir",
 			Shell:      envflag.Shell{Flag: "debug-unix-socket", Env: []string{"DEBUG_UNIX_SOCKET"}}},
