@@ -2,6 +2,7 @@ package start
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"runtime"
@@ -197,5 +198,23 @@ func TestAllocationsSampledOnlyWithPprof(t *testing.T) {
 		if runtime.MemProfileRate != tc.want {
 			t.Errorf("start %v: MemProfileRate %d, want %d", tc.args, runtime.MemProfileRate, tc.want)
 		}
+	}
+}
+
+// shell-operator's flags set ours, in its formats: a repeated client CA
+// adds up, --namespace is --operator-namespace, --kube-config
+// --kubeconfig, and its prefix flag ours.
+func TestShellOperatorFlagsSetOurs(t *testing.T) {
+	f, _, err := parse([]string{"--validating-webhook-client-ca", "/a.pem", "--validating-webhook-client-ca=/b.pem",
+		"--conversion-webhook-client-ca=/c.pem", "--namespace=ops", "--kube-config=/kc", "--kube-server=https://10.0.0.1:6443",
+		"--prometheus-metrics-prefix=shell_operator_", "--debug-unix-socket=/run/d.sock", "--validating-webhook-server-cert=/v/tls.crt",
+		"--conversion-webhook-server-key=/c/tls.key", "--object-patcher-kube-client-timeout=10s", "--log-proxy-hook-json"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(f.Webhook.ClientCA, f.Webhook.Conversion.ClientCA, f.Webhook.Namespace, f.Kube.Kubeconfig, f.Kube.Server,
+		f.MetricsPrefix, f.DebugSocket, f.Webhook.Cert, f.Webhook.Conversion.Key)
+	if want := "[/a.pem /b.pem] [/c.pem] ops /kc https://10.0.0.1:6443 shell_operator_ /run/d.sock /v/tls.crt /c/tls.key"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
