@@ -212,9 +212,9 @@ func TestShellOperatorFlagsSetOurs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := fmt.Sprint(f.Webhook.ClientCA, f.Webhook.Conversion.ClientCA, f.Webhook.Namespace, f.Kube.Kubeconfig, f.Kube.Server,
+	got := fmt.Sprintln(f.Webhook.ClientCA, f.Webhook.Conversion.ClientCA, f.Webhook.Namespace, f.Kube.Kubeconfig, f.Kube.Server,
 		f.MetricsPrefix, f.DebugSocket, f.Webhook.Cert, f.Webhook.Conversion.Key)
-	if want := "[/a.pem /b.pem] [/c.pem] ops /kc https://10.0.0.1:6443 shell_operator_ /run/d.sock /v/tls.crt /c/tls.key"; got != want {
+	if want := "[/a.pem /b.pem] [/c.pem] ops /kc https://10.0.0.1:6443 shell_operator_ /run/d.sock /v/tls.crt /c/tls.key\n"; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
