@@ -255,7 +255,10 @@ func encode(b jsonWriter, contexts []Context) error {
 			return err
 		}
 	}
-	b.WriteByte(']')
+	// A final newline, as shell-operator v1.20 writes (#871): a hook
+	// that reads the file with `read -r ctx <file` under set -e fails on
+	// a file without one (read returns 1 at end of file).
+	b.WriteString("]\n")
 	return nil
 }
 
@@ -271,7 +274,7 @@ const (
 // sizeHint returns about how many bytes Encode writes for contexts, at
 // least that many unless a context's names are unusually long.
 func sizeHint(contexts []Context) int {
-	n := 2
+	n := 3
 	object := func(o *Object) { n += len(o.Raw) + len(o.FilterResult) + objectOverhead }
 	for _, c := range contexts {
 		n += contextOverhead + len(c.Review)

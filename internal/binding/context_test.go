@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -56,8 +59,9 @@ func TestEncodeShapes(t *testing.T) {
 			t.Errorf("%s: invalid JSON", tt.name)
 		}
 	}
+	// The file ends with a newline, as shell-operator v1.20's does.
 	arr, err := Encode(nil)
-	if err != nil || string(arr) != "[]" {
+	if err != nil || string(arr) != "[]\n" {
 		t.Errorf("Encode(nil) = %s, %v", arr, err)
 	}
 }
@@ -108,7 +112,7 @@ func TestAdmissionContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `[{"binding":"v.example.com","type":"Validating","review":{"kind":"AdmissionReview","request":{"uid":"u"}}}]`
+	want := `[{"binding":"v.example.com","type":"Validating","review":{"kind":"AdmissionReview","request":{"uid":"u"}}}]` + "\n"
 	if string(data) != want {
 		t.Errorf("got %s\nwant %s", data, want)
 	}
@@ -238,3 +242,22 @@ func TestWriteMatchesEncode(t *testing.T) {
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// A bash hook that reads the file with read under set -e gets the whole
+// array (read fails at the end of a file without a final newline), as on
+// shell-operator v1.20.
+func TestContextFileReadWithRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "context.json")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(f, []Context{{Binding: OnStartup}}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	out, err := exec.Command("bash", "-c", `set -e; read -r ctx <"$1"; printf %s "$ctx"`, "bash", path).CombinedOutput()
+	if err != nil || string(out) != `[{"binding":"onStartup"}]` {
+		t.Errorf("read -r under set -e: %q, %v", out, err)
+	}
+}
