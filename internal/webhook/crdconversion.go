@@ -128,6 +128,9 @@ func applyConversion(ctx context.Context, res dynamic.NamespaceableResourceInter
 		if apierrors.IsNotFound(err) {
 			return err
 		}
+		if apierrors.IsForbidden(err) {
+			return fmt.Errorf("register the conversion webhook in CRD %s: %w (the operator's RBAC needs get and patch on customresourcedefinitions named %s: hook-operator rbac prints the rules)", crd, err, crd)
+		}
 		return fmt.Errorf("register the conversion webhook in CRD %s: %w", crd, err)
 	}
 	log.WithField("crd", crd).Info("conversion webhook registered in the CRD")

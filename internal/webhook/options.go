@@ -1,6 +1,8 @@
 package webhook
 
 import (
+	"time"
+
 	"github.com/sirupsen/logrus"
 	"k8s.io/client-go/dynamic"
 )
@@ -55,6 +57,10 @@ type Options struct {
 	// Rejected, when not nil, is told the reason of each request refused
 	// before a hook ran (a metric).
 	Rejected func(reason string)
+	// StartRetry is how long the bindings found at start are tried again
+	// after transient errors before Start fails; 0 is DefaultStartRetry,
+	// less than 0 tries once.
+	StartRetry time.Duration
 	// Failed, when not nil, is told when serving or registering the
 	// bindings after a change failed (an Event); the Server tries again at
 	// the next change, and every failRetry meanwhile.

@@ -96,6 +96,11 @@ type Server struct {
 	started  chan struct{}
 	// retry is how often a failed change is tried again (failRetry).
 	retry time.Duration
+	// now, sleep and startBackoff (first and largest wait) time the
+	// attempts at start (syncAtStart); tests replace them.
+	now          func() time.Time
+	sleep        func(context.Context, time.Duration) error
+	startBackoff [2]time.Duration
 
 	// servedMu guards served: the admission paths and conversion paths
 	// served since start. A request to one that no binding serves now
@@ -116,7 +121,8 @@ type Server struct {
 // NewServer checks o and returns the Server of hooks' webhook bindings;
 // it starts nothing (see Start).
 func NewServer(o Options, hooks Hooks) (*Server, error) {
-	s := &Server{o: o, hooks: hooks, log: o.Log, started: make(chan struct{}), retry: failRetry, served: map[string]bool{}}
+	s := &Server{o: o, hooks: hooks, log: o.Log, started: make(chan struct{}), retry: failRetry, served: map[string]bool{},
+		now: time.Now, sleep: sleep, startBackoff: [2]time.Duration{startRetryFirst, startRetryMax}}
 	if s.log == nil {
 		s.log = logrus.StandardLogger()
 	}
@@ -144,16 +150,27 @@ func NewServer(o Options, hooks Hooks) (*Server, error) {
 func (s *Server) Started() <-chan struct{} { return s.started }
 
 // Start serves the bindings until ctx ends, following their changes, and
-// then stops the listeners and deletes a dry run's configurations. An
-// error serving the bindings found at start is returned at once; later
-// errors are logged and told to Options.Failed, and the change is tried
-// again.
+// then stops the listeners and deletes a dry run's configurations. The
+// bindings found at start are tried again after transient errors (the API
+// server out of reach, failing or overloaded) for up to
+// Options.StartRetry, and Started stays open meanwhile; any other error,
+// or one still there at the end, is returned. Later errors are logged and
+// told to Options.Failed, and the change is tried again.
 func (s *Server) Start(ctx context.Context) error {
 	defer s.cleanup()
 	var retry <-chan time.Time
 	for first := true; ; first = false {
 		changed := s.hooks.WebhooksChanged()
-		if err := s.sync(ctx); err != nil {
+		var err error
+		if first {
+			err = s.syncAtStart(ctx, s.sync)
+		} else {
+			err = s.sync(ctx)
+		}
+		if first && ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
 			if first {
 				return err
 			}

@@ -59,7 +59,7 @@ func Sync(ctx context.Context, dyn dynamic.Interface, r Registration, validating
 				continue
 			}
 			if err := res.Delete(ctx, r.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("delete %s %s: %w", configurationResources[m].Resource, r.Name, err)
+				return fmt.Errorf("delete %s %s: %w%s", configurationResources[m].Resource, r.Name, err, managedRBAC(err, m, r.Name))
 			}
 			log.WithField("configuration", r.Name).Info("webhook configuration deleted: no binding of its kind is left")
 			continue
@@ -74,11 +74,23 @@ func Sync(ctx context.Context, dyn dynamic.Interface, r Registration, validating
 			return err
 		}
 		if _, err := res.Apply(ctx, r.Name, u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
-			return fmt.Errorf("apply %s %s: %w", u.GetKind(), r.Name, err)
+			return fmt.Errorf("apply %s %s: %w%s", u.GetKind(), r.Name, err, managedRBAC(err, m, r.Name))
 		}
 		log.WithFields(logrus.Fields{"configuration": r.Name, "kind": u.GetKind(), "webhooks": len(bindings)}).Info("webhook configuration applied")
 	}
 	return nil
+}
+
+// managedRBAC says, after a Forbidden err, what the operator's RBAC needs
+// in ModeManaged for the configurations of name and the kind mutating
+// says (the API server's message names the verb it refused); "" after
+// other errors.
+func managedRBAC(err error, mutating bool, name string) string {
+	if !apierrors.IsForbidden(err) {
+		return ""
+	}
+	return fmt.Sprintf(" (the operator's RBAC needs create on %[1]s, and get, patch and delete on %[1]s named %[2]s: hook-operator rbac prints the rules;"+
+		" --webhook-configuration-mode=%[3]s needs only get and patch)", configurationResources[mutating].Resource, name, ModeExisting)
 }
 
 // register applies the configurations of the admission bindings (deleting
