@@ -1,0 +1,121 @@
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/hook-operator/hook-operator/internal/testcluster"
+)
+
+var validatingConfigurations = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
+
+// webhookStartSetup writes a validating hook that denies labelled
+// ConfigMaps of ns, and returns the hooks folder and the flags that serve
+// it by --webhook-url under a configuration of the test's own (deleted at
+// the end).
+func webhookStartSetup(t *testing.T, c *testcluster.Cluster, ns string) (hooks, configName string, args []string) {
+	t.Helper()
+	configName = "hook-operator-start-" + ns
+	t.Cleanup(func() {
+		_ = c.Dynamic.Resource(validatingConfigurations).Delete(context.Background(), configName, metav1.DeleteOptions{})
+	})
+	hooks = t.TempDir()
+	selectors := fmt.Sprintf(`"namespace":{"labelSelector":{"matchLabels":{"kubernetes.io/metadata.name":%q}}},"labelSelector":{"matchLabels":{"start-test":"yes"}}`, ns)
+	writeHook(t, hooks, "policy.sh", bashHook(`{"configVersion":"v1","kubernetesValidating":[{"name":"values.start-test.example.com",`+
+		`"rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}],`+selectors+`}]}`, `
+echo '{"allowed": false, "message": "denied by the policy hook"}' >"$VALIDATING_RESPONSE_PATH"
+`))
+	_, certs, port := servingSetup(t)
+	args = []string{"--webhook-listen-address", "127.0.0.1:" + port, "--webhook-url", "https://127.0.0.1:" + port,
+		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
+		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName}
+	return hooks, configName, args
+}
+
+// shell-operator v1.20's #899: the API server out of reach while the
+// operator starts does not end start-up. The operator's own connection to
+// the API server (a proxy of the test's) is down when it starts: the
+// registration of its validating webhook fails, is logged with its
+// attempt number and the next wait, and /readyz says not ready; once the
+// connection is back the configuration is registered, the operator is
+// ready, and the API server calls the hook.
+func TestIntegrationWebhookRegistrationRetriedAtStart(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	bin := buildBinary(t)
+	hooks, configName, args := webhookStartSetup(t, c, ns)
+	p, kubeconfig := proxiedKubeconfig(t, c.Kubeconfig)
+	p.stop()
+
+	o := startObserved(t, bin, kubeconfig, hooks, args...)
+	waitUntil(t, "a second failed attempt, logged", func() bool {
+		return strings.Contains(o.logs.String(), `"attempt":2,`) && strings.Contains(o.logs.String(), `"msg":"serving and registering the webhooks found at start failed; trying again"`)
+	}, o.logs.String)
+	if !strings.Contains(o.logs.String(), `"retryIn":"`) || !strings.Contains(o.logs.String(), "connection refused") {
+		t.Errorf("a failed attempt is logged without its next wait or its error:\n%s", o.logs.String())
+	}
+	if code, body := o.get(t, "/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz while the registration is tried again: %d %q, want 503", code, body)
+	}
+
+	p.restart(t)
+	waitUntil(t, "the registration once the API server is back", func() bool {
+		return strings.Contains(o.logs.String(), `"msg":"the webhooks found at start are served and registered"`)
+	}, o.logs.String)
+	waitUntil(t, "ready", func() bool { code, _ := o.get(t, "/readyz"); return code == http.StatusOK }, o.logs.String)
+	if _, err := c.Dynamic.Resource(validatingConfigurations).Get(context.Background(), configName, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the configuration: %v", err)
+	}
+	cm := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: checked, namespace: %s, labels: {start-test: \"yes\"}}\n", ns)
+	waitUntil(t, "the hook's denial", func() bool {
+		msg, err := kubectlApply(c.Kubeconfig, cm)
+		return err != nil && strings.Contains(msg, "denied by the policy hook")
+	}, o.logs.String)
+}
+
+// A registration the API server forbids (a ServiceAccount without RBAC on
+// webhook configurations) ends start-up at once, not after the retries of
+// transient errors, with the verb refused and the RBAC the operator needs.
+func TestIntegrationWebhookRegistrationForbiddenFailsAtOnce(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	bin := buildBinary(t)
+	hooks, configName, args := webhookStartSetup(t, c, ns)
+
+	// The ServiceAccount "nobody" of ns has no role at all.
+	cfg, err := clientcmd.LoadFromFile(c.Kubeconfig)
+	must(t, err)
+	for _, user := range cfg.AuthInfos {
+		user.Impersonate = "system:serviceaccount:" + ns + ":nobody"
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	must(t, clientcmd.WriteToFile(*cfg, kubeconfig))
+
+	// Well under the 60 s that transient errors are tried for.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, append([]string{"start", "--hooks-dir", hooks, "--kubeconfig", kubeconfig, "--log-format", "json",
+		"--listen-address", "127.0.0.1:0", "--health-listen-address", "127.0.0.1:0", "--debug-socket", filepath.Join(t.TempDir(), "debug.sock")}, args...)...).CombinedOutput()
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("start without RBAC: %v (context: %v), want it to fail at once\n%s", err, ctx.Err(), out)
+	}
+	for _, want := range []string{`cannot patch resource "validatingwebhookconfigurations"`,
+		"get, patch and delete on validatingwebhookconfigurations named " + configName, "hook-operator rbac"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the error lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "trying again") {
+		t.Errorf("a Forbidden registration was tried again:\n%s", out)
+	}
+}
