@@ -383,3 +383,25 @@ func TestServerStartRetriesRegistration(t *testing.T) {
 		t.Errorf("a Forbidden registration was tried again after %v", clock.recorded())
 	}
 }
+
+// Stopping (SIGTERM) while the registration is tried again ends the tries
+// without an error: the operator stops as asked, not as failed.
+func TestSyncAtStartStopsWithItsContext(t *testing.T) {
+	log, _ := jsonLog()
+	s, err := NewServer(Options{Log: log, ConfigurationName: "ops-hooks"}, newFakeHooks(Bindings{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withClock(s)
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	err = s.syncAtStart(ctx, func(context.Context) error {
+		if calls++; calls == 2 {
+			cancel()
+		}
+		return apierrors.NewServiceUnavailable("etcd is away")
+	})
+	if err != nil || calls != 2 {
+		t.Errorf("stopped during the tries: %v after %d attempts, want nil after 2", err, calls)
+	}
+}
