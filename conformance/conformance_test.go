@@ -439,7 +439,7 @@ type difference struct {
 var differences = []difference{{
 	Case: "metrics-allow-failure",
 	What: "metrics without a group keep only the last run's values in shell-operator",
-	Row:  "v1.14.0 keeps only the last run's values",
+	Row:  "shell-operator (v1.14.0 and v1.20.3) keeps only the last run's values",
 	apply: func(theirs, mine *result) bool {
 		cumulative := regexp.MustCompile(`^(conf_runs_total|conf_events_total|conf_seconds_(bucket|sum|count))[{ ]`)
 		drop := func(lines []string) ([]string, []string) {
@@ -461,7 +461,7 @@ var differences = []difference{{
 }, {
 	Case: "shell-framework",
 	What: "shell-operator delivers a Synchronization of executeHookOnSynchronization: false when its queue merges it into another run of the hook",
-	Row:  "v1.14.0's main queue merges that Synchronization into another Synchronization run of the same hook",
+	Row:  "shell-operator's main queue (v1.14.0 and v1.20.3) merges that Synchronization into another Synchronization run of the same hook",
 	apply: func(theirs, _ *result) bool {
 		found := false
 		for key, contexts := range theirs.Runs {
