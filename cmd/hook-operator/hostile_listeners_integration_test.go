@@ -33,7 +33,8 @@ import (
 // against a live operator (a validating bash hook, a self-signed
 // certificate, the defaults otherwise), from an attacker address of its
 // own (127.0.0.2: one hostile pod) while the API server is 127.0.0.1. Under each, the operator's memory stays within 256 MB and
-// a review sent once the attack is under way is answered within a second.
+// a review sent once the attack is under way is answered within
+// reviewBound.
 // The attacks are scaled to run in a minute or two on two cores.
 func TestIntegrationHostileListeners(t *testing.T) {
 	c := testcluster.Get(t)
@@ -153,7 +154,7 @@ func attacker(i int) net.IP { return net.IPv4(127, 0, 0, byte(2+i)) }
 
 // underAttack runs n copies of attack until the test's end, and checks
 // from three seconds in, when the attack is under way, that one review is
-// answered within a second, and that the operator's memory stays within
+// answered within reviewBound, and that the operator's memory stays within
 // 256 MB while it lasts (8 seconds).
 func underAttack(t *testing.T, pid int, addr string, legit *http.Transport, attack func(ctx context.Context, i int), n int) {
 	t.Helper()
@@ -178,10 +179,18 @@ func underAttack(t *testing.T, pid int, addr string, legit *http.Transport, atta
 	if peak > 256<<20 {
 		t.Errorf("the operator's RSS reached %d MB under attack; want 256 MB at most", peak>>20)
 	}
-	if took > time.Second || !strings.Contains(answer, `"allowed":true`) {
-		t.Errorf("a review under attack: %s after %s; want it allowed within a second", answer, took.Round(time.Millisecond))
+	if took > reviewBound || !strings.Contains(answer, `"allowed":true`) {
+		t.Errorf("a review under attack: %s after %s; want it allowed within %s", answer, took.Round(time.Millisecond), reviewBound)
 	}
 }
+
+// reviewBound is how long a review under attack may take: half the API
+// server's default webhook timeout (10 s), at which every review timed out
+// before the listeners were bounded. Reviews take 10-130 ms here (logged);
+// the bound leaves room for a loaded 2-core machine (a fresh make test,
+// building images beside this, took 1.25 s once), so that it fails on the
+// attack and not on the load.
+const reviewBound = 5 * time.Second
 
 // review posts one AdmissionReview on a new connection from 127.0.0.1 and
 // returns how long the answer took, and the answer.
