@@ -76,22 +76,31 @@ func TestIntegrationHostileProbesPastIdleConnections(t *testing.T) {
 	healthHeld := holdIdleConns(t, health, 1000)
 	t.Logf("idle connections opened: %d to --listen-address, %d to --health-listen-address", metricsHeld, healthHeld)
 
+	// The kubelet's probe times out after 1 s and restarts the container
+	// after 3 failures in a row; before the probe port, every probe past
+	// 1,000 idle connections took over 10 s. The bounds leave room for a
+	// loaded 2-core machine (answers take about 1 ms here, logged): at most
+	// one probe of nine over 1 s, and the median under half of it.
 	var took []time.Duration
+	slow := 0
 	for _, path := range []string{"/healthz", "/readyz", "/healthz", "/healthz", "/readyz", "/healthz", "/healthz", "/readyz", "/healthz"} {
 		code, d, err := timedGet("127.0.0.2", "http://"+health+path)
 		if code != 200 {
 			t.Errorf("%s on the probe port past 2,000 idle connections: %d %v after %s", path, code, err, d)
 		}
 		if d > time.Second {
-			t.Errorf("%s on the probe port took %s, want under 1 s (kubelet's timeout)", path, d)
+			slow++
 		}
 		took = append(took, d)
 	}
 	slices.Sort(took)
 	median := took[len(took)/2]
 	t.Logf("the probe port past 1,000 idle connections on each port: median %s, slowest %s", median, took[len(took)-1])
-	if median > 100*time.Millisecond {
-		t.Errorf("the probe port's median answer took %s, want under 100 ms: %v", median, took)
+	if slow > 1 {
+		t.Errorf("%d of %d probes took over 1 s (kubelet's timeout): %v", slow, len(took), took)
+	}
+	if median > 500*time.Millisecond {
+		t.Errorf("the probe port's median answer took %s, want under 500 ms: %v", median, took)
 	}
 	// For the record: --listen-address keeps the probes too (package
 	// listen caps each source there).
