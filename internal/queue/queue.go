@@ -90,15 +90,29 @@ type Options struct {
 	RetryInitial, RetryMax time.Duration
 	// BatchWindow bounds how often a queue runs while events stream in,
 	// each less than half a window after the one before. After a run
-	// ends, the next one waits until BatchWindow has passed, or until no
+	// ends, the next one waits until the window has passed, or until no
 	// new task has arrived for half of it, whichever comes first: events
 	// arriving back to back join one run, instead of a fast hook running
 	// for every one or two of them (each run costs a process start and its
 	// files). A task pushed more than half a window after the one before,
-	// and the first of a queue idle for BatchWindow, start their run at
+	// and the first of a queue idle for the window, start their run at
 	// once. Retries do not wait for it, nor do parallel runs. Zero turns
-	// batching off.
+	// batching off: the next run starts as soon as the last one ends.
+	//
+	// With AdaptiveBatch, BatchWindow is only the longest window, and each
+	// hook's window is its own recent run time times AdaptiveGapFactor
+	// (see adaptiveWindow).
 	BatchWindow time.Duration
+	// AdaptiveBatch makes the window follow the hook: a hook whose runs
+	// take 0.2 ms waits about that long between runs during a stream, one
+	// whose runs take 20 ms that long, so that a streaming hook's runs
+	// take at most about half of the time (their cost per event halved
+	// against running back to back) and an event waits at most about one
+	// run for the run that takes it.
+	AdaptiveBatch bool
+	// AdaptiveGapFactor scales the hook's recent run time into its window
+	// under AdaptiveBatch; zero means DefaultAdaptiveGapFactor.
+	AdaptiveGapFactor float64
 	// MaxParallel caps the runs of tasks with a Key across the set; zero
 	// means no cap beyond each hook's parallelism.
 	MaxParallel int
@@ -142,6 +156,9 @@ type fifo struct {
 	// Options.BatchWindow).
 	ended, pushed time.Time
 	gap           time.Duration
+	// runTime is each hook's recent run time in this queue (a moving
+	// average of its runs without a Key), by name, for AdaptiveBatch.
+	runTime map[string]time.Duration
 	// serial holds the state of the tasks without a Key, parallel of those
 	// with one.
 	serial   serialMode

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/hook-operator/hook-operator/internal/hook"
 )
 
 // Serial runs.
@@ -83,7 +85,7 @@ func (s *Set) runSerial(q *fifo, head *Task) bool {
 			return false
 		}
 	}
-	if head.attempts == 0 && !s.batch(q) {
+	if head.attempts == 0 && !s.batch(q, head.Hook) {
 		return false
 	}
 
@@ -111,6 +113,7 @@ func (s *Set) runSerial(q *fifo, head *Task) bool {
 	s.mu.Lock()
 	q.serial.running = nil
 	q.ended = s.clock.Now()
+	q.noteRunTime(t.Hook.Name, q.ended.Sub(q.serial.started))
 	s.alone[t.Hook]--
 	s.Metrics.HookRunning(t.Hook.Name, s.keyed[t.Hook]+s.alone[t.Hook])
 	if t.Hook.Config.Settings.Parallelism > 1 {
@@ -124,22 +127,19 @@ func (s *Set) runSerial(q *fifo, head *Task) bool {
 	return true
 }
 
-// batch waits, after a recent run of q, while events stream in: until
-// BatchWindow has passed since the run ended, or no task has been pushed
-// for half of BatchWindow. A task pushed more than half a window after
-// the one before it is no stream, and does not wait. It returns false
-// when the set stops meanwhile.
-func (s *Set) batch(q *fifo) bool {
-	window := s.opts.BatchWindow
-	if window <= 0 {
-		return true
-	}
-	quiet := window / 2
+// batch waits, after a recent run of q, while events stream in: until the
+// window of h (window) has passed since the run ended, or no task has been
+// pushed for half of it. A task pushed more than half a window after the
+// one before it is no stream, and does not wait. It returns false when
+// the set stops meanwhile.
+func (s *Set) batch(q *fifo, h *hook.Hook) bool {
 	for {
 		s.mu.Lock()
 		ended, pushed, gap := q.ended, q.pushed, q.gap
+		window := s.windowLocked(q, h)
 		s.mu.Unlock()
-		if ended.IsZero() || gap > quiet {
+		quiet := window / 2
+		if window <= 0 || ended.IsZero() || gap > quiet {
 			return true
 		}
 		now := s.clock.Now()
@@ -158,6 +158,39 @@ func (s *Set) batch(q *fifo) bool {
 			return false
 		}
 	}
+}
+
+// DefaultAdaptiveGapFactor is Options.AdaptiveGapFactor's default: a
+// streaming hook waits as long as its runs take.
+const DefaultAdaptiveGapFactor = 1
+
+// windowLocked returns the batch window of h's next run in q: the fixed
+// window, or under AdaptiveBatch h's recent run time in q times the gap
+// factor, at most BatchWindow; zero before h's first run there.
+func (s *Set) windowLocked(q *fifo, h *hook.Hook) time.Duration {
+	if !s.opts.AdaptiveBatch {
+		return s.opts.BatchWindow
+	}
+	k := s.opts.AdaptiveGapFactor
+	if k <= 0 {
+		k = DefaultAdaptiveGapFactor
+	}
+	return min(time.Duration(k*float64(q.runTime[h.Name])), s.opts.BatchWindow)
+}
+
+// noteRunTime adds a run of hook that took d to its moving average in q
+// (a quarter of the newest run, three quarters of the average before), so
+// that one slow run moves the window by a quarter of its time.
+func (q *fifo) noteRunTime(hook string, d time.Duration) {
+	if q.runTime == nil {
+		q.runTime = map[string]time.Duration{}
+	}
+	old, ok := q.runTime[hook]
+	if !ok {
+		q.runTime[hook] = d
+		return
+	}
+	q.runTime[hook] = old + (d-old)/4
 }
 
 // takeLocked removes the head task and every other pending task of the same

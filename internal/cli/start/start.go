@@ -50,7 +50,7 @@ type Flags struct {
 	HooksFolder   hook.FolderOptions
 	RetryInitial  time.Duration
 	RetryMax      time.Duration
-	BatchWindow   time.Duration
+	BatchWindow   BatchWindow
 	MaxParallel   int
 	WatchIdle     time.Duration
 	ShutdownGrace time.Duration
@@ -297,8 +297,8 @@ func (f Flags) check() error {
 	if f.ListenMaxConns < 1 {
 		return fmt.Errorf("--listen-max-connections=%d: use 1 or more (the default is 128)", f.ListenMaxConns)
 	}
-	if f.BatchWindow < 0 || f.BatchWindow > time.Minute {
-		return fmt.Errorf("--batch-window=%s: use a duration from 0 (off) to 1m; a few milliseconds is usual", f.BatchWindow)
+	if f.BatchWindow.Fixed < 0 || f.BatchWindow.Fixed > time.Minute {
+		return fmt.Errorf("--batch-window=%s: use auto, or a duration from 0 (none) to 1m", f.BatchWindow.Fixed)
 	}
 	if err := f.Reload.check(); err != nil {
 		return err
