@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/itchyny/gojq"
@@ -19,6 +21,11 @@ import (
 type Filter struct {
 	src  string
 	code *gojq.Code
+	// path, when the program is a plain path of fields (`.`, `.data`,
+	// `.metadata.labels`), is its fields: ResultJSON then looks them up
+	// without running the program (see pathResult).
+	path   []string
+	isPath bool
 }
 
 // Compile parses and compiles src. The error says where the program is wrong.
@@ -31,7 +38,41 @@ func Compile(src string) (*Filter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jq program %q: %w", src, err)
 	}
-	return &Filter{src: src, code: code}, nil
+	f := &Filter{src: src, code: code}
+	f.path, f.isPath = fieldPath(q.String())
+	return f, nil
+}
+
+// fieldPath returns the fields of a program that is a plain path of
+// fields, as gojq prints its parsed form: `.` or `.a.b` with identifiers.
+func fieldPath(program string) ([]string, bool) {
+	if program == "." {
+		return nil, true
+	}
+	if !fieldPathRE.MatchString(program) {
+		return nil, false
+	}
+	return strings.Split(program[1:], "."), true
+}
+
+var fieldPathRE = regexp.MustCompile(`^(\.[A-Za-z_][A-Za-z0-9_]*)+$`)
+
+// pathResult is what the path program returns for input, without running
+// it: a field of an object, or null for a missing field or a null. ok is
+// false where jq would fail (a field of a value that is not an object):
+// the program then runs, to fail with jq's own error.
+func (f *Filter) pathResult(input any) (v any, ok bool) {
+	v = input
+	for _, field := range f.path {
+		switch m := v.(type) {
+		case map[string]any:
+			v = m[field]
+		case nil:
+		default:
+			return nil, false
+		}
+	}
+	return v, true
 }
 
 // String returns the program's source.
@@ -88,9 +129,15 @@ func (f *Filter) Result(input any) (any, error) {
 // ResultJSON is Result encoded as canonical JSON (object keys sorted), so
 // that two results can be compared as bytes.
 func (f *Filter) ResultJSON(input any) ([]byte, error) {
-	v, err := f.Result(input)
-	if err != nil {
-		return nil, err
+	v, ok := any(nil), false
+	if f.isPath {
+		v, ok = f.pathResult(input)
+	}
+	if !ok {
+		var err error
+		if v, err = f.Result(input); err != nil {
+			return nil, err
+		}
 	}
 	b, err := jsonenc.Marshal(v)
 	if err != nil {

@@ -184,6 +184,43 @@ type streamWatch struct {
 	// resourceVersion expired: the reflector then lists again.
 	idle      time.Duration
 	idleFired atomic.Bool
+	// begun is when the stream started, and last when it last delivered,
+	// as time since begun: an event stores a number, and only the idle
+	// timer, once a period, reads it (no timer is reset per event).
+	begun time.Time
+	last  atomic.Int64
+}
+
+// watchIdle starts the idle timer and returns what stops it. Each time
+// the timer fires it checks how long ago the stream last delivered: less
+// than the period, and it waits for the rest of it; the whole period, and
+// it closes the body, which ends the pending read.
+func (w *streamWatch) watchIdle() (stop func()) {
+	w.begun = time.Now()
+	var timer *time.Timer
+	var mu sync.Mutex // guards timer and stopped: no Reset after stop
+	stopped := false
+	mu.Lock()
+	defer mu.Unlock()
+	timer = time.AfterFunc(w.idle, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		if quiet := time.Since(w.begun) - time.Duration(w.last.Load()); quiet < w.idle {
+			timer.Reset(w.idle - quiet)
+			return
+		}
+		w.idleFired.Store(true)
+		_ = w.body.Close()
+	})
+	return func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+		timer.Stop()
+	}
 }
 
 // newStreamWatch returns the watch of body; start begins reading it.
@@ -228,11 +265,8 @@ func (w *streamWatch) receive() {
 			w.ended(reason)
 		}
 	}()
-	var timer *time.Timer
 	if w.idle > 0 {
-		// Closing the body ends the pending read.
-		timer = time.AfterFunc(w.idle, func() { w.idleFired.Store(true); _ = w.body.Close() })
-		defer timer.Stop()
+		defer w.watchIdle()()
 	}
 	// The line reader reads the body in large pieces (64 KB): HTTP/2
 	// returns flow-control window to the server for each read of 4 KB or
@@ -242,8 +276,8 @@ func (w *streamWatch) receive() {
 	for {
 		e, err := next()
 		if err == nil {
-			if timer != nil {
-				timer.Reset(w.idle)
+			if w.idle > 0 {
+				w.last.Store(int64(time.Since(w.begun)))
 			}
 			if w.received != nil {
 				w.received()
