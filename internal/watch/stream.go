@@ -223,9 +223,15 @@ func (w *streamWatch) watchIdle() (stop func()) {
 	}
 }
 
+// resultBuffer is how many decoded events a stream holds for the
+// reflector: in a burst the stream decodes a whole read's events while the
+// reflector stores them, instead of the two goroutines handing over each
+// event (a wake-up each time the other one waits).
+const resultBuffer = 128
+
 // newStreamWatch returns the watch of body; start begins reading it.
 func newStreamWatch(body io.ReadCloser) *streamWatch {
-	return &streamWatch{body: body, result: make(chan watch.Event), done: make(chan struct{})}
+	return &streamWatch{body: body, result: make(chan watch.Event, resultBuffer), done: make(chan struct{})}
 }
 
 func (w *streamWatch) start() { go w.receive() }
