@@ -13,8 +13,8 @@ type BatchWindow struct {
 	Fixed time.Duration
 }
 
-// MaxBatchWindow is the longest window auto gives a hook, and the longest
-// fixed one allowed is a minute.
+// MaxBatchWindow is the default window, and the longest that auto gives
+// a hook; the longest fixed one allowed is a minute.
 const MaxBatchWindow = 40 * time.Millisecond
 
 // Set parses auto or a duration from 0 to 1m.

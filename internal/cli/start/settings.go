@@ -21,7 +21,7 @@ import (
 // equal to this table).
 func Settings(f *Flags) []envflag.Setting {
 	f.MaxHookOutput = limit.DefaultHookOutput
-	f.BatchWindow = BatchWindow{Auto: true}
+	f.BatchWindow = BatchWindow{Fixed: MaxBatchWindow}
 	w, c := &f.Webhook, &f.Webhook.Conversion
 	l, s, r := &f.Leader, &f.Shard, &f.Reload
 	table := append([]envflag.Setting{
@@ -53,8 +53,8 @@ func Settings(f *Flags) []envflag.Setting {
 			Doc: "longest pause between retries"},
 		{Name: "watch-idle-timeout", Value: envflag.Duration(&f.WatchIdle, 3*time.Minute), Usage: "list again and restart a watch with no event and no bookmark for this long (0: never)",
 			Doc: "a watch that delivers no event and no bookmark for this long is restarted with a fresh list (the API server sends a bookmark about every minute); `0`: never"},
-		{Name: "batch-window", Value: &f.BatchWindow, Usage: "between a queue's runs while events stream in: auto (each hook's own run time, at most 40ms) or a fixed window (0: none)",
-			Doc: "while events stream in (each less than half a window after the one before), a queue waits this long after a run before the next, or for half of it without a new event; events arriving meanwhile join that run. `auto`: each hook's window is its own recent run time (a moving average of its runs in the queue), at most 40ms, so a hook of 0.2 ms runs again 0.2 ms after its last run ends and a hook of 25 ms 25 ms after; a duration: that window for every hook, as before 2026-11-28 (`40ms` was the default); `0`: none, each run starts as soon as the last ends. An event more than half a window after the one before, and one that finds its queue idle for a window, run at once ([hooks.md](hooks.md#queues-ordering-and-failures))"},
+		{Name: "batch-window", Value: &f.BatchWindow, Usage: "wait between a queue's runs while events stream in (0: none; auto: the hook's run time, <= 40ms)",
+			Doc: "while events stream in (each less than half a window after the one before), a queue waits this long after a run before the next, or for half of it without a new event; events arriving meanwhile join that run. An event more than half a window after the one before, and one that finds its queue idle for a window, run at once; `0`: no window, each run starts as soon as the last ends. `auto`: each hook's window is its own recent run time in the queue (a moving average), at most 40ms: far lower latency in a burst for fast hooks, at the cost of more runs, and so more CPU per event on a small machine ([hooks.md](hooks.md#queues-ordering-and-failures), [decisions.md](decisions.md#batch-window-between-a-queues-runs))"},
 		{Name: "max-parallel-hooks", Value: envflag.Int(&f.MaxParallel, 4*runtime.NumCPU()), Usage: "the most runs at once of hooks with settings.parallelism above 1, across the operator",
 			Doc:        "the most runs of hooks with `settings.parallelism` above 1 at once, across the operator; runs of other hooks (one per queue at a time) are not counted; a hook whose `settings.parallelism` is above it is warned of at start and reload ([hooks.md](hooks.md#parallel-runs-extension))",
 			DocDefault: "4 per CPU"},
