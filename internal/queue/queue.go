@@ -100,8 +100,7 @@ type Options struct {
 	// batching off: the next run starts as soon as the last one ends.
 	//
 	// With AdaptiveBatch, BatchWindow is only the longest window, and each
-	// hook's window is its own recent run time times AdaptiveGapFactor
-	// (see adaptiveWindow).
+	// hook's window is its own recent run time (see windowLocked).
 	BatchWindow time.Duration
 	// AdaptiveBatch makes the window follow the hook: a hook whose runs
 	// take 0.2 ms waits about that long between runs during a stream, one
@@ -110,9 +109,6 @@ type Options struct {
 	// against running back to back) and an event waits at most about one
 	// run for the run that takes it.
 	AdaptiveBatch bool
-	// AdaptiveGapFactor scales the hook's recent run time into its window
-	// under AdaptiveBatch; zero means DefaultAdaptiveGapFactor.
-	AdaptiveGapFactor float64
 	// MaxParallel caps the runs of tasks with a Key across the set; zero
 	// means no cap beyond each hook's parallelism.
 	MaxParallel int
