@@ -22,10 +22,10 @@ type Filter struct {
 	src  string
 	code *gojq.Code
 	// path, when the program is a plain path of fields (`.`, `.data`,
-	// `.metadata.labels`), is its fields: ResultJSON then looks them up
-	// without running the program (see pathResult).
-	path   []string
-	isPath bool
+	// `.metadata.labels`), is its fields (empty, not nil, for `.`):
+	// ResultJSON then looks them up without running the program (see
+	// pathResult). nil for every other program.
+	path []string
 }
 
 // Compile parses and compiles src. The error says where the program is wrong.
@@ -39,29 +39,34 @@ func Compile(src string) (*Filter, error) {
 		return nil, fmt.Errorf("jq program %q: %w", src, err)
 	}
 	f := &Filter{src: src, code: code}
-	f.path, f.isPath = fieldPath(q.String())
+	f.path = fieldPath(q.String())
 	return f, nil
 }
 
 // fieldPath returns the fields of a program that is a plain path of
-// fields, as gojq prints its parsed form: `.` or `.a.b` with identifiers.
-func fieldPath(program string) ([]string, bool) {
-	if program == "." {
-		return nil, true
+// fields, as gojq prints its parsed form: `.` (no fields, an empty slice)
+// or `.a.b` with identifiers; nil for any other program.
+func fieldPath(program string) []string {
+	switch {
+	case program == ".":
+		return []string{}
+	case fieldPathRE.MatchString(program):
+		return strings.Split(program[1:], ".")
 	}
-	if !fieldPathRE.MatchString(program) {
-		return nil, false
-	}
-	return strings.Split(program[1:], "."), true
+	return nil
 }
 
 var fieldPathRE = regexp.MustCompile(`^(\.[A-Za-z_][A-Za-z0-9_]*)+$`)
 
 // pathResult is what the path program returns for input, without running
 // it: a field of an object, or null for a missing field or a null. ok is
-// false where jq would fail (a field of a value that is not an object):
-// the program then runs, to fail with jq's own error.
+// false where jq would fail (a field of a value that is not an object),
+// and for a program that is no path: the program then runs, to fail with
+// jq's own error or give its result.
 func (f *Filter) pathResult(input any) (v any, ok bool) {
+	if f.path == nil {
+		return nil, false
+	}
 	v = input
 	for _, field := range f.path {
 		switch m := v.(type) {
@@ -129,10 +134,7 @@ func (f *Filter) Result(input any) (any, error) {
 // ResultJSON is Result encoded as canonical JSON (object keys sorted), so
 // that two results can be compared as bytes.
 func (f *Filter) ResultJSON(input any) ([]byte, error) {
-	v, ok := any(nil), false
-	if f.isPath {
-		v, ok = f.pathResult(input)
-	}
+	v, ok := f.pathResult(input)
 	if !ok {
 		var err error
 		if v, err = f.Result(input); err != nil {

@@ -27,8 +27,8 @@ func TestPathResultIsTheProgramsResult(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f.isPath != want {
-			t.Errorf("%q: taken as a path of fields %v, want %v", src, f.isPath, want)
+		if isPath := f.path != nil; isPath != want {
+			t.Errorf("%q: taken as a path of fields %v, want %v", src, isPath, want)
 		}
 		for _, in := range inputs {
 			got, gotErr := f.ResultJSON(in)
