@@ -44,13 +44,7 @@ func TestAdaptiveBatchWindowFollowsRunTime(t *testing.T) {
 			}
 			started := func() time.Time {
 				t.Helper()
-				select {
-				case at := <-starts:
-					return at
-				case <-time.After(10 * time.Second):
-					t.Fatal("no run started within 10 s")
-					return time.Time{}
-				}
+				return receive(t, starts, 10*time.Second, "no run started within 10 s")
 			}
 
 			// The first event finds its queue idle: it starts at once.

@@ -61,12 +61,20 @@ func newSet(r *recorder) *Set {
 
 func waitDone(t *testing.T, ch <-chan error) error {
 	t.Helper()
+	return receive(t, ch, 5*time.Second, "task never finished")
+}
+
+// receive returns what ch sends, or fails the test saying what did not
+// happen within the time.
+func receive[T any](t *testing.T, ch <-chan T, within time.Duration, what string) T {
+	t.Helper()
 	select {
-	case err := <-ch:
-		return err
-	case <-time.After(5 * time.Second):
-		t.Fatal("task never finished")
-		return nil
+	case v := <-ch:
+		return v
+	case <-time.After(within):
+		t.Fatal(what)
+		var zero T
+		return zero
 	}
 }
 
