@@ -129,17 +129,18 @@ func (s *Set) runSerial(q *fifo, head *Task) bool {
 
 // batch waits, after a recent run of q, while events stream in: until the
 // window of h (window) has passed since the run ended, or no task has been
-// pushed for half of it. A task pushed more than half a window after the
-// one before it is no stream, and does not wait. It returns false when
-// the set stops meanwhile.
+// pushed for half of it, or Options.BatchFill of h's tasks wait. A task
+// pushed more than half a window after the one before it is no stream, and
+// does not wait. It returns false when the set stops meanwhile.
 func (s *Set) batch(q *fifo, h *hook.Hook) bool {
 	for {
 		s.mu.Lock()
 		ended, pushed, gap := q.ended, q.pushed, q.gap
 		window := s.windowLocked(q, h)
+		filled := s.filledLocked(q, h)
 		s.mu.Unlock()
 		quiet := window / 2
-		if window <= 0 || ended.IsZero() || gap > quiet {
+		if window <= 0 || ended.IsZero() || gap > quiet || filled {
 			return true
 		}
 		now := s.clock.Now()
@@ -153,11 +154,29 @@ func (s *Set) batch(q *fifo, h *hook.Hook) bool {
 		fired, stop := s.clock.At(until)
 		select {
 		case <-fired:
+		case <-q.full:
+			stop()
 		case <-s.stopCtx.Done():
 			stop()
 			return false
 		}
 	}
+}
+
+// filledLocked reports whether Options.BatchFill of h's tasks wait in q.
+func (s *Set) filledLocked(q *fifo, h *hook.Hook) bool {
+	if s.opts.BatchFill <= 0 || len(q.tasks) < s.opts.BatchFill {
+		return false
+	}
+	n := 0
+	for _, t := range q.tasks {
+		if t.Hook == h && t.Key == "" {
+			if n++; n >= s.opts.BatchFill {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // windowLocked returns the batch window of h's next run in q: the fixed

@@ -56,7 +56,7 @@ func (p *parts) options(env []string) operator.Options {
 		TmpDir:        f.TmpDir,
 		HookTimeout:   f.HookTimeout,
 		MaxHookOutput: int64(f.MaxHookOutput),
-		Queue:         queue.Options{RetryInitial: f.RetryInitial, RetryMax: f.RetryMax, BatchWindow: f.BatchWindow.window(), AdaptiveBatch: f.BatchWindow.Auto, MaxParallel: f.MaxParallel},
+		Queue:         queue.Options{RetryInitial: f.RetryInitial, RetryMax: f.RetryMax, BatchWindow: f.BatchWindow.window(), AdaptiveBatch: f.BatchWindow.Auto, BatchFill: f.BatchFill, MaxParallel: f.MaxParallel},
 		ShutdownGrace: f.ShutdownGrace,
 		Env:           env,
 		Metrics:       p.m,

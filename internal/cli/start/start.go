@@ -30,6 +30,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/metrics"
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/procs"
+	"github.com/hook-operator/hook-operator/internal/queue"
 	"github.com/hook-operator/hook-operator/internal/transcript"
 )
 
@@ -47,10 +48,12 @@ type Flags struct {
 	DisabledHooks []string
 	// HooksFolder says which symlinks of the hooks folder are followed
 	// (--hooks-allow-external-symlinks).
-	HooksFolder   hook.FolderOptions
-	RetryInitial  time.Duration
-	RetryMax      time.Duration
-	BatchWindow   BatchWindow
+	HooksFolder  hook.FolderOptions
+	RetryInitial time.Duration
+	RetryMax     time.Duration
+	BatchWindow  BatchWindow
+	// BatchFill ends a batch window early (queue.Options.BatchFill).
+	BatchFill     int
 	MaxParallel   int
 	WatchIdle     time.Duration
 	ShutdownGrace time.Duration
@@ -299,6 +302,9 @@ func (f Flags) check() error {
 	}
 	if f.BatchWindow.Fixed < 0 || f.BatchWindow.Fixed > time.Minute {
 		return fmt.Errorf("--batch-window=%s: use auto, or a duration from 0 (none) to 1m", f.BatchWindow.Fixed)
+	}
+	if f.BatchFill < 0 {
+		return fmt.Errorf("--batch-fill=%d: use 0 (the window alone decides) or more (the default is %d)", f.BatchFill, queue.DefaultBatchFill)
 	}
 	if err := f.Reload.check(); err != nil {
 		return err
