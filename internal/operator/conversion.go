@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/recorder"
 	"github.com/hook-operator/hook-operator/internal/webhook"
 )
 
@@ -118,7 +119,7 @@ func (o *Operator) conversionFailed(crd string, req webhook.ConversionRequest, e
 	if o.events == nil {
 		return
 	}
-	ref := objectRef{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: crd, UID: o.crdUIDs.get(crd, func() (string, error) {
+	ref := recorder.ObjectRef{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: crd, UID: o.crdUIDs.get(crd, func() (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		u, err := o.dyn.Resource(crdGVR).Get(ctx, crd, metav1.GetOptions{})
@@ -127,7 +128,7 @@ func (o *Operator) conversionFailed(crd string, req webhook.ConversionRequest, e
 		}
 		return string(u.GetUID()), nil
 	})}
-	o.events.record(ref, "ConversionFailed", fmt.Sprintf("conversion of %d object(s) to %s failed: %v", len(req.Objects), req.DesiredAPIVersion, err))
+	o.events.Record(ref, "ConversionFailed", fmt.Sprintf("conversion of %d object(s) to %s failed: %v", len(req.Objects), req.DesiredAPIVersion, err))
 }
 
 // uidCache remembers the uids of CRDs, read once each.

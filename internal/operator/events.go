@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hook-operator/hook-operator/internal/queue"
+	"github.com/hook-operator/hook-operator/internal/recorder"
 )
 
 // EventReason is the reason of the Kubernetes Events about failed runs.
@@ -31,7 +32,7 @@ func (o *Operator) failed(t *queue.Task, err error) {
 	}
 	msg := failedMessage(t, err)
 	for _, ref := range refs {
-		o.events.record(ref, EventReason, msg)
+		o.events.Record(ref, EventReason, msg)
 	}
 }
 
@@ -50,8 +51,8 @@ func failedMessage(t *queue.Task, err error) string {
 
 // objectsOf returns references to the objects of t's Event contexts (at
 // most maxEventObjects, each once).
-func (o *Operator) objectsOf(t *queue.Task) []objectRef {
-	var out []objectRef
+func (o *Operator) objectsOf(t *queue.Task) []recorder.ObjectRef {
+	var out []recorder.ObjectRef
 	seen := map[string]bool{}
 	for _, c := range t.Contexts {
 		if c.Object == nil || len(out) == maxEventObjects {
@@ -67,7 +68,7 @@ func (o *Operator) objectsOf(t *queue.Task) []objectRef {
 			continue
 		}
 		seen[key] = true
-		ref := objectRef{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}
+		ref := recorder.ObjectRef{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}
 		if c.Object.Raw != nil {
 			var obj struct {
 				Metadata struct {

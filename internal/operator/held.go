@@ -12,6 +12,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/binding"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/limit"
+	"github.com/hook-operator/hook-operator/internal/recorder"
 	"github.com/hook-operator/hook-operator/internal/watch"
 )
 
@@ -145,5 +146,5 @@ func (o *Operator) podEvent(reason, msg string) {
 	if len(msg) > maxEventMessage {
 		msg = msg[:maxEventMessage-3] + "..."
 	}
-	o.events.record(objectRef{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: types.UID(pod.UID)}, reason, msg)
+	o.events.Record(recorder.ObjectRef{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: types.UID(pod.UID)}, reason, msg)
 }

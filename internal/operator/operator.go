@@ -28,6 +28,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/metrics"
 	"github.com/hook-operator/hook-operator/internal/ops"
 	"github.com/hook-operator/hook-operator/internal/queue"
+	"github.com/hook-operator/hook-operator/internal/recorder"
 	"github.com/hook-operator/hook-operator/internal/run"
 	"github.com/hook-operator/hook-operator/internal/schedule"
 	"github.com/hook-operator/hook-operator/internal/shard"
@@ -136,7 +137,7 @@ type Operator struct {
 	live liveRuns
 	// events records the Events about failed runs; nil unless
 	// Options.Events.
-	events *eventRecorder
+	events *recorder.Recorder
 	stats  runStats
 	// started is set once start-up is done (see Ready); lastTick is when
 	// the liveness loop last ticked (see Alive).
@@ -218,7 +219,7 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 		Log:      log,
 	}
 	if opts.Events {
-		o.events = newEventRecorder(clients.Dynamic, log, opts.Metrics.KubeEvent)
+		o.events = recorder.New(clients.Dynamic, log, opts.Metrics.KubeEvent)
 	}
 	if rc := clients.Unversioned; rc != nil {
 		o.apiReady = kube.Readyz(rc)

@@ -44,7 +44,7 @@ func (o *Operator) runAlways(ctx context.Context, started func()) error {
 	go o.tick(ctx)
 	go o.reportHeld(ctx)
 	if o.events != nil {
-		defer o.events.stop()
+		defer o.events.Stop()
 	}
 	defer func() {
 		o.queues.Stop(o.opts.ShutdownGrace) // at once when the leader's hooks stopped them
