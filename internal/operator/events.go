@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/queue"
 	"github.com/hook-operator/hook-operator/internal/recorder"
 )
@@ -21,7 +22,7 @@ const maxEventObjects = 5
 // events.k8s.io is 1 kB).
 const maxEventMessage = 1000
 
-// failed is the Executor's Failed callback.
+// failed is the executor's Failed callback (executor.Executor.Failed).
 func (o *Operator) failed(t *queue.Task, err error) {
 	if o.events == nil {
 		return
@@ -42,7 +43,7 @@ func (o *Operator) failed(t *queue.Task, err error) {
 // Events are read by more people than can read the Secrets a hook reads.
 func failedMessage(t *queue.Task, err error) string {
 	msg := fmt.Sprintf("hook %s failed (binding %s, attempt %d): %s; see the operator's log for its output",
-		t.Hook.Name, bindingNames(t.Contexts), t.Attempts()+1, publicReason(err))
+		t.Hook.Name, executor.BindingNames(t.Contexts), t.Attempts()+1, executor.PublicReason(err))
 	if len(msg) > maxEventMessage {
 		msg = msg[:maxEventMessage-3] + "..."
 	}

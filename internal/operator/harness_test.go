@@ -15,6 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/metrics"
@@ -45,7 +46,7 @@ type env struct {
 	pod    operator.PodRef
 	// sink and metrics, set before start, are the operator's Sink (nil:
 	// the cluster) and Metrics.
-	sink    operator.Sink
+	sink    executor.Sink
 	metrics *metrics.Metrics
 }
 

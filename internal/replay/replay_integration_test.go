@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/fixture"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
@@ -148,7 +149,7 @@ func TestIntegrationReplayContextsMatchLive(t *testing.T) {
 	log.SetOutput(testWriter{t})
 	op := operator.New(hooks, clients, operator.Options{
 		HookTimeout: time.Minute, ShutdownGrace: 5 * time.Second,
-		Report: func(r operator.Report) { live.add(t, r.Contexts) },
+		Report: func(r executor.Report) { live.add(t, r.Contexts) },
 	}, log)
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -201,7 +202,7 @@ func TestIntegrationReplayContextsMatchLive(t *testing.T) {
 		Hooks:   hooks,
 		Fixture: &fixture.Fixture{Objects: objects, Events: events},
 		Log:     log,
-		Report:  func(r operator.Report, _ []memcluster.Change) { replayed.add(t, r.Contexts) },
+		Report:  func(r executor.Report, _ []memcluster.Change) { replayed.add(t, r.Contexts) },
 	})
 	if err != nil {
 		t.Fatal(err)
