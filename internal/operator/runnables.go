@@ -9,23 +9,12 @@ import (
 	"github.com/hook-operator/hook-operator/internal/shard"
 )
 
-// Run starts the hooks in the contract's order and runs until ctx ends:
-// onStartup hooks first (by their order, then path), then the kubernetes
-// bindings, whose Synchronization runs complete (for bindings with
-// waitForSynchronization) before schedules start. When ctx ends it takes no
-// new work, lets running hooks finish within the grace period, and returns.
-// It is the operator's two runnables (see Runnables) under a manager
-// without an elector, as a single replica runs them.
-func (o *Operator) Run(ctx context.Context) error {
-	m := manager.New(manager.Options{Log: o.log})
-	always, leading := o.Runnables()
-	m.Add(manager.Always, always)
-	m.Add(manager.Leading, leading)
-	return m.Run(ctx)
-}
-
 // Runnables returns the operator as a manager runs it, for its Always and
-// its Leading group.
+// its Leading group; a single replica runs them under a manager without an
+// elector. Hooks start in the contract's order: onStartup hooks first (by
+// their order, then path), then the kubernetes bindings, whose
+// Synchronization runs complete (for bindings with waitForSynchronization)
+// before schedules start.
 //
 // always is what every replica runs: the queues, the liveness loop, the
 // finalizers and, with Options.Sharding, the sharded hooks on this

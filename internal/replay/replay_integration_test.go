@@ -22,6 +22,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/fixture"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
+	"github.com/hook-operator/hook-operator/internal/manager"
 	"github.com/hook-operator/hook-operator/internal/memcluster"
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/replay"
@@ -153,7 +154,11 @@ func TestIntegrationReplayContextsMatchLive(t *testing.T) {
 	}, log)
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- op.Run(runCtx) }()
+	mgr := manager.New(manager.Options{Log: log})
+	always, leading := op.Runnables()
+	mgr.Add(manager.Always, always)
+	mgr.Add(manager.Leading, leading)
+	go func() { done <- mgr.Run(runCtx) }()
 	waitFor(t, "both Synchronization runs", func() bool { return len(live.get()) >= 2 })
 	objects := listAll(t, ctx, c, ns)
 
