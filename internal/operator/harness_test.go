@@ -156,8 +156,8 @@ func (e *env) start() {
 	e.op = op
 	mgr := manager.New(manager.Options{Log: log})
 	always, leading := op.Runnables()
-	mgr.Add(manager.Always, always)
-	mgr.Add(manager.Leading, leading)
+	mgr.Add(manager.Always, "operator", always)
+	mgr.Add(manager.Leading, "hooks", leading)
 	go func() { e.finished <- mgr.Run(ctx) }()
 	e.t.Cleanup(func() {
 		e.stop()
