@@ -42,6 +42,7 @@ type AdmitError struct {
 	TimedOut bool
 }
 
+// Error implements error: Msg.
 func (e *AdmitError) Error() string { return e.Msg }
 
 // Admit runs hook h for one admission request to its binding b, at once

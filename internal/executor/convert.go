@@ -104,4 +104,5 @@ type ConvertError struct {
 	Refused bool
 }
 
+// Error implements error: Msg.
 func (e *ConvertError) Error() string { return e.Msg }
