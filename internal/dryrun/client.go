@@ -44,15 +44,15 @@ func (c *Client) cluster(ctx context.Context) *memcluster.Cluster {
 	})
 }
 
-// Apply implements operator.Sink.
+// Apply implements executor.Sink.
 func (c *Client) Apply(ctx context.Context, hookName string, operations []ops.Operation) error {
 	return apply(ctx, c.cluster(ctx), c.Resolver, hookName, operations)
 }
 
-// EnsureFinalizer implements operator.Sink: it only logs.
+// EnsureFinalizer implements executor.Sink: it only logs.
 func (c *Client) EnsureFinalizer(t finalizer.Target) { logFinalizer(c.Log, t) }
 
-// RemoveFinalizer implements operator.Sink.
+// RemoveFinalizer implements executor.Sink.
 func (c *Client) RemoveFinalizer(ctx context.Context, t finalizer.Target) error {
 	return removeFinalizer(ctx, c.cluster(ctx), c.Log, t)
 }

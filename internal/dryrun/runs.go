@@ -4,10 +4,10 @@ import (
 	"context"
 	"sync"
 
-	"github.com/hook-operator/hook-operator/internal/operator"
+	"github.com/hook-operator/hook-operator/internal/executor"
 )
 
-// perRun keeps one value per hook run (keyed by operator.RunID): runs of
+// perRun keeps one value per hook run (keyed by executor.RunID): runs of
 // different queues apply their operations at the same time, and each run's
 // changes are reported on their own.
 type perRun[T any] struct {
@@ -17,7 +17,7 @@ type perRun[T any] struct {
 
 // get returns the value of ctx's run, made with newValue on first use.
 func (p *perRun[T]) get(ctx context.Context, newValue func() T) T {
-	id := operator.RunID(ctx)
+	id := executor.RunID(ctx)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.values == nil {

@@ -33,15 +33,15 @@ func (s *Server) client(ctx context.Context) dynamic.Interface {
 	return &dryClient{live: s.Live, rec: s.recorder(ctx)}
 }
 
-// Apply implements operator.Sink.
+// Apply implements executor.Sink.
 func (s *Server) Apply(ctx context.Context, hookName string, operations []ops.Operation) error {
 	return apply(ctx, s.client(ctx), s.Resolver, hookName, operations)
 }
 
-// EnsureFinalizer implements operator.Sink: it only logs.
+// EnsureFinalizer implements executor.Sink: it only logs.
 func (s *Server) EnsureFinalizer(t finalizer.Target) { logFinalizer(s.Log, t) }
 
-// RemoveFinalizer implements operator.Sink.
+// RemoveFinalizer implements executor.Sink.
 func (s *Server) RemoveFinalizer(ctx context.Context, t finalizer.Target) error {
 	return removeFinalizer(ctx, s.client(ctx), s.Log, t)
 }

@@ -38,14 +38,21 @@ import (
 // at once, and the process exits so that it starts again as a standby.
 var ErrLeaseLost = errors.New("leader election: the Lease could not be renewed, so hooks were stopped; exiting to start again as a standby")
 
-// Runnable is one part of the process.
-type Runnable struct {
-	// Name names the part in the log.
-	Name string
-	// Run runs the part until ctx ends and returns once it has stopped. It
-	// calls started once the part is up (listening, its hooks started);
-	// returning counts as started too. An error stops the manager.
-	Run func(ctx context.Context, started func()) error
+// Runnable is one part of the process, as in controller-runtime's
+// manager: Start runs it until ctx ends and returns once it has stopped;
+// an error stops the manager. A part that takes a while to come up
+// (listening, starting its hooks) says when it has by implementing
+// StartNotifier; any other counts as started once Start is called.
+type Runnable interface {
+	Start(ctx context.Context) error
+}
+
+// StartNotifier is a Runnable that says when it has come up: Started is
+// closed then. The manager starts what comes after it once Started is
+// closed or Start has returned, whichever is first.
+type StartNotifier interface {
+	Runnable
+	Started() <-chan struct{}
 }
 
 // Group says when a runnable runs.
@@ -78,7 +85,7 @@ type Options struct {
 // Manager runs the groups of runnables. Add every runnable before Run.
 type Manager struct {
 	opts   Options
-	groups [2][]Runnable
+	groups [2][]named
 	// leading is set while the Leading group runs.
 	mu      sync.Mutex
 	leading bool
@@ -92,8 +99,17 @@ func New(opts Options) *Manager {
 	return &Manager{opts: opts}
 }
 
-// Add adds r to group g, to start after those added before it.
-func (m *Manager) Add(g Group, r Runnable) { m.groups[g] = append(m.groups[g], r) }
+// named is a runnable and its name in the log.
+type named struct {
+	name string
+	r    Runnable
+}
+
+// Add adds r to group g, to start after those added before it; name
+// names it in the log.
+func (m *Manager) Add(g Group, name string, r Runnable) {
+	m.groups[g] = append(m.groups[g], named{name: name, r: r})
+}
 
 // Leading reports whether the Leading group runs now.
 func (m *Manager) Leading() bool {
@@ -208,37 +224,35 @@ type running struct {
 type part struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{}
-	// err is the error Run returned; read it once done is closed.
+	// err is the error Start returned; read it once done is closed.
 	err error
 }
 
 // start starts rs one after another, each once the one before it has
 // started. It returns early when ctx ends (nil), lost is closed
 // (ErrLeaseLost), or a runnable fails meanwhile (its error).
-func (g *running) start(ctx context.Context, rs []Runnable, lost <-chan struct{}) error {
+func (g *running) start(ctx context.Context, rs []named, lost <-chan struct{}) error {
 	for _, r := range rs {
-		started := make(chan struct{})
-		var once sync.Once
 		pctx, cancel := context.WithCancelCause(context.Background())
 		p := &part{cancel: cancel, done: make(chan struct{})}
 		g.parts = append(g.parts, p)
-		log := g.log.WithField("runnable", r.Name)
+		log := g.log.WithField("runnable", r.name)
 		log.Debug("starting")
 		go func() {
 			defer log.Debug("stopped")
-			err := r.Run(pctx, func() { once.Do(func() { close(started) }) })
+			err := r.r.Start(pctx)
 			if err != nil && pctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.Cause(pctx))) {
 				err = nil // it stopped because it was asked to
 			}
 			p.err = err
 			close(p.done)
-			once.Do(func() { close(started) })
 			if p.err != nil {
 				g.failed <- p.err
 			}
 		}()
 		select {
-		case <-started:
+		case <-started(r.r):
+		case <-p.done:
 		case <-ctx.Done():
 			return nil
 		case <-lost:
@@ -255,6 +269,21 @@ func (g *running) start(ctx context.Context, rs []Runnable, lost <-chan struct{}
 		}
 	}
 	return nil
+}
+
+// upAtOnce is the Started of a runnable that is no StartNotifier.
+var upAtOnce = func() <-chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// started returns the channel closed once r has come up.
+func started(r Runnable) <-chan struct{} {
+	if n, ok := r.(StartNotifier); ok {
+		return n.Started()
+	}
+	return upAtOnce
 }
 
 // stop stops the started runnables in the reverse of their start order,

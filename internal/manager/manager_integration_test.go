@@ -46,21 +46,19 @@ func TestIntegrationLeaseReleasedAfterTheGroupsStopped(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := manager.New(manager.Options{Elector: e})
-		m.Add(manager.Always, manager.Runnable{Name: "server", Run: func(ctx context.Context, started func()) error {
-			started()
+		m.Add(manager.Always, "server", part(func(ctx context.Context) error {
 			<-ctx.Done()
 			record(id + " server stopped")
 			return nil
-		}})
-		m.Add(manager.Leading, manager.Runnable{Name: "hooks", Run: func(ctx context.Context, started func()) error {
+		}))
+		m.Add(manager.Leading, "hooks", part(func(ctx context.Context) error {
 			record(id + " leads")
-			started()
 			<-ctx.Done()
 			record(id + " stopping hooks")
 			<-finish // a hook that finishes within its grace period
 			record(id + " hooks stopped")
 			return nil
-		}})
+		}))
 		return m
 	}
 	finishA, finishB := make(chan struct{}), make(chan struct{})
@@ -103,6 +101,11 @@ func TestIntegrationLeaseReleasedAfterTheGroupsStopped(t *testing.T) {
 	}
 	sigtermB()
 }
+
+// part is a Runnable made of a function, up as soon as it is started.
+type part func(ctx context.Context) error
+
+func (p part) Start(ctx context.Context) error { return p(ctx) }
 
 // readLease reads the Lease "leader", or nil while there is none.
 func readLease(t *testing.T, leases interface {

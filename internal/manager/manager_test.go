@@ -57,11 +57,29 @@ func (tr *trace) waitFor(t *testing.T, e string) {
 	}
 }
 
+// testPart is a Runnable made of a function, which it hands a function
+// that says it has started.
+type testPart struct {
+	run     func(ctx context.Context, started func()) error
+	started chan struct{}
+	once    sync.Once
+}
+
+func newPart(run func(ctx context.Context, started func()) error) *testPart {
+	return &testPart{run: run, started: make(chan struct{})}
+}
+
+func (p *testPart) Start(ctx context.Context) error {
+	return p.run(ctx, func() { p.once.Do(func() { close(p.started) }) })
+}
+
+func (p *testPart) Started() <-chan struct{} { return p.started }
+
 // runnable records its start, that it started, and its stop with the
 // cause of its context. It starts at once unless hold is set, in which
 // case it starts when hold is closed.
 func (tr *trace) runnable(name string, hold chan struct{}) Runnable {
-	return Runnable{Name: name, Run: func(ctx context.Context, started func()) error {
+	return newPart(func(ctx context.Context, started func()) error {
 		tr.add("start " + name)
 		if hold != nil {
 			select {
@@ -82,7 +100,7 @@ func (tr *trace) runnable(name string, hold chan struct{}) Runnable {
 		}
 		tr.add(cause + " " + name)
 		return nil
-	}}
+	})
 }
 
 // elector is a fake Elector: it leads when lead is closed, and the test
@@ -143,10 +161,10 @@ func check(t *testing.T, tr *trace, want ...string) {
 func TestStartAndStopInOrder(t *testing.T) {
 	tr := newTrace()
 	m := New(Options{})
-	m.Add(Leading, tr.runnable("hooks", nil))
-	m.Add(Always, tr.runnable("server", nil))
-	m.Add(Always, tr.runnable("sharded", nil))
-	m.Add(Leading, tr.runnable("late", nil))
+	m.Add(Leading, "hooks", tr.runnable("hooks", nil))
+	m.Add(Always, "server", tr.runnable("server", nil))
+	m.Add(Always, "sharded", tr.runnable("sharded", nil))
+	m.Add(Leading, "late", tr.runnable("late", nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	wait := run(t, ctx, m)
 	tr.waitFor(t, "started late")
@@ -173,8 +191,8 @@ func TestElectorDecidesTheLeadingGroup(t *testing.T) {
 	tr := newTrace()
 	e := newElector(tr)
 	m := New(Options{Elector: e})
-	m.Add(Always, tr.runnable("server", nil))
-	m.Add(Leading, tr.runnable("hooks", nil))
+	m.Add(Always, "server", tr.runnable("server", nil))
+	m.Add(Leading, "hooks", tr.runnable("hooks", nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	wait := run(t, ctx, m)
 	tr.waitFor(t, "campaign")
@@ -198,8 +216,8 @@ func TestElectorDecidesTheLeadingGroup(t *testing.T) {
 func TestStandbyStops(t *testing.T) {
 	tr := newTrace()
 	m := New(Options{Elector: newElector(tr)})
-	m.Add(Always, tr.runnable("server", nil))
-	m.Add(Leading, tr.runnable("hooks", nil))
+	m.Add(Always, "server", tr.runnable("server", nil))
+	m.Add(Leading, "hooks", tr.runnable("hooks", nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	wait := run(t, ctx, m)
 	tr.waitFor(t, "campaign")
@@ -215,10 +233,10 @@ func TestStandbyStops(t *testing.T) {
 func TestStopDuringStartUp(t *testing.T) {
 	tr := newTrace()
 	m := New(Options{Elector: newElector(tr)})
-	m.Add(Always, tr.runnable("server", nil))
-	m.Add(Always, tr.runnable("sharded", make(chan struct{})))
-	m.Add(Always, tr.runnable("watcher", nil))
-	m.Add(Leading, tr.runnable("hooks", nil))
+	m.Add(Always, "server", tr.runnable("server", nil))
+	m.Add(Always, "sharded", tr.runnable("sharded", make(chan struct{})))
+	m.Add(Always, "watcher", tr.runnable("watcher", nil))
+	m.Add(Leading, "hooks", tr.runnable("hooks", nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	wait := run(t, ctx, m)
 	tr.waitFor(t, "start sharded")
@@ -235,8 +253,8 @@ func TestStopWhileTheLeadingGroupStarts(t *testing.T) {
 	tr := newTrace()
 	e := newElector(tr)
 	m := New(Options{Elector: e})
-	m.Add(Always, tr.runnable("server", nil))
-	m.Add(Leading, tr.runnable("hooks", make(chan struct{})))
+	m.Add(Always, "server", tr.runnable("server", nil))
+	m.Add(Leading, "hooks", tr.runnable("hooks", make(chan struct{})))
 	ctx, cancel := context.WithCancel(context.Background())
 	wait := run(t, ctx, m)
 	close(e.lead)
@@ -256,8 +274,8 @@ func TestLostLease(t *testing.T) {
 	tr := newTrace()
 	e := newElector(tr)
 	m := New(Options{Elector: e})
-	m.Add(Always, tr.runnable("server", nil))
-	m.Add(Leading, tr.runnable("hooks", nil))
+	m.Add(Always, "server", tr.runnable("server", nil))
+	m.Add(Leading, "hooks", tr.runnable("hooks", nil))
 	wait := run(t, context.Background(), m)
 	close(e.lead)
 	tr.waitFor(t, "started hooks")
@@ -279,8 +297,8 @@ func TestLostLeaseWhileTheLeadingGroupStarts(t *testing.T) {
 	tr := newTrace()
 	e := newElector(tr)
 	m := New(Options{Elector: e})
-	m.Add(Always, tr.runnable("server", nil))
-	m.Add(Leading, tr.runnable("hooks", make(chan struct{})))
+	m.Add(Always, "server", tr.runnable("server", nil))
+	m.Add(Leading, "hooks", tr.runnable("hooks", make(chan struct{})))
 	wait := run(t, context.Background(), m)
 	close(e.lead)
 	tr.waitFor(t, "start hooks")
@@ -300,15 +318,15 @@ func TestFailingRunnableStopsTheOthers(t *testing.T) {
 	e := newElector(tr)
 	m := New(Options{Elector: e})
 	fail := make(chan struct{})
-	m.Add(Always, tr.runnable("server", nil))
-	m.Add(Always, Runnable{Name: "watcher", Run: func(ctx context.Context, started func()) error {
+	m.Add(Always, "server", tr.runnable("server", nil))
+	m.Add(Always, "watcher", newPart(func(ctx context.Context, started func()) error {
 		started()
 		<-fail
 		tr.add("watcher failed")
 		return errors.New("inotify: too many watches")
-	}})
-	m.Add(Always, tr.runnable("sharded", nil))
-	m.Add(Leading, tr.runnable("hooks", nil))
+	}))
+	m.Add(Always, "sharded", tr.runnable("sharded", nil))
+	m.Add(Leading, "hooks", tr.runnable("hooks", nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	wait := run(t, ctx, m)
@@ -328,12 +346,12 @@ func TestFailingRunnableStopsTheOthers(t *testing.T) {
 func TestFailingStart(t *testing.T) {
 	tr := newTrace()
 	m := New(Options{})
-	m.Add(Always, tr.runnable("server", nil))
-	m.Add(Always, Runnable{Name: "webhooks", Run: func(context.Context, func()) error {
+	m.Add(Always, "server", tr.runnable("server", nil))
+	m.Add(Always, "webhooks", newPart(func(context.Context, func()) error {
 		return errors.New("listen tcp :9443: address already in use")
-	}})
-	m.Add(Always, tr.runnable("sharded", nil))
-	m.Add(Leading, tr.runnable("hooks", nil))
+	}))
+	m.Add(Always, "sharded", tr.runnable("sharded", nil))
+	m.Add(Leading, "hooks", tr.runnable("hooks", nil))
 	err := run(t, context.Background(), m)()
 	if err == nil || !strings.HasPrefix(err.Error(), "listen") {
 		t.Fatalf("Run: %v, want the webhooks' error", err)
@@ -345,8 +363,8 @@ func TestFailingStart(t *testing.T) {
 func TestRunnableDoneEarly(t *testing.T) {
 	tr := newTrace()
 	m := New(Options{})
-	m.Add(Always, Runnable{Name: "once", Run: func(context.Context, func()) error { tr.add("once"); return nil }})
-	m.Add(Leading, tr.runnable("hooks", nil))
+	m.Add(Always, "once", newPart(func(context.Context, func()) error { tr.add("once"); return nil }))
+	m.Add(Leading, "hooks", tr.runnable("hooks", nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	wait := run(t, ctx, m)
 	tr.waitFor(t, "started hooks")

@@ -13,14 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/recorder"
 	"github.com/hook-operator/hook-operator/internal/webhook"
 )
-
-// conversionBudget is how long a conversion request may take in all, every
-// step of its chain included: the API server waits 30 s for a conversion
-// webhook, and a failure that says why is better than its timeout.
-const conversionBudget = 29 * time.Second
 
 // conversionTarget is the hook and binding that declared a rule.
 type conversionTarget struct {
@@ -65,27 +62,27 @@ func conversions(hooks []*hook.Hook) (map[string]*conversionCRD, error) {
 // Convert brings the objects of a ConversionReview for CRD crd to the
 // desired version with the conversions of the current hook set
 // (webhook.Hooks), and counts it. All the steps of its chain must end
-// within conversionBudget. A failed conversion is recorded as an Event on
-// the CRD.
+// within executor.ConversionTimeout. A failed conversion is recorded as an
+// Event on the CRD.
 func (o *Operator) Convert(ctx context.Context, crd string, req webhook.ConversionRequest) ([]json.RawMessage, error) {
 	start := time.Now()
 	c := o.hooks.Load().webhooks.crds[crd]
 	if c == nil {
 		return nil, webhook.NotServed("no hook converts %s: no kubernetesCustomResourceConversion binding names it", crd)
 	}
-	ctx, cancel := context.WithDeadline(ctx, start.Add(conversionBudget))
+	ctx, cancel := context.WithDeadline(ctx, start.Add(executor.ConversionTimeout))
 	defer cancel()
 	var last conversionTarget
 	objects, err := webhook.Convert(ctx, crd, c.rules, req, func(ctx context.Context, crd string, rule webhook.ConversionRule, req webhook.ConversionRequest) ([]json.RawMessage, error) {
 		last = c.targets[rule]
 		// The step's run, its stop included, ends before the request's
 		// deadline, with time left to answer.
-		within := answerMargin
+		within := executor.AnswerMargin
 		if d, ok := ctx.Deadline(); ok {
-			within = time.Until(d) - answerMargin
+			within = time.Until(d) - executor.AnswerMargin
 		}
 		if within <= 0 {
-			return nil, &ConvertError{Msg: fmt.Sprintf("no time was left for the step %s of the conversion of %s", rule, crd), TimedOut: true}
+			return nil, &executor.ConvertError{Msg: fmt.Sprintf("no time was left for the step %s of the conversion of %s", rule, crd), TimedOut: true}
 		}
 		return o.exec.Convert(ctx, last.hook, last.binding, last.rule, req, within)
 	})
@@ -94,7 +91,7 @@ func (o *Operator) Convert(ctx context.Context, crd string, req webhook.Conversi
 		hookName, bindingName = last.hook.Name, last.binding.Name
 	}
 	result, code := "converted", http.StatusOK
-	var ce *ConvertError
+	var ce *executor.ConvertError
 	var cf *webhook.ConversionFailure
 	switch {
 	case err == nil:
@@ -118,7 +115,7 @@ func (o *Operator) conversionFailed(crd string, req webhook.ConversionRequest, e
 	if o.events == nil {
 		return
 	}
-	ref := objectRef{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: crd, UID: o.crdUIDs.get(crd, func() (string, error) {
+	ref := recorder.ObjectRef{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: crd, UID: o.crdUIDs.get(crd, func() (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		u, err := o.dyn.Resource(crdGVR).Get(ctx, crd, metav1.GetOptions{})
@@ -127,7 +124,7 @@ func (o *Operator) conversionFailed(crd string, req webhook.ConversionRequest, e
 		}
 		return string(u.GetUID()), nil
 	})}
-	o.events.record(ref, "ConversionFailed", fmt.Sprintf("conversion of %d object(s) to %s failed: %v", len(req.Objects), req.DesiredAPIVersion, err))
+	o.events.Record(ref, "ConversionFailed", fmt.Sprintf("conversion of %d object(s) to %s failed: %v", len(req.Objects), req.DesiredAPIVersion, err))
 }
 
 // uidCache remembers the uids of CRDs, read once each.

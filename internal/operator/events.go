@@ -7,7 +7,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/queue"
+	"github.com/hook-operator/hook-operator/internal/recorder"
 )
 
 // EventReason is the reason of the Kubernetes Events about failed runs.
@@ -20,7 +22,7 @@ const maxEventObjects = 5
 // events.k8s.io is 1 kB).
 const maxEventMessage = 1000
 
-// failed is the Executor's Failed callback.
+// failed is the executor's Failed callback (executor.Executor.Failed).
 func (o *Operator) failed(t *queue.Task, err error) {
 	if o.events == nil {
 		return
@@ -31,7 +33,7 @@ func (o *Operator) failed(t *queue.Task, err error) {
 	}
 	msg := failedMessage(t, err)
 	for _, ref := range refs {
-		o.events.record(ref, EventReason, msg)
+		o.events.Record(ref, EventReason, msg)
 	}
 }
 
@@ -41,7 +43,7 @@ func (o *Operator) failed(t *queue.Task, err error) {
 // Events are read by more people than can read the Secrets a hook reads.
 func failedMessage(t *queue.Task, err error) string {
 	msg := fmt.Sprintf("hook %s failed (binding %s, attempt %d): %s; see the operator's log for its output",
-		t.Hook.Name, bindingNames(t.Contexts), t.Attempts()+1, publicReason(err))
+		t.Hook.Name, executor.BindingNames(t.Contexts), t.Attempts()+1, executor.PublicReason(err))
 	if len(msg) > maxEventMessage {
 		msg = msg[:maxEventMessage-3] + "..."
 	}
@@ -50,8 +52,8 @@ func failedMessage(t *queue.Task, err error) string {
 
 // objectsOf returns references to the objects of t's Event contexts (at
 // most maxEventObjects, each once).
-func (o *Operator) objectsOf(t *queue.Task) []objectRef {
-	var out []objectRef
+func (o *Operator) objectsOf(t *queue.Task) []recorder.ObjectRef {
+	var out []recorder.ObjectRef
 	seen := map[string]bool{}
 	for _, c := range t.Contexts {
 		if c.Object == nil || len(out) == maxEventObjects {
@@ -67,7 +69,7 @@ func (o *Operator) objectsOf(t *queue.Task) []objectRef {
 			continue
 		}
 		seen[key] = true
-		ref := objectRef{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}
+		ref := recorder.ObjectRef{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: c.Object.Namespace, Name: c.Object.Name}
 		if c.Object.Raw != nil {
 			var obj struct {
 				Metadata struct {

@@ -15,8 +15,10 @@ import (
 	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
+	"github.com/hook-operator/hook-operator/internal/manager"
 	"github.com/hook-operator/hook-operator/internal/metrics"
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/queue"
@@ -45,7 +47,7 @@ type env struct {
 	pod    operator.PodRef
 	// sink and metrics, set before start, are the operator's Sink (nil:
 	// the cluster) and Metrics.
-	sink    operator.Sink
+	sink    executor.Sink
 	metrics *metrics.Metrics
 }
 
@@ -117,7 +119,8 @@ func (e *env) goHook(name, config string) {
 	must(e.t, os.WriteFile(filepath.Join(dir, "record.path"), []byte(e.recordFile(name+"/hook")), 0o644))
 }
 
-// start loads the hooks and runs an operator until the test ends.
+// start loads the hooks and runs an operator until the test ends, as
+// start does: its runnables under a manager, here without an elector.
 func (e *env) start() {
 	e.t.Helper()
 	log := logrus.New()
@@ -151,7 +154,11 @@ func (e *env) start() {
 	e.cancel = cancel
 	e.finished = make(chan error, 1)
 	e.op = op
-	go func() { e.finished <- op.Run(ctx) }()
+	mgr := manager.New(manager.Options{Log: log})
+	always, leading := op.Runnables()
+	mgr.Add(manager.Always, "operator", always)
+	mgr.Add(manager.Leading, "hooks", leading)
+	go func() { e.finished <- mgr.Run(ctx) }()
 	e.t.Cleanup(func() {
 		e.stop()
 		if e.t.Failed() {
@@ -168,7 +175,7 @@ func (e *env) stop() {
 	select {
 	case err := <-e.finished:
 		if err != nil {
-			e.t.Errorf("operator.Run returned %v", err)
+			e.t.Errorf("the manager running the operator returned %v", err)
 		}
 	case <-time.After(15 * time.Second):
 		e.t.Errorf("operator did not stop within 15s")

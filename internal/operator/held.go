@@ -3,15 +3,13 @@ package operator
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/hook-operator/hook-operator/internal/binding"
-	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/limit"
+	"github.com/hook-operator/hook-operator/internal/recorder"
 	"github.com/hook-operator/hook-operator/internal/watch"
 )
 
@@ -49,57 +47,6 @@ type bindingLookup interface {
 func stalled(b *watch.Binding) bool {
 	_, unserved := b.HeldBy()
 	return unserved != ""
-}
-
-// unsynchronized names the kubernetes bindings of h whose snapshots a
-// context with common's group and includeSnapshotsFrom carries and that
-// have not listed yet (see watch.Held): such a context must not run, as
-// it would show them empty.
-func (e *Executor) unsynchronized(h *hook.Hook, common hook.Common) []string {
-	var out []string
-	names := append(groupMembers(h, common.Group), common.IncludeSnapshotsFrom...)
-	for _, name := range names {
-		b := e.Objects.Binding(h.Name, name)
-		if b != nil && b.Phase() < watch.Held && !slices.Contains(out, name) {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
-// notListed names the kubernetes bindings of hookName that a run of
-// contexts would read and that have not listed (see watch.Held): those
-// whose snapshots the contexts carry, and, on a retry (which reads them
-// again, see present), the bindings of its Synchronization contexts. The
-// checks made when a context is queued do not cover a binding that a
-// reload restarted while the run waited (a changed binding; a kept binding
-// whose includeSnapshotsFrom names it goes on delivering events): the run
-// would see its snapshot empty or partial. Each is counted in
-// binding_monitor_missing_total, the metric shell-operator counts an
-// empty snapshot of a binding without a running monitor in. A binding the
-// hook no longer has is not named: its snapshot is empty, as it is gone.
-func (e *Executor) notListed(hookName string, contexts []binding.Context, retry bool) []string {
-	var out []string
-	check := func(name string) {
-		if slices.Contains(out, name) {
-			return
-		}
-		if b := e.Objects.Binding(hookName, name); b != nil && b.Phase() < watch.Held {
-			out = append(out, name)
-		}
-	}
-	for _, c := range contexts {
-		for _, name := range c.SnapshotsFrom {
-			check(name)
-		}
-		if retry && c.Type == binding.TypeSynchronization {
-			check(c.Binding)
-		}
-	}
-	for _, name := range out {
-		e.Metrics.BindingNotListed(hookName, name)
-	}
-	return out
 }
 
 // reportHeld logs, and records as an Event on the operator's Pod, every
@@ -145,5 +92,5 @@ func (o *Operator) podEvent(reason, msg string) {
 	if len(msg) > maxEventMessage {
 		msg = msg[:maxEventMessage-3] + "..."
 	}
-	o.events.record(objectRef{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: types.UID(pod.UID)}, reason, msg)
+	o.events.Record(recorder.ObjectRef{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: types.UID(pod.UID)}, reason, msg)
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/run"
 )
 
@@ -29,8 +30,9 @@ type liveRun struct {
 }
 
 // begin registers a run of the hook named hook, and returns its context
-// (cancelled with errHookRemoved when a reload removes the hook; its
-// deadline for runDeadline) and the function that ends the registration.
+// (cancelled with errHookRemoved when a reload removes the hook; carrying
+// its deadline, see executor.RunDeadline) and the function that ends the
+// registration.
 func (l *liveRuns) begin(ctx context.Context, hook string) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	r := &liveRun{cancel: cancel}
@@ -43,7 +45,7 @@ func (l *liveRuns) begin(ctx context.Context, hook string) (context.Context, fun
 	}
 	l.runs[hook][r] = struct{}{}
 	l.mu.Unlock()
-	return context.WithValue(ctx, deadlineKey{}, &r.deadline), func() {
+	return executor.WithRunDeadline(ctx, &r.deadline), func() {
 		l.mu.Lock()
 		delete(l.runs[hook], r)
 		if len(l.runs[hook]) == 0 {
@@ -80,15 +82,6 @@ func (l *liveRuns) cancel(hook string) int {
 		r.cancel(errHookRemoved)
 	}
 	return len(l.runs[hook])
-}
-
-type deadlineKey struct{}
-
-// runDeadline returns the deadline of the run whose context ctx is, or nil
-// outside a queued run (webhooks, replay): its timeout stays as it starts.
-func runDeadline(ctx context.Context) *run.Deadline {
-	d, _ := ctx.Value(deadlineKey{}).(*run.Deadline)
-	return d
 }
 
 // RetryNow runs now, rather than after their backoff, the failed runs of

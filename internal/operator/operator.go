@@ -1,8 +1,11 @@
-// Package operator wires the control loop together: hooks' bindings are
-// watched (watch) and scheduled (schedule), what they observe becomes
-// binding contexts (binding) queued for their hooks (queue), each run
-// executes one hook process (run), and the operations it writes are
-// applied to the cluster (ops).
+// Package operator is the live operator: it wires the control loop
+// together. Hooks' bindings are watched (watch) and scheduled (schedule),
+// what they observe becomes binding contexts (binding) queued for their
+// hooks (queue), and each task is handed to the executor (executor), which
+// runs one hook process (run) and applies the operations it writes to the
+// cluster (ops). What outlives one run is the operator's: start-up order,
+// reloads, triggers, requeue timers, the state the debug routes and probes
+// report, and the Events about failed runs (recorder).
 package operator
 
 import (
@@ -11,7 +14,6 @@ import (
 	"errors"
 	"runtime/debug"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +23,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/hook-operator/hook-operator/internal/binding"
+	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/finalizer"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
@@ -28,6 +31,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/metrics"
 	"github.com/hook-operator/hook-operator/internal/ops"
 	"github.com/hook-operator/hook-operator/internal/queue"
+	"github.com/hook-operator/hook-operator/internal/recorder"
 	"github.com/hook-operator/hook-operator/internal/run"
 	"github.com/hook-operator/hook-operator/internal/schedule"
 	"github.com/hook-operator/hook-operator/internal/shard"
@@ -51,9 +55,9 @@ type Options struct {
 	// Env is the environment hooks inherit (os.Environ() in production).
 	Env []string
 	// Sink receives every write; nil writes to the cluster. Dry-run sets it.
-	Sink Sink
-	// Report, when set, is told about every hook run (see Executor.Report).
-	Report func(Report)
+	Sink executor.Sink
+	// Report, when set, is told about every hook run (see executor.Executor.Report).
+	Report func(executor.Report)
 	// Metrics, when set, receives the operator's metrics and the hooks'.
 	Metrics *metrics.Metrics
 	// Events makes failed runs leave Kubernetes Events on their objects.
@@ -125,7 +129,7 @@ type Operator struct {
 	hooks   atomic.Pointer[hookSet]
 	opts    Options
 	log     logrus.FieldLogger
-	exec    *Executor
+	exec    *executor.Executor
 	queues  *queue.Set
 	watcher *watch.Watcher
 	// finalizers adds and removes bindings' finalizers (extension) when
@@ -136,7 +140,7 @@ type Operator struct {
 	live liveRuns
 	// events records the Events about failed runs; nil unless
 	// Options.Events.
-	events *eventRecorder
+	events *recorder.Recorder
 	stats  runStats
 	// started is set once start-up is done (see Ready); lastTick is when
 	// the liveness loop last ticked (see Alive).
@@ -197,7 +201,7 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 	sink := opts.Sink
 	if sink == nil {
 		o.finalizers = finalizer.New(clients.Dynamic, log)
-		sink = &ClusterSink{
+		sink = &executor.ClusterSink{
 			Applier: &ops.Applier{Dynamic: clients.Dynamic, Resolver: clients.Resolver, FieldManager: ops.DefaultFieldManager, Log: log,
 				Cached: func(res kube.Resource, namespace, name string) (string, bool) {
 					return o.watcher.Cached(res.GVR.String(), namespace, name)
@@ -206,19 +210,19 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 		}
 	}
 	o.watcher = watch.New(clients, hooks, o, log)
-	o.exec = &Executor{
+	o.exec = &executor.Executor{
 		Objects:  o.watcher,
 		Resolver: clients.Resolver,
 		Runner:   &run.Runner{TmpDir: opts.TmpDir, Env: opts.Env, DefaultTimeout: opts.HookTimeout, MaxOutputBytes: opts.MaxHookOutput, Log: log, ReuseDirs: true, Processes: opts.Metrics},
 		Sink:     sink,
-		Requeue:  func(r RequeueRequest) { o.requeues.schedule(r, o.fireRequeue) },
+		Requeue:  func(r executor.RequeueRequest) { o.requeues.schedule(r, o.fireRequeue) },
 		Report:   opts.Report,
 		Metrics:  opts.Metrics,
 		Failed:   o.failed,
 		Log:      log,
 	}
 	if opts.Events {
-		o.events = newEventRecorder(clients.Dynamic, log, opts.Metrics.KubeEvent)
+		o.events = recorder.New(clients.Dynamic, log, opts.Metrics.KubeEvent)
 	}
 	if rc := clients.Unversioned; rc != nil {
 		o.apiReady = kube.Readyz(rc)
@@ -340,14 +344,14 @@ func (o *Operator) startHooks(ctx context.Context, hooks, startup []*hook.Hook) 
 // every 10 seconds meanwhile it logs which runs it waits for, and how
 // they go (startupHolds).
 func (o *Operator) runStartup(ctx context.Context, hooks []*hook.Hook) error {
-	startup := StartupOrder(hooks)
+	startup := executor.StartupOrder(hooks)
 	var wg sync.WaitGroup
 	for _, h := range startup {
 		if o.retiring.has(h.Name) {
 			continue
 		}
 		wg.Add(1)
-		t := StartupTask(h)
+		t := executor.StartupTask(h)
 		end := o.startupRuns.add(startupRun{hook: h.Name, binding: binding.OnStartup, queue: t.Queue})
 		t.Done = func(err error) { end(err); wg.Done() }
 		err := o.queues.Push(t)
@@ -407,85 +411,6 @@ func (o *Operator) waitForSynchronization(ctx context.Context, hooks map[*hook.H
 	}
 }
 
-// StartupOrder returns the hooks with onStartup in the order they run:
-// by their onStartup order, then by name.
-func StartupOrder(hooks []*hook.Hook) []*hook.Hook {
-	var startup []*hook.Hook
-	for _, h := range hooks {
-		if h.Config.OnStartup != nil {
-			startup = append(startup, h)
-		}
-	}
-	sort.SliceStable(startup, func(i, j int) bool {
-		a, b := *startup[i].Config.OnStartup, *startup[j].Config.OnStartup
-		if a != b {
-			return a < b
-		}
-		return startup[i].Name < startup[j].Name
-	})
-	return startup
-}
-
-// StartupTask is the task of h's onStartup run.
-func StartupTask(h *hook.Hook) *queue.Task {
-	return &queue.Task{Hook: h, Queue: hook.DefaultQueue, Contexts: []binding.Context{{Binding: binding.OnStartup}}}
-}
-
-// ScheduleContext is the context of one tick of schedule binding s.
-func ScheduleContext(s *hook.ScheduleBinding) binding.Context {
-	return binding.Context{Binding: s.Name, Type: binding.TypeSchedule}
-}
-
-// NewTask is the task for one context of a binding of h with settings
-// common: the context shaped for the binding's group and snapshots, in the
-// binding's queue, allowing failure as the binding says (never for a
-// Finalize run: the object's deletion waits for it to succeed).
-//
-// For a hook with settings.parallelism above 1, an Event context about one
-// object (Added, Modified, Deleted, Finalize, Requeue) gets the object's
-// key, so that it may run beside other objects' (see package queue).
-func NewTask(h *hook.Hook, common *hook.Common, c binding.Context) *queue.Task {
-	c = binding.Shape(c, common.Group, groupMembers(h, common.Group), common.IncludeSnapshotsFrom)
-	return &queue.Task{
-		Hook:         h,
-		Queue:        common.Queue,
-		Contexts:     []binding.Context{c},
-		AllowFailure: common.AllowFailure && c.WatchEvent != watch.Finalize,
-		Key:          parallelKey(h, c),
-	}
-}
-
-// parallelKey is the key of c's object for a hook with parallelism: the kind
-// its binding watches (lower case, so that one kind written two ways is
-// one key; kinds of the same name in two groups share keys, which only
-// serializes more), the namespace and the name. It is "" for every other
-// context.
-func parallelKey(h *hook.Hook, c binding.Context) string {
-	if h.Config.Settings.Parallelism <= 1 || c.Type != binding.TypeEvent || c.Object == nil {
-		return ""
-	}
-	for _, k := range h.Config.Kubernetes {
-		if k.Name == c.Binding {
-			return strings.ToLower(k.Kind) + "/" + c.Object.Namespace + "/" + c.Object.Name
-		}
-	}
-	return ""
-}
-
-// groupMembers returns the names of h's kubernetes bindings in group.
-func groupMembers(h *hook.Hook, group string) []string {
-	if group == "" {
-		return nil
-	}
-	var out []string
-	for _, k := range h.Config.Kubernetes {
-		if k.Group == group {
-			out = append(out, k.Name)
-		}
-	}
-	return out
-}
-
 // Synchronization implements watch.Sink.
 func (o *Operator) Synchronization(b *watch.Binding, objects []binding.Object) {
 	cfg := b.Config()
@@ -522,7 +447,7 @@ func (o *Operator) push(h *hook.Hook, common *hook.Common, c binding.Context, do
 	if cur := o.hook(h.Name); cur != nil {
 		h = cur // a binding a reload kept runs the reloaded hook
 	}
-	t := NewTask(h, common, c)
+	t := executor.NewTask(h, common, c)
 	t.Done = done
 	if err := o.queues.Push(t); err != nil {
 		if done != nil {
@@ -546,12 +471,12 @@ func (o *Operator) startSchedules(ctx context.Context, hooks []*hook.Hook) error
 			entries = append(entries, schedule.Entry{
 				Crontab: s.Crontab,
 				Fire: func(time.Time) {
-					if names := o.exec.unsynchronized(h, s.Common); len(names) > 0 {
+					if names := o.exec.Unsynchronized(h, s.Common); len(names) > 0 {
 						o.log.WithFields(logrus.Fields{"hook": h.Name, "binding": s.Name, "waitsFor": strings.Join(names, ",")}).
 							Warn("schedule tick skipped: its context carries the snapshots of bindings that have not synchronized")
 						return
 					}
-					o.push(h, &s.Common, ScheduleContext(s), nil)
+					o.push(h, &s.Common, executor.ScheduleContext(s), nil)
 				},
 			})
 		}

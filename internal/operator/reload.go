@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hook-operator/hook-operator/internal/binding"
+	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/queue"
 	"github.com/hook-operator/hook-operator/internal/watch"
@@ -151,7 +152,7 @@ func (o *Operator) Reload(hooks []*hook.Hook) (ReloadResult, error) {
 	if len(start) == 0 {
 		return p.result, nil
 	}
-	return p.result, o.startHooks(o.runCtx, start, StartupOrder(startup))
+	return p.result, o.startHooks(o.runCtx, start, executor.StartupOrder(startup))
 }
 
 // stopRuns stops the runs of the hook named name, which a reload

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -163,5 +164,23 @@ func TestMissingKinds(t *testing.T) {
 	errs := missingKinds(prev, next, r)
 	if len(errs) != 1 || errs[0].Hook != "greet.sh" || errs[0].Field != "kubernetes[0].kind" || !strings.Contains(errs[0].Reason, `did you mean "Greeting"?`) {
 		t.Fatalf("missingKinds = %v; want one error for greet.sh's kubernetes[0].kind with did you mean \"Greeting\"?", errs)
+	}
+}
+
+// The Event about a reload that failed leaves out the stderr of a hook's
+// --config.
+func TestReloadMessageLeavesOutConfigStderr(t *testing.T) {
+	errs := hook.ConfigErrors{
+		{Hook: "a.sh", Reason: "--config failed (exit status 1); make --config print the configuration and exit 0; its stderr ends with: token=" + leaked},
+		{Hook: "b.sh", Field: "kubernetes[0].kind", Reason: "missing"},
+	}
+	got := withoutHookOutput(fmt.Errorf("load: %w", errs))
+	if strings.Contains(got, leaked) {
+		t.Errorf("message carries --config's stderr: %q", got)
+	}
+	for _, want := range []string{"a.sh", "exit 0; its stderr is in the operator's log", "b.sh: kubernetes[0].kind: missing"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("message %q does not say %q", got, want)
+		}
 	}
 }

@@ -9,23 +9,12 @@ import (
 	"github.com/hook-operator/hook-operator/internal/shard"
 )
 
-// Run starts the hooks in the contract's order and runs until ctx ends:
-// onStartup hooks first (by their order, then path), then the kubernetes
-// bindings, whose Synchronization runs complete (for bindings with
-// waitForSynchronization) before schedules start. When ctx ends it takes no
-// new work, lets running hooks finish within the grace period, and returns.
-// It is the operator's two runnables (see Runnables) under a manager
-// without an elector, as a single replica runs them.
-func (o *Operator) Run(ctx context.Context) error {
-	m := manager.New(manager.Options{Log: o.log})
-	always, leading := o.Runnables()
-	m.Add(manager.Always, always)
-	m.Add(manager.Leading, leading)
-	return m.Run(ctx)
-}
-
 // Runnables returns the operator as a manager runs it, for its Always and
-// its Leading group.
+// its Leading group; a single replica runs them under a manager without an
+// elector. Hooks start in the contract's order: onStartup hooks first (by
+// their order, then path), then the kubernetes bindings, whose
+// Synchronization runs complete (for bindings with waitForSynchronization)
+// before schedules start.
 //
 // always is what every replica runs: the queues, the liveness loop, the
 // finalizers and, with Options.Sharding, the sharded hooks on this
@@ -36,15 +25,29 @@ func (o *Operator) Run(ctx context.Context) error {
 // start after always has. When it stops, no new work is taken and running
 // hooks, sharded ones included, finish within the grace period, or stop at
 // once when its context's cause is manager.ErrLeaseLost.
-func (o *Operator) Runnables() (always, leading manager.Runnable) {
-	return manager.Runnable{Name: "operator", Run: o.runAlways}, manager.Runnable{Name: "hooks", Run: o.runLeading}
+//
+// Each says it has started (manager.StartNotifier) once its hooks have.
+func (o *Operator) Runnables() (always, leading manager.StartNotifier) {
+	return &alwaysRunnable{o: o, started: make(chan struct{})}, &leadingRunnable{o: o, started: make(chan struct{})}
 }
 
-func (o *Operator) runAlways(ctx context.Context, started func()) error {
+// alwaysRunnable is the operator's Always runnable (see Runnables).
+type alwaysRunnable struct {
+	o       *Operator
+	started chan struct{}
+}
+
+// Started implements manager.StartNotifier: it is closed once the queues
+// run and, with sharding, the sharded hooks have started.
+func (r *alwaysRunnable) Started() <-chan struct{} { return r.started }
+
+// Start implements manager.Runnable.
+func (r *alwaysRunnable) Start(ctx context.Context) error {
+	o := r.o
 	go o.tick(ctx)
 	go o.reportHeld(ctx)
 	if o.events != nil {
-		defer o.events.stop()
+		defer o.events.Stop()
 	}
 	defer func() {
 		o.queues.Stop(o.opts.ShutdownGrace) // at once when the leader's hooks stopped them
@@ -62,12 +65,24 @@ func (o *Operator) runAlways(ctx context.Context, started func()) error {
 	if o.opts.Sharding != nil {
 		o.log.Info("sharded hooks started; the other hooks start when this replica leads")
 	}
-	started()
+	close(r.started)
 	<-ctx.Done()
 	return nil
 }
 
-func (o *Operator) runLeading(ctx context.Context, started func()) error {
+// leadingRunnable is the operator's Leading runnable (see Runnables).
+type leadingRunnable struct {
+	o       *Operator
+	started chan struct{}
+}
+
+// Started implements manager.StartNotifier: it is closed once the hooks
+// that run on the leader have started.
+func (r *leadingRunnable) Started() <-chan struct{} { return r.started }
+
+// Start implements manager.Runnable.
+func (r *leadingRunnable) Start(ctx context.Context) error {
+	o := r.o
 	if o.opts.Sharding != nil {
 		o.log.Info("leading: starting the hooks that run on the leader only")
 	}
@@ -77,7 +92,7 @@ func (o *Operator) runLeading(ctx context.Context, started func()) error {
 	if ctx.Err() == nil {
 		o.log.Info("all bindings started; running")
 	}
-	started()
+	close(r.started)
 	<-ctx.Done()
 	grace := o.opts.ShutdownGrace
 	if errors.Is(context.Cause(ctx), manager.ErrLeaseLost) {

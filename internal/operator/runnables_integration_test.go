@@ -61,8 +61,8 @@ func TestIntegrationHooksRunOnlyWhileLeading(t *testing.T) {
 		Identity: "a", Leading: mgr.Leading,
 	}, log)
 	always, leading := op.Runnables()
-	mgr.Add(manager.Always, always)
-	mgr.Add(manager.Leading, leading)
+	mgr.Add(manager.Always, "operator", always)
+	mgr.Add(manager.Leading, "hooks", leading)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Run(context.Background()) }()
 	defer func() {

@@ -8,6 +8,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hook-operator/hook-operator/internal/binding"
+	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/watch"
 )
@@ -81,7 +82,7 @@ func (o *Operator) Trigger(r TriggerRequest) (TriggerAnswer, error) {
 			if r.Object != "" {
 				return TriggerAnswer{}, fmt.Errorf("hook %s: binding %q is a schedule binding, which has no objects; --object needs a kubernetes binding", h.Name, name)
 			}
-			if err := o.pushTriggered(h, &s.Common, ScheduleContext(s)); err != nil {
+			if err := o.pushTriggered(h, &s.Common, executor.ScheduleContext(s)); err != nil {
 				return TriggerAnswer{}, err
 			}
 			return TriggerAnswer{Hook: h.Name, Binding: name, Type: string(binding.TypeSchedule), Queue: s.Queue}, nil
@@ -158,7 +159,7 @@ func (o *Operator) pushTriggered(h *hook.Hook, common *hook.Common, c binding.Co
 	if cur := o.hook(h.Name); cur != nil {
 		h = cur
 	}
-	t := NewTask(h, common, c)
+	t := executor.NewTask(h, common, c)
 	t.Origin = OriginTrigger
 	fields := logrus.Fields{"hook": h.Name, "binding": c.Binding, "type": c.Type, "origin": OriginTrigger}
 	if c.Object != nil {

@@ -23,12 +23,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/hook-operator/hook-operator/internal/binding"
+	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/finalizer"
 	"github.com/hook-operator/hook-operator/internal/fixture"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/memcluster"
-	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/ops"
 	"github.com/hook-operator/hook-operator/internal/queue"
 	"github.com/hook-operator/hook-operator/internal/run"
@@ -62,7 +62,7 @@ type Options struct {
 	// DefaultMaxRuns when zero.
 	MaxRuns int
 	// Report is told about every run, with the changes its operations made.
-	Report func(r operator.Report, changes []memcluster.Change)
+	Report func(r executor.Report, changes []memcluster.Change)
 	Log    logrus.FieldLogger
 }
 
@@ -79,7 +79,7 @@ type engine struct {
 	resolver *kube.Resolver
 	cluster  *memcluster.Cluster
 	memory   *watch.Memory
-	exec     *operator.Executor
+	exec     *executor.Executor
 	applier  *ops.Applier
 	fin      *finalizer.Manager
 
@@ -149,7 +149,7 @@ func newEngine(opts Options) (*engine, error) {
 	// instead of waiting: nothing else runs while replay waits.
 	e.applier = &ops.Applier{Dynamic: e.cluster, Resolver: resolver, FieldManager: ops.DefaultFieldManager, DeleteTimeout: time.Millisecond, Log: opts.Log}
 	e.fin = finalizer.New(e.cluster, opts.Log)
-	e.exec = &operator.Executor{
+	e.exec = &executor.Executor{
 		Objects:  e.memory,
 		Resolver: resolver,
 		Runner:   &run.Runner{TmpDir: opts.TmpDir, Env: opts.Env, DefaultTimeout: opts.HookTimeout, Log: opts.Log},
@@ -195,8 +195,8 @@ func describe(obj *unstructured.Unstructured) string {
 // replay runs start-up, Synchronization, then each event, each step until
 // nothing more is to run.
 func (e *engine) replay(ctx context.Context) error {
-	for _, h := range operator.StartupOrder(e.opts.Hooks) {
-		e.tasks = append(e.tasks, operator.StartupTask(h))
+	for _, h := range executor.StartupOrder(e.opts.Hooks) {
+		e.tasks = append(e.tasks, executor.StartupTask(h))
 		if err := e.drain(ctx); err != nil {
 			return err
 		}
@@ -339,7 +339,7 @@ func (e *engine) admission(ctx context.Context, ev *fixture.AdmissionEvent) erro
 		return err
 	}
 	e.summary.Runs++
-	if _, err := e.exec.Admit(ctx, target, b, mutating, review, operator.AdmissionTimeout(b)); err != nil {
+	if _, err := e.exec.Admit(ctx, target, b, mutating, review, executor.AdmissionTimeout(b)); err != nil {
 		e.summary.Failed++
 		e.log.WithError(err).WithField("hook", target.Name).Warn("admission hook gave no answer")
 	}
@@ -391,7 +391,7 @@ func (e *engine) conversion(ctx context.Context, ev *fixture.ConversionEvent) er
 		t := targets[rule]
 		e.summary.Runs++
 		ran = true
-		return e.exec.Convert(ctx, t.h, t.b, t.r, req, operator.ConversionTimeout)
+		return e.exec.Convert(ctx, t.h, t.b, t.r, req, executor.ConversionTimeout)
 	})
 	if err != nil {
 		if !ran {
@@ -415,7 +415,7 @@ func (e *engine) schedule(ctx context.Context, name, hookName string) error {
 			s := &h.Config.Schedule[i]
 			if s.Name == name {
 				found = true
-				e.tasks = append(e.tasks, operator.NewTask(h, &s.Common, operator.ScheduleContext(s)))
+				e.tasks = append(e.tasks, executor.NewTask(h, &s.Common, executor.ScheduleContext(s)))
 			}
 		}
 	}
@@ -467,7 +467,7 @@ func (e *engine) notify(c memcluster.Change) {
 
 // report prints a run and delivers its changes: taking them here ties each
 // change to the run that made it.
-func (e *engine) report(r operator.Report) {
+func (e *engine) report(r executor.Report) {
 	changes := e.cluster.TakeChanges()
 	if e.opts.Report != nil {
 		e.opts.Report(r, changes)
@@ -499,14 +499,14 @@ func (s sensor) Synchronization(b *watch.Binding, objects []binding.Object) {
 		return
 	}
 	c := binding.Context{Binding: cfg.Name, Type: binding.TypeSynchronization, Objects: objects}
-	s.e.tasks = append(s.e.tasks, operator.NewTask(b.Hook, &cfg.Common, c))
+	s.e.tasks = append(s.e.tasks, executor.NewTask(b.Hook, &cfg.Common, c))
 }
 
 // Event implements watch.Sink.
 func (s sensor) Event(b *watch.Binding, watchEvent string, obj binding.Object) {
 	cfg := b.Config()
 	c := binding.Context{Binding: cfg.Name, Type: binding.TypeEvent, WatchEvent: watchEvent, Object: &obj}
-	s.e.tasks = append(s.e.tasks, operator.NewTask(b.Hook, &cfg.Common, c))
+	s.e.tasks = append(s.e.tasks, executor.NewTask(b.Hook, &cfg.Common, c))
 }
 
 // EnsureFinalizer implements watch.Sink.
@@ -514,18 +514,18 @@ func (s sensor) EnsureFinalizer(b *watch.Binding, namespace, name string) {
 	s.e.EnsureFinalizer(finalizer.Target{Resource: b.Resource().GVR, Namespace: namespace, Name: name, Finalizer: b.Config().Finalizer})
 }
 
-// EnsureFinalizer implements operator.Sink: the finalizer is added after
+// EnsureFinalizer implements executor.Sink: the finalizer is added after
 // the current delivery, as the live runtime adds it asynchronously.
 func (e *engine) EnsureFinalizer(t finalizer.Target) {
 	e.ensure = append(e.ensure, t)
 }
 
-// Apply implements operator.Sink.
+// Apply implements executor.Sink.
 func (e *engine) Apply(ctx context.Context, hookName string, operations []ops.Operation) error {
 	return e.applier.ApplyFor(ctx, hookName, operations)
 }
 
-// RemoveFinalizer implements operator.Sink.
+// RemoveFinalizer implements executor.Sink.
 func (e *engine) RemoveFinalizer(ctx context.Context, t finalizer.Target) error {
 	_, err := e.fin.Remove(ctx, t)
 	return err

@@ -18,9 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/fixture"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
+	"github.com/hook-operator/hook-operator/internal/manager"
 	"github.com/hook-operator/hook-operator/internal/memcluster"
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/replay"
@@ -148,11 +150,15 @@ func TestIntegrationReplayContextsMatchLive(t *testing.T) {
 	log.SetOutput(testWriter{t})
 	op := operator.New(hooks, clients, operator.Options{
 		HookTimeout: time.Minute, ShutdownGrace: 5 * time.Second,
-		Report: func(r operator.Report) { live.add(t, r.Contexts) },
+		Report: func(r executor.Report) { live.add(t, r.Contexts) },
 	}, log)
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- op.Run(runCtx) }()
+	mgr := manager.New(manager.Options{Log: log})
+	always, leading := op.Runnables()
+	mgr.Add(manager.Always, "operator", always)
+	mgr.Add(manager.Leading, "hooks", leading)
+	go func() { done <- mgr.Run(runCtx) }()
 	waitFor(t, "both Synchronization runs", func() bool { return len(live.get()) >= 2 })
 	objects := listAll(t, ctx, c, ns)
 
@@ -201,7 +207,7 @@ func TestIntegrationReplayContextsMatchLive(t *testing.T) {
 		Hooks:   hooks,
 		Fixture: &fixture.Fixture{Objects: objects, Events: events},
 		Log:     log,
-		Report:  func(r operator.Report, _ []memcluster.Change) { replayed.add(t, r.Contexts) },
+		Report:  func(r executor.Report, _ []memcluster.Change) { replayed.add(t, r.Contexts) },
 	})
 	if err != nil {
 		t.Fatal(err)

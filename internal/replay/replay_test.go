@@ -16,9 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/fixture"
 	"github.com/hook-operator/hook-operator/internal/memcluster"
-	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/replay"
 )
 
@@ -52,7 +52,7 @@ func replayDir(t *testing.T, dir string, fx *fixture.Fixture, maxRuns int) (*run
 	var l runLog
 	sum, err := replay.Run(context.Background(), replay.Options{
 		Hooks: loadHooks(t, dir), Fixture: fx, HookTimeout: time.Minute, MaxRuns: maxRuns, Log: log,
-		Report: func(r operator.Report, changes []memcluster.Change) {
+		Report: func(r executor.Report, changes []memcluster.Change) {
 			var cs []map[string]any
 			if err := json.Unmarshal(r.Contexts, &cs); err != nil {
 				t.Errorf("contexts: %v", err)
@@ -327,7 +327,7 @@ kubernetesCustomResourceConversion:
 	var created []string
 	sum, err := replay.Run(context.Background(), replay.Options{
 		Hooks: loadHooks(t, dir), Fixture: fx, HookTimeout: time.Minute, Log: log,
-		Report: func(r operator.Report, changes []memcluster.Change) {
+		Report: func(r executor.Report, changes []memcluster.Change) {
 			data, _ := json.Marshal(r.Answer)
 			answers = append(answers, r.Hook.Name+" "+string(data))
 			for _, c := range changes {
@@ -392,7 +392,7 @@ rmdir `+lock)
 	var runs []string
 	sum, err := replay.Run(context.Background(), replay.Options{
 		Hooks: loadHooks(t, dir), Fixture: fx, HookTimeout: time.Minute, Log: log, TmpDir: t.TempDir(),
-		Report: func(r operator.Report, _ []memcluster.Change) {
+		Report: func(r executor.Report, _ []memcluster.Change) {
 			var cs []struct {
 				Type, WatchEvent string
 				Object           struct{ Metadata struct{ Name string } }

@@ -5,23 +5,23 @@ import (
 	"sort"
 	"time"
 
-	"github.com/hook-operator/hook-operator/internal/operator"
+	"github.com/hook-operator/hook-operator/internal/executor"
 )
 
 // pendingRequeue is a Requeue request waiting for the virtual clock.
 type pendingRequeue struct {
 	at  time.Time
 	seq int // orders requests due at the same time
-	r   operator.RequeueRequest
+	r   executor.RequeueRequest
 }
 
-func requeueKey(r operator.RequeueRequest) string {
+func requeueKey(r executor.RequeueRequest) string {
 	return r.Binding.Hook.Name + "\x00" + r.Binding.Name() + "\x00" + r.Namespace + "\x00" + r.Name
 }
 
 // requeue records a request as the live runtime does: at most one pending
 // per hook, binding and object, the earlier one winning.
-func (e *engine) requeue(r operator.RequeueRequest) {
+func (e *engine) requeue(r executor.RequeueRequest) {
 	at := e.now.Add(r.After)
 	key := requeueKey(r)
 	for i, p := range e.requeues {
@@ -58,11 +58,11 @@ func (e *engine) wait(ctx context.Context, d time.Duration) error {
 		if p.at.After(e.now) {
 			e.now = p.at
 		}
-		c, ok := operator.RequeueContext(p.r)
+		c, ok := executor.RequeueContext(p.r)
 		if !ok {
 			continue // the object is gone: nothing to run, as live
 		}
-		e.tasks = append(e.tasks, operator.NewTask(p.r.Binding.Hook, &p.r.Binding.Config().Common, c))
+		e.tasks = append(e.tasks, executor.NewTask(p.r.Binding.Hook, &p.r.Binding.Config().Common, c))
 		if err := e.drain(ctx); err != nil {
 			return err
 		}

@@ -10,8 +10,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/hook"
-	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/ops"
 	"github.com/hook-operator/hook-operator/internal/redact"
 	"github.com/hook-operator/hook-operator/internal/webhook"
@@ -64,7 +64,7 @@ type Options struct {
 // New makes the Run of an executor's report, with the changes its sink
 // recorded. Contexts and operations are printed as JSON values; output a
 // hook wrote that is not valid operations is printed as a string.
-func New(r operator.Report, changes []Change, opts Options) Run {
+func New(r executor.Report, changes []Change, opts Options) Run {
 	run := Run{Hook: r.Hook.Name, Binding: r.Bindings, Queue: r.Queue, Changes: changes}
 	if run.Queue == "" {
 		run.Queue = hook.DefaultQueue

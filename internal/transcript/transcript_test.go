@@ -9,9 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/memcluster"
-	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/transcript"
 )
 
@@ -19,8 +19,8 @@ var secretsHook = &hook.Hook{Name: "s.sh", Config: hook.Config{Kubernetes: []hoo
 	{Common: hook.Common{Name: "secrets"}, Kind: "Secret"},
 }}}
 
-func report() operator.Report {
-	return operator.Report{
+func report() executor.Report {
+	return executor.Report{
 		Hook: secretsHook, Queue: "main", Bindings: "secrets",
 		Contexts: []byte(`[{"binding":"secrets","type":"Event","watchEvent":"Added",
 			"object":{"apiVersion":"v1","kind":"Secret","metadata":{"name":"db"},"data":{"password":"aHVudGVyMg=="}},

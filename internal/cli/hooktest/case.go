@@ -17,10 +17,10 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/fixture"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/memcluster"
-	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/replay"
 	"github.com/hook-operator/hook-operator/internal/transcript"
 )
@@ -48,7 +48,7 @@ func runCase(ctx context.Context, dir string, hooks []*hook.Hook, f Flags, log l
 		Hooks: hooks, Fixture: fx,
 		TmpDir: f.TmpDir, Env: os.Environ(), HookTimeout: f.HookTimeout, MaxRuns: f.MaxRuns,
 		Log: log,
-		Report: func(r operator.Report, changes []memcluster.Change) {
+		Report: func(r executor.Report, changes []memcluster.Change) {
 			runs = append(runs, transcript.New(r, transcript.FromMemory(changes, topts), topts))
 		},
 	})

@@ -17,10 +17,10 @@ import (
 	"github.com/spf13/pflag"
 
 	hookscmd "github.com/hook-operator/hook-operator/internal/cli/hooks"
+	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/fixture"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/memcluster"
-	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/replay"
 	"github.com/hook-operator/hook-operator/internal/transcript"
 )
@@ -121,7 +121,7 @@ func Run(ctx context.Context, f Flags, out io.Writer, log *logrus.Logger) error 
 		Hooks: hooks, Fixture: fx,
 		TmpDir: f.TmpDir, Env: os.Environ(), HookTimeout: f.HookTimeout, MaxRuns: f.MaxRuns,
 		Log: log,
-		Report: func(r operator.Report, changes []memcluster.Change) {
+		Report: func(r executor.Report, changes []memcluster.Change) {
 			if err := w.Write(transcript.New(r, transcript.FromMemory(changes, topts), topts)); err != nil && writeErr == nil {
 				writeErr = err
 			}

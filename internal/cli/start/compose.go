@@ -18,7 +18,6 @@ import (
 	"github.com/hook-operator/hook-operator/internal/metrics"
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/queue"
-	"github.com/hook-operator/hook-operator/internal/server"
 	"github.com/hook-operator/hook-operator/internal/shard"
 )
 
@@ -99,33 +98,27 @@ func (p *parts) compose(ctx context.Context, opts operator.Options) (*manager.Ma
 		return nil, errors.New("--metrics-secure needs a listener for /healthz and /readyz: set --health-listen-address (default :9116) or --listen-address, or drop --metrics-secure")
 	}
 	if f.ListenAddress != "" || f.HealthListenAddress != "" {
-		mgr.Add(manager.Always, p.server(op))
+		mgr.Add(manager.Always, "server", &metricsServer{f: f, m: p.m, clients: p.clients, op: op, log: p.log, started: make(chan struct{})})
 	}
-	webhooks, err := p.webhooks(op)
+	webhooks, err := webhookServer(f.Webhook, op, p.clients, p.dryRun, p.m.WebhookRejected, p.log)
 	if err != nil {
 		return nil, err
 	}
-	mgr.Add(manager.Always, webhooks)
+	mgr.Add(manager.Always, "webhooks", webhooks)
 	if p.members != nil {
-		mgr.Add(manager.Always, manager.Runnable{Name: "ring", Run: func(ctx context.Context, started func()) error {
-			started()
-			p.members.Run(ctx) // leaves the ring when ctx ends
-			return nil
-		}})
+		mgr.Add(manager.Always, "ring", ringMembership{p.members})
 	}
 	if f.Reload.Enabled {
-		mgr.Add(manager.Always, manager.Runnable{Name: "hooks-folder watcher", Run: func(ctx context.Context, started func()) error {
-			started()
-			watchHooks(ctx, f.HooksDir, p.fingerprint, f.Reload, f.MaxParallel, p.load, op, p.m, p.log)
-			return nil
-		}})
+		mgr.Add(manager.Always, "hooks-folder watcher", &folderWatcher{dir: f.HooksDir, since: p.fingerprint, flags: f.Reload,
+			maxParallel: f.MaxParallel, load: p.load, op: op, m: p.m, log: p.log})
 	}
 	always, leading := op.Runnables()
-	mgr.Add(manager.Always, always)
+	mgr.Add(manager.Always, "operator", always)
 	if f.elected() {
-		mgr.Add(manager.Leading, p.leader())
+		log := p.log.WithFields(logrus.Fields{"identity": p.id, "lease": p.namespace + "/" + f.Leader.LeaseName})
+		mgr.Add(manager.Leading, "leader", &leaderMarker{id: p.id, m: p.m, log: log, started: make(chan struct{})})
 	}
-	mgr.Add(manager.Leading, leading)
+	mgr.Add(manager.Leading, "hooks", leading)
 	return mgr, nil
 }
 
@@ -155,67 +148,6 @@ func (p *parts) election() (manager.Options, error) {
 	return mopts, nil
 }
 
-// server serves /metrics, /healthz, /readyz and the debug routes.
-func (p *parts) server(op *operator.Operator) manager.Runnable {
-	f := p.f
-	return manager.Runnable{Name: "server", Run: func(ctx context.Context, started func()) error {
-		opts := server.Options{
-			Address: f.ListenAddress, HealthAddress: f.HealthListenAddress, DebugSocket: f.DebugSocket, DebugOverHTTP: f.DebugHTTP,
-			Metrics: p.m.Handler(), HookMetrics: p.m.HooksHandler(), Pprof: f.Pprof, MaxConns: f.ListenMaxConns,
-		}
-		if f.MetricsSecure {
-			opts.Secure = &server.SecureMetrics{Address: f.MetricsSecureAddress, CertFile: f.MetricsCert, KeyFile: f.MetricsKey, Client: p.clients.Dynamic,
-				Reviewed: p.m.MetricsReview}
-		}
-		addrs, err := server.Start(ctx, op, opts, p.log)
-		if err != nil {
-			return err
-		}
-		// startObserved and the bench find the listener by the first
-		// "address" of the log; the probe listener's is healthAddress.
-		fields := logrus.Fields{"debugSocket": f.DebugSocket}
-		if addrs.Health != "" {
-			fields["healthAddress"] = addrs.Health
-		}
-		switch {
-		case addrs.Secure != "":
-			p.log.WithField("address", addrs.Secure).Info("serving /metrics over HTTPS to callers with a token allowed to get it")
-			if addrs.Listen != "" {
-				fields["address"] = addrs.Listen
-			}
-			p.log.WithFields(fields).Info("serving /healthz and /readyz")
-		case addrs.Listen != "":
-			fields["address"] = addrs.Listen
-			p.log.WithFields(fields).Info("serving /metrics, /healthz and /readyz")
-		default:
-			p.log.WithFields(fields).Info("serving /healthz and /readyz")
-		}
-		started()
-		<-ctx.Done()
-		return nil
-	}}
-}
-
-// webhooks serves the hooks' admission and conversion bindings, and
-// follows their changes (webhook.Server); it has started once it serves
-// those found at start.
-func (p *parts) webhooks(op *operator.Operator) (manager.Runnable, error) {
-	srv, err := webhookServer(p.f.Webhook, op, p.clients, p.dryRun, p.m.WebhookRejected, p.log)
-	if err != nil {
-		return manager.Runnable{}, err
-	}
-	return manager.Runnable{Name: "webhooks", Run: func(ctx context.Context, started func()) error {
-		go func() {
-			select {
-			case <-srv.Started():
-				started()
-			case <-ctx.Done():
-			}
-		}()
-		return srv.Start(ctx)
-	}}, nil
-}
-
 // elector campaigns for the leader's Lease.
 func (p *parts) elector() (*election.Elector, error) {
 	f := p.f.Leader
@@ -232,18 +164,4 @@ func (p *parts) elector() (*election.Elector, error) {
 			log.WithField("leader", leader).Info("leader election: standby; another replica leads")
 		},
 	})
-}
-
-// leader says, in the log and the leader metric, that this replica leads
-// while the Leading group runs.
-func (p *parts) leader() manager.Runnable {
-	log := p.log.WithFields(logrus.Fields{"identity": p.id, "lease": p.namespace + "/" + p.f.Leader.LeaseName})
-	return manager.Runnable{Name: "leader", Run: func(ctx context.Context, started func()) error {
-		log.Info("leader election: leading; starting the hooks")
-		p.m.Leader(p.id, true)
-		started()
-		<-ctx.Done()
-		p.m.Leader(p.id, false)
-		return nil
-	}}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/cli/envflag"
 	"github.com/hook-operator/hook-operator/internal/cli/kubeflags"
 	"github.com/hook-operator/hook-operator/internal/dryrun"
+	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/limit"
@@ -374,7 +375,7 @@ func dryRun(opts *operator.Options, f Flags, clients *kube.Clients, w *transcrip
 		opts.Sink, changes = c, c.Changes
 	}
 	var mu sync.Mutex
-	opts.Report = func(r operator.Report) {
+	opts.Report = func(r executor.Report) {
 		run := transcript.New(r, changes(r.ID), topts)
 		mu.Lock()
 		defer mu.Unlock()

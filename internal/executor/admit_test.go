@@ -1,4 +1,4 @@
-package operator_test
+package executor_test
 
 import (
 	"context"
@@ -15,10 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hook-operator/hook-operator/internal/binding"
+	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/finalizer"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
-	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/ops"
 	"github.com/hook-operator/hook-operator/internal/run"
 	"github.com/hook-operator/hook-operator/internal/watch"
@@ -30,6 +30,13 @@ type noObjects struct{}
 func (noObjects) Bindings() []*watch.Binding                   { return nil }
 func (noObjects) Binding(string, string) *watch.Binding        { return nil }
 func (noObjects) StatusWritten(string, string, string, string) {}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
 
 // recordingSink keeps the operations it is given.
 type recordingSink struct{ applied []ops.Operation }
@@ -69,7 +76,7 @@ esac
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	sink := &recordingSink{}
-	e := &operator.Executor{Objects: noObjects{}, Runner: &run.Runner{TmpDir: t.TempDir(), Env: os.Environ(), Log: log}, Sink: sink, Log: log}
+	e := &executor.Executor{Objects: noObjects{}, Runner: &run.Runner{TmpDir: t.TempDir(), Env: os.Environ(), Log: log}, Sink: sink, Log: log}
 	h := &hook.Hook{Name: "policy.sh", Path: script, Dir: dir}
 	b := hook.WebhookBinding{Common: hook.Common{Name: "policy.example.com"}}
 	review := func(mode string) []byte {
@@ -122,7 +129,7 @@ func TestAdmitContext(t *testing.T) {
 	}
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	e := &operator.Executor{Objects: noObjects{}, Runner: &run.Runner{TmpDir: t.TempDir(), Env: os.Environ(), Log: log}, Sink: &recordingSink{}, Log: log}
+	e := &executor.Executor{Objects: noObjects{}, Runner: &run.Runner{TmpDir: t.TempDir(), Env: os.Environ(), Log: log}, Sink: &recordingSink{}, Log: log}
 	h := &hook.Hook{Name: "record.sh", Path: script, Dir: dir}
 	b := hook.WebhookBinding{Common: hook.Common{Name: "m.example.com"}}
 	rv := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1","operation":"CREATE"}}`
@@ -174,7 +181,7 @@ func TestAdmitWaitsForItsSnapshots(t *testing.T) {
 	log.SetOutput(io.Discard)
 	mem, err := watch.NewMemory([]*hook.Hook{h}, kube.NewStaticResolver(kube.BuiltinResources()), emptyObjects{}, nullSink{}, log)
 	must(t, err)
-	e := &operator.Executor{Objects: mem, Runner: &run.Runner{TmpDir: t.TempDir(), Env: os.Environ(), Log: log}, Sink: &recordingSink{}, Log: log}
+	e := &executor.Executor{Objects: mem, Runner: &run.Runner{TmpDir: t.TempDir(), Env: os.Environ(), Log: log}, Sink: &recordingSink{}, Log: log}
 	review := []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1"}}`)
 	_, err = e.Admit(context.Background(), h, cfg.Validating[0], false, review, 5*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "binding(s) cms, whose snapshots the hook gets, have not synchronized") {

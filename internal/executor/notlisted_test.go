@@ -1,4 +1,4 @@
-package operator_test
+package executor_test
 
 import (
 	"context"
@@ -10,10 +10,10 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/metrics"
-	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/run"
 	"github.com/hook-operator/hook-operator/internal/watch"
 )
@@ -39,8 +39,8 @@ func TestExecuteWaitsForSnapshotsThatHaveNotListed(t *testing.T) {
 	mem, err := watch.NewMemory([]*hook.Hook{h}, kube.NewStaticResolver(kube.BuiltinResources()), emptyObjects{}, nullSink{}, log)
 	must(t, err)
 	m := metrics.New("p_")
-	e := &operator.Executor{Objects: mem, Runner: &run.Runner{TmpDir: t.TempDir(), Env: os.Environ(), Log: log}, Sink: &recordingSink{}, Metrics: m, Log: log}
-	task := operator.NewTask(h, &cfg.Schedule[0].Common, operator.ScheduleContext(&cfg.Schedule[0]))
+	e := &executor.Executor{Objects: mem, Runner: &run.Runner{TmpDir: t.TempDir(), Env: os.Environ(), Log: log}, Sink: &recordingSink{}, Metrics: m, Log: log}
+	task := executor.NewTask(h, &cfg.Schedule[0].Common, executor.ScheduleContext(&cfg.Schedule[0]))
 
 	err = e.Execute(context.Background(), task)
 	if err == nil || !strings.Contains(err.Error(), "binding(s) cms, whose snapshots the run carries, have not listed") {

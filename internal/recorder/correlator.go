@@ -1,4 +1,4 @@
-package operator
+package recorder
 
 import (
 	"strings"
@@ -52,7 +52,7 @@ func (c *eventCorrelator) observe(ev queuedEvent) (*eventSeries, bool) {
 	return s, l.allow(ev.at)
 }
 
-func objectKey(r objectRef) string {
+func objectKey(r ObjectRef) string {
 	return strings.Join([]string{r.APIVersion, r.Kind, r.Namespace, r.Name, string(r.UID)}, "\x00")
 }
 

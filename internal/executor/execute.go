@@ -1,4 +1,13 @@
-package operator
+// Package executor runs one hook: a queued task, or the run of an
+// admission or conversion request. It completes the task's binding
+// contexts with snapshots, runs the hook process (run), checks everything
+// the hook wrote before any of it is used, and hands the operations to a
+// Sink. The live operator (internal/operator), start --dry-run, replay and
+// test all run hooks through its Executor: they differ only at its two
+// seams, Objects (where bindings and their snapshots come from) and Sink
+// (where writes go). How tasks are queued and when hooks start, reload or
+// stop is the operator's; the executor is handed one task at a time.
+package executor
 
 import (
 	"context"
@@ -90,8 +99,27 @@ func RunID(ctx context.Context) uint64 {
 	return id
 }
 
-// Execute runs t; it is the queues' handler. A panic while t runs fails
-// t alone, like any failed run (see contain).
+type deadlineKey struct{}
+
+// WithRunDeadline returns ctx carrying d, the deadline of the queued run
+// whose context it is: Execute hands it to the run (run.Request.Deadline),
+// so that the caller may move it while the hook runs (a reload that
+// changes the hook's timeout).
+func WithRunDeadline(ctx context.Context, d *run.Deadline) context.Context {
+	return context.WithValue(ctx, deadlineKey{}, d)
+}
+
+// RunDeadline returns the deadline of the run whose context ctx is (see
+// WithRunDeadline), or nil outside a queued run of the live operator
+// (webhooks, replay): its timeout stays as it starts.
+func RunDeadline(ctx context.Context) *run.Deadline {
+	d, _ := ctx.Value(deadlineKey{}).(*run.Deadline)
+	return d
+}
+
+// Execute runs t: the live operator's queues hand it their tasks, replay
+// its own. A panic while t runs fails t alone, like any failed run (see
+// contain).
 func (e *Executor) Execute(ctx context.Context, t *queue.Task) error {
 	rep := Report{ID: e.runs.Add(1), Hook: t.Hook, Queue: t.Queue}
 	ctx = context.WithValue(ctx, runIDKey{}, rep.ID)
@@ -105,7 +133,7 @@ func (e *Executor) Execute(ctx context.Context, t *queue.Task) error {
 		}
 		names := rep.Bindings
 		if names == "" {
-			names = bindingNames(t.Contexts)
+			names = BindingNames(t.Contexts)
 		}
 		e.Metrics.Run(t.Hook.Name, names, t.Queue, time.Since(start), user, system, rss, err, t.AllowFailure)
 	}
@@ -139,8 +167,8 @@ func (e *Executor) execute(ctx context.Context, t *queue.Task, rep *Report) erro
 		}
 		return nil
 	})
-	names := bindingNames(contexts)
-	req := run.Request{Hook: t.Hook, Binding: names, Queue: t.Queue, Deadline: runDeadline(ctx)}
+	names := BindingNames(contexts)
+	req := run.Request{Hook: t.Hook, Binding: names, Queue: t.Queue, Deadline: RunDeadline(ctx)}
 	if e.Report != nil {
 		// The report prints the contexts (dry-run, replay, test).
 		data, err := binding.Encode(contexts)
@@ -242,8 +270,9 @@ func (e *Executor) present(hookName string, contexts []binding.Context) []bindin
 	return out
 }
 
-// bindingNames lists the distinct bindings of contexts, in order.
-func bindingNames(contexts []binding.Context) string {
+// BindingNames lists the distinct bindings of contexts, in order and
+// comma-separated, as the log, metrics and Events name a run's bindings.
+func BindingNames(contexts []binding.Context) string {
 	seen := map[string]bool{}
 	var out []string
 	for _, c := range contexts {

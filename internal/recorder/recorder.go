@@ -1,4 +1,9 @@
-package operator
+// Package recorder writes Kubernetes Events (core/v1, type Warning) about
+// objects, as client-go's tools/record does, through the dynamic client:
+// the operator's Events about failed runs, failed conversions and its own
+// troubles. Recording never blocks its caller; repeats are folded into one
+// Event and each object's Events are rate-limited (see Recorder).
+package recorder
 
 import (
 	"context"
@@ -34,7 +39,7 @@ const (
 	// server cannot be reached; eventRetryDelay is the pause between them.
 	maxEventTries   = 12
 	eventRetryDelay = 10 * time.Second
-	// eventFlushTimeout bounds how long stop writes the queued Events.
+	// eventFlushTimeout bounds how long Stop writes the queued Events.
 	eventFlushTimeout = 5 * time.Second
 	// eventComponent is the source.component and reportingComponent of
 	// the Events.
@@ -43,24 +48,25 @@ const (
 
 var eventsGVR = schema.GroupVersionResource{Version: "v1", Resource: "events"}
 
-// objectRef names the object an Event is about: its involvedObject.
-type objectRef struct {
+// ObjectRef names the object an Event is about: its involvedObject.
+type ObjectRef struct {
 	APIVersion, Kind, Namespace, Name string
 	UID                               types.UID
 }
 
-func (r objectRef) String() string {
+// String names the object in the log: its kind and namespace/name.
+func (r ObjectRef) String() string {
 	if r.Namespace == "" {
 		return r.Kind + " " + r.Name
 	}
 	return r.Kind + " " + r.Namespace + "/" + r.Name
 }
 
-// eventRecorder writes Warning Events (core/v1) about objects through the
+// Recorder writes Warning Events (core/v1) about objects through the
 // dynamic client, as client-go's EventRecorder does, but without the typed
 // clientset it needs, which links every built-in API group into the binary
 // (see docs/decisions.md). Like client-go's:
-//   - record never blocks: Events wait in a queue of maxQueuedEvents and
+//   - Record never blocks: Events wait in a queue of maxQueuedEvents and
 //     are dropped (with a debug log) when it is full;
 //   - repeats of an Event (same object, reason and message) are folded into
 //     the first one, whose count and lastTimestamp are patched;
@@ -69,7 +75,7 @@ func (r objectRef) String() string {
 //   - an Event the API server rejects is logged and dropped; one it cannot
 //     be reached for is tried again, up to maxEventTries times;
 //   - Events about cluster-scoped objects go to the namespace "default".
-type eventRecorder struct {
+type Recorder struct {
 	client     dynamic.NamespaceableResourceInterface
 	log        logrus.FieldLogger
 	correlator *eventCorrelator // only run's goroutine uses it
@@ -82,7 +88,7 @@ type eventRecorder struct {
 	stopping chan struct{}
 	stopOnce sync.Once
 	done     chan struct{}
-	// ctx ends eventFlushTimeout after stop, which ends the writes still
+	// ctx ends eventFlushTimeout after Stop, which ends the writes still
 	// going then.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -90,15 +96,16 @@ type eventRecorder struct {
 
 // queuedEvent is one occurrence of an Event, waiting to be written.
 type queuedEvent struct {
-	ref             objectRef
+	ref             ObjectRef
 	reason, message string
 	at              time.Time
 }
 
-// newEventRecorder starts a recorder; stop ends it. count (may be nil) is
-// told what became of each Event.
-func newEventRecorder(client dynamic.Interface, log logrus.FieldLogger, count func(result string)) *eventRecorder {
-	r := &eventRecorder{
+// New starts a recorder writing through client; Stop ends it. count (may
+// be nil) is told what became of each Event: "sent", "limited" (folded
+// into the next one sent) or "dropped".
+func New(client dynamic.Interface, log logrus.FieldLogger, count func(result string)) *Recorder {
+	r := &Recorder{
 		count:      count,
 		client:     client.Resource(eventsGVR),
 		log:        log,
@@ -113,8 +120,8 @@ func newEventRecorder(client dynamic.Interface, log logrus.FieldLogger, count fu
 	return r
 }
 
-// record queues a Warning Event about ref. It never blocks.
-func (r *eventRecorder) record(ref objectRef, reason, message string) {
+// Record queues a Warning Event about ref. It never blocks.
+func (r *Recorder) Record(ref ObjectRef, reason, message string) {
 	ev := queuedEvent{ref: ref, reason: reason, message: message, at: time.Now()}
 	select {
 	case <-r.stopping:
@@ -138,15 +145,15 @@ const (
 	eventDropped = "dropped"
 )
 
-func (r *eventRecorder) counted(result string) {
+func (r *Recorder) counted(result string) {
 	if r.count != nil {
 		r.count(result)
 	}
 }
 
-// stop writes the Events queued so far (for at most eventFlushTimeout),
+// Stop writes the Events queued so far (for at most eventFlushTimeout),
 // then ends the recorder. Later records are dropped.
-func (r *eventRecorder) stop() {
+func (r *Recorder) Stop() {
 	r.stopOnce.Do(func() {
 		close(r.stopping)
 		t := time.AfterFunc(eventFlushTimeout, r.cancel)
@@ -156,7 +163,7 @@ func (r *eventRecorder) stop() {
 	})
 }
 
-func (r *eventRecorder) run() {
+func (r *Recorder) run() {
 	defer close(r.done)
 	for {
 		select {
@@ -175,7 +182,7 @@ func (r *eventRecorder) run() {
 	}
 }
 
-func (r *eventRecorder) handle(ev queuedEvent) {
+func (r *Recorder) handle(ev queuedEvent) {
 	s, write := r.correlator.observe(ev)
 	if !write {
 		r.counted(eventLimited)
@@ -213,7 +220,7 @@ func (r *eventRecorder) handle(ev queuedEvent) {
 // write creates s's Event, or patches its count and lastTimestamp when it
 // was written before. An Event that is gone (the API server keeps them for
 // an hour by default) is created again, with the count so far.
-func (r *eventRecorder) write(ev queuedEvent, s *eventSeries) error {
+func (r *Recorder) write(ev queuedEvent, s *eventSeries) error {
 	if s.name != "" {
 		patch, err := json.Marshal(map[string]any{"count": s.count, "lastTimestamp": timestamp(s.last)})
 		if err != nil {
@@ -234,7 +241,7 @@ func (r *eventRecorder) write(ev queuedEvent, s *eventSeries) error {
 
 // eventNamespace is where the Events about ref go: its own namespace, or
 // "default" for a cluster-scoped object, as client-go does.
-func eventNamespace(ref objectRef) string {
+func eventNamespace(ref ObjectRef) string {
 	if ref.Namespace == "" {
 		return metav1.NamespaceDefault
 	}

@@ -1,4 +1,4 @@
-package operator
+package executor
 
 import (
 	"context"
@@ -37,8 +37,11 @@ func fail(what string, err error) error {
 	return &failure{what: what, err: err}
 }
 
-// publicReason is what of err may be shown outside the operator's log.
-func publicReason(err error) string {
+// PublicReason is what of err, the error of a failed run, may be shown
+// outside the operator's log (an Event, a webhook's answer): what failed,
+// in the operator's own words (see failure), never what the hook wrote;
+// "the run failed" for an error that carries no such words.
+func PublicReason(err error) string {
 	var f *failure
 	if errors.As(err, &f) {
 		return f.what

@@ -1,4 +1,4 @@
-package operator
+package recorder
 
 import (
 	"context"
@@ -20,14 +20,14 @@ func TestIntegrationEventRecorder(t *testing.T) {
 	logs := &testoperator.Buffer{}
 	log := logrus.New()
 	log.SetOutput(logs)
-	rec := newEventRecorder(c.Dynamic, log, nil)
-	ref := objectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "failing", UID: "3f6c1a9e-0000-4000-8000-000000000001"}
+	rec := New(c.Dynamic, log, nil)
+	ref := ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "failing", UID: "3f6c1a9e-0000-4000-8000-000000000001"}
 	for range 3 {
-		rec.record(ref, EventReason, "hook h: exit code 1")
+		rec.Record(ref, hookFailed, "hook h: exit code 1")
 	}
-	rec.stop()
+	rec.Stop()
 
-	evs, err := c.Client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=failing,reason=" + EventReason})
+	evs, err := c.Client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=failing,reason=" + hookFailed})
 	if err != nil {
 		t.Fatal(err)
 	}

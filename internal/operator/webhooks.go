@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/webhook"
 )
@@ -38,11 +39,11 @@ func newWebhookTargets(hooks []*hook.Hook) *webhookTargets {
 	for _, h := range hooks {
 		for _, b := range h.Config.Validating {
 			t.bindings.Validating = append(t.bindings.Validating, webhook.Admission{Hook: h.Name, Binding: b})
-			t.admissions[webhook.Path(b.Name)] = admissionTarget{hook: h, binding: b, timeout: AdmissionTimeout(b)}
+			t.admissions[webhook.Path(b.Name)] = admissionTarget{hook: h, binding: b, timeout: executor.AdmissionTimeout(b)}
 		}
 		for _, b := range h.Config.Mutating {
 			t.bindings.Mutating = append(t.bindings.Mutating, webhook.Admission{Hook: h.Name, Binding: b})
-			t.admissions[webhook.Path(b.Name)] = admissionTarget{hook: h, binding: b, mutating: true, timeout: AdmissionTimeout(b)}
+			t.admissions[webhook.Path(b.Name)] = admissionTarget{hook: h, binding: b, mutating: true, timeout: executor.AdmissionTimeout(b)}
 		}
 		for _, b := range h.Config.Conversion {
 			t.bindings.Conversions = append(t.bindings.Conversions, webhook.Conversion{Hook: h.Name, Binding: b.Name, CRD: b.CRDName})
@@ -79,8 +80,8 @@ func (o *Operator) webhooksChange() {
 // Admit answers an admission request to the binding served at path with
 // what its hook in the current hook set answers (webhook.Hooks), and
 // counts it. A hook's run, its stop included, ends a little before the
-// binding's timeoutSeconds (AdmissionTimeout), so that the API server
-// gets a denial that says why rather than a timeout.
+// binding's timeoutSeconds (executor.AdmissionTimeout), so that the API
+// server gets a denial that says why rather than a timeout.
 func (o *Operator) Admit(ctx context.Context, path string, review json.RawMessage) (*webhook.AdmissionResponse, webhook.Admission, error) {
 	start := time.Now()
 	t, ok := o.hooks.Load().webhooks.admissions[path]
@@ -90,7 +91,7 @@ func (o *Operator) Admit(ctx context.Context, path string, review json.RawMessag
 	a := webhook.Admission{Hook: t.hook.Name, Binding: t.binding}
 	resp, err := o.exec.Admit(ctx, t.hook, t.binding, t.mutating, review, t.timeout)
 	result, code := "allowed", http.StatusOK
-	var ae *AdmitError
+	var ae *executor.AdmitError
 	switch {
 	case err != nil:
 		result, code = "error", http.StatusInternalServerError
@@ -100,27 +101,6 @@ func (o *Operator) Admit(ctx context.Context, path string, review json.RawMessag
 	o.opts.Metrics.Admission(t.hook.Name, t.binding.Name, kindOf(t.mutating), result, code, time.Since(start), errors.As(err, &ae) && ae.TimedOut)
 	return resp, a, err
 }
-
-// answerMargin is what an admission or conversion run leaves of the
-// API server's wait for the answer to travel back to it.
-const answerMargin = 500 * time.Millisecond
-
-// AdmissionTimeout is how long a run of the hook of binding b may last,
-// the hook's SIGTERM grace, kill and output grace included
-// (run.Request.Within): its timeoutSeconds (10 by default) less
-// answerMargin, so that the API server gets a denial that says why rather
-// than a timeout of its own.
-func AdmissionTimeout(b hook.WebhookBinding) time.Duration {
-	seconds := int64(10)
-	if n, ok := b.Raw["timeoutSeconds"].(int64); ok {
-		seconds = n
-	}
-	return time.Duration(seconds)*time.Second - answerMargin
-}
-
-// ConversionTimeout is how long one step of a conversion may take when no
-// request's deadline is nearer: the whole budget of a request.
-const ConversionTimeout = conversionBudget
 
 // kindOf labels the metrics of a binding: validating or mutating.
 func kindOf(mutating bool) string {

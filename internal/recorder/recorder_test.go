@@ -1,4 +1,4 @@
-package operator
+package recorder
 
 import (
 	"context"
@@ -21,15 +21,18 @@ import (
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
+// hookFailed is the reason of the tests' Events.
+const hookFailed = "HookFailed"
+
 var (
-	cmRef = objectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "cm", UID: "uid-1"}
-	nsRef = objectRef{APIVersion: "v1", Kind: "Namespace", Name: "team-a", UID: "uid-2"}
+	cmRef = ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "cm", UID: "uid-1"}
+	nsRef = ObjectRef{APIVersion: "v1", Kind: "Namespace", Name: "team-a", UID: "uid-2"}
 )
 
 // recorderEnv is a recorder writing to a fake API server.
 type recorderEnv struct {
 	client *dynamicfake.FakeDynamicClient
-	rec    *eventRecorder
+	rec    *Recorder
 	logs   *testoperator.Buffer
 
 	mu      sync.Mutex
@@ -51,13 +54,13 @@ func newRecorderEnv(t *testing.T) *recorderEnv {
 	log.SetOutput(logs)
 	log.SetLevel(logrus.DebugLevel)
 	e := &recorderEnv{client: client, logs: logs, results: map[string]int{}}
-	e.rec = newEventRecorder(client, log, func(result string) {
+	e.rec = New(client, log, func(result string) {
 		e.mu.Lock()
 		e.results[result]++
 		e.mu.Unlock()
 	})
 	e.rec.retryDelay = time.Millisecond
-	t.Cleanup(e.rec.stop)
+	t.Cleanup(e.rec.Stop)
 	return e
 }
 
@@ -113,10 +116,10 @@ func createdName(t *testing.T, a k8stesting.Action) string {
 
 func TestEventRecorderCreatesThenPatches(t *testing.T) {
 	e := newRecorderEnv(t)
-	e.rec.record(cmRef, EventReason, "boom")
-	e.rec.record(cmRef, EventReason, "boom")
-	e.rec.record(nsRef, EventReason, "boom")
-	e.rec.stop() // writes what is queued
+	e.rec.Record(cmRef, hookFailed, "boom")
+	e.rec.Record(cmRef, hookFailed, "boom")
+	e.rec.Record(nsRef, hookFailed, "boom")
+	e.rec.Stop() // writes what is queued
 	if got, want := strings.Join(e.writes(), ", "), "create ns, patch ns, create default"; got != want {
 		t.Fatalf("writes: %s; want %s", got, want)
 	}
@@ -131,7 +134,7 @@ func TestEventRecorderCreatesThenPatches(t *testing.T) {
 		want any
 	}{
 		{[]string{"type"}, "Warning"},
-		{[]string{"reason"}, EventReason},
+		{[]string{"reason"}, hookFailed},
 		{[]string{"message"}, "boom"},
 		{[]string{"source", "component"}, "hook-operator"},
 		{[]string{"reportingComponent"}, "hook-operator"},
@@ -163,7 +166,7 @@ func TestEventRecorderCreatesThenPatches(t *testing.T) {
 	}
 
 	// Records after stop are dropped without blocking or panicking.
-	e.rec.record(cmRef, EventReason, "after stop")
+	e.rec.Record(cmRef, hookFailed, "after stop")
 	if n := len(e.actions()); n != 3 {
 		t.Errorf("%d writes after stop; want 3", n)
 	}
@@ -175,10 +178,10 @@ func TestEventRecorderCreatesThenPatches(t *testing.T) {
 func TestEventRecorderLimitsPerObject(t *testing.T) {
 	e := newRecorderEnv(t)
 	for i := range eventBurst + 2 {
-		e.rec.record(cmRef, EventReason, fmt.Sprint("failure ", i))
+		e.rec.Record(cmRef, hookFailed, fmt.Sprint("failure ", i))
 	}
-	e.rec.record(nsRef, EventReason, "another object has its own limit")
-	e.rec.stop()
+	e.rec.Record(nsRef, hookFailed, "another object has its own limit")
+	e.rec.Stop()
 	if n := len(e.actions()); n != eventBurst+1 {
 		t.Errorf("%d writes; want %d: the object's burst, and one for the other object", n, eventBurst+1)
 	}
@@ -189,14 +192,14 @@ func TestEventRecorderLimitsPerObject(t *testing.T) {
 
 func TestEventRecorderRecreatesExpiredEvent(t *testing.T) {
 	e := newRecorderEnv(t)
-	e.rec.record(cmRef, EventReason, "boom")
+	e.rec.Record(cmRef, hookFailed, "boom")
 	e.waitForWrites(t, 1)
 	name := createdName(t, e.actions()[0])
 	if err := e.client.Resource(eventsGVR).Namespace("ns").Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.rec.record(cmRef, EventReason, "boom")
-	e.rec.stop()
+	e.rec.Record(cmRef, hookFailed, "boom")
+	e.rec.Stop()
 	if got, want := strings.Join(e.writes(), ", "), "create ns, delete ns, patch ns, create ns"; got != want {
 		t.Fatalf("writes: %s; want %s", got, want)
 	}
@@ -218,10 +221,10 @@ func TestEventRecorderWriteFailures(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	e.rec.record(cmRef, EventReason, "first")
+	e.rec.Record(cmRef, hookFailed, "first")
 	e.waitForWrites(t, 2)
-	e.rec.record(cmRef, EventReason, "second")
-	e.rec.stop()
+	e.rec.Record(cmRef, hookFailed, "second")
+	e.rec.Stop()
 	if got := creates.Load(); got != 3 {
 		t.Errorf("%d creates; want 3: one retried, one rejected and not retried", got)
 	}
@@ -244,7 +247,7 @@ func TestEventRecorderNeverBlocks(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := range maxQueuedEvents + 10 {
-			e.rec.record(cmRef, EventReason, fmt.Sprint(i))
+			e.rec.Record(cmRef, hookFailed, fmt.Sprint(i))
 		}
 	}()
 	select {
@@ -255,20 +258,5 @@ func TestEventRecorderNeverBlocks(t *testing.T) {
 	close(release)
 	if !strings.Contains(e.logs.String(), "Event dropped") {
 		t.Error("dropping Events from a full queue is not logged")
-	}
-}
-
-// An Event on the operator's Pod names hooks and bindings from the hooks
-// folder: their control characters are escaped, as in the log.
-func TestPodEventEscapesControlCharacters(t *testing.T) {
-	e := newRecorderEnv(t)
-	o := &Operator{events: e.rec}
-	o.opts.Pod = PodRef{Name: "operator-0", Namespace: "ns", UID: "uid-3"}
-	o.podEvent(HeldReason, "hook a\x1b[2J.sh\nforged line")
-	e.rec.stop()
-	ev := e.event(t, "ns", createdName(t, e.actions()[0]))
-	msg, _, _ := unstructured.NestedString(ev.Object, "message")
-	if want := `hook a\x1b[2J.sh\nforged line`; msg != want {
-		t.Errorf("message %q; want %q", msg, want)
 	}
 }

@@ -1,4 +1,4 @@
-package operator_test
+package executor_test
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/finalizer"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/metrics"
-	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/ops"
 	"github.com/hook-operator/hook-operator/internal/run"
 	"github.com/hook-operator/hook-operator/internal/testoperator"
@@ -92,13 +92,13 @@ if [[ -n "${CONVERSION_RESPONSE_PATH:-}" ]]; then echo '{"convertedObjects": []}
 	log.SetFormatter(&logrus.JSONFormatter{})
 	m := metrics.New(metrics.DefaultPrefix)
 	sink := &panickingSink{panics: 3}
-	var reports []operator.Report
-	e := &operator.Executor{Objects: noObjects{}, Runner: &run.Runner{TmpDir: t.TempDir(), Env: os.Environ(), Log: log}, Sink: sink, Metrics: m, Log: log,
-		Report: func(r operator.Report) { reports = append(reports, r) }}
+	var reports []executor.Report
+	e := &executor.Executor{Objects: noObjects{}, Runner: &run.Runner{TmpDir: t.TempDir(), Env: os.Environ(), Log: log}, Sink: sink, Metrics: m, Log: log,
+		Report: func(r executor.Report) { reports = append(reports, r) }}
 	h := &hook.Hook{Name: "writer.sh", Path: script, Dir: dir}
 	const said = "the operator failed while handling it (a recovered panic: a bug, whose stack is in its log)"
 
-	err := e.Execute(context.Background(), operator.StartupTask(h))
+	err := e.Execute(context.Background(), executor.StartupTask(h))
 	if err == nil || !strings.Contains(err.Error(), "recovered panic") {
 		t.Errorf("a queued run whose Sink panicked: %v, want an error saying a panic was recovered", err)
 	}
@@ -108,14 +108,14 @@ if [[ -n "${CONVERSION_RESPONSE_PATH:-}" ]]; then echo '{"convertedObjects": []}
 
 	_, err = e.Admit(context.Background(), h, hook.WebhookBinding{Common: hook.Common{Name: "policy.example.com"}}, false,
 		[]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1"}}`), 5*time.Second)
-	var ae *operator.AdmitError
+	var ae *executor.AdmitError
 	if !errors.As(err, &ae) || !strings.Contains(ae.Msg, "hook writer.sh, binding policy.example.com: "+said) || strings.Contains(ae.Msg, panicValue) {
 		t.Errorf("an admission request whose Sink panicked: %v, want an AdmitError saying %q and not the panic's value", err, said)
 	}
 
 	_, err = e.Convert(context.Background(), h, hook.ConversionBinding{Common: hook.Common{Name: "ct.example.com"}, CRDName: "crontabs.example.com"},
 		hook.ConversionRule{FromVersion: "example.com/v1", ToVersion: "example.com/v2"}, webhook.ConversionRequest{UID: "u-2", DesiredAPIVersion: "example.com/v2"}, 5*time.Second)
-	var ce *operator.ConvertError
+	var ce *executor.ConvertError
 	if !errors.As(err, &ce) || !strings.Contains(ce.Msg, "hook writer.sh, binding ct.example.com: "+said) || strings.Contains(ce.Msg, panicValue) {
 		t.Errorf("a conversion whose Sink panicked: %v, want a ConvertError saying %q and not the panic's value", err, said)
 	}
@@ -134,7 +134,7 @@ if [[ -n "${CONVERSION_RESPONSE_PATH:-}" ]]; then echo '{"convertedObjects": []}
 		}
 	}
 
-	if err := e.Execute(context.Background(), operator.StartupTask(h)); err != nil || len(sink.appliedOps()) != 1 {
+	if err := e.Execute(context.Background(), executor.StartupTask(h)); err != nil || len(sink.appliedOps()) != 1 {
 		t.Errorf("the run after: %v, applied %v; want it to apply its operation", err, sink.appliedOps())
 	}
 }

@@ -1,4 +1,4 @@
-package operator
+package executor
 
 import (
 	"context"
@@ -17,6 +17,23 @@ import (
 // webhookQueue labels the runs of admission requests, which wait in no queue.
 const webhookQueue = "(webhook)"
 
+// AnswerMargin is what an admission or conversion run leaves of the API
+// server's wait for the answer to travel back to it.
+const AnswerMargin = 500 * time.Millisecond
+
+// AdmissionTimeout is how long a run of the hook of binding b may last,
+// the hook's SIGTERM grace, kill and output grace included
+// (run.Request.Within): its timeoutSeconds (10 by default) less
+// AnswerMargin, so that the API server gets a denial that says why rather
+// than a timeout of its own.
+func AdmissionTimeout(b hook.WebhookBinding) time.Duration {
+	seconds := int64(10)
+	if n, ok := b.Raw["timeoutSeconds"].(int64); ok {
+		seconds = n
+	}
+	return time.Duration(seconds)*time.Second - AnswerMargin
+}
+
 // AdmitError is why a hook gave no answer, in words that can be shown to
 // the client.
 type AdmitError struct {
@@ -25,6 +42,7 @@ type AdmitError struct {
 	TimedOut bool
 }
 
+// Error implements error: Msg.
 func (e *AdmitError) Error() string { return e.Msg }
 
 // Admit runs hook h for one admission request to its binding b, at once
@@ -86,7 +104,7 @@ func (e *Executor) admit(ctx context.Context, h *hook.Hook, b hook.WebhookBindin
 	}
 	if _, err := e.afterRun(ctx, h, res, rep, nil); err != nil {
 		log.WithError(err).Warn("what the admission hook wrote besides its answer failed; the request is denied")
-		return nil, &AdmitError{Msg: fmt.Sprintf("hook %s, binding %s: %s; the operator's log says why", h.Name, b.Name, publicReason(err))}
+		return nil, &AdmitError{Msg: fmt.Sprintf("hook %s, binding %s: %s; the operator's log says why", h.Name, b.Name, PublicReason(err))}
 	}
 	log.WithFields(logrus.Fields{"allowed": resp.Allowed, "duration": res.Duration.Round(time.Millisecond).String()}).Info("admission hook answered")
 	return resp, nil
@@ -97,7 +115,7 @@ func (e *Executor) admit(ctx context.Context, h *hook.Hook, b hook.WebhookBindin
 // or an error when one of them has not listed: the hook would see it
 // empty.
 func (e *Executor) snapshotContext(h *hook.Hook, c binding.Context, common hook.Common) ([]byte, error) {
-	if names := e.unsynchronized(h, common); len(names) > 0 {
+	if names := e.Unsynchronized(h, common); len(names) > 0 {
 		return nil, fmt.Errorf("hook %s, binding %s: binding(s) %s, whose snapshots the hook gets, have not synchronized (is the kind served?), so the hook is not run; `hook-operator debug hooks` says why",
 			h.Name, common.Name, strings.Join(names, ", "))
 	}

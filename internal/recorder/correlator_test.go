@@ -1,4 +1,4 @@
-package operator
+package recorder
 
 import (
 	"fmt"
@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-func occurrence(ref objectRef, message string, at time.Time) queuedEvent {
-	return queuedEvent{ref: ref, reason: EventReason, message: message, at: at}
+func occurrence(ref ObjectRef, message string, at time.Time) queuedEvent {
+	return queuedEvent{ref: ref, reason: hookFailed, message: message, at: at}
 }
 
 func TestEventCorrelatorRateLimit(t *testing.T) {

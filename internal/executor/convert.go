@@ -1,4 +1,4 @@
-package operator
+package executor
 
 import (
 	"context"
@@ -13,6 +13,13 @@ import (
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/webhook"
 )
+
+// ConversionTimeout is how long a conversion request may take in all,
+// every step of its chain included: the API server waits 30 s for a
+// conversion webhook, and a failure that says why is better than its
+// timeout. It is also how long one step may take when no request's
+// deadline is nearer (replay).
+const ConversionTimeout = 29 * time.Second
 
 // Convert runs hook h for one step of a conversion, its binding b's rule,
 // at once and outside the queues (the API server is waiting), and returns
@@ -77,7 +84,7 @@ func (e *Executor) convert(ctx context.Context, h *hook.Hook, b hook.ConversionB
 	}
 	if _, err := e.afterRun(ctx, h, res, rep, nil); err != nil {
 		log.WithError(err).Warn("what the conversion hook wrote besides its answer failed; the conversion fails")
-		return nil, nil, &ConvertError{Msg: fmt.Sprintf("hook %s, binding %s: %s; the operator's log says why", h.Name, b.Name, publicReason(err))}
+		return nil, nil, &ConvertError{Msg: fmt.Sprintf("hook %s, binding %s: %s; the operator's log says why", h.Name, b.Name, PublicReason(err))}
 	}
 	if resp.FailedMessage != "" {
 		log.WithField("message", resp.FailedMessage).Info("conversion hook refused the conversion")
@@ -97,4 +104,5 @@ type ConvertError struct {
 	Refused bool
 }
 
+// Error implements error: Msg.
 func (e *ConvertError) Error() string { return e.Msg }
