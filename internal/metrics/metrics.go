@@ -292,15 +292,20 @@ func (m *Metrics) Admission(hook, binding, kind, result string, code int, d time
 	}
 }
 
+// WebhookPanic is the reason of a webhook request whose handling panicked
+// (internal/webhook answers it with a 500): WebhookRejected counts it as a
+// recovered panic too.
+const WebhookPanic = "panic"
+
 // WebhookRejected counts one webhook request refused before a hook ran
-// (or a failed TLS handshake), by reason. Reason "panic", a request whose
-// handling panicked, counts as a recovered panic (where "webhook") too.
+// (or a failed TLS handshake), by reason. Reason WebhookPanic counts as a
+// recovered panic (where "webhook") too.
 func (m *Metrics) WebhookRejected(reason string) {
 	if m == nil {
 		return
 	}
 	m.webhookRejected.add(1, reason)
-	if reason == "panic" {
+	if reason == WebhookPanic {
 		m.PanicRecovered("webhook")
 	}
 }
