@@ -48,6 +48,11 @@ import (
 // Leases is the resource of Lease objects (lease.Resource).
 var Leases = lease.Resource
 
+// DefaultLeaseName is the Lease when --leader-elect-lease-name is not
+// given (start's, and what rbac grants); with --sharding it names the
+// ring too.
+const DefaultLeaseName = "hook-operator"
+
 // Config says what to elect with.
 type Config struct {
 	// Client is the Leases of the namespace that holds the Lease.
