@@ -16,8 +16,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hook-operator/hook-operator/internal/localcerts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hook-operator/hook-operator/internal/localcerts"
+	"github.com/hook-operator/hook-operator/internal/localcluster"
 )
 
 // admissionWorkers is how many requests the throughput part of the
@@ -91,7 +93,7 @@ func runAdmission(ctx context.Context, b *bench) error {
 }
 
 func measureAdmission(ctx context.Context, b *bench, s subject, ns, free, certs, configName string, r *Run, prof *profiling) (*operator, error) {
-	port, err := freePort()
+	port, err := localcluster.FreePort()
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -270,16 +269,6 @@ func (s *soak) measureConvergence(ctx context.Context, after faultKind) checkpoi
 	c.Converge = -1
 	c.Detail = fmt.Sprintf("not converged within %s: %s", convergeBound, last)
 	return c
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), nil
 }
 
 // leader returns the replica that holds the Lease.
