@@ -153,10 +153,7 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 			_ = dyn.Resource(gvr).Delete(context.Background(), configName, metav1.DeleteOptions{})
 		}
 	})
-	o := startObserved(t, bin, c.Kubeconfig, hooks,
-		"--webhook-listen-address", "127.0.0.1:"+port, "--webhook-url", "https://127.0.0.1:"+port,
-		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
-		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName)
+	o := startObserved(t, bin, c.Kubeconfig, hooks, webhookFlags(certs, port, configName)...)
 	waitUntil(t, "both webhook configurations", func() bool {
 		return strings.Count(o.logs.String(), `"msg":"webhook configuration applied"`) == 2
 	}, o.logs.String)

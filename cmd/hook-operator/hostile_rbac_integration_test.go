@@ -97,9 +97,7 @@ echo '{"allowed": false, "message": "denied by the policy hook"}' >"$VALIDATING_
 	}
 
 	_, certs, port := servingSetup(t)
-	args := []string{"--webhook-listen-address", "127.0.0.1:" + port, "--webhook-url", "https://127.0.0.1:" + port,
-		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
-		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName, "--webhook-configuration-mode", "existing"}
+	args := append(webhookFlags(certs, port, configName), "--webhook-configuration-mode", "existing")
 
 	// Missing: start fails, naming the configuration.
 	runCtx, cancel := context.WithTimeout(ctx, 60*time.Second)

@@ -116,10 +116,8 @@ exit 1
 		gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
 		_ = c.Dynamic.Resource(gvr).Delete(context.Background(), configName, metav1.DeleteOptions{})
 	})
-	args := append(electionArgs(ns, "op-1"), "--sharding",
-		"--webhook-listen-address", "127.0.0.1:"+port, "--webhook-url", "https://127.0.0.1:"+port,
-		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
-		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName)
+	args := append(electionArgs(ns, "op-1"), "--sharding")
+	args = append(args, webhookFlags(certs, port, configName)...)
 	o := startObserved(t, bin, c.Kubeconfig, hooks, args...)
 
 	cm := func(name, label, value string) string {

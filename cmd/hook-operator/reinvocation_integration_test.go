@@ -3,7 +3,6 @@ package main_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -56,11 +55,7 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 	}
 	hooks := t.TempDir()
 	testoperator.ConfigMapVolume(t, hooks, "1", map[string]string{"defaults.sh": defaults("IfNeeded")})
-	o := startObserved(t, bin, c.Kubeconfig, hooks,
-		"--webhook-listen-address", "127.0.0.1:"+port, "--webhook-url", "https://127.0.0.1:"+port,
-		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
-		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName,
-		"--hooks-reload-poll-period", "1s")
+	o := startObserved(t, bin, c.Kubeconfig, hooks, append(webhookFlags(certs, port, configName), "--hooks-reload-poll-period", "1s")...)
 
 	registered := func(want string) func() bool {
 		return func() bool {

@@ -57,10 +57,7 @@ done
 		gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
 		_ = c.Dynamic.Resource(gvr).Delete(context.Background(), configName, metav1.DeleteOptions{})
 	})
-	o := startObserved(t, bin, c.Kubeconfig, hooks,
-		"--webhook-listen-address", "127.0.0.1:"+port, "--webhook-url", "https://127.0.0.1:"+port,
-		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
-		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName)
+	o := startObserved(t, bin, c.Kubeconfig, hooks, webhookFlags(certs, port, configName)...)
 	waitUntil(t, "the webhook configuration", func() bool {
 		return strings.Contains(o.logs.String(), `"msg":"webhook configuration applied"`)
 	}, o.logs.String)

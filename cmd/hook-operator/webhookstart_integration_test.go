@@ -36,9 +36,7 @@ func webhookStartSetup(t *testing.T, c *testcluster.Cluster, ns string) (hooks, 
 echo '{"allowed": false, "message": "denied by the policy hook"}' >"$VALIDATING_RESPONSE_PATH"
 `))
 	_, certs, port := servingSetup(t)
-	args = []string{"--webhook-listen-address", "127.0.0.1:" + port, "--webhook-url", "https://127.0.0.1:" + port,
-		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
-		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName}
+	args = webhookFlags(certs, port, configName)
 	return hooks, configName, args
 }
 
