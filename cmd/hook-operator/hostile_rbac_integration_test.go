@@ -41,13 +41,8 @@ func TestIntegrationHostileRBACCannotCreateWebhookConfigurations(t *testing.T) {
 	bin := buildBinary(t)
 	ctx := context.Background()
 	configName := "hook-operator-test-" + ns
-	validating := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
-	mutating := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}
-	t.Cleanup(func() {
-		for _, gvr := range []schema.GroupVersionResource{validating, mutating} {
-			_ = c.Dynamic.Resource(gvr).Delete(context.Background(), configName, metav1.DeleteOptions{})
-		}
-	})
+	validating, mutating := validatingConfigurations, mutatingConfigurations
+	deleteConfigurationsAtEnd(t, c, configName)
 
 	hooks := t.TempDir()
 	selectors := fmt.Sprintf(`"namespace":{"labelSelector":{"matchLabels":{"kubernetes.io/metadata.name":%q}}},"labelSelector":{"matchLabels":{"rbac-test":"yes"}}`, ns)

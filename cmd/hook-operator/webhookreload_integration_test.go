@@ -36,15 +36,7 @@ func TestIntegrationWebhookBindingsReload(t *testing.T) {
 	c, ns, port := w.c, w.ns, w.port
 	configName := "hook-operator-test-" + ns
 	hooks, marks := t.TempDir(), t.TempDir()
-	configurations := map[string]schema.GroupVersionResource{}
-	for _, res := range []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"} {
-		configurations[res] = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: res}
-	}
-	t.Cleanup(func() {
-		for _, gvr := range configurations {
-			_ = c.Dynamic.Resource(gvr).Delete(context.Background(), configName, metav1.DeleteOptions{})
-		}
-	})
+	deleteConfigurationsAtEnd(t, c, configName)
 
 	selectors := fmt.Sprintf(`"namespace":{"labelSelector":{"matchLabels":{"kubernetes.io/metadata.name":%q}}},"labelSelector":{"matchLabels":{"reload-test":"yes"}}`, ns)
 	rules := `"rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}]`
@@ -131,7 +123,7 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 	// the API server stops calling the operator.
 	testoperator.ConfigMapVolume(t, hooks, "4", map[string]string{"startup.sh": startup})
 	waitUntil(t, "both configurations deleted", func() bool {
-		for _, gvr := range configurations {
+		for _, gvr := range []schema.GroupVersionResource{validatingConfigurations, mutatingConfigurations} {
 			if _, err := c.Dynamic.Resource(gvr).Get(context.Background(), configName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return false
 			}

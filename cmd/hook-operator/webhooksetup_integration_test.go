@@ -13,8 +13,24 @@ import (
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
-// crdGVR is the resource of CustomResourceDefinitions.
-var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+// The resources of CustomResourceDefinitions and of the two kinds of
+// webhook configurations.
+var (
+	crdGVR                   = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	validatingConfigurations = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
+	mutatingConfigurations   = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}
+)
+
+// deleteConfigurationsAtEnd deletes the webhook configurations named name,
+// of both kinds, when the test ends, so that no webhook of the test's is
+// left for other tests' requests to reach.
+func deleteConfigurationsAtEnd(t *testing.T, c *testcluster.Cluster, name string) {
+	t.Cleanup(func() {
+		for _, gvr := range []schema.GroupVersionResource{validatingConfigurations, mutatingConfigurations} {
+			_ = c.Dynamic.Resource(gvr).Delete(context.Background(), name, metav1.DeleteOptions{})
+		}
+	})
+}
 
 // A webhookTest is what a test of the operator's webhooks starts from: the
 // cluster, a namespace of the test's own, the binary, and a certificate
@@ -23,6 +39,7 @@ type webhookTest struct {
 	c           *testcluster.Cluster
 	ns          string
 	bin         string
+	ca          *testCA
 	certs, port string
 }
 
@@ -32,7 +49,7 @@ func newWebhookTest(t *testing.T) *webhookTest {
 	t.Helper()
 	c := testcluster.Get(t)
 	w := &webhookTest{c: c, ns: c.Namespace(t), bin: buildBinary(t)}
-	_, w.certs, w.port = servingSetup(t)
+	w.ca, w.certs, w.port = servingSetup(t)
 	return w
 }
 
