@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/hook-operator/hook-operator/internal/localcluster"
+	"github.com/hook-operator/hook-operator/internal/loop"
 )
 
 // benchLabel marks the namespaces the harness creates, so that a run can
@@ -88,8 +89,8 @@ func (c *cluster) Namespace(ctx context.Context, scenario string) (string, error
 		if !apierrors.IsNotFound(err) || time.Now().After(deadline) {
 			return "", fmt.Errorf("namespace %s: no kube-root-ca.crt ConfigMap (is kube-controller-manager running?): %w", ns.Name, err)
 		}
-		if err := sleep(ctx, 20*time.Millisecond); err != nil {
-			return "", err
+		if !loop.Sleep(ctx, 20*time.Millisecond) {
+			return "", ctx.Err()
 		}
 	}
 }
@@ -110,8 +111,8 @@ func (c *cluster) KeptNamespace(ctx context.Context, name string) (string, error
 		if !apierrors.IsNotFound(err) || time.Now().After(deadline) {
 			return "", fmt.Errorf("--scale-namespace %s: no kube-root-ca.crt ConfigMap (is kube-controller-manager running?): %w", name, err)
 		}
-		if err := sleep(ctx, 20*time.Millisecond); err != nil {
-			return "", err
+		if !loop.Sleep(ctx, 20*time.Millisecond) {
+			return "", ctx.Err()
 		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/hook-operator/hook-operator/internal/loop"
 )
 
 const (
@@ -100,7 +102,7 @@ func (c *churner) seed(ctx context.Context, n int) error {
 }
 
 func (c *churner) loop(ctx context.Context) {
-	for sleep(ctx, 500*time.Millisecond) == nil {
+	for loop.Sleep(ctx, 500*time.Millisecond) {
 		c.gate.RLock()
 		c.mu.Lock()
 		n := len(c.live)
@@ -264,7 +266,7 @@ func (s *soak) measureConvergence(ctx context.Context, after faultKind) checkpoi
 		} else {
 			last = diff
 		}
-		_ = sleep(ctx, 250*time.Millisecond)
+		loop.Sleep(ctx, 250*time.Millisecond)
 	}
 	c.Converge = -1
 	c.Detail = fmt.Sprintf("not converged within %s: %s", convergeBound, last)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/hook-operator/hook-operator/internal/localcerts"
 	"github.com/hook-operator/hook-operator/internal/localcluster"
+	"github.com/hook-operator/hook-operator/internal/loop"
 )
 
 // The soak's bounds (docs/soak.md).
@@ -199,7 +200,7 @@ func run(ctx context.Context, o options) error {
 		wg.Go(func() {
 			// Heap profiles where a growth can be read: at the end of the
 			// warm-up and at the end (before the replicas go idle).
-			if sleep(runCtx, warmup) == nil {
+			if loop.Sleep(runCtx, warmup) {
 				s.saveHeapProfiles(ctx, out, "warm")
 			}
 		})
@@ -379,18 +380,6 @@ contexts:
 current-context: soak
 `, server, ca)
 	return os.WriteFile(path, []byte(cfg), 0o600)
-}
-
-// sleep waits d, or less if ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // random picks one of n.
