@@ -3,7 +3,8 @@
 // (Up), find its binaries (Binaries), make a client config with the
 // harness's own request rate (Config), and pick ports on 127.0.0.1 for
 // the servers its API server calls there, the webhooks registered by URL
-// (FreePort). The integration tests' access is internal/testcluster.
+// (FreePort). internal/testcluster, the integration tests' access, starts
+// the cluster with it too.
 package localcluster
 
 import (
@@ -37,7 +38,7 @@ func Binaries(ctx context.Context, root string, env ...string) (string, error) {
 }
 
 // script runs hack/cluster/<name> with args and returns its stdout,
-// trimmed; its error holds what the script wrote on stderr.
+// trimmed; its error holds the last 40 lines the script wrote on stderr.
 func script(ctx context.Context, root, name string, env []string, args ...string) (string, error) {
 	path := filepath.Join(root, "hack", "cluster", name)
 	cmd := exec.CommandContext(ctx, path, args...)
@@ -45,9 +46,15 @@ func script(ctx context.Context, root, name string, env []string, args ...string
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("hack/cluster/%s: %w\n%s", name, err, stderr.String())
+		return "", fmt.Errorf("%s: %w\n%s", path, err, lastLines(stderr.String(), 40))
 	}
 	return strings.TrimSpace(stdout.String()), nil
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
 
 // Config returns a client config for kubeconfig that sends at most qps

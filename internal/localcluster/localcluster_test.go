@@ -46,3 +46,11 @@ current-context: x
 		t.Errorf("Config of a missing kubeconfig: %v", err)
 	}
 }
+
+func TestLastLines(t *testing.T) {
+	for in, want := range map[string]string{"a\nb\nc\n": "b\nc", "a": "a", "": ""} {
+		if got := lastLines(in, 2); got != want {
+			t.Errorf("lastLines(%q, 2) = %q, want %q", in, got, want)
+		}
+	}
+}
