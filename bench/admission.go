@@ -16,8 +16,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hook-operator/hook-operator/internal/localcerts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hook-operator/hook-operator/internal/localcerts"
+	"github.com/hook-operator/hook-operator/internal/localcluster"
+	"github.com/hook-operator/hook-operator/internal/loop"
 )
 
 // admissionWorkers is how many requests the throughput part of the
@@ -91,7 +94,7 @@ func runAdmission(ctx context.Context, b *bench) error {
 }
 
 func measureAdmission(ctx context.Context, b *bench, s subject, ns, free, certs, configName string, r *Run, prof *profiling) (*operator, error) {
-	port, err := freePort()
+	port, err := localcluster.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -118,8 +121,8 @@ func measureAdmission(ctx context.Context, b *bench, s subject, ns, free, certs,
 		if time.Now().After(deadline) {
 			return op, fmt.Errorf("the webhook did not deny the probe within a minute (last: %v); operator log:\n%s", err, op.Log(20))
 		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
-			return op, err
+		if !loop.Sleep(ctx, 100*time.Millisecond) {
+			return op, ctx.Err()
 		}
 	}
 

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/hook-operator/hook-operator/internal/loop"
 )
 
 // runBurst creates BurstObjects ConfigMaps with BurstWorkers goroutines as
@@ -60,8 +62,8 @@ func measureBurst(ctx context.Context, b *bench, s subject, ns string, n int, r 
 	r.Metrics[mDrain] = seconds(last, latest(maps.Values(op.out.seen)))
 	// Let the last run finish (the operator reaps the hook, reads its
 	// files, logs) before reading the CPU time.
-	if err := sleep(ctx, 500*time.Millisecond); err != nil {
-		return op, err
+	if !loop.Sleep(ctx, 500*time.Millisecond) {
+		return op, ctx.Err()
 	}
 	cpuAfter, err := op.CPU()
 	if err != nil {

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -18,7 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/hook-operator/hook-operator/internal/localcluster"
+	"github.com/hook-operator/hook-operator/internal/loop"
 )
 
 // benchLabel marks the namespaces the harness creates, so that a run can
@@ -41,21 +41,17 @@ type cluster struct {
 // by hack/cluster/up.sh if needed) when kubeconfig is "".
 func connect(ctx context.Context, root, kubeconfig string) (*cluster, error) {
 	if kubeconfig == "" {
-		var stdout, stderr bytes.Buffer
-		cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "cluster", "up.sh"))
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("hack/cluster/up.sh: %w\n%s", err, stderr.String())
+		var err error
+		if kubeconfig, err = localcluster.Up(ctx, root); err != nil {
+			return nil, err
 		}
-		kubeconfig = strings.TrimSpace(stdout.String())
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
 	}
 	// The harness is the load: its own client must not be what limits the
 	// rate of creates.
-	cfg.QPS, cfg.Burst = 5000, 10000
+	cfg, err := localcluster.Config(kubeconfig, 5000, 10000)
+	if err != nil {
+		return nil, err
+	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -93,8 +89,8 @@ func (c *cluster) Namespace(ctx context.Context, scenario string) (string, error
 		if !apierrors.IsNotFound(err) || time.Now().After(deadline) {
 			return "", fmt.Errorf("namespace %s: no kube-root-ca.crt ConfigMap (is kube-controller-manager running?): %w", ns.Name, err)
 		}
-		if err := sleep(ctx, 20*time.Millisecond); err != nil {
-			return "", err
+		if !loop.Sleep(ctx, 20*time.Millisecond) {
+			return "", ctx.Err()
 		}
 	}
 }
@@ -115,8 +111,8 @@ func (c *cluster) KeptNamespace(ctx context.Context, name string) (string, error
 		if !apierrors.IsNotFound(err) || time.Now().After(deadline) {
 			return "", fmt.Errorf("--scale-namespace %s: no kube-root-ca.crt ConfigMap (is kube-controller-manager running?): %w", name, err)
 		}
-		if err := sleep(ctx, 20*time.Millisecond); err != nil {
-			return "", err
+		if !loop.Sleep(ctx, 20*time.Millisecond) {
+			return "", ctx.Err()
 		}
 	}
 }

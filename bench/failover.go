@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/hook-operator/hook-operator/internal/loop"
 )
 
 // The log lines of our leader election that the failover scenario times.
@@ -109,15 +111,15 @@ func handover(ctx context.Context, b *bench, leader, standby *operator, sig sysc
 	if _, err := standby.WaitLogged(ctx, time.Minute, logStandby); err != nil {
 		return err
 	}
-	if err := sleep(ctx, b.cfg.Settle); err != nil {
-		return err
+	if !loop.Sleep(ctx, b.cfg.Settle) {
+		return ctx.Err()
 	}
 	if requests {
 		window := 6 * b.cfg.Settle
 		l0, err1 := leader.Requests()
 		s0, err2 := standby.Requests()
-		if err := sleep(ctx, window); err != nil {
-			return err
+		if !loop.Sleep(ctx, window) {
+			return ctx.Err()
 		}
 		l1, err3 := leader.Requests()
 		s1, err4 := standby.Requests()

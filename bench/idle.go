@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/hook-operator/hook-operator/internal/loop"
 )
 
 // runIdle measures the operator's memory with one binding and nothing to
@@ -37,8 +39,8 @@ func measureIdle(ctx context.Context, b *bench, s subject, ns string, r *Run, pr
 		return op, err
 	}
 	r.Metrics[mSync] = seconds(op.started, sync.At)
-	if err := sleep(ctx, b.cfg.Settle); err != nil {
-		return op, err
+	if !loop.Sleep(ctx, b.cfg.Settle) {
+		return op, ctx.Err()
 	}
 	m, err := op.Memory()
 	if err != nil {

@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/hook-operator/hook-operator/internal/localcluster"
 )
 
 // The operators the harness measures: ours, and shell-operator, the
@@ -99,7 +99,7 @@ func shellOperator(binary string) (*implementation, error) {
 		// "Hook failed. Will retry after delay." and the like.
 		failed: func(line string) bool { return strings.Contains(line, `"msg":"Hook failed`) },
 		args: func(l launch) ([]string, string, error) {
-			port, err := freePort()
+			port, err := localcluster.FreePort()
 			if err != nil {
 				return nil, "", err
 			}
@@ -108,16 +108,6 @@ func shellOperator(binary string) (*implementation, error) {
 				"--debug-unix-socket", filepath.Join(l.dir, "debug.sock"), "--log-type", "json"}, "", nil
 		},
 	}, nil
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), nil
 }
 
 // A subject is what one run measures: an operator with a hook.

@@ -276,16 +276,6 @@ func newRun(scenario, variant string, s subject, repeat, objects int) Run {
 		Metrics: map[string]float64{}, Started: time.Now().UTC().Format(time.RFC3339)}
 }
 
-// sleep waits for d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
-}
-
 // mb converts bytes to MiB.
 func mb(n int64) float64 { return float64(n) / (1 << 20) }
 

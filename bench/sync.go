@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/hook-operator/hook-operator/internal/loop"
 )
 
 // runSync fills one namespace with SyncObjects ConfigMaps once, then, for
@@ -61,8 +63,8 @@ func measureSync(ctx context.Context, b *bench, s subject, ns string, keepFull b
 	if m, err := op.Memory(); err == nil {
 		r.Metrics[mRSSAtSync] = mb(m.RSS)
 	}
-	if err := sleep(ctx, b.cfg.Settle); err != nil {
-		return op, err
+	if !loop.Sleep(ctx, b.cfg.Settle) {
+		return op, ctx.Err()
 	}
 	m, err := op.Memory()
 	if err != nil {

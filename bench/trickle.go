@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"time"
+
+	"github.com/hook-operator/hook-operator/internal/loop"
 )
 
 // runTrickle creates TrickleRate ConfigMaps per second for TrickleFor, one
@@ -34,8 +36,8 @@ func measureTrickle(ctx context.Context, b *bench, s subject, ns string, n int, 
 	defer wait()
 	begin := time.Now()
 	for i, name := range objects {
-		if err := sleep(ctx, time.Until(begin.Add(time.Duration(i)*period))); err != nil {
-			return op, err
+		if !loop.Sleep(ctx, time.Until(begin.Add(time.Duration(i)*period))) {
+			return op, ctx.Err()
 		}
 		if returned[i], err = b.cluster.CreateOne(ctx, ns, name); err != nil {
 			return op, err

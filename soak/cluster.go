@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -13,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/hook-operator/hook-operator/internal/loop"
 )
 
 const (
@@ -101,7 +102,7 @@ func (c *churner) seed(ctx context.Context, n int) error {
 }
 
 func (c *churner) loop(ctx context.Context) {
-	for sleep(ctx, 500*time.Millisecond) == nil {
+	for loop.Sleep(ctx, 500*time.Millisecond) {
 		c.gate.RLock()
 		c.mu.Lock()
 		n := len(c.live)
@@ -265,21 +266,11 @@ func (s *soak) measureConvergence(ctx context.Context, after faultKind) checkpoi
 		} else {
 			last = diff
 		}
-		_ = sleep(ctx, 250*time.Millisecond)
+		loop.Sleep(ctx, 250*time.Millisecond)
 	}
 	c.Converge = -1
 	c.Detail = fmt.Sprintf("not converged within %s: %s", convergeBound, last)
 	return c
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), nil
 }
 
 // leader returns the replica that holds the Lease.

@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hook-operator/hook-operator/internal/loop"
 )
 
 // faultLoop injects the scheduled faults in turn and, between them,
@@ -23,7 +25,7 @@ func (s *soak) faultLoop(ctx context.Context, faults []scheduled) {
 				s.checkpoint(ctx, "")
 				lastCheck = time.Now()
 			}
-			if sleep(ctx, time.Second) != nil {
+			if !loop.Sleep(ctx, time.Second) {
 				return
 			}
 		}
@@ -91,7 +93,7 @@ func (s *soak) inject(ctx context.Context, kind faultKind) (string, error) {
 		if err := s.kwok(ctx, "stop"); err != nil {
 			return "", err
 		}
-		_ = sleep(ctx, 10*time.Second)
+		loop.Sleep(ctx, 10*time.Second)
 		// Started again even when the run ends meanwhile.
 		if err := s.kwok(context.WithoutCancel(ctx), "start"); err != nil {
 			return "", err
@@ -103,7 +105,7 @@ func (s *soak) inject(ctx context.Context, kind faultKind) (string, error) {
 			if time.Now().After(deadline) {
 				return "", fmt.Errorf("/readyz not 200 within a minute of kwokctl start")
 			}
-			_ = sleep(ctx, 200*time.Millisecond)
+			loop.Sleep(ctx, 200*time.Millisecond)
 		}
 		return "", ctx.Err()
 	case faultHooksChange:
@@ -113,7 +115,7 @@ func (s *soak) inject(ctx context.Context, kind faultKind) (string, error) {
 			if err := writeHook(s.hooksDir, "extra.sh", "#!/bin/sh\n[ \"$1\" = --config ] && echo '"+config+"'\nexit 0\n"); err != nil {
 				return "", err
 			}
-			if sleep(ctx, 10*time.Second) != nil {
+			if !loop.Sleep(ctx, 10*time.Second) {
 				return "", ctx.Err()
 			}
 		}
@@ -141,12 +143,12 @@ func (s *soak) inject(ctx context.Context, kind faultKind) (string, error) {
 			if time.Now().After(deadline) {
 				return r.id, fmt.Errorf("no run of the hook on %s took the hang file within a minute", r.id)
 			}
-			_ = sleep(ctx, 200*time.Millisecond)
+			loop.Sleep(ctx, 200*time.Millisecond)
 		}
 	case fault429:
 		s.proxy.throttling.Store(true)
 		before := s.proxy.answered.Load()
-		_ = sleep(ctx, 20*time.Second)
+		loop.Sleep(ctx, 20*time.Second)
 		s.proxy.throttling.Store(false)
 		return fmt.Sprintf("%d requests answered 429 in 20 s", s.proxy.answered.Load()-before), nil
 	}
@@ -193,7 +195,7 @@ type webhookTally struct {
 // and one it must allow. A wrong answer inside a fault's window (from its
 // start to its convergence) counts as unavailability; outside, as wrong.
 func (s *soak) webhookLoop(ctx context.Context) {
-	for sleep(ctx, 5*time.Second) == nil {
+	for loop.Sleep(ctx, 5*time.Second) {
 		for _, deny := range []bool{true, false} {
 			data := map[string]string{"ok": "1"}
 			if deny {
@@ -250,7 +252,7 @@ const takeoverSlack = 15 * time.Second
 
 // sampleLoop samples every replica every sampleEvery.
 func (s *soak) sampleLoop(ctx context.Context) {
-	for sleep(ctx, sampleEvery) == nil {
+	for loop.Sleep(ctx, sampleEvery) {
 		for _, r := range s.replicas {
 			pid := r.pid()
 			if pid == 0 {
@@ -310,7 +312,7 @@ func (s *soak) idleCheck(ctx context.Context) {
 		if len(left) == 0 {
 			return
 		}
-		if time.Now().After(deadline) || sleep(ctx, time.Second) != nil {
+		if time.Now().After(deadline) || !loop.Sleep(ctx, time.Second) {
 			s.problem("a minute after the end, idle replicas still hold: %s", strings.Join(left, "; "))
 			return
 		}

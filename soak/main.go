@@ -19,14 +19,15 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/hook-operator/hook-operator/internal/localcerts"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/hook-operator/hook-operator/internal/localcerts"
+	"github.com/hook-operator/hook-operator/internal/localcluster"
+	"github.com/hook-operator/hook-operator/internal/loop"
 )
 
 // The soak's bounds (docs/soak.md).
@@ -199,7 +200,7 @@ func run(ctx context.Context, o options) error {
 		wg.Go(func() {
 			// Heap profiles where a growth can be read: at the end of the
 			// warm-up and at the end (before the replicas go idle).
-			if sleep(runCtx, warmup) == nil {
+			if loop.Sleep(runCtx, warmup) {
 				s.saveHeapProfiles(ctx, out, "warm")
 			}
 		})
@@ -226,21 +227,20 @@ func run(ctx context.Context, o options) error {
 // setup starts the soak cluster (or reuses it), the proxy and the three
 // replicas, and waits until the mirrors converge once.
 func (s *soak) setup(ctx context.Context, root, binary string) error {
-	env := append(os.Environ(), "HOOK_OPERATOR_CLUSTER=soak")
-	kubeconfig, err := script(ctx, env, filepath.Join(root, "hack/cluster/up.sh"))
+	own := "HOOK_OPERATOR_CLUSTER=soak"
+	kubeconfig, err := localcluster.Up(ctx, root, own)
 	if err != nil {
 		return err
 	}
-	bin, err := script(ctx, env, filepath.Join(root, "hack/cluster/build.sh"), "--dir")
+	bin, err := localcluster.Binaries(ctx, root, own)
 	if err != nil {
 		return err
 	}
 	s.kwokctl, s.workdir = filepath.Join(bin, "kwokctl"), filepath.Join(filepath.Dir(kubeconfig), "kwok")
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := localcluster.Config(kubeconfig, 200, 400)
 	if err != nil {
-		return fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+		return err
 	}
-	cfg.QPS, cfg.Burst = 200, 400
 	if s.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
 	}
@@ -279,7 +279,7 @@ func (s *soak) setup(ctx context.Context, root, binary string) error {
 	s.start = time.Now()
 	for i := range replicas {
 		id := fmt.Sprintf("replica-%d", i)
-		port, err := freePort()
+		port, err := localcluster.FreePort()
 		if err != nil {
 			return err
 		}
@@ -353,19 +353,6 @@ func (s *soak) problem(format string, args ...any) {
 	s.mu.Unlock()
 }
 
-// script runs one of hack/cluster's scripts and returns its stdout.
-func script(ctx context.Context, env []string, path string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Env = env
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("%s: %w\n%s", path, err, stderr.String())
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
 // kwok stops or starts the soak cluster's control plane.
 func (s *soak) kwok(ctx context.Context, verb string) error {
 	cmd := exec.CommandContext(ctx, s.kwokctl, verb, "cluster", "--name", "soak")
@@ -393,18 +380,6 @@ contexts:
 current-context: soak
 `, server, ca)
 	return os.WriteFile(path, []byte(cfg), 0o600)
-}
-
-// sleep waits d, or less if ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // random picks one of n.

@@ -102,10 +102,8 @@ func kubectlApply(kubeconfig, manifest string) (string, error) {
 // namespace, and the configurations are deleted at the end, so other tests'
 // requests never reach them.
 func TestIntegrationAdmissionWebhooks(t *testing.T) {
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	ca, certs, port := servingSetup(t)
+	w := newWebhookTest(t)
+	c, ns, ca, certs, port := w.c, w.ns, w.ca, w.certs, w.port
 	configName := "hook-operator-test-" + ns
 
 	selectors := fmt.Sprintf(`
@@ -146,17 +144,8 @@ fi
 patch=$(echo '[{"op": "add", "path": "/metadata/labels/mutated", "value": "by-hook"}]' | base64 -w0)
 echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 `)
-	dyn := c.Dynamic
-	t.Cleanup(func() {
-		for _, res := range []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"} {
-			gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: res}
-			_ = dyn.Resource(gvr).Delete(context.Background(), configName, metav1.DeleteOptions{})
-		}
-	})
-	o := startObserved(t, bin, c.Kubeconfig, hooks,
-		"--webhook-listen-address", "127.0.0.1:"+port, "--webhook-url", "https://127.0.0.1:"+port,
-		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
-		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName)
+	deleteConfigurationsAtEnd(t, c, configName)
+	o := w.start(t, hooks, configName)
 	waitUntil(t, "both webhook configurations", func() bool {
 		return strings.Count(o.logs.String(), `"msg":"webhook configuration applied"`) == 2
 	}, o.logs.String)
@@ -243,10 +232,8 @@ func TestIntegrationAdmissionDryRun(t *testing.T) {
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	ln.Close()
 	configName := "hook-operator-test-" + ns
-	gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
-	t.Cleanup(func() {
-		_ = c.Dynamic.Resource(gvr).Delete(context.Background(), configName+"-dry-run", metav1.DeleteOptions{})
-	})
+	gvr := validatingConfigurations
+	deleteConfigurationsAtEnd(t, c, configName+"-dry-run")
 
 	hooks := t.TempDir()
 	writeHook(t, hooks, "validate.sh", `#!/usr/bin/env bash

@@ -4,16 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // The real API server calls the operator's conversion webhook (registered
@@ -25,32 +21,10 @@ import (
 // operator whose hooks no longer convert the CRD gives its spec.conversion
 // back (strategy None). The CRD is the test's own and is deleted at the end.
 func TestIntegrationConversionWebhook(t *testing.T) {
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	_, certs, port := servingSetup(t)
-
+	w := newWebhookTest(t)
+	c, ns, bin := w.c, w.ns, w.bin
 	group := ns + ".conversion-test.example.com"
-	crd := "crontabs." + group
-	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	t.Cleanup(func() { _ = c.Dynamic.Resource(crdGVR).Delete(context.Background(), crd, metav1.DeleteOptions{}) })
-	version := func(name string, storage bool) string {
-		return fmt.Sprintf(`
-  - name: %s
-    served: true
-    storage: %t
-    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, x-kubernetes-preserve-unknown-fields: true}}}}`, name, storage)
-	}
-	out, err := kubectlApply(c.Kubeconfig, fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: %s}
-spec:
-  group: %s
-  scope: Namespaced
-  names: {plural: crontabs, singular: crontab, kind: CronTab}
-  versions:%s%s%s
-`, crd, group, version("v1alpha1", true), version("v1alpha2", false), version("v1", false)))
-	must(t, errWith(err, out))
+	crd := w.installCRD(t, group, "crontabs", "CronTab", "v1alpha1", "v1alpha2", "v1")
 
 	hooks := t.TempDir()
 	writeHook(t, hooks, "alpha.sh", `#!/usr/bin/env bash
@@ -95,15 +69,12 @@ jq '{convertedObjects: [.[0].review.request.objects[] |
 	// running at the same time with the default name and no conversion
 	// bindings, would otherwise give this conversion back.
 	configName := "conversion-" + ns
-	o := startObserved(t, bin, c.Kubeconfig, hooks,
-		"--webhook-listen-address", "127.0.0.1:"+port, "--webhook-url", "https://127.0.0.1:"+port,
-		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
-		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName)
+	o := w.start(t, hooks, configName)
 	waitUntil(t, "the conversion registered in the CRD", func() bool {
 		return strings.Contains(o.logs.String(), `"msg":"conversion webhook registered in the CRD"`)
 	}, o.logs.String)
 
-	out, err = kubectlApply(c.Kubeconfig, fmt.Sprintf(`apiVersion: %s/v1alpha1
+	out, err := kubectlApply(c.Kubeconfig, fmt.Sprintf(`apiVersion: %s/v1alpha1
 kind: CronTab
 metadata: {name: nightly, namespace: %s}
 spec: {cron: ["0", "3", "*", "*", "*"]}
@@ -169,10 +140,7 @@ spec: {cron: ["*"], fail: true}
 	// spec.conversion it set.
 	_ = o.cmd.Process.Signal(syscall.SIGTERM)
 	_ = o.cmd.Wait()
-	startObserved(t, bin, c.Kubeconfig, t.TempDir(),
-		"--webhook-listen-address", "127.0.0.1:"+port, "--webhook-url", "https://127.0.0.1:"+port,
-		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
-		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName)
+	w.start(t, t.TempDir(), configName)
 	waitUntil(t, "the CRD's conversion strategy back to None", func() bool {
 		u, err := c.Dynamic.Resource(crdGVR).Get(context.Background(), crd, metav1.GetOptions{})
 		if err != nil {

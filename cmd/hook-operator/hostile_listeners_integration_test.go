@@ -26,6 +26,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/hook-operator/hook-operator/internal/procfs"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
@@ -211,27 +212,16 @@ func review(addr string, tr *http.Transport) (time.Duration, string) {
 
 // rss is the resident memory of process pid in bytes.
 func rss(t *testing.T, pid int) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	m, err := procfs.ReadMemory(pid)
 	must(t, err)
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			must(t, err)
-			return kb << 10
-		}
-	}
-	t.Fatalf("no VmRSS in /proc/%d/status", pid)
-	return 0
+	return m.RSS
 }
 
 // cpuTime is the CPU time process pid has used (user and system).
 func cpuTime(t *testing.T, pid int) time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	s, err := procfs.ReadStat(pid)
 	must(t, err)
-	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
-	utime, _ := strconv.ParseInt(fields[11], 10, 64)
-	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ 100
+	return s.Self
 }
 
 // dialTLS connects from ip and completes a TLS handshake, or returns nil

@@ -41,13 +41,8 @@ func TestIntegrationHostileRBACCannotCreateWebhookConfigurations(t *testing.T) {
 	bin := buildBinary(t)
 	ctx := context.Background()
 	configName := "hook-operator-test-" + ns
-	validating := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
-	mutating := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}
-	t.Cleanup(func() {
-		for _, gvr := range []schema.GroupVersionResource{validating, mutating} {
-			_ = c.Dynamic.Resource(gvr).Delete(context.Background(), configName, metav1.DeleteOptions{})
-		}
-	})
+	validating, mutating := validatingConfigurations, mutatingConfigurations
+	deleteConfigurationsAtEnd(t, c, configName)
 
 	hooks := t.TempDir()
 	selectors := fmt.Sprintf(`"namespace":{"labelSelector":{"matchLabels":{"kubernetes.io/metadata.name":%q}}},"labelSelector":{"matchLabels":{"rbac-test":"yes"}}`, ns)
@@ -97,9 +92,7 @@ echo '{"allowed": false, "message": "denied by the policy hook"}' >"$VALIDATING_
 	}
 
 	_, certs, port := servingSetup(t)
-	args := []string{"--webhook-listen-address", "127.0.0.1:" + port, "--webhook-url", "https://127.0.0.1:" + port,
-		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
-		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName, "--webhook-configuration-mode", "existing"}
+	args := append(webhookFlags(certs, port, configName), "--webhook-configuration-mode", "existing")
 
 	// Missing: start fails, naming the configuration.
 	runCtx, cancel := context.WithTimeout(ctx, 60*time.Second)

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -12,9 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
@@ -80,10 +76,8 @@ func servedNames(page string) map[string]bool {
 // object, and a change of the hooks folder that is not valid, so that each
 // family has a series.
 func TestIntegrationMonitoringMetricsServed(t *testing.T) {
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	_, certs, port := servingSetup(t)
+	w := newWebhookTest(t)
+	c, ns := w.c, w.ns
 	configName := "hook-operator-test-" + ns
 	watched := `"namespace":{"nameSelector":{"matchNames":["` + ns + `"]}},"labelSelector":{"matchLabels":{"monitoring-test":"yes"}}`
 
@@ -112,15 +106,8 @@ exit 0
 fi
 exit 1
 `)
-	t.Cleanup(func() {
-		gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
-		_ = c.Dynamic.Resource(gvr).Delete(context.Background(), configName, metav1.DeleteOptions{})
-	})
-	args := append(electionArgs(ns, "op-1"), "--sharding",
-		"--webhook-listen-address", "127.0.0.1:"+port, "--webhook-url", "https://127.0.0.1:"+port,
-		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
-		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName)
-	o := startObserved(t, bin, c.Kubeconfig, hooks, args...)
+	deleteConfigurationsAtEnd(t, c, configName)
+	o := w.start(t, hooks, configName, append(electionArgs(ns, "op-1"), "--sharding")...)
 
 	cm := func(name, label, value string) string {
 		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: %s, labels: {%s: \"yes\"}}\ndata: {value: %s}\n", name, ns, label, value)
@@ -137,7 +124,7 @@ exit 1
 	}, func() string { return out + "\n" + o.logs.String() })
 	// A GET is rejected before any hook runs.
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	if resp, err := client.Get("https://127.0.0.1:" + port + "/"); err == nil {
+	if resp, err := client.Get("https://127.0.0.1:" + w.port + "/"); err == nil {
 		resp.Body.Close()
 	}
 	// A change of the hooks folder that is not valid.

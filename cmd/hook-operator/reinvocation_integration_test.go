@@ -3,15 +3,12 @@ package main_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
@@ -26,13 +23,11 @@ import (
 // The webhooks only match labelled ConfigMaps of the test's own
 // namespace, and the configuration is deleted at the end.
 func TestIntegrationMutatingReinvocationPolicy(t *testing.T) {
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	_, certs, port := servingSetup(t)
+	w := newWebhookTest(t)
+	c, ns := w.c, w.ns
 	configName := "reinvocation-test-" + ns
-	gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}
-	t.Cleanup(func() { _ = c.Dynamic.Resource(gvr).Delete(context.Background(), configName, metav1.DeleteOptions{}) })
+	gvr := mutatingConfigurations
+	deleteConfigurationsAtEnd(t, c, configName)
 
 	selectors := fmt.Sprintf(`"namespace":{"labelSelector":{"matchLabels":{"kubernetes.io/metadata.name":%q}}},"labelSelector":{"matchLabels":{"reinvocation-test":"yes"}}`, ns)
 	rules := `"rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}]`
@@ -56,11 +51,7 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 	}
 	hooks := t.TempDir()
 	testoperator.ConfigMapVolume(t, hooks, "1", map[string]string{"defaults.sh": defaults("IfNeeded")})
-	o := startObserved(t, bin, c.Kubeconfig, hooks,
-		"--webhook-listen-address", "127.0.0.1:"+port, "--webhook-url", "https://127.0.0.1:"+port,
-		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
-		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName,
-		"--hooks-reload-poll-period", "1s")
+	o := w.start(t, hooks, configName, "--hooks-reload-poll-period", "1s")
 
 	registered := func(want string) func() bool {
 		return func() bool {

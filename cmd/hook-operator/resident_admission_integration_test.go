@@ -1,27 +1,19 @@
 package main_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // A resident validating hook (a bash loop speaking the protocol) answers
 // the real API server's admission requests from one process: a denial
 // with the hook's message, then allowed creates, all with one start.
 func TestIntegrationResidentAdmission(t *testing.T) {
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	_, certs, port := servingSetup(t)
+	w := newWebhookTest(t)
+	c, ns := w.c, w.ns
 	configName := "hook-operator-test-" + ns
 	hooks, marks := t.TempDir(), t.TempDir()
 	writeHook(t, hooks, "validate.sh", `#!/usr/bin/env bash
@@ -53,14 +45,8 @@ while IFS= read -r line <&3; do
   printf '{"id":"%s","exitCode":0}\n' "$id" >&4
 done
 `)
-	t.Cleanup(func() {
-		gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
-		_ = c.Dynamic.Resource(gvr).Delete(context.Background(), configName, metav1.DeleteOptions{})
-	})
-	o := startObserved(t, bin, c.Kubeconfig, hooks,
-		"--webhook-listen-address", "127.0.0.1:"+port, "--webhook-url", "https://127.0.0.1:"+port,
-		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
-		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName)
+	deleteConfigurationsAtEnd(t, c, configName)
+	o := w.start(t, hooks, configName)
 	waitUntil(t, "the webhook configuration", func() bool {
 		return strings.Contains(o.logs.String(), `"msg":"webhook configuration applied"`)
 	}, o.logs.String)

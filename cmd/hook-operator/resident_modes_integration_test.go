@@ -1,18 +1,12 @@
 package main_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // residentLoop is a resident bash hook without the helpers (the loop of
@@ -79,31 +73,10 @@ func TestIntegrationResidentDryRun(t *testing.T) {
 // processes: an object stored as v1alpha1 is read as v1 again and again
 // without a process start per request.
 func TestIntegrationResidentConversion(t *testing.T) {
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	_, certs, port := servingSetup(t)
+	w := newWebhookTest(t)
+	c, ns := w.c, w.ns
 	group := ns + ".resident-conversion.example.com"
-	crd := "crontabs." + group
-	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	t.Cleanup(func() { _ = c.Dynamic.Resource(crdGVR).Delete(context.Background(), crd, metav1.DeleteOptions{}) })
-	version := func(name string, storage bool) string {
-		return fmt.Sprintf(`
-  - name: %s
-    served: true
-    storage: %t
-    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, x-kubernetes-preserve-unknown-fields: true}}}}`, name, storage)
-	}
-	out, err := kubectlApply(c.Kubeconfig, fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: %s}
-spec:
-  group: %s
-  scope: Namespaced
-  names: {plural: crontabs, singular: crontab, kind: CronTab}
-  versions:%s%s
-`, crd, group, version("v1alpha1", true), version("v1", false)))
-	must(t, errWith(err, out))
+	crd := w.installCRD(t, group, "crontabs", "CronTab", "v1alpha1", "v1")
 
 	hooks, marks := t.TempDir(), t.TempDir()
 	writeHook(t, hooks, "convert.sh", residentLoop(`configVersion: v1
@@ -116,14 +89,11 @@ kubernetesCustomResourceConversion:
 		`jq '{convertedObjects: [.[0] as $c | $c.review.request.objects[] |
   if .apiVersion == $c.fromVersion then .apiVersion = $c.toVersion | .spec.schedule = (.spec.cron | join(" ")) | del(.spec.cron) else . end]}' \
   "$BINDING_CONTEXT_PATH" > "$CONVERSION_RESPONSE_PATH"`))
-	o := startObserved(t, bin, c.Kubeconfig, hooks,
-		"--webhook-listen-address", "127.0.0.1:"+port, "--webhook-url", "https://127.0.0.1:"+port,
-		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
-		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", "resident-conversion-"+ns)
+	o := w.start(t, hooks, "resident-conversion-"+ns)
 	waitUntil(t, "the conversion registered in the CRD", func() bool {
 		return strings.Contains(o.logs.String(), `"msg":"conversion webhook registered in the CRD"`)
 	}, o.logs.String)
-	out, err = kubectlApply(c.Kubeconfig, fmt.Sprintf(`apiVersion: %s/v1alpha1
+	out, err := kubectlApply(c.Kubeconfig, fmt.Sprintf(`apiVersion: %s/v1alpha1
 kind: CronTab
 metadata: {name: nightly, namespace: %s}
 spec: {cron: ["0", "3", "*", "*", "*"]}

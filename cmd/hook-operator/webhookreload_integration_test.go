@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
@@ -33,21 +32,11 @@ import (
 // namespace, and the configurations are deleted at the end, so other
 // tests' requests never reach them.
 func TestIntegrationWebhookBindingsReload(t *testing.T) {
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	_, certs, port := servingSetup(t)
+	w := newWebhookTest(t)
+	c, ns, port := w.c, w.ns, w.port
 	configName := "hook-operator-test-" + ns
 	hooks, marks := t.TempDir(), t.TempDir()
-	configurations := map[string]schema.GroupVersionResource{}
-	for _, res := range []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"} {
-		configurations[res] = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: res}
-	}
-	t.Cleanup(func() {
-		for _, gvr := range configurations {
-			_ = c.Dynamic.Resource(gvr).Delete(context.Background(), configName, metav1.DeleteOptions{})
-		}
-	})
+	deleteConfigurationsAtEnd(t, c, configName)
 
 	selectors := fmt.Sprintf(`"namespace":{"labelSelector":{"matchLabels":{"kubernetes.io/metadata.name":%q}}},"labelSelector":{"matchLabels":{"reload-test":"yes"}}`, ns)
 	rules := `"rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}]`
@@ -71,11 +60,7 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 	startup := bashHook(`{"configVersion":"v1","onStartup":1}`, ": >"+started+"\n")
 	testoperator.ConfigMapVolume(t, hooks, "1", map[string]string{"startup.sh": startup})
 
-	o := startObserved(t, bin, c.Kubeconfig, hooks,
-		"--webhook-listen-address", "127.0.0.1:"+port, "--webhook-url", "https://127.0.0.1:"+port,
-		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
-		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName,
-		"--hooks-reload-poll-period", "1s")
+	o := w.start(t, hooks, configName, "--hooks-reload-poll-period", "1s")
 	waitUntil(t, "the onStartup run", func() bool { _, err := os.Stat(started); return err == nil }, o.logs.String)
 	if conn, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
 		conn.Close()
@@ -138,7 +123,7 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 	// the API server stops calling the operator.
 	testoperator.ConfigMapVolume(t, hooks, "4", map[string]string{"startup.sh": startup})
 	waitUntil(t, "both configurations deleted", func() bool {
-		for _, gvr := range configurations {
+		for _, gvr := range []schema.GroupVersionResource{validatingConfigurations, mutatingConfigurations} {
 			if _, err := c.Dynamic.Resource(gvr).Get(context.Background(), configName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return false
 			}
@@ -156,31 +141,10 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 // converts; changed, the new hook converts; removed, the CRD's
 // conversion is given back (strategy None). The CRD is the test's own.
 func TestIntegrationConversionBindingReload(t *testing.T) {
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	_, certs, port := servingSetup(t)
+	w := newWebhookTest(t)
+	c, ns := w.c, w.ns
 	group := ns + ".reload-test.example.com"
-	crd := "gadgets." + group
-	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	t.Cleanup(func() { _ = c.Dynamic.Resource(crdGVR).Delete(context.Background(), crd, metav1.DeleteOptions{}) })
-	version := func(name string, storage bool) string {
-		return fmt.Sprintf(`
-  - name: %s
-    served: true
-    storage: %t
-    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, x-kubernetes-preserve-unknown-fields: true}}}}`, name, storage)
-	}
-	out, err := kubectlApply(c.Kubeconfig, fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: %s}
-spec:
-  group: %s
-  scope: Namespaced
-  names: {plural: gadgets, singular: gadget, kind: Gadget}
-  versions:%s%s
-`, crd, group, version("v1alpha1", true), version("v1", false)))
-	must(t, errWith(err, out))
+	crd := w.installCRD(t, group, "gadgets", "Gadget", "v1alpha1", "v1")
 
 	hooks, marks := t.TempDir(), t.TempDir()
 	// convert sets spec.by to the hook's version; the binding's name
@@ -194,13 +158,10 @@ jq '{convertedObjects: [.[0] as $c | $c.review.request.objects[] | .apiVersion =
 	started := filepath.Join(marks, "started")
 	startup := bashHook(`{"configVersion":"v1","onStartup":1}`, ": >"+started+"\n")
 	testoperator.ConfigMapVolume(t, hooks, "1", map[string]string{"startup.sh": startup})
-	o := startObserved(t, bin, c.Kubeconfig, hooks,
-		"--webhook-listen-address", "127.0.0.1:"+port, "--webhook-url", "https://127.0.0.1:"+port,
-		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
-		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", "conversion-"+ns)
+	o := w.start(t, hooks, "conversion-"+ns)
 	waitUntil(t, "the onStartup run", func() bool { _, err := os.Stat(started); return err == nil }, o.logs.String)
 
-	out, err = kubectlApply(c.Kubeconfig, fmt.Sprintf("apiVersion: %s/v1alpha1\nkind: Gadget\nmetadata: {name: g, namespace: %s}\nspec: {size: 1}\n", group, ns))
+	out, err := kubectlApply(c.Kubeconfig, fmt.Sprintf("apiVersion: %s/v1alpha1\nkind: Gadget\nmetadata: {name: g, namespace: %s}\nspec: {size: 1}\n", group, ns))
 	must(t, errWith(err, out))
 	v1 := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gadgets"}
 	convertedBy := func(want string) func() bool {

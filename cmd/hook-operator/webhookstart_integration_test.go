@@ -11,13 +11,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
-
-var validatingConfigurations = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
 
 // webhookStartSetup writes a validating hook that denies labelled
 // ConfigMaps of ns, and returns the hooks folder and the flags that serve
@@ -26,9 +23,7 @@ var validatingConfigurations = schema.GroupVersionResource{Group: "admissionregi
 func webhookStartSetup(t *testing.T, c *testcluster.Cluster, ns string) (hooks, configName string, args []string) {
 	t.Helper()
 	configName = "hook-operator-start-" + ns
-	t.Cleanup(func() {
-		_ = c.Dynamic.Resource(validatingConfigurations).Delete(context.Background(), configName, metav1.DeleteOptions{})
-	})
+	deleteConfigurationsAtEnd(t, c, configName)
 	hooks = t.TempDir()
 	selectors := fmt.Sprintf(`"namespace":{"labelSelector":{"matchLabels":{"kubernetes.io/metadata.name":%q}}},"labelSelector":{"matchLabels":{"start-test":"yes"}}`, ns)
 	writeHook(t, hooks, "policy.sh", bashHook(`{"configVersion":"v1","kubernetesValidating":[{"name":"values.start-test.example.com",`+
@@ -36,9 +31,7 @@ func webhookStartSetup(t *testing.T, c *testcluster.Cluster, ns string) (hooks, 
 echo '{"allowed": false, "message": "denied by the policy hook"}' >"$VALIDATING_RESPONSE_PATH"
 `))
 	_, certs, port := servingSetup(t)
-	args = []string{"--webhook-listen-address", "127.0.0.1:" + port, "--webhook-url", "https://127.0.0.1:" + port,
-		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
-		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName}
+	args = webhookFlags(certs, port, configName)
 	return hooks, configName, args
 }
 

@@ -73,8 +73,8 @@ func NewRootCommand(stdout, stderr io.Writer, lookupEnv func(string) (string, bo
 to a file, runs the hook executables found in a folder, and applies the object
 operations the hooks write back. Hooks written for shell-operator run unchanged.
 
-Every flag can also be set by the environment variable named in its help;
-a flag given on the command line wins over the variable.`,
+A flag whose help names an environment variable ("env ...") can also be
+set by it; a flag given on the command line wins over the variable.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {

@@ -2,9 +2,14 @@ package cli
 
 import (
 	"flag"
+	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/hook-operator/hook-operator/internal/cli/envflag"
 	"github.com/hook-operator/hook-operator/internal/cli/start"
@@ -71,4 +76,42 @@ func TestOperatingSettingsTable(t *testing.T) {
 func TestMigrationTable(t *testing.T) {
 	generated(t, "../../docs/migrating.md", "<!-- migration: made by go test ./internal/cli -run TestMigrationTable -update -->",
 		"<!-- end of migration -->", envflag.Migration(settingsTable(), start.Ignored))
+}
+
+// docs/operating.md names every flag that has no environment variable
+// (made from the commands, so that a flag added without one shows there),
+// and so the claim beside its settings table, that the other flags have
+// one, stays true.
+func TestOperatingFlagsWithoutVariables(t *testing.T) {
+	root := NewRootCommand(io.Discard, io.Discard, func(string) (string, bool) { return "", false })
+	var b strings.Builder
+	b.WriteString("| command | flags without an environment variable |\n| --- | --- |\n")
+	rows := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		var flags []string
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if f.Hidden || f.Name == "help" || envSuffix.MatchString(f.Usage) {
+				return
+			}
+			name := "`--" + f.Name + "`"
+			if f.Shorthand != "" {
+				name = "`-" + f.Shorthand + "/--" + f.Name + "`"
+			}
+			flags = append(flags, name)
+		})
+		if len(flags) > 0 {
+			rows++
+			fmt.Fprintf(&b, "| `%s` | %s |\n", c.CommandPath(), strings.Join(flags, ", "))
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	if rows < 5 {
+		t.Fatalf("only %d commands with flags without a variable", rows)
+	}
+	generated(t, "../../docs/operating.md", "<!-- no variables: made by go test ./internal/cli -run TestOperatingFlagsWithoutVariables -update -->",
+		"<!-- end of flags without variables -->", b.String())
 }

@@ -19,9 +19,9 @@
 // it happens and times an expiry from the very change, and tries at once
 // instead of at its next retry.
 //
-// The record's fields, the watch that opens again when it breaks, and the
-// timing helpers are internal/lease's, shared with ring membership
-// (internal/shard); the rules above are this package's.
+// The record's fields and the watch that opens again when it breaks are
+// internal/lease's, shared with ring membership (internal/shard), and the
+// waits of the loop internal/loop's; the rules above are this package's.
 package election
 
 import (
@@ -42,10 +42,16 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/hook-operator/hook-operator/internal/lease"
+	"github.com/hook-operator/hook-operator/internal/loop"
 )
 
 // Leases is the resource of Lease objects (lease.Resource).
 var Leases = lease.Resource
+
+// DefaultLeaseName is the Lease when --leader-elect-lease-name is not
+// given (start's, and what rbac grants); with --sharding it names the
+// ring too.
+const DefaultLeaseName = "hook-operator"
 
 // Config says what to elect with.
 type Config struct {
@@ -90,7 +96,7 @@ type Elector struct {
 	reported   string
 	leading    bool
 	// nudge wakes a candidate to try at once.
-	nudge lease.Nudge
+	nudge loop.Nudge
 }
 
 // New returns an elector; cfg must pass Check.
@@ -104,7 +110,7 @@ func New(cfg Config) (*Elector, error) {
 	if cfg.Log == nil {
 		cfg.Log = logrus.StandardLogger()
 	}
-	return &Elector{cfg: cfg, now: time.Now, nudge: lease.NewNudge()}, nil
+	return &Elector{cfg: cfg, now: time.Now, nudge: loop.NewNudge()}, nil
 }
 
 // Leading reports whether this candidate holds the Lease now.
@@ -174,7 +180,7 @@ func (e *Elector) acquire(ctx context.Context) bool {
 // the renew deadline, or ctx ends.
 func (e *Elector) renew(ctx context.Context) {
 	for {
-		if !lease.Sleep(ctx, e.cfg.RetryPeriod) {
+		if !loop.Sleep(ctx, e.cfg.RetryPeriod) {
 			return
 		}
 		deadline := time.Now().Add(e.cfg.RenewDeadline)
@@ -192,7 +198,7 @@ func (e *Elector) renew(ctx context.Context) {
 				e.cfg.Log.WithField("renewDeadline", e.cfg.RenewDeadline.String()).Warn("leader election: could not renew the Lease within the renew deadline; leading ends")
 				return
 			}
-			if !lease.Sleep(ctx, e.cfg.RetryPeriod) {
+			if !loop.Sleep(ctx, e.cfg.RetryPeriod) {
 				return
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/hook-operator/hook-operator/internal/limit"
+	"github.com/hook-operator/hook-operator/internal/loop"
 )
 
 // Defaults of WatchOptions.
@@ -157,7 +158,7 @@ func WatchDir(ctx context.Context, dir, since string, opts WatchOptions, changed
 		// the folder looks the same after the quiet period (inotify's
 		// events have been waited out already).
 		for polled && fp != last {
-			if !sleep(ctx, opts.Quiet) {
+			if !loop.Sleep(ctx, opts.Quiet) {
 				return
 			}
 			again, againFolders := scan(dir, opts.Folder)
@@ -172,17 +173,6 @@ func WatchDir(ctx context.Context, dir, since string, opts WatchOptions, changed
 		last = fp
 		n.watch(folders)
 		changed()
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -2,10 +2,9 @@
 // membership (internal/shard) share about coordination.k8s.io/v1 Leases:
 // the record (client-go's fields: holderIdentity, leaseDurationSeconds,
 // acquireTime, renewTime, leaseTransitions, so that kubectl and other
-// tools read it the same way), the loop that watches Leases and opens the
-// watch again when it breaks, and the timing helpers of their loops (a
-// sleep that ends with its context, and a nudge that wakes a loop at
-// once).
+// tools read it the same way), and the loop that watches Leases and opens
+// the watch again when it breaks. The waits of their loops are
+// internal/loop's.
 //
 // It holds no policy: who may take a Lease, and when a holder counts as
 // gone, are election's and shard's rules.

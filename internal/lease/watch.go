@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/hook-operator/hook-operator/internal/loop"
 )
 
 // Watcher follows Leases through a watch that it opens again when it
@@ -44,7 +46,7 @@ func (w *Watcher) Run(ctx context.Context) {
 			w.watching.Store(false)
 			wi.Stop()
 		}
-		Sleep(ctx, w.Retry)
+		loop.Sleep(ctx, w.Retry)
 	}
 }
 

@@ -236,25 +236,48 @@ func (m *Metrics) Handler() http.Handler {
 // /metrics/hooks.
 func (m *Metrics) HooksHandler() http.Handler { return m.hooksRegistry.handler() }
 
-// Run records one finished hook run. allowed says the failure (err) was
-// allowed by allowFailure.
-func (m *Metrics) Run(hook, binding, queue string, d, user, system time.Duration, maxRSS int64, err error, allowed bool) {
+// A HookRun is one finished run of a hook, as RecordRun counts it.
+type HookRun struct {
+	// Hook, Binding and Queue are the run's labels: the hook, the names
+	// of the bindings whose contexts it got, and its queue.
+	Hook, Binding, Queue string
+	// Duration is how long the run took; UserCPU and SystemCPU the CPU
+	// time of its process (and of the children it waited for).
+	Duration, UserCPU, SystemCPU time.Duration
+	// MaxRSS is the peak resident memory of its process, in bytes; 0
+	// (unknown) leaves the gauge as it was.
+	MaxRSS int64
+	// Err is why the run failed, if it did; Allowed says that the hook's
+	// allowFailure let it fail.
+	Err     error
+	Allowed bool
+}
+
+// RecordRun records one finished hook run.
+func (m *Metrics) RecordRun(r HookRun) {
 	if m == nil {
 		return
 	}
-	m.runs.add(1, hook, binding, queue)
+	labels := []string{r.Hook, r.Binding, r.Queue}
+	m.runs.add(1, labels...)
 	switch {
-	case err != nil && allowed:
-		m.allowedErrors.add(1, hook, binding, queue)
-	case err != nil:
-		m.runErrors.add(1, hook, binding, queue)
+	case r.Err != nil && r.Allowed:
+		m.allowedErrors.add(1, labels...)
+	case r.Err != nil:
+		m.runErrors.add(1, labels...)
 	}
-	m.runSeconds.observe(d.Seconds(), hook, binding, queue)
-	m.userCPU.add(user.Seconds(), hook, binding, queue)
-	m.systemCPU.add(system.Seconds(), hook, binding, queue)
-	if maxRSS > 0 {
-		m.maxRSS.set(float64(maxRSS), hook, binding, queue)
+	m.runSeconds.observe(r.Duration.Seconds(), labels...)
+	m.userCPU.add(r.UserCPU.Seconds(), labels...)
+	m.systemCPU.add(r.SystemCPU.Seconds(), labels...)
+	if r.MaxRSS > 0 {
+		m.maxRSS.set(float64(r.MaxRSS), labels...)
 	}
+}
+
+// Run is RecordRun with the run given field by field, kept while its two
+// callers (the run and post-run steps of the executor) move to RecordRun.
+func (m *Metrics) Run(hook, binding, queue string, d, user, system time.Duration, maxRSS int64, err error, allowed bool) {
+	m.RecordRun(HookRun{Hook: hook, Binding: binding, Queue: queue, Duration: d, UserCPU: user, SystemCPU: system, MaxRSS: maxRSS, Err: err, Allowed: allowed})
 }
 
 // Admission counts one admission request and its answer.
@@ -269,15 +292,20 @@ func (m *Metrics) Admission(hook, binding, kind, result string, code int, d time
 	}
 }
 
+// WebhookPanic is the reason of a webhook request whose handling panicked
+// (internal/webhook answers it with a 500): WebhookRejected counts it as a
+// recovered panic too.
+const WebhookPanic = "panic"
+
 // WebhookRejected counts one webhook request refused before a hook ran
-// (or a failed TLS handshake), by reason. Reason "panic", a request whose
-// handling panicked, counts as a recovered panic (where "webhook") too.
+// (or a failed TLS handshake), by reason. Reason WebhookPanic counts as a
+// recovered panic (where "webhook") too.
 func (m *Metrics) WebhookRejected(reason string) {
 	if m == nil {
 		return
 	}
 	m.webhookRejected.add(1, reason)
-	if reason == "panic" {
+	if reason == WebhookPanic {
 		m.PanicRecovered("webhook")
 	}
 }

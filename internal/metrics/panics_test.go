@@ -13,7 +13,7 @@ func TestPanicsRecovered(t *testing.T) {
 	m := New("p_")
 	m.PanicRecovered("run")
 	m.PanicRecovered("run")
-	m.WebhookRejected("panic")
+	m.WebhookRejected(WebhookPanic)
 	m.WebhookRejected("busy")
 	var b strings.Builder
 	if err := WriteText(&b, m.Gather()); err != nil {

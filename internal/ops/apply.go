@@ -95,8 +95,9 @@ func (a *Applier) Check(ops []Operation) error {
 // fails; then applies them in order and stops at the first error. Errors
 // are *Error values naming the operation's index, type and target and the
 // reason; an apply error also says which operations were applied.
-// Requeue operations are checked but not applied: they are for the
-// runtime (see Requeues).
+// Requeue operations are checked but not applied: running the hook again
+// is the runtime's business, which schedules them once the other
+// operations of the file are applied.
 //
 // Apply is not a transaction: a failure leaves the operations before it
 // applied, so hooks should write operations that can be applied again.

@@ -2,8 +2,6 @@ package ops
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,48 +16,22 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/hook-operator/hook-operator/internal/applyset"
 	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/limit"
 )
 
-// An ApplySet's state lives in the cluster, so that an operator that
-// restarts still knows what to prune: every object of the set carries
-// SetLabel, and the parent carries the set's inventory, the annotation
-// InventoryAnnotation(id), listing the kinds the set may have objects of.
-const (
-	// SetLabel is the label every object of an ApplySet carries; its value
-	// is the set's id (see SetID). Pruning only ever deletes objects that
-	// carry it.
-	SetLabel = "applyset.hook-operator.dev/id"
-	// InventoryPrefix starts the key of a parent's inventory annotations.
-	InventoryPrefix = "applyset.hook-operator.dev/"
-	// maxSetName leaves room in the id, a label value of at most 63
-	// characters, for a hash.
-	maxSetName = 40
-)
-
-// SetID returns the id of the ApplySet setName of the hook hookName for the
-// parent with the given UID: the set's name, "-", and 20 hex digits of a
-// hash of all three, so that sets of other hooks, other parents, or an
-// earlier parent of the same name never share an id.
-func SetID(hookName, setName string, parentUID types.UID) string {
-	sum := sha256.Sum256([]byte(hookName + "\x00" + setName + "\x00" + string(parentUID)))
-	return setName + "-" + hex.EncodeToString(sum[:])[:20]
-}
-
-// InventoryAnnotation returns the key of the parent's annotation holding
-// the inventory of the set with the given id. Its value is the sorted,
-// comma-separated list of the kinds the set may have objects of, each as
-// apiVersion/Kind ("apps/v1/Deployment,v1/ConfigMap").
-func InventoryAnnotation(id string) string { return InventoryPrefix + id }
+// The ApplySet operation: parsed here, applied by applySet. How a set is
+// marked in the cluster (the objects' label, the parent's inventory
+// annotation, the id) is internal/applyset's.
 
 func (p *parser) checkSetName(field, s string) {
 	if msgs := validation.IsDNS1123Label(s); len(msgs) > 0 {
 		p.fail(field, "%q is not a set name: %s", s, strings.Join(msgs, "; "))
 		return
 	}
-	if len(s) > maxSetName {
-		p.fail(field, "%q is too long: a set name has at most %d characters", s, maxSetName)
+	if len(s) > applyset.MaxName {
+		p.fail(field, "%q is too long: a set name has at most %d characters", s, applyset.MaxName)
 	}
 }
 
@@ -161,12 +133,12 @@ func (a *Applier) applySet(ctx context.Context, s step, hookName string) error {
 	if err != nil {
 		return err
 	}
-	id := SetID(hookName, s.op.SetName, parentObj.GetUID())
-	key := InventoryAnnotation(id)
+	id := applyset.ID(hookName, s.op.SetName, parentObj.GetUID())
+	key := applyset.InventoryAnnotation(id)
 	recorded := parentObj.GetAnnotations()[key]
 	previous, err := parseInventory(recorded)
 	if err != nil {
-		return fmt.Errorf("parent %s: annotation %s: %w; correct it to list the kinds of the set's objects (objects labelled %s=%s)", s.parent, key, err, SetLabel, id)
+		return fmt.Errorf("parent %s: annotation %s: %w; correct it to list the kinds of the set's objects (objects labelled %s=%s)", s.parent, key, err, applyset.Label, id)
 	}
 	current := inventory{}
 	for _, c := range s.children {
@@ -186,7 +158,7 @@ func (a *Applier) applySet(ctx context.Context, s step, hookName string) error {
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		labels[SetLabel] = id
+		labels[applyset.Label] = id
 		obj.SetLabels(labels)
 		if s.op.Owner {
 			if err := setController(obj, parentObj); err != nil {
@@ -238,7 +210,7 @@ func (a *Applier) prune(ctx context.Context, s step, res kube.Resource, id strin
 		namespace = s.parent.namespace
 	}
 	c := a.clientFor(target{res: res, namespace: namespace})
-	list, err := c.List(ctx, metav1.ListOptions{LabelSelector: SetLabel + "=" + id})
+	list, err := c.List(ctx, metav1.ListOptions{LabelSelector: applyset.Label + "=" + id})
 	if err != nil {
 		return 0, fmt.Errorf("list %s of the set: %w", res.GVK.Kind, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/hook-operator/hook-operator/internal/applyset"
 	"github.com/hook-operator/hook-operator/internal/kube"
 )
 
@@ -48,7 +49,7 @@ func (e *env) exist(gvr schema.GroupVersionResource, names ...string) string {
 
 func (e *env) inventory(parent *unstructured.Unstructured, id string) (string, bool) {
 	e.t.Helper()
-	v, ok := e.mustGet(configMaps, parent.GetName()).GetAnnotations()[InventoryAnnotation(id)]
+	v, ok := e.mustGet(configMaps, parent.GetName()).GetAnnotations()[applyset.InventoryAnnotation(id)]
 	return v, ok
 }
 
@@ -56,19 +57,19 @@ func TestIntegrationApplySet(t *testing.T) {
 	e := newEnv(t)
 	const hook = "db/sampledb.sh"
 	parent := e.configMap("db", nil)
-	id := SetID(hook, "children", parent.GetUID())
+	id := applyset.ID(hook, "children", parent.GetUID())
 	// Not in the set: no label, or another set's.
 	e.configMap("bystander", map[string]any{"v": "keep"})
 	e.create(secrets, map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "bystander"}})
 	e.create(configMaps, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{
-		"name": "other-set", "labels": map[string]any{SetLabel: SetID(hook, "others", parent.GetUID())},
+		"name": "other-set", "labels": map[string]any{applyset.Label: applyset.ID(hook, "others", parent.GetUID())},
 	}})
 
 	// First run: children of two kinds.
 	e.mustApplyFor(hook, applySetFile("children", "db", "cm/config/1", "cm/extra/1", "secret/password"))
 	for _, c := range []*unstructured.Unstructured{e.mustGet(configMaps, "config"), e.mustGet(configMaps, "extra"), e.mustGet(secrets, "password")} {
-		if c.GetLabels()[SetLabel] != id {
-			t.Errorf("%s %s: labels %v, want %s=%s", c.GetKind(), c.GetName(), c.GetLabels(), SetLabel, id)
+		if c.GetLabels()[applyset.Label] != id {
+			t.Errorf("%s %s: labels %v, want %s=%s", c.GetKind(), c.GetName(), c.GetLabels(), applyset.Label, id)
 		}
 		refs := c.GetOwnerReferences()
 		if len(refs) != 1 || refs[0].UID != parent.GetUID() || refs[0].Controller == nil || !*refs[0].Controller {
@@ -135,16 +136,16 @@ func TestIntegrationApplySet(t *testing.T) {
 func TestIntegrationApplySetAfterACrash(t *testing.T) {
 	e := newEnv(t)
 	parent := e.configMap("db", nil)
-	id := SetID("h.sh", "s", parent.GetUID())
+	id := applyset.ID("h.sh", "s", parent.GetUID())
 	// What a crashed run left: the inventory lists Secrets, and a Secret
 	// of the set exists; the next run has only ConfigMaps.
 	_, err := e.c.Dynamic.Resource(configMaps).Namespace(e.ns).Patch(context.Background(), "db", "application/merge-patch+json",
-		[]byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:"v1/Secret"}}}`, InventoryAnnotation(id))), metav1.PatchOptions{})
+		[]byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:"v1/Secret"}}}`, applyset.InventoryAnnotation(id))), metav1.PatchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.create(secrets, map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{
-		"name": "left-over", "labels": map[string]any{SetLabel: id},
+		"name": "left-over", "labels": map[string]any{applyset.Label: id},
 	}})
 	e.mustApplyFor("h.sh", applySetFile("s", "db", "cm/a/1"))
 	if e.get(secrets, "left-over") != nil {
@@ -175,12 +176,12 @@ func TestIntegrationApplySetsDoNotPruneEachOther(t *testing.T) {
 		t.Errorf("after emptying one set: %s, want b1 o1 p2a", got)
 	}
 	annotations := e.mustGet(configMaps, "p1").GetAnnotations()
-	if _, ok := annotations[InventoryAnnotation(SetID("h.sh", "a", p1.GetUID()))]; ok {
+	if _, ok := annotations[applyset.InventoryAnnotation(applyset.ID("h.sh", "a", p1.GetUID()))]; ok {
 		t.Error("the emptied set's inventory is left")
 	}
-	for _, id := range []string{SetID("h.sh", "b", p1.GetUID()), SetID("other.sh", "a", p1.GetUID())} {
-		if annotations[InventoryAnnotation(id)] != "v1/ConfigMap" {
-			t.Errorf("inventory of %s = %q", id, annotations[InventoryAnnotation(id)])
+	for _, id := range []string{applyset.ID("h.sh", "b", p1.GetUID()), applyset.ID("other.sh", "a", p1.GetUID())} {
+		if annotations[applyset.InventoryAnnotation(id)] != "v1/ConfigMap" {
+			t.Errorf("inventory of %s = %q", id, annotations[applyset.InventoryAnnotation(id)])
 		}
 	}
 }
@@ -195,7 +196,7 @@ func TestIntegrationApplySetOptions(t *testing.T) {
 		if refs := got.GetOwnerReferences(); len(refs) != 0 {
 			t.Errorf("ownerReferences %v with owner: false", refs)
 		}
-		if got.GetLabels()[SetLabel] == "" {
+		if got.GetLabels()[applyset.Label] == "" {
 			t.Error("not labelled")
 		}
 		e.mustApplyFor("h.sh", "owner: false\n"+applySetFile("free", "db"))

@@ -26,17 +26,3 @@ func (p *parser) parseAfter(raw json.RawMessage) {
 	}
 	p.op.After = d
 }
-
-// Requeues returns the Requeue operations of ops, in order. Check validates
-// them like the others, but Apply and ApplyFor skip them: running the hook
-// again is the runtime's business, and it should schedule them only once
-// the other operations of the file are applied.
-func Requeues(ops []Operation) []Operation {
-	var out []Operation
-	for _, op := range ops {
-		if op.Type == Requeue {
-			out = append(out, op)
-		}
-	}
-	return out
-}

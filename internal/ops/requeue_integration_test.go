@@ -28,8 +28,8 @@ func TestIntegrationRequeue(t *testing.T) {
 	if err := e.a.ApplyFor(context.Background(), "h.sh", ops); err != nil {
 		t.Errorf("ApplyFor: %v", err)
 	}
-	if got := Requeues(ops); len(got) != 1 || got[0].After != 90*time.Second {
-		t.Errorf("Requeues = %v", got)
+	if len(ops) != 1 || ops[0].Type != Requeue || ops[0].After != 90*time.Second {
+		t.Errorf("parsed Requeue = %v", ops)
 	}
 
 	// Check resolves a Requeue's kind, and nothing of an invalid file is

@@ -128,24 +128,3 @@ func TestValueOperations(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) { same(t, redact.Value(decode(t, tt.in)), tt.want) })
 	}
 }
-
-func TestJSON(t *testing.T) {
-	in := `{"operation":"Create","object":{"apiVersion":"v1","kind":"Secret","data":{"k":"dg=="}},"n":12345678901234567890,"f":1.10,"e":1e3}`
-	got, err := redact.JSON([]byte(in))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"e":1e3,"f":1.10,"n":12345678901234567890,"object":{"apiVersion":"v1","data":{"k":"[redacted]"},"kind":"Secret"},"operation":"Create"}`
-	if string(got) != want {
-		t.Errorf("JSON =\n%s\nwant\n%s", got, want)
-	}
-	if _, err := redact.JSON([]byte(`{"a":1} {"b":2}`)); err == nil {
-		t.Error("two documents: no error")
-	}
-	if _, err := redact.JSON([]byte(`{"a":`)); err == nil {
-		t.Error("truncated JSON: no error")
-	}
-	if got, err := redact.JSON([]byte(" [1]\n")); err != nil || string(got) != "[1]" {
-		t.Errorf("JSON([1]) = %s, %v", got, err)
-	}
-}

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/hook-operator/hook-operator/internal/server/listen"
+	"github.com/hook-operator/hook-operator/internal/listen"
 )
 
 // The probe listener (Options.HealthAddress) serves /healthz and /readyz

@@ -15,9 +15,9 @@ import (
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
+	"github.com/hook-operator/hook-operator/internal/listen"
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/queue"
-	"github.com/hook-operator/hook-operator/internal/server/listen"
 )
 
 type aliveOperator struct{}

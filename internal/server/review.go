@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/hook-operator/hook-operator/internal/server/listen"
+	"github.com/hook-operator/hook-operator/internal/listen"
 )
 
 // How the secure metrics listener spares the API server: each answer is

@@ -30,9 +30,9 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hook-operator/hook-operator/internal/limit"
+	"github.com/hook-operator/hook-operator/internal/listen"
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/queue"
-	"github.com/hook-operator/hook-operator/internal/server/listen"
 )
 
 // Debug routes, as `hook-operator debug` asks for them.

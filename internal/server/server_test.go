@@ -18,10 +18,10 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/hook-operator/hook-operator/internal/listen"
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/queue"
 	"github.com/hook-operator/hook-operator/internal/server"
-	"github.com/hook-operator/hook-operator/internal/server/listen"
 )
 
 type fakeOperator struct {

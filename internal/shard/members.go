@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/hook-operator/hook-operator/internal/lease"
+	"github.com/hook-operator/hook-operator/internal/loop"
 )
 
 // RingLabel marks the membership Leases of a ring; its value is the ring's
@@ -70,7 +71,7 @@ type Members struct {
 	seen    map[string]*member
 	ring    *Ring
 	own     *coordv1.Lease
-	changes lease.Nudge
+	changes loop.Nudge
 
 	onChange func(*Ring)
 }
@@ -96,7 +97,7 @@ func NewMembers(cfg Config) (*Members, error) {
 	if cfg.Identity == "" || cfg.Ring == "" {
 		return nil, errors.New("sharding: a ring name and an identity are required")
 	}
-	return &Members{cfg: cfg, name: LeaseName(cfg.Ring, cfg.Identity), seen: map[string]*member{}, changes: lease.NewNudge()}, nil
+	return &Members{cfg: cfg, name: LeaseName(cfg.Ring, cfg.Identity), seen: map[string]*member{}, changes: loop.NewNudge()}, nil
 }
 
 var dnsName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/hook-operator/hook-operator/internal/localcluster"
 )
 
 // Own is a cluster of a test's own (see Owned): its control plane can be
@@ -67,11 +69,15 @@ func startOwn(name, gates string) (*Own, error) {
 	if gates != "" {
 		env = append(env, "HOOK_OPERATOR_CLUSTER_FEATURE_GATES="+gates)
 	}
-	kubeconfig, err := runScript("up.sh", env)
+	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
 	}
-	bin, err := runScript("build.sh", env, "--dir")
+	kubeconfig, err := localcluster.Up(context.Background(), root, env...)
+	if err != nil {
+		return nil, err
+	}
+	bin, err := localcluster.Binaries(context.Background(), root, env...)
 	if err != nil {
 		return nil, err
 	}

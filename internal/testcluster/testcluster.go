@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -31,6 +30,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/hook-operator/hook-operator/internal/localcluster"
 )
 
 // EnvKubeconfig names a kubeconfig to test against instead of the local cluster.
@@ -106,29 +107,15 @@ func clientsFor(path string) (*Cluster, error) {
 
 // start runs hack/cluster/up.sh and returns the kubeconfig path it prints.
 func start() (string, error) {
-	path, err := runScript("up.sh", nil)
-	if err == nil && path == "" {
-		err = fmt.Errorf("hack/cluster/up.sh printed no kubeconfig path")
-	}
-	return path, err
-}
-
-// runScript runs hack/cluster/<script> with args and the extra environment
-// env ("K=V"), and returns what it printed on stdout, trimmed.
-func runScript(script string, env []string, args ...string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(root, "hack", "cluster", script)
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(path, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s: %w\n%s", path, err, tail(stderr.String(), 40))
+	path, err := localcluster.Up(context.Background(), root)
+	if err == nil && path == "" {
+		err = fmt.Errorf("hack/cluster/up.sh printed no kubeconfig path")
 	}
-	return strings.TrimSpace(stdout.String()), nil
+	return path, err
 }
 
 // RepoRoot returns the root folder of the hook-operator module, found by

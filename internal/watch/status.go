@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/hook-operator/hook-operator/internal/ops"
+	"github.com/hook-operator/hook-operator/internal/applyset"
 )
 
 // statusOnly reports whether two versions of an object, given as JSON,
@@ -52,7 +52,7 @@ func withoutStatus(obj map[string]any) map[string]any {
 		if ann, ok := md["annotations"].(map[string]any); ok {
 			kept := map[string]any{}
 			for k, v := range ann {
-				if !strings.HasPrefix(k, ops.InventoryPrefix) {
+				if !strings.HasPrefix(k, applyset.InventoryPrefix) {
 					kept[k] = v
 				}
 			}

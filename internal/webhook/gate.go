@@ -10,7 +10,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/hook-operator/hook-operator/internal/server/listen"
+	"github.com/hook-operator/hook-operator/internal/listen"
 )
 
 // maxSlotWait is the longest a request waits for a slot: the API server

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/hook-operator/hook-operator/internal/metrics"
 )
 
 // postTLS posts body to path on a webhook server at addr and returns the
@@ -65,8 +67,8 @@ func TestServeAnswersARequestThatPanicked(t *testing.T) {
 	if err != nil || code != http.StatusInternalServerError || !strings.Contains(body, "recovered panic") {
 		t.Errorf("a conversion request whose handling panicked: %d %q, %v; want a 500 that says so", code, body, err)
 	}
-	if rejected.count(ReasonPanic) != 2 {
-		t.Errorf("counted with reason %s: %d, want 2 (%v)", ReasonPanic, rejected.count(ReasonPanic), rejected.n)
+	if rejected.count(metrics.WebhookPanic) != 2 {
+		t.Errorf("counted with reason %s: %d, want 2 (%v)", metrics.WebhookPanic, rejected.count(metrics.WebhookPanic), rejected.n)
 	}
 	for _, want := range []string{"assignment to entry in nil map", "conversion bug", "recover_test.go", `"crd":"crontabs.example.com"`} {
 		if !strings.Contains(logs.String(), want) {

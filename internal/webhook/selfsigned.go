@@ -46,6 +46,10 @@ const (
 
 var secretResource = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
+// DefaultCertSecret is the Secret of self-signed certificates when
+// --webhook-cert-secret is not given (start's, and what rbac grants).
+const DefaultCertSecret = "hook-operator-webhook-certs"
+
 // Certificates are the PEM files of a webhook server.
 type Certificates struct {
 	CA, Cert, Key []byte

@@ -14,7 +14,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/hook-operator/hook-operator/internal/server/listen"
+	"github.com/hook-operator/hook-operator/internal/listen"
 )
 
 // ServeOptions configure one webhook listener.

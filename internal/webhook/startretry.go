@@ -13,6 +13,8 @@ import (
 	"github.com/sirupsen/logrus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+
+	"github.com/hook-operator/hook-operator/internal/loop"
 )
 
 // DefaultStartRetry is how long the operator keeps trying to serve and
@@ -137,14 +139,11 @@ func (s *Server) syncAtStart(ctx context.Context, attempt func(context.Context) 
 	}
 }
 
-// sleep waits for d, or until ctx ends (its error then).
+// sleep waits for d, or until ctx ends (its error then): loop.Sleep in
+// the shape of the Server's clock, which tests replace.
 func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
+	if !loop.Sleep(ctx, d) {
 		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
+	return nil
 }

@@ -8,7 +8,7 @@ import (
 // Markdown returns the rows of docs/operating.md's table of settings for
 // table (flag | environment variable | shell-operator's | default |
 // meaning), one per flag with a variable; flags without one are for a
-// person at a terminal and are documented with their command.
+// person at a terminal, and the same document lists them apart.
 func Markdown(table []Setting) string {
 	var b strings.Builder
 	b.WriteString("| flag | environment variable | shell-operator's flag, variable | default | meaning |\n")

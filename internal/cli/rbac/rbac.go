@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	hookscmd "github.com/hook-operator/hook-operator/internal/cli/hooks"
+	"github.com/hook-operator/hook-operator/internal/election"
 	"github.com/hook-operator/hook-operator/internal/fixture"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/kube"
@@ -139,11 +140,11 @@ write nothing.`,
 	fs.StringVar(&f.WebhookConfigurationMode, "webhook-configuration-mode", webhook.ModeManaged, "start's --webhook-configuration-mode: managed (grants create) or existing (get, patch by name)")
 	var selfSigned bool
 	fs.BoolVar(&selfSigned, "webhook-self-signed", false, "start runs with --webhook-self-signed: grant its certificate Secret in --namespace")
-	fs.StringVar(&f.WebhookCertSecret, "webhook-cert-secret", "hook-operator-webhook-certs", "start's --webhook-cert-secret")
+	fs.StringVar(&f.WebhookCertSecret, "webhook-cert-secret", webhook.DefaultCertSecret, "start's --webhook-cert-secret")
 	var leaderElect bool
 	fs.BoolVar(&leaderElect, "leader-elect", false, "start runs with --leader-elect: grant its Lease in --namespace")
 	fs.BoolVar(&f.Sharding, "sharding", false, "start runs with --sharding: grant the Leases of the sharding ring and the leader's in --namespace")
-	fs.StringVar(&f.LeaseName, "leader-elect-lease-name", "hook-operator", "start's --leader-elect-lease-name")
+	fs.StringVar(&f.LeaseName, "leader-elect-lease-name", election.DefaultLeaseName, "start's --leader-elect-lease-name")
 	fs.StringVarP(&f.Output, "output", "o", OutputYAML, "yaml (the ClusterRole, Roles and bindings) or values (the Helm chart's values, for helm install -f)")
 	cmd.PreRun = func(*cobra.Command, []string) {
 		if f.Output == OutputValues {

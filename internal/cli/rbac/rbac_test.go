@@ -3,12 +3,16 @@ package rbac
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sirupsen/logrus"
+	"github.com/spf13/pflag"
+
+	"github.com/hook-operator/hook-operator/internal/cli/start"
 )
 
 // The printed RBAC marks sensitive grants with a comment line above their
@@ -86,5 +90,26 @@ func TestRunValidatingOnly(t *testing.T) {
 	}
 	if _, err := run("chart"); err == nil || !strings.Contains(err.Error(), "--webhook-configuration-mode=chart") {
 		t.Errorf("an unknown mode: %v", err)
+	}
+}
+
+// The flags that say how start runs have start's defaults, so that rbac
+// without them grants what start without them needs. -o is rbac's own,
+// and start's hidden flags are shell-operator's names.
+func TestStartsFlagsHaveStartsDefaults(t *testing.T) {
+	starts := start.New(io.Discard, logrus.New()).Flags()
+	shared := 0
+	New(io.Discard, logrus.New()).Flags().VisitAll(func(f *pflag.Flag) {
+		s := starts.Lookup(f.Name)
+		if s == nil || s.Hidden || f.Name == "output" {
+			return
+		}
+		shared++
+		if f.DefValue != s.DefValue {
+			t.Errorf("--%s: default %q, start's %q", f.Name, f.DefValue, s.DefValue)
+		}
+	})
+	if shared < 8 {
+		t.Errorf("only %d flags shared with start", shared)
 	}
 }

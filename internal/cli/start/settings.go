@@ -7,6 +7,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/cli/envflag"
 	hookscmd "github.com/hook-operator/hook-operator/internal/cli/hooks"
 	"github.com/hook-operator/hook-operator/internal/cli/kubeflags"
+	"github.com/hook-operator/hook-operator/internal/election"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/limit"
 	"github.com/hook-operator/hook-operator/internal/metrics"
@@ -146,7 +147,7 @@ func Settings(f *Flags) []envflag.Setting {
 		{Name: "webhook-client-ca", Value: envflag.StringSlice(&w.ClientCA, nil), Usage: "PEM files of CAs, comma-separated: accept only clients with a certificate one of them signed",
 			Doc:   "PEM files of CAs, comma-separated: the server then answers only clients with a certificate one of them signed (the API server's, given in its admission configuration); none: any client, as the API server authenticates the operator and not the reverse",
 			Shell: envflag.Shell{Flag: "validating-webhook-client-ca", Env: []string{"VALIDATING_WEBHOOK_CLIENT_CA"}}},
-		{Name: "webhook-cert-secret", Value: envflag.String(&w.CertSecret, "hook-operator-webhook-certs"), Usage: "the Secret of --webhook-self-signed",
+		{Name: "webhook-cert-secret", Value: envflag.String(&w.CertSecret, webhook.DefaultCertSecret), Usage: "the Secret of --webhook-self-signed",
 			Doc: "the Secret of `--webhook-self-signed`"},
 		{Name: "webhook-max-concurrent", Value: envflag.Int(&w.MaxConcurrent, 16), Usage: "admission and conversion requests whose hooks run at once; more wait for a free slot",
 			Doc: "admission and conversion requests run at once, across the webhook listeners; a request takes its slot once its body has arrived, and the others wait for one as long as the API server waits (its `?timeout=`, 30s at most), then get 503"},
@@ -184,7 +185,7 @@ func Settings(f *Flags) []envflag.Setting {
 		// leader
 		{Name: "leader-elect", Value: envflag.Bool(&l.Enabled, false), Usage: "run hooks only while this replica holds the Lease; standbys serve webhooks and wait",
 			Doc: "run hooks only while this replica holds the Lease `--leader-elect-lease-name` in `--operator-namespace` (Kubernetes' own coordination: the Lease and rules of client-go's leader election, in a small elector of our own, see [decisions.md](decisions.md#leader-election-client-gos-rules-on-a-lease-in-our-own-small-elector-watched-by-the-standbys)). A standby loads its hooks, serves `/healthz`, `/metrics` and the webhooks, is ready (`/readyz` 200 once the API server answers, so that rolling updates go on), and runs no hook. The replica that takes the Lease starts as a fresh start does: onStartup hooks, then every binding's Synchronization. On SIGTERM the leader lets its hooks finish within the grace period and then releases the Lease, and a standby, which watches the Lease, takes over at once (0.2 s); when a leader dies without releasing it, a standby takes it the moment it expires (the lease duration after the last renewal it saw: 15 s or less after the death); a leader that cannot renew within the renew deadline stops its hooks at once and exits to start again as a standby ([guarantees.md](guarantees.md#leader-election))"},
-		{Name: "leader-elect-lease-name", Value: envflag.String(&l.LeaseName, "hook-operator"), Usage: "the Lease of leader election",
+		{Name: "leader-elect-lease-name", Value: envflag.String(&l.LeaseName, election.DefaultLeaseName), Usage: "the Lease of leader election",
 			Doc: "the Lease"},
 		{Name: "leader-elect-identity", Value: envflag.String(&l.Identity, ""), Usage: "this replica's name in the Lease (default $POD_NAME, else the hostname and a random suffix)",
 			Doc:        "this replica's name in the Lease and on the `leader` gauge",

@@ -1,4 +1,10 @@
-package lease
+// Package loop holds the waits of the operator's long-running loops: a
+// sleep that ends with its context (Sleep), and a wait that another
+// goroutine can cut short (Nudge). Leader election, ring membership, the
+// hooks folder's watcher, the webhook server's retries at start and the
+// bench's and soak's harnesses use them. It imports no package of the
+// operator's.
+package loop
 
 import (
 	"context"

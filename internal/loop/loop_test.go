@@ -1,4 +1,4 @@
-package lease
+package loop
 
 import (
 	"context"

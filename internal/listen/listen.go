@@ -7,6 +7,9 @@
 // as they open them closed), and http.Server's own error messages (TLS
 // handshake failures among them) logged through logrus at a rate a flood
 // of bad connections cannot turn into a flood of lines.
+//
+// It imports no package of the operator's: internal/server and
+// internal/webhook both build on it.
 package listen
 
 import (

@@ -1,0 +1,80 @@
+// Package localcluster is the harnesses' (the bench's, the soak's) access
+// to the local cluster of hack/cluster: start it or reuse a healthy one
+// (Up), find its binaries (Binaries), make a client config with the
+// harness's own request rate (Config), and pick ports on 127.0.0.1 for
+// the servers its API server calls there, the webhooks registered by URL
+// (FreePort). internal/testcluster, the integration tests' access, starts
+// the cluster with it too.
+package localcluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Up starts the local cluster with hack/cluster/up.sh of the repository at
+// root, or reuses it when it is healthy, and returns its kubeconfig. env
+// ("K=V") is added to the script's environment: HOOK_OPERATOR_CLUSTER=NAME
+// makes it a cluster of that name, apart from the shared one.
+func Up(ctx context.Context, root string, env ...string) (string, error) {
+	return script(ctx, root, "up.sh", env)
+}
+
+// Binaries returns the folder of the local cluster's binaries (kwokctl
+// among them), as hack/cluster/build.sh --dir prints it, with env added as
+// for Up.
+func Binaries(ctx context.Context, root string, env ...string) (string, error) {
+	return script(ctx, root, "build.sh", env, "--dir")
+}
+
+// script runs hack/cluster/<name> with args and returns its stdout,
+// trimmed; its error holds the last 40 lines the script wrote on stderr.
+func script(ctx context.Context, root, name string, env []string, args ...string) (string, error) {
+	path := filepath.Join(root, "hack", "cluster", name)
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s: %w\n%s", path, err, lastLines(stderr.String(), 40))
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
+}
+
+// Config returns a client config for kubeconfig that sends at most qps
+// requests a second, and burst at once: a harness that is the load sets
+// them high, so that its own client does not limit it.
+func Config(kubeconfig string, qps float32, burst int) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = qps, burst
+	return cfg, nil
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), nil
+}

@@ -1,0 +1,56 @@
+package localcluster
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestFreePort(t *testing.T) {
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:"+port)
+	if err != nil {
+		t.Fatalf("port %s is not free: %v", port, err)
+	}
+	ln.Close()
+}
+
+// Config reads the kubeconfig and sets the harness's request rate; a
+// kubeconfig it cannot read is an error that names it.
+func TestConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	kubeconfig := `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`
+	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Config(path, 200, 400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Host != "https://127.0.0.1:6443" || cfg.QPS != 200 || cfg.Burst != 400 {
+		t.Errorf("Config = host %s, qps %v, burst %d", cfg.Host, cfg.QPS, cfg.Burst)
+	}
+	missing := filepath.Join(t.TempDir(), "none")
+	if _, err := Config(missing, 1, 1); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("Config of a missing kubeconfig: %v", err)
+	}
+}
+
+func TestLastLines(t *testing.T) {
+	for in, want := range map[string]string{"a\nb\nc\n": "b\nc", "a": "a", "": ""} {
+		if got := lastLines(in, 2); got != want {
+			t.Errorf("lastLines(%q, 2) = %q, want %q", in, got, want)
+		}
+	}
+}
