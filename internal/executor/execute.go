@@ -135,7 +135,8 @@ func (e *Executor) Execute(ctx context.Context, t *queue.Task) error {
 		if names == "" {
 			names = BindingNames(t.Contexts)
 		}
-		e.Metrics.Run(t.Hook.Name, names, t.Queue, time.Since(start), user, system, rss, err, t.AllowFailure)
+		e.Metrics.RecordRun(metrics.HookRun{Hook: t.Hook.Name, Binding: names, Queue: t.Queue, Duration: time.Since(start),
+			UserCPU: user, SystemCPU: system, MaxRSS: rss, Err: err, Allowed: t.AllowFailure})
 	}
 	if err != nil && e.Failed != nil {
 		e.Failed(t, err) // err may end with the hook's stderr: see failure

@@ -118,7 +118,8 @@ func (e *Executor) runForRequest(ctx context.Context, h *hook.Hook, name string,
 	res, err := e.Runner.Run(ctx, run.Request{Hook: h, Contexts: data, Binding: name, Queue: webhookQueue, Within: within})
 	rep.ran(res)
 	if e.Metrics != nil && res.Duration > 0 {
-		e.Metrics.Run(h.Name, name, webhookQueue, res.Duration, res.UserCPU, res.SystemCPU, res.MaxRSS, err, false)
+		e.Metrics.RecordRun(metrics.HookRun{Hook: h.Name, Binding: name, Queue: webhookQueue, Duration: res.Duration,
+			UserCPU: res.UserCPU, SystemCPU: res.SystemCPU, MaxRSS: res.MaxRSS, Err: err})
 	}
 	return res, err
 }

@@ -274,12 +274,6 @@ func (m *Metrics) RecordRun(r HookRun) {
 	}
 }
 
-// Run is RecordRun with the run given field by field, kept while its two
-// callers (the run and post-run steps of the executor) move to RecordRun.
-func (m *Metrics) Run(hook, binding, queue string, d, user, system time.Duration, maxRSS int64, err error, allowed bool) {
-	m.RecordRun(HookRun{Hook: hook, Binding: binding, Queue: queue, Duration: d, UserCPU: user, SystemCPU: system, MaxRSS: maxRSS, Err: err, Allowed: allowed})
-}
-
 // Admission counts one admission request and its answer.
 func (m *Metrics) Admission(hook, binding, kind, result string, code int, d time.Duration, timedOut bool) {
 	if m == nil {
