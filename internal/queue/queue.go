@@ -156,9 +156,13 @@ type fifo struct {
 	name  string
 	tasks []*Task
 	wake  chan struct{}
-	// full is signalled by a push that leaves at least Options.BatchFill
-	// tasks in the queue, for a batch window that waits (Set.batch).
-	full chan struct{}
+	// batching is the hook whose next run waits for its batch window
+	// (Set.batch), nil when none does; batched counts its tasks without a
+	// Key in the queue, kept by Push while it waits, and full is signalled
+	// by the push that makes them Options.BatchFill.
+	batching *hook.Hook
+	batched  int
+	full     chan struct{}
 	// resume, when set, makes due at once what failed during an outage of
 	// the API server, in either mode, when it is closed: the server
 	// answers again.
@@ -258,10 +262,12 @@ func (s *Set) Push(t *Task) error {
 	q.tasks = append(q.tasks, t)
 	s.Metrics.QueueLength(q.name, len(q.tasks))
 	q.signal()
-	if s.opts.BatchFill > 0 && len(q.tasks) >= s.opts.BatchFill {
-		select {
-		case q.full <- struct{}{}:
-		default:
+	if t.Hook == q.batching && t.Key == "" {
+		if q.batched++; q.batched == s.opts.BatchFill {
+			select {
+			case q.full <- struct{}{}:
+			default:
+			}
 		}
 	}
 	return nil

@@ -133,11 +133,23 @@ func (s *Set) runSerial(q *fifo, head *Task) bool {
 // pushed more than half a window after the one before it is no stream, and
 // does not wait. It returns false when the set stops meanwhile.
 func (s *Set) batch(q *fifo, h *hook.Hook) bool {
+	s.mu.Lock()
+	q.batching, q.batched = h, s.waitingLocked(q, h)
+	select {
+	case <-q.full: // an earlier batch's
+	default:
+	}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		q.batching = nil
+		s.mu.Unlock()
+	}()
 	for {
 		s.mu.Lock()
 		ended, pushed, gap := q.ended, q.pushed, q.gap
 		window := s.windowLocked(q, h)
-		filled := s.filledLocked(q, h)
+		filled := s.opts.BatchFill > 0 && q.batched >= s.opts.BatchFill
 		s.mu.Unlock()
 		quiet := window / 2
 		if window <= 0 || ended.IsZero() || gap > quiet || filled {
@@ -163,20 +175,15 @@ func (s *Set) batch(q *fifo, h *hook.Hook) bool {
 	}
 }
 
-// filledLocked reports whether Options.BatchFill of h's tasks wait in q.
-func (s *Set) filledLocked(q *fifo, h *hook.Hook) bool {
-	if s.opts.BatchFill <= 0 || len(q.tasks) < s.opts.BatchFill {
-		return false
-	}
+// waitingLocked counts h's tasks without a Key in q.
+func (s *Set) waitingLocked(q *fifo, h *hook.Hook) int {
 	n := 0
 	for _, t := range q.tasks {
 		if t.Hook == h && t.Key == "" {
-			if n++; n >= s.opts.BatchFill {
-				return true
-			}
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 // windowLocked returns the batch window of h's next run in q: the fixed
