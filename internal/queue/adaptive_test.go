@@ -1,13 +1,11 @@
 package queue
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
-	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/hook-operator/hook-operator/internal/hook"
 )
@@ -23,16 +21,7 @@ func TestAdaptiveBatchWindowFollowsRunTime(t *testing.T) {
 		t.Run(run.String(), func(t *testing.T) {
 			window := min(run, longest)
 			step := window / 4 // pushes this far apart are a stream: under half a window
-			clk := newFakeClock()
-			r := &recorder{fail: map[string]int{}, gate: make(chan struct{})}
-			starts := make(chan time.Time, 100)
-			handle := func(ctx context.Context, tk *Task) error {
-				starts <- clk.Now()
-				return r.handle(ctx, tk)
-			}
-			l, _ := logtest.NewNullLogger()
-			s := NewSet(handle, Options{RetryInitial: time.Second, RetryMax: time.Second, BatchWindow: longest, AdaptiveBatch: true}, logrus.NewEntry(l))
-			s.clock = clk
+			s, clk, r, starts := clockedSet(Options{RetryInitial: time.Second, RetryMax: time.Second, BatchWindow: longest, AdaptiveBatch: true})
 			defer s.Stop(time.Second)
 			a := &hook.Hook{Name: "a"}
 			pushes := 0

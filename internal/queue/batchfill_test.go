@@ -1,13 +1,9 @@
 package queue
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/sirupsen/logrus"
-	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/hook-operator/hook-operator/internal/hook"
 )
@@ -18,16 +14,7 @@ import (
 // the same queue do not count toward it.
 func TestBatchFillEndsTheWindowEarly(t *testing.T) {
 	const window, fill = 40 * time.Millisecond, 4
-	clk := newFakeClock()
-	r := &recorder{fail: map[string]int{}, gate: make(chan struct{})}
-	starts := make(chan time.Time, 100)
-	handle := func(ctx context.Context, tk *Task) error {
-		starts <- clk.Now()
-		return r.handle(ctx, tk)
-	}
-	l, _ := logtest.NewNullLogger()
-	s := NewSet(handle, Options{RetryInitial: time.Second, RetryMax: time.Second, BatchWindow: window, BatchFill: fill}, logrus.NewEntry(l))
-	s.clock = clk
+	s, clk, r, starts := clockedSet(Options{RetryInitial: time.Second, RetryMax: time.Second, BatchWindow: window, BatchFill: fill})
 	defer s.Stop(time.Second)
 	a, b := &hook.Hook{Name: "a"}, &hook.Hook{Name: "b"}
 	push := func(h *hook.Hook, name string) {

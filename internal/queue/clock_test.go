@@ -1,9 +1,13 @@
 package queue
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
 )
 
 // fakeClock is a clock that moves only when the test moves it.
@@ -109,4 +113,21 @@ func (c *fakeClock) nextTimer(t *testing.T) time.Time {
 			t.Fatal("the queue set no timer within 10 s")
 		}
 	}
+}
+
+// clockedSet returns a Set with opts on a fakeClock, whose handler sends
+// each run's start time on starts and then runs the recorder, held by its
+// gate until the test lets it go.
+func clockedSet(opts Options) (s *Set, clk *fakeClock, r *recorder, starts chan time.Time) {
+	clk = newFakeClock()
+	r = &recorder{fail: map[string]int{}, gate: make(chan struct{})}
+	starts = make(chan time.Time, 100)
+	handle := func(ctx context.Context, tk *Task) error {
+		starts <- clk.Now()
+		return r.handle(ctx, tk)
+	}
+	l, _ := logtest.NewNullLogger()
+	s = NewSet(handle, opts, logrus.NewEntry(l))
+	s.clock = clk
+	return s, clk, r, starts
 }
