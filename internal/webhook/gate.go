@@ -98,11 +98,11 @@ func (g *gate) report(rec *recorder, r *http.Request) {
 	if reason == "" {
 		reason = reasonOf(rec.code)
 	}
-	g.rejected(reason)
 	g.sampler.Log(g.log.WithFields(logrus.Fields{
 		"client": r.RemoteAddr, "method": r.Method, "path": r.URL.Path, "code": rec.code, "reason": reason,
 		"error": strings.TrimSpace(rec.text.String()),
 	}), logrus.WarnLevel, "webhook request rejected")
+	g.rejected(reason) // after the log line, so whoever sees the count can read it
 }
 
 // reasonOf names the reason of an error answer that reject did not give.

@@ -120,8 +120,9 @@ func Serve(ctx context.Context, address string, handler http.Handler, o ServeOpt
 	limits.MaxConns = o.MaxConns
 	closed := listen.NewSampler(10, time.Second)
 	limits.Refused = func(reason, client string) {
-		rejected(reason)
+		// Log before counting: whoever sees the count can also read the log line.
 		closed.Log(o.Log.WithFields(logrus.Fields{"client": client, "reason": reason}), logrus.WarnLevel, "webhook connection closed")
+		rejected(reason)
 	}
 	srv := limits.Server(g, o.Log, func() { rejected("tls_handshake") })
 	srv.TLSConfig = serverTLS(o)
