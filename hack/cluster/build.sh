@@ -6,11 +6,24 @@
 #
 # Cache: ${HOOK_OPERATOR_CACHE:-~/.cache/hook-operator}/bin/<versions>/
 # Usage: build.sh [--dir]
+#
+# HOOK_OPERATOR_KUBE_VERSION=v1.X.Y builds another Kubernetes release than the
+# pinned one (make test-matrix), from its wrapper module in matrix/v1.X.Y/
+# (written by kube-module.sh); etcd and kwok stay as versions.env pins them.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
+kube_module=kubernetes
+if [[ -n "${HOOK_OPERATOR_KUBE_VERSION:-}" && "$HOOK_OPERATOR_KUBE_VERSION" != "$KUBE_VERSION" ]]; then
+  KUBE_VERSION=$HOOK_OPERATOR_KUBE_VERSION
+  kube_module=matrix/$KUBE_VERSION
+  [[ -f "$here/$kube_module/go.mod" ]] || {
+    echo "build.sh: no wrapper module for Kubernetes ${KUBE_VERSION@Q} (HOOK_OPERATOR_KUBE_VERSION): $here/$kube_module/go.mod is missing; write it with hack/cluster/kube-module.sh $KUBE_VERSION, or pick one of: $(cd "$here/matrix" && echo v*)" >&2
+    exit 2
+  }
+fi
 
 cache=${HOOK_OPERATOR_CACHE:-$HOME/.cache/hook-operator}
 key="k8s-${KUBE_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
@@ -29,12 +42,12 @@ fi
 
 # The wrapper modules must pin what versions.env says, or the cache key lies.
 check_pin() { # module-dir module version
-  if ! grep -qE "^(require )?[[:space:]]*$2 $3\$" "$here/$1/go.mod"; then
+  if ! grep -qE "^(require )?[[:space:]]*$2 $3( // indirect)?\$" "$here/$1/go.mod"; then
     echo "build.sh: $here/$1/go.mod does not require $2 $3 (versions.env says so); update one of them" >&2
     exit 1
   fi
 }
-check_pin kubernetes k8s.io/kubernetes "$KUBE_VERSION"
+check_pin "$kube_module" k8s.io/kubernetes "$KUBE_VERSION"
 check_pin etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
 check_pin kwok sigs.k8s.io/kwok "$KWOK_VERSION"
 
@@ -65,7 +78,7 @@ kwok_ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X 
 
 for c in kube-apiserver kube-controller-manager kube-scheduler; do
   log "building $c ${KUBE_VERSION}"
-  (cd "$here/kubernetes" && go build -ldflags "$kube_ldflags" -o "$tmp/$c" "k8s.io/kubernetes/cmd/$c")
+  (cd "$here/$kube_module" && go build -ldflags "$kube_ldflags" -o "$tmp/$c" "k8s.io/kubernetes/cmd/$c")
 done
 
 # The whole output is read before it is matched: under pipefail,

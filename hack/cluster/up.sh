@@ -13,6 +13,9 @@
 # HOOK_OPERATOR_CLUSTER_FEATURE_GATES=Gate=true,... turns on Kubernetes
 # feature gates (kwokctl's --kube-feature-gates), for a cluster of its own
 # (alpha features are not turned on in the shared one).
+# HOOK_OPERATOR_KUBE_VERSION=v1.X.Y runs another Kubernetes release than the
+# pinned one (make test-matrix; build.sh builds it); a running cluster of
+# another release is made again.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -51,6 +54,10 @@ if [[ -n "${HOOK_OPERATOR_CLUSTER_FEATURE_GATES:-}" ]]; then
   create_args+=(--kube-feature-gates "$HOOK_OPERATOR_CLUSTER_FEATURE_GATES")
 fi
 stamp="$state/create-args"
+# The release is part of how the cluster is made (see build.sh).
+source "$here/versions.env"
+kube_version=${HOOK_OPERATOR_KUBE_VERSION:-$KUBE_VERSION}
+stamp_text="${create_args[*]} kubernetes=$kube_version"
 
 # Every control-plane process still runs (kwokctl does not restart them).
 alive() {
@@ -63,7 +70,7 @@ alive() {
 
 healthy() {
   [[ -s "$kubeconfig" ]] &&
-    [[ "$(cat "$stamp" 2>/dev/null)" == "${create_args[*]}" ]] &&
+    [[ "$(cat "$stamp" 2>/dev/null)" == "$stamp_text" ]] &&
     alive &&
     kc get --raw=/readyz >/dev/null 2>&1 &&
     kc get node "$node" >/dev/null 2>&1
@@ -87,6 +94,19 @@ if [[ -d "$KWOK_WORKDIR/clusters/$name" ]]; then
 fi
 rm -f "$kubeconfig"
 
+# not_started says why the cluster did not come up, and fails: the API
+# server's last words (an unknown feature gate, a flag this release lacks)
+# are in its log.
+not_started() {
+  local component f
+  for component in kube-apiserver etcd; do
+    f="$KWOK_WORKDIR/clusters/$name/logs/$component.log"
+    [[ -s "$f" ]] && { echo "up.sh: the last lines of $f:" >&2; tail -n 15 "$f" >&2; }
+  done
+  echo "up.sh: cluster $name (Kubernetes $kube_version${HOOK_OPERATOR_CLUSTER_FEATURE_GATES:+, feature gates $HOOK_OPERATOR_CLUSTER_FEATURE_GATES}) did not start; hack/cluster/down.sh with the same HOOK_OPERATOR_CLUSTER removes what is left" >&2
+  exit 1
+}
+
 log "starting cluster $name"
 "$kwokctl" create cluster \
   --name "$name" \
@@ -97,9 +117,11 @@ log "starting cluster $name"
   --kube-scheduler-binary "$bin/kube-scheduler" \
   --kwok-controller-binary "$bin/kwok" \
   --kubeconfig "$kubeconfig" \
-  --wait 2m >&2 9>&- # the daemons it starts must not inherit (and hold) the lock
+  --wait 2m >&2 9>&- || not_started # the daemons it starts must not inherit (and hold) the lock
+# kwokctl may return with an API server that never came up (it only warns).
+kc get --raw=/readyz >/dev/null 2>&1 || not_started
 chmod 600 "$kubeconfig"
-echo "${create_args[*]}" >"$stamp"
+echo "$stamp_text" >"$stamp"
 
 # A fake Node: kwok's controller owns nodes with this annotation, keeps them
 # Ready, and marks the Pods scheduled onto them Running.

@@ -5,6 +5,7 @@ package kube
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	metainternalscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	"k8s.io/client-go/dynamic"
@@ -46,6 +47,9 @@ type Clients struct {
 	Metadata    metadata.Interface
 	// Resolver maps the kinds hooks name to API resources.
 	Resolver *Resolver
+
+	// version is the API server's release, once ServerVersion has read it.
+	version atomic.Pointer[Version]
 }
 
 // RESTConfig loads the client configuration that opts select.

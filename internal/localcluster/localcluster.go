@@ -37,6 +37,30 @@ func Binaries(ctx context.Context, root string, env ...string) (string, error) {
 	return script(ctx, root, "build.sh", env, "--dir")
 }
 
+// EnvKubeVersion picks the Kubernetes release of the local cluster's
+// control plane (make test-matrix); unset, the one hack/cluster/versions.env
+// pins. build.sh and up.sh read it, and so do tests that check the version.
+const EnvKubeVersion = "HOOK_OPERATOR_KUBE_VERSION"
+
+// KubeVersion returns the Kubernetes release the local cluster of the
+// repository at root runs: $HOOK_OPERATOR_KUBE_VERSION, else the pinned one.
+func KubeVersion(root string) (string, error) {
+	if v := os.Getenv(EnvKubeVersion); v != "" {
+		return v, nil
+	}
+	path := filepath.Join(root, "hack", "cluster", "versions.env")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "KUBE_VERSION="); ok {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("%s sets no KUBE_VERSION", path)
+}
+
 // script runs hack/cluster/<name> with args and returns its stdout,
 // trimmed; its error holds the last 40 lines the script wrote on stderr.
 func script(ctx context.Context, root, name string, env []string, args ...string) (string, error) {

@@ -54,3 +54,21 @@ func TestLastLines(t *testing.T) {
 		}
 	}
 }
+
+func TestKubeVersion(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "hack", "cluster"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "hack", "cluster", "versions.env"), []byte("# pins\nKUBE_VERSION=v1.36.3\nETCD_VERSION=v3.6.8\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvKubeVersion, "")
+	if v, err := KubeVersion(root); err != nil || v != "v1.36.3" {
+		t.Errorf("pinned: KubeVersion = %q, %v; want v1.36.3", v, err)
+	}
+	t.Setenv(EnvKubeVersion, "v1.31.13")
+	if v, err := KubeVersion(root); err != nil || v != "v1.31.13" {
+		t.Errorf("%s set: KubeVersion = %q, %v; want v1.31.13", EnvKubeVersion, v, err)
+	}
+}

@@ -70,7 +70,9 @@ type informer struct {
 	finalizers bool
 	// lean, set by start, is what its watches decode of each object when
 	// the bindings read only some of it (see lean.go); nil: everything.
-	lean    leanKeep
+	lean leanKeep
+	// lists records whether the API server serves streaming lists.
+	lists   *watchLists
 	log     logrus.FieldLogger
 	metrics *metrics.Metrics
 
@@ -100,13 +102,13 @@ type informer struct {
 // Lists and watches that fail because the API server is away wait for it
 // (health) and are made again the moment it answers, rather than failing
 // to the reflector, whose backoff grows with each failure.
-func newInformer(client dynamic.Interface, streams *streams, health *kube.Health, key informerKey, b *Binding, log logrus.FieldLogger) *informer {
+func newInformer(client dynamic.Interface, streams *streams, lists *watchLists, health *kube.Health, key informerKey, b *Binding, log logrus.FieldLogger) *informer {
 	ri := client.Resource(b.res.GVR)
 	var nri dynamic.ResourceInterface = ri
 	if key.namespace != "" {
 		nri = ri.Namespace(key.namespace)
 	}
-	i := &informer{key: key, log: log.WithField("watch", key.String()), done: make(chan struct{}), client: nri}
+	i := &informer{key: key, log: log.WithField("watch", key.String()), done: make(chan struct{}), client: nri, lists: lists}
 	i.lw = &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.LabelSelector, opts.FieldSelector, opts.ShardSelector = key.labelSelector, key.fieldSelector, key.shardSelector
@@ -127,6 +129,9 @@ func newInformer(client dynamic.Interface, streams *streams, health *kube.Health
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.LabelSelector, opts.FieldSelector, opts.ShardSelector = key.labelSelector, key.fieldSelector, key.shardSelector
+			if streaming(opts) && lists.unsupported() {
+				return nil, errNoStreamingLists // the reflector lists instead
+			}
 			for {
 				if err := health.Wait(ctx); err != nil {
 					return nil, err
@@ -154,6 +159,9 @@ func newInformer(client dynamic.Interface, streams *streams, health *kube.Health
 					// The connection ended before the server answered: the
 					// reflector simply watches again.
 					return watch.NewEmptyWatch(), nil
+				}
+				if lists.refusal(ctx, opts, err) {
+					return nil, err // not a failure: the reflector lists instead
 				}
 				i.failed(ctx, err)
 				return nil, err
@@ -209,7 +217,11 @@ func (i *informer) start(ctx context.Context) error {
 	i.lean = leanKeys(i.bindings, i.keepFull)
 	i.progress = memlimit.StartList()
 	i.store = &objectStore{transform: i.transform, notify: i.dispatch, items: map[string]*entry{}, listed: i.progress.Done}
-	r := cache.NewReflectorWithOptions(i.lw, &unstructured.Unstructured{}, i.store, cache.ReflectorOptions{Name: i.key.String()})
+	var lw cache.ListerWatcher = i.lw
+	if i.lists.unsupported() {
+		lw = noStreamingLists{i.lw}
+	}
+	r := cache.NewReflectorWithOptions(lw, &unstructured.Unstructured{}, i.store, cache.ReflectorOptions{Name: i.key.String()})
 	ctx, i.cancel = context.WithCancel(ctx)
 	i.started = true
 	go i.countObjects(ctx)

@@ -40,6 +40,8 @@ type Watcher struct {
 	// health, when set, makes lists and watches wait out an outage of the
 	// API server and resume the moment it answers (see kube.Health).
 	health *kube.Health
+	// lists records whether the API server serves streaming lists.
+	lists *watchLists
 
 	// bindings are every binding, in hook and configuration order; Add and
 	// Remove replace the slice (under mu), readers load it without a lock.
@@ -62,6 +64,7 @@ func New(clients *kube.Clients, hooks []*hook.Hook, sink Sink, log logrus.FieldL
 		out:          newOutbox(sink),
 		log:          log,
 		informers:    map[informerKey]*informer{},
+		lists:        &watchLists{clients: clients, log: log},
 		kindRetryMin: time.Second,
 		kindRetryMax: 15 * time.Second,
 	}
@@ -336,7 +339,7 @@ func (w *Watcher) informerFor(b *Binding, key informerKey) *informer {
 		inf.refs++
 		return inf
 	}
-	inf := newInformer(w.clients.Dynamic, w.streams, w.health, key, b, w.log)
+	inf := newInformer(w.clients.Dynamic, w.streams, w.lists, w.health, key, b, w.log)
 	inf.metrics = w.metrics
 	w.metrics.WatchStarted(key.resource)
 	w.metrics.InformerStarted(key.resource, key.namespace)

@@ -275,8 +275,29 @@ func connect(f Flags, log logrus.FieldLogger) (*rest.Config, *kube.Clients, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	log.WithField("server", cfg.Host).Info("connected to the cluster")
+	serverVersion(clients, cfg.Host, log)
 	return cfg, clients, nil
+}
+
+// serverVersion logs the API server's release, and warns when it is older
+// than the oldest the project tests on (docs/compatibility.md). An API
+// server that does not answer yet is no reason to stop: the watches wait
+// for it.
+func serverVersion(clients *kube.Clients, host string, log logrus.FieldLogger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	log = log.WithField("server", host)
+	v, err := clients.ServerVersion(ctx)
+	if err != nil {
+		log.WithError(err).Warn("connected to the cluster; its API server did not say its version")
+		return
+	}
+	log = log.WithField("serverVersion", v.String())
+	if v.Before(kube.OldestTested) {
+		log.Warnf("the API server runs Kubernetes %s, older than %s, the oldest this release is tested on; see docs/compatibility.md", v, kube.OldestTested)
+		return
+	}
+	log.Info("connected to the cluster")
 }
 
 // check refuses flags that do not go together or are out of range,
