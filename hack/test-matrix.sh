@@ -11,13 +11,17 @@
 #                 applied with server-side dry-run
 #
 # then removes the clusters it started. It prints a table of releases ×
-# suites, pass or FAIL and minutes, and writes it into docs/compatibility.md
-# between its markers. Exits 1 when any suite failed.
+# suites, pass or FAIL and minutes, and writes its rows into
+# docs/compatibility.md between its markers (one row per release: a run
+# replaces the rows of its releases and keeps the others). Exits 1 when any
+# suite failed.
 #
 # Usage: test-matrix.sh [v1.X.Y ...]   (default: $KUBE_VERSIONS, else the list below)
 # Env:   MATRIX_SUITES="integration conformance faults deploy"   a subset to run
 #        MATRIX_LOGS=DIR   where each suite's log goes (default: a new folder under /var/tmp)
 #        MATRIX_DOC=0      print the table only; leave docs/compatibility.md alone
+#                          (a run of a subset of the suites never writes it)
+#        MATRIX_TIMEOUT=60m   go test's -timeout for each suite
 #
 # A release needs its wrapper module, hack/cluster/matrix/<release>/ (written
 # by hack/cluster/kube-module.sh), except the pinned one.
@@ -114,38 +118,45 @@ for v in "${versions[@]}"; do
 done
 unset HOOK_OPERATOR_KUBE_VERSION
 
-{
-  printf '| Kubernetes | build |'
-  for s in "${suites[@]}"; do printf ' %s |' "$s"; done
-  printf '\n| --- | --- |'
-  for _ in "${suites[@]}"; do printf ' --- |'; done
-  printf '\n'
-  for v in "${versions[@]}"; do
-    printf '| %s | %s |' "$v" "${result[$v/build]:-failed}"
-    for s in "${suites[@]}"; do printf ' %s |' "${result[$v/$s]:-}"; done
-    printf '\n'
-  done
-} >"$logs/table.md"
 commit=$(git rev-parse --short HEAD)
-summary="Run by \`make test-matrix\` on $(date -u +%Y-%m-%d) at $commit ($(nproc) CPUs; $(minutes $(($(date +%s) - started))) min in all; build: minutes to build the release's binaries, 0.0 when cached)."
+day=$(date -u +%Y-%m-%d)
+header="| Kubernetes | run | build (min) |"
+rule="| --- | --- | --- |"
+for s in "${suites[@]}"; do header+=" $s |" rule+=" --- |"; done
+for v in "${versions[@]}"; do
+  row="| $v | $day, $commit, $(nproc) CPUs | ${result[$v/build]:-failed} |"
+  for s in "${suites[@]}"; do row+=" ${result[$v/$s]:-} |"; done
+  printf '%s\n' "$row"
+done >"$logs/rows.md"
+{ printf '%s\n%s\n' "$header" "$rule"; cat "$logs/rows.md"; } >"$logs/table.md"
 cat "$logs/table.md"
-echo "$summary"
-echo "logs: $logs"
+echo "$(minutes $(($(date +%s) - started))) min in all; logs: $logs"
 
+# The page keeps one row per release: this run's rows replace those of the
+# same releases, and the others stay. Only a run of every suite writes it.
 doc=docs/compatibility.md
-if [[ "${MATRIX_DOC:-1}" != 0 ]]; then
+all_suites="integration conformance faults deploy"
+if [[ "${MATRIX_DOC:-1}" != 0 && "${suites[*]}" == "$all_suites" ]]; then
   begin='<!-- matrix:begin -->' end='<!-- matrix:end -->'
   grep -qF "$begin" "$doc" && grep -qF "$end" "$doc" || {
     echo "test-matrix.sh: $doc lacks the markers $begin and $end; the table is in $logs/table.md" >&2
     exit 1
   }
-  { printf '%s\n' "$summary" ""; cat "$logs/table.md"; } >"$logs/block.md"
+  awk -v begin="$begin" -v end="$end" '$0 == begin { on = 1; next } $0 == end { on = 0 } on && /^\| v[0-9]/' "$doc" >"$logs/old-rows.md"
+  {
+    printf '%s\n%s\n' "$header" "$rule"
+    {
+      cat "$logs/rows.md"
+      for v in "${versions[@]}"; do printf '/^| %s |/d\n' "${v//./\\.}"; done >"$logs/drop.sed"
+      sed -f "$logs/drop.sed" "$logs/old-rows.md"
+    } | sort -t'|' -k2,2V
+  } >"$logs/block.md"
   awk -v begin="$begin" -v end="$end" -v block="$logs/block.md" '
     $0 == begin { print; while ((getline line < block) > 0) print line; skip = 1; next }
     $0 == end { skip = 0 }
     !skip { print }
   ' "$doc" >"$logs/doc.md"
   cp "$logs/doc.md" "$doc"
-  log "wrote the table into $doc"
+  log "wrote the rows of ${versions[*]} into $doc"
 fi
 exit "$failed"
