@@ -99,9 +99,9 @@ rm -f "$kubeconfig"
 # are in its log.
 not_started() {
   local component f
-  for component in kube-apiserver etcd; do
+  for component in kube-apiserver etcd; do # etcd's only when the API server wrote nothing
     f="$KWOK_WORKDIR/clusters/$name/logs/$component.log"
-    [[ -s "$f" ]] && { echo "up.sh: the last lines of $f:" >&2; tail -n 15 "$f" >&2; }
+    [[ -s "$f" ]] && { echo "up.sh: the last lines of $f:" >&2; tail -n 15 "$f" >&2; break; }
   done
   echo "up.sh: cluster $name (Kubernetes $kube_version${HOOK_OPERATOR_CLUSTER_FEATURE_GATES:+, feature gates $HOOK_OPERATOR_CLUSTER_FEATURE_GATES}) did not start; hack/cluster/down.sh with the same HOOK_OPERATOR_CLUSTER removes what is left" >&2
   exit 1
