@@ -39,34 +39,25 @@ func Up(ctx context.Context, root string, env ...string) (string, error) {
 	return script(ctx, root, "up.sh", env)
 }
 
-// LockPorts takes the lock on the local clusters' ports, shared by every
-// process that uses one cache ($HOOK_OPERATOR_CACHE, else
-// ~/.cache/hook-operator), and returns what releases it. kwokctl picks
-// free ports for a cluster it makes, and would take those of a cluster
-// whose control plane a test has stopped, which then cannot start again
-// (its restarted API server finds its port taken, and the test talks to
-// the other cluster's). So Up holds the lock while a cluster is made, and
-// a test holds it from stopping a control plane until it has started it
-// again (testcluster.Own). Whoever holds it must not call Up meanwhile.
+// LockPorts takes the lock on the local clusters' ports and returns what
+// releases it. Ports are the machine's, so the lock is too: one file per
+// user in the temporary folder, shared by every process and every cache
+// ($HOOK_OPERATOR_CACHE) of that user. kwokctl picks free ports for a
+// cluster it makes, and would take those of a cluster whose control plane
+// a test has stopped, which then cannot start again (its restarted API
+// server finds its port taken, and the test talks to the other cluster's).
+// So Up holds the lock while a cluster is made, and a test holds it from
+// stopping a control plane until it has started again (testcluster.Own).
+// Whoever holds it must not call Up meanwhile.
 func LockPorts() (unlock func(), err error) {
-	dir := os.Getenv("HOOK_OPERATOR_CACHE")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return nil, err
-		}
-		dir = filepath.Join(home, ".cache", "hook-operator")
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(filepath.Join(dir, ".ports.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("hook-operator-ports-%d.lock", os.Getuid()))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the local clusters' ports lock: %w", err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	var once sync.Once
 	return func() { once.Do(func() { f.Close() }) }, nil // closing releases the lock

@@ -75,9 +75,9 @@ func TestKubeVersion(t *testing.T) {
 }
 
 // The ports lock is held by one holder at a time, across the processes
-// (here: open files) that share a cache, and released by unlock.
+// (here: open files) of one user, and released by unlock.
 func TestLockPortsExcludes(t *testing.T) {
-	t.Setenv("HOOK_OPERATOR_CACHE", t.TempDir())
+	t.Setenv("TMPDIR", t.TempDir()) // a lock of its own, not the one of the tests running beside it
 	unlock, err := LockPorts()
 	if err != nil {
 		t.Fatal(err)
