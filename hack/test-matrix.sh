@@ -52,19 +52,19 @@ suite() {
   case $1 in
   integration)
     # shellcheck disable=SC2046 # one package per word
-    go test -count=1 -timeout "$timeout" -run Integration \
+    go test -v -count=1 -timeout "$timeout" -run Integration \
       $(go list ./... | grep -v -e '/conformance$' -e '/faults$' -e '/deploy$')
     ;;
   conformance)
-    go test -count=1 -timeout "$timeout" -run 'TestReference|TestEveryExampleIsCoveredOrExcluded|TestIntegrationConformance|TestIntegrationWebhookExamples' ./conformance
+    go test -v -count=1 -timeout "$timeout" -run 'TestReference|TestEveryExampleIsCoveredOrExcluded|TestIntegrationConformance|TestIntegrationWebhookExamples' ./conformance
     ;;
   faults)
-    go test -count=1 -timeout "$timeout" -run Integration ./faults
+    go test -v -count=1 -timeout "$timeout" -run Integration ./faults
     ;;
   deploy)
     # The image and release tests are left out: they test the image, which is
     # the same on every release.
-    go test -count=1 -timeout "$timeout" -run 'ServerDryRun|KustomizeWebhookComponent|KustomizeSecurityComponents' ./deploy
+    go test -v -count=1 -timeout "$timeout" -run 'ServerDryRun|KustomizeWebhookComponent|KustomizeSecurityComponents' ./deploy
     ;;
   esac
 }
@@ -100,7 +100,8 @@ for v in "${versions[@]}"; do
     rc=0
     HOOK_OPERATOR_TEST_KUBECONFIG=$kubeconfig suite "$s" >"$logs/$v.$s.log" 2>&1 || rc=$?
     took=$(minutes $(($(date +%s) - t0)))
-    skipped=$(grep -c -- '^--- SKIP\|^    --- SKIP' "$logs/$v.$s.log" || true)
+    # go test -v prints a line per test skipped, subtests indented.
+    skipped=$(grep -cE -- '^ *--- SKIP' "$logs/$v.$s.log" || true)
     note=""
     ((skipped == 0)) || note=", $skipped skipped"
     if ((rc == 0)); then

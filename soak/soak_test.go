@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -315,5 +317,50 @@ func TestRejudgeRewritesASavedRun(t *testing.T) {
 	}
 	if err != nil || !saved.Pass {
 		t.Errorf("the JSON rewritten: %v, pass %v", err, saved.Pass)
+	}
+}
+
+// A 5-minute soak cannot tell settling from growth: its report says it is
+// too short to judge growth, shows the figures, and passes or fails on the
+// other checks alone. The same samples in a 30-minute run are judged, and
+// fail.
+func TestShortRunIsTooShortToJudgeGrowth(t *testing.T) {
+	run := func(d time.Duration, converged bool) *report {
+		rep := &report{Duration: d, Warmup: time.Minute, Webhook: webhookTally{Probes: 116, Correct: 116},
+			Checkpoints: []checkpoint{{At: 2 * time.Minute, Converge: time.Second, OK: converged, Detail: "not converged"}}}
+		for i := range 60 { // 5 minutes, 5 s apart: RSS settling from 25.7 MiB, read as growth of about 100 %/h
+			at := time.Duration(i) * 5 * time.Second
+			rss := int64((25.7 + 2.4*float64(i)/59) * (1 << 20))
+			rep.Samples = append(rep.Samples, sample{At: at, Replica: "replica-0", Pid: 1, Proc: procSample{RSS: rss, FDs: 20}, Goroutines: 90, HeapLive: 4 << 20})
+		}
+		rep.Growth = judgeSamples(rep.Samples, rep.Warmup)
+		rep.judge()
+		return rep
+	}
+	short := run(5*time.Minute, true)
+	if !short.Pass || short.growthJudged() {
+		t.Fatalf("a 5-minute run with every other check passing: pass %v, growth judged %v, failures %q; want a pass, growth not judged", short.Pass, short.growthJudged(), short.Failures)
+	}
+	var rss *verdict
+	for i, g := range short.Growth {
+		if strings.Contains(g.Series, "RSS") {
+			rss = &short.Growth[i]
+		}
+	}
+	if rss == nil || rss.Pass || rss.PerHour < 0.9 {
+		t.Fatalf("the short run's RSS fit: %+v; want its figure, a rise of more than 90 %%/h, beyond its bound", rss)
+	}
+	md := short.markdown(nil)
+	for _, want := range []string{"# Soak: PASS", "**Too short to judge growth**: a run of 5m0s", "judged in runs of 30m0s or more", fmt.Sprintf("%+.2f%%", 100*rss.PerHour), "not judged: grows"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the short run's summary lacks %q:\n%s", want, md)
+		}
+	}
+	if failed := run(5*time.Minute, false); failed.Pass || len(failed.Failures) != 1 || !strings.Contains(failed.Failures[0], "convergence") {
+		t.Errorf("a 5-minute run with a checkpoint not converged: pass %v, failures %q; want a failure on convergence alone", failed.Pass, failed.Failures)
+	}
+	long := run(30*time.Minute, true)
+	if long.Pass || !long.growthJudged() || !slices.ContainsFunc(long.Failures, func(f string) bool { return strings.HasPrefix(f, "growth: ") }) {
+		t.Errorf("the same samples in a 30-minute run: pass %v, failures %q; want growth judged, and failed", long.Pass, long.Failures)
 	}
 }

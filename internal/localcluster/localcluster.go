@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -26,8 +28,39 @@ import (
 // root, or reuses it when it is healthy, and returns its kubeconfig. env
 // ("K=V") is added to the script's environment: HOOK_OPERATOR_CLUSTER=NAME
 // makes it a cluster of that name, apart from the shared one.
+//
+// It holds the ports lock (LockPorts) while the script runs.
 func Up(ctx context.Context, root string, env ...string) (string, error) {
+	unlock, err := LockPorts()
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	return script(ctx, root, "up.sh", env)
+}
+
+// LockPorts takes the lock on the local clusters' ports and returns what
+// releases it. Ports are the machine's, so the lock is too: one file per
+// user in the temporary folder, shared by every process and every cache
+// ($HOOK_OPERATOR_CACHE) of that user. kwokctl picks free ports for a
+// cluster it makes, and would take those of a cluster whose control plane
+// a test has stopped, which then cannot start again (its restarted API
+// server finds its port taken, and the test talks to the other cluster's).
+// So Up holds the lock while a cluster is made, and a test holds it from
+// stopping a control plane until it has started again (testcluster.Own).
+// Whoever holds it must not call Up meanwhile.
+func LockPorts() (unlock func(), err error) {
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("hook-operator-ports-%d.lock", os.Getuid()))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("the local clusters' ports lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { f.Close() }) }, nil // closing releases the lock
 }
 
 // Binaries returns the folder of the local cluster's binaries (kwokctl

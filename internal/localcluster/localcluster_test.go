@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFreePort(t *testing.T) {
@@ -70,5 +71,38 @@ func TestKubeVersion(t *testing.T) {
 	t.Setenv(EnvKubeVersion, "v1.31.13")
 	if v, err := KubeVersion(root); err != nil || v != "v1.31.13" {
 		t.Errorf("%s set: KubeVersion = %q, %v; want v1.31.13", EnvKubeVersion, v, err)
+	}
+}
+
+// The ports lock is held by one holder at a time, across the processes
+// (here: open files) of one user, and released by unlock.
+func TestLockPortsExcludes(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir()) // a lock of its own, not the one of the tests running beside it
+	unlock, err := LockPorts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan func())
+	go func() {
+		second, err := LockPorts()
+		if err != nil {
+			t.Error(err)
+			second = func() {}
+		}
+		got <- second
+	}()
+	select {
+	case second := <-got:
+		second()
+		t.Fatal("a second holder took the lock while the first held it")
+	case <-time.After(300 * time.Millisecond):
+	}
+	unlock()
+	unlock() // a second call does nothing
+	select {
+	case second := <-got:
+		second()
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second holder did not get the lock once the first released it")
 	}
 }

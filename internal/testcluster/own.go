@@ -23,6 +23,11 @@ type Own struct {
 	Name    string
 	kwokctl string
 	workdir string
+
+	// unlock releases the ports lock that Stop takes and Start releases
+	// (localcluster.LockPorts); nil when not held.
+	mu     sync.Mutex
+	unlock func()
 }
 
 // ownPrefix begins the name of every cluster a test starts for itself.
@@ -90,13 +95,38 @@ func startOwn(name, gates string) (*Own, error) {
 }
 
 // Stop stops every process of the control plane (etcd included).
+//
+// It holds the local clusters' ports lock until the control plane answers
+// again after Start (or the test ends), so that no cluster made meanwhile
+// takes this one's ports.
 func (o *Own) Stop(t testing.TB) {
 	t.Helper()
+	unlock, err := localcluster.LockPorts()
+	if err != nil {
+		t.Fatalf("testcluster: %s: %v", o.Name, err)
+	}
+	o.mu.Lock()
+	o.unlock = unlock
+	o.mu.Unlock()
+	t.Cleanup(o.releasePorts)
 	o.kwok(t, "stop")
+}
+
+// releasePorts releases the ports lock Stop took, if it is still held.
+func (o *Own) releasePorts() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.unlock != nil {
+		o.unlock()
+		o.unlock = nil
+	}
 }
 
 // Start starts the control plane again after Stop, and returns without
 // waiting for it to answer (see Ready).
+//
+// The ports lock Stop took is released once /readyz answers (Ready,
+// WaitReady): until then the API server may not have taken its port again.
 func (o *Own) Start(t testing.TB) {
 	t.Helper()
 	o.kwok(t, "start")
@@ -116,7 +146,11 @@ func (o *Own) Ready() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_, err := o.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-	return err == nil
+	if err != nil {
+		return false
+	}
+	o.releasePorts()
+	return true
 }
 
 // WaitReady polls /readyz every 50 ms until it answers 200, and returns
