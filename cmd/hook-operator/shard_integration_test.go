@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/localcluster"
 	"github.com/hook-operator/hook-operator/internal/shard"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
@@ -40,7 +41,9 @@ func TestIntegrationShardingServerSide(t *testing.T) {
 	must(t, err)
 	v, err := localcluster.KubeVersion(root)
 	must(t, err)
-	if minor, ok := kubeMinor(v); ok && minor < 36 {
+	release, err := kube.ParseRelease(v)
+	must(t, err)
+	if release.Before(kube.Version{Major: 1, Minor: 36}) {
 		t.Skipf("Kubernetes %s has no ShardedListAndWatch gate (new in 1.36); TestIntegrationSharding tests the client-side fallback", v)
 	}
 	testSharding(t, testcluster.OwnedWithGates(t, "hook-operator-sharded", "ShardedListAndWatch=true").Cluster, true)
@@ -295,14 +298,4 @@ echo run >>`+filepath.Join(records, id+".leader")+`
 	// machine it took 6 s once; what makes it prompt (the deleted Lease)
 	// is checked above.
 	t.Logf("share of the replica stopped with SIGTERM taken over after %s", time.Since(stopped).Round(10*time.Millisecond))
-}
-
-// kubeMinor is the minor release of a Kubernetes version such as v1.31.13.
-func kubeMinor(v string) (int, bool) {
-	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
-	if len(parts) < 2 || parts[0] != "1" {
-		return 0, false
-	}
-	minor, err := strconv.Atoi(parts[1])
-	return minor, err == nil
 }

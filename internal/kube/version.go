@@ -60,6 +60,11 @@ func ParseVersion(info version.Info) (Version, error) {
 	return v, nil
 }
 
+// ParseRelease reads a release written as gitVersion is, such as v1.31.13.
+func ParseRelease(s string) (Version, error) {
+	return ParseVersion(version.Info{GitVersion: s})
+}
+
 // ServerVersion asks the API server for its release, once: the answer is
 // kept, and later calls return it without a request. A failed request is
 // not kept.

@@ -84,3 +84,12 @@ func TestServerVersionAsksOnce(t *testing.T) {
 		t.Errorf("/version asked %d times, want 2 (the failure, then once)", n)
 	}
 }
+
+func TestParseRelease(t *testing.T) {
+	if v, err := ParseRelease("v1.33.5"); err != nil || v != (Version{1, 33, "v1.33.5"}) {
+		t.Errorf("ParseRelease(v1.33.5) = %+v, %v", v, err)
+	}
+	if _, err := ParseRelease("1.33"); err == nil {
+		t.Error("ParseRelease(1.33): no error for a release without its v")
+	}
+}

@@ -2,7 +2,6 @@ package watch
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -133,9 +132,9 @@ func streamingListsByDefault(t *testing.T) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var minor int
-	if _, err := fmt.Sscanf(v, "v1.%d.", &minor); err != nil {
-		t.Fatalf("the local cluster's release %q: %v", v, err)
+	release, err := kube.ParseRelease(v)
+	if err != nil {
+		t.Fatalf("the local cluster's release: %v", err)
 	}
-	return minor == 32 || minor >= 34
+	return release.Major > 1 || release.Minor == 32 || release.Minor >= 34
 }

@@ -30,7 +30,6 @@ import (
 // already running list when they relist, without a request refused.
 type watchLists struct {
 	refused atomic.Bool
-	logged  atomic.Bool
 	clients *kube.Clients
 	log     logrus.FieldLogger
 }
@@ -53,9 +52,8 @@ func (l *watchLists) refusal(ctx context.Context, opts metav1.ListOptions, err e
 	if l == nil || !streaming(opts) || !refusesStreamingList(err) {
 		return false
 	}
-	l.refused.Store(true)
-	if l.logged.Swap(true) {
-		return true
+	if l.refused.Swap(true) {
+		return true // logged by the first
 	}
 	fields := logrus.Fields{"feature": "WatchList"}
 	if l.clients != nil {
