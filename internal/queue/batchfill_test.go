@@ -65,3 +65,43 @@ func TestBatchFillEndsTheWindowEarly(t *testing.T) {
 		t.Errorf("the filled run took %s; want %s: every waiting event of its hook, in order", got, want)
 	}
 }
+
+// A resident hook's batch fills at ResidentBatchFill, a one-shot hook's at
+// BatchFill, both in the same queue: the resident hook's run starts at the
+// push of its second waiting event, while the one-shot hook's waits for
+// its fourth.
+func TestResidentBatchFill(t *testing.T) {
+	const window = 40 * time.Millisecond
+	s, clk, r, starts := clockedSet(Options{RetryInitial: time.Second, RetryMax: time.Second, BatchWindow: window, BatchFill: 4, ResidentBatchFill: 2})
+	defer s.Stop(time.Second)
+	resident := &hook.Hook{Name: "resident"}
+	resident.Config.Settings.Resident = true
+	oneShot := &hook.Hook{Name: "one-shot"}
+	for _, c := range []struct {
+		h    *hook.Hook
+		fill int
+	}{{resident, 2}, {oneShot, 4}} {
+		must(t, s.Push(task(c.h, "first", nil)))
+		receive(t, starts, 10*time.Second, c.h.Name+": the first run did not start")
+		clk.add(time.Millisecond)
+		must(t, s.Push(task(c.h, "e1", nil))) // a stream: the next run waits for its window
+		r.gate <- struct{}{}
+		ended := clk.Now()
+		clk.nextTimer(t)
+		for i := 2; i <= c.fill; i++ {
+			select {
+			case at := <-starts:
+				t.Fatalf("%s: a run started at +%s with %d events waiting; its fill is %d", c.h.Name, at.Sub(ended), i-1, c.fill)
+			case <-time.After(50 * time.Millisecond):
+			}
+			clk.add(time.Millisecond)
+			must(t, s.Push(task(c.h, fmt.Sprintf("e%d", i), nil)))
+		}
+		at := receive(t, starts, 10*time.Second, c.h.Name+": no run started when its batch filled")
+		if got, want := at.Sub(ended), time.Duration(c.fill-1)*time.Millisecond; got != want {
+			t.Errorf("%s: the filled run started %s after the last ended; want %s, at the push that filled it (fill %d)", c.h.Name, got, want, c.fill)
+		}
+		r.gate <- struct{}{}
+		clk.add(time.Second) // the next hook's first event finds the queue idle
+	}
+}

@@ -129,7 +129,8 @@ func (s *Set) runSerial(q *fifo, head *Task) bool {
 
 // batch waits, after a recent run of q, while events stream in: until the
 // window of h (window) has passed since the run ended, or no task has been
-// pushed for half of it, or Options.BatchFill of h's tasks wait. A task
+// pushed for half of it, or h's fill (Options.BatchFill, or
+// ResidentBatchFill for a resident hook) of its tasks wait. A task
 // pushed more than half a window after the one before it is no stream, and
 // does not wait. It returns false when the set stops meanwhile.
 func (s *Set) batch(q *fifo, h *hook.Hook) bool {
@@ -149,7 +150,8 @@ func (s *Set) batch(q *fifo, h *hook.Hook) bool {
 		s.mu.Lock()
 		ended, pushed, gap := q.ended, q.pushed, q.gap
 		window := s.windowLocked(q, h)
-		filled := s.opts.BatchFill > 0 && q.batched >= s.opts.BatchFill
+		fill := s.opts.fill(h)
+		filled := fill > 0 && q.batched >= fill
 		s.mu.Unlock()
 		quiet := window / 2
 		if window <= 0 || ended.IsZero() || gap > quiet || filled {

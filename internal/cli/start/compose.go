@@ -51,11 +51,12 @@ func (p *parts) seenLeader() string {
 // options are the operator's Options the flags give.
 func (p *parts) options(env []string) operator.Options {
 	f := p.f
+	oneShotFill, residentFill := f.BatchFill.fills()
 	return operator.Options{
 		TmpDir:        f.TmpDir,
 		HookTimeout:   f.HookTimeout,
 		MaxHookOutput: int64(f.MaxHookOutput),
-		Queue:         queue.Options{RetryInitial: f.RetryInitial, RetryMax: f.RetryMax, BatchWindow: f.BatchWindow.window(), AdaptiveBatch: f.BatchWindow.Auto, BatchFill: f.BatchFill, MaxParallel: f.MaxParallel},
+		Queue:         queue.Options{RetryInitial: f.RetryInitial, RetryMax: f.RetryMax, BatchWindow: f.BatchWindow.window(), AdaptiveBatch: f.BatchWindow.Auto, BatchFill: oneShotFill, ResidentBatchFill: residentFill, MaxParallel: f.MaxParallel},
 		ShutdownGrace: f.ShutdownGrace,
 		Env:           env,
 		Metrics:       p.m,

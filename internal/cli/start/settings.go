@@ -11,7 +11,6 @@ import (
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/limit"
 	"github.com/hook-operator/hook-operator/internal/metrics"
-	"github.com/hook-operator/hook-operator/internal/queue"
 	"github.com/hook-operator/hook-operator/internal/shard"
 	"github.com/hook-operator/hook-operator/internal/webhook"
 )
@@ -24,6 +23,7 @@ import (
 func Settings(f *Flags) []envflag.Setting {
 	f.MaxHookOutput = limit.DefaultHookOutput
 	f.BatchWindow = BatchWindow{Fixed: MaxBatchWindow}
+	f.BatchFill = BatchFill{Auto: true}
 	w, c := &f.Webhook, &f.Webhook.Conversion
 	l, s, r := &f.Leader, &f.Shard, &f.Reload
 	table := append([]envflag.Setting{
@@ -57,8 +57,8 @@ func Settings(f *Flags) []envflag.Setting {
 			Doc: "a watch that delivers no event and no bookmark for this long is restarted with a fresh list (the API server sends a bookmark about every minute); `0`: never"},
 		{Name: "batch-window", Value: &f.BatchWindow, Usage: "wait between a queue's runs while events stream in (0: none; auto: the hook's run time, <= 40ms)",
 			Doc: "while events stream in (each less than half a window after the one before), a queue waits this long after a run before the next, or for half of it without a new event; events arriving meanwhile join that run. An event more than half a window after the one before, and one that finds its queue idle for a window, run at once; `0`: no window, each run starts as soon as the last ends. `auto`: each hook's window is its own recent run time in the queue (a moving average), at most 40ms: far lower latency in a burst for fast hooks, at the cost of more runs, and so more CPU per event on a small machine ([hooks.md](hooks.md#queues-ordering-and-failures), [decisions.md](decisions.md#batch-window-between-a-queues-runs))"},
-		{Name: "batch-fill", Value: envflag.Int(&f.BatchFill, queue.DefaultBatchFill), Usage: "end a batch window early once this many events of the hook wait for the run (0: the window alone)",
-			Doc: "a run waiting for its batch window starts at once when this many events of its hook wait for it: a run's own cost in the operator spread over 32 events is about a sixth of what each event costs it otherwise, so where events arrive fast (a large machine, a busy cluster) waiting longer only adds latency; `0`: the window alone decides ([decisions.md](decisions.md#batch-window-between-a-queues-runs))"},
+		{Name: "batch-fill", Value: &f.BatchFill, Usage: "end a batch window once this many events of its hook wait (auto: 32, resident hooks 8; 0: none)",
+			Doc: "a run waiting for its batch window starts at once when this many events of its hook wait for it: a run's own cost in the operator spread over that many events is small beside what each event costs it otherwise, so where events arrive fast (a large machine, a busy cluster) waiting longer only adds latency. `auto`: 32 for a one-shot hook (a process start per run), 8 for a resident one (no process start: in a burst on 2 cores its wait fell from 21 to 4 ms for no more CPU per event); a count applies to every hook; `0`: the window alone decides ([decisions.md](decisions.md#batch-window-between-a-queues-runs))"},
 		{Name: "max-parallel-hooks", Value: envflag.Int(&f.MaxParallel, 4*runtime.NumCPU()), Usage: "the most runs at once of hooks with settings.parallelism above 1, across the operator",
 			Doc:        "the most runs of hooks with `settings.parallelism` above 1 at once, across the operator; runs of other hooks (one per queue at a time) are not counted; a hook whose `settings.parallelism` is above it is warned of at start and reload ([hooks.md](hooks.md#parallel-runs-extension))",
 			DocDefault: "4 per CPU"},

@@ -31,7 +31,6 @@ import (
 	"github.com/hook-operator/hook-operator/internal/metrics"
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/procs"
-	"github.com/hook-operator/hook-operator/internal/queue"
 	"github.com/hook-operator/hook-operator/internal/transcript"
 )
 
@@ -53,8 +52,9 @@ type Flags struct {
 	RetryInitial time.Duration
 	RetryMax     time.Duration
 	BatchWindow  BatchWindow
-	// BatchFill ends a batch window early (queue.Options.BatchFill).
-	BatchFill     int
+	// BatchFill ends a batch window early (queue.Options.BatchFill and
+	// ResidentBatchFill).
+	BatchFill     BatchFill
 	MaxParallel   int
 	WatchIdle     time.Duration
 	ShutdownGrace time.Duration
@@ -325,8 +325,8 @@ func (f Flags) check() error {
 	if f.BatchWindow.Fixed < 0 || f.BatchWindow.Fixed > time.Minute {
 		return fmt.Errorf("--batch-window=%s: use auto, or a duration from 0 (none) to 1m", f.BatchWindow.Fixed)
 	}
-	if f.BatchFill < 0 {
-		return fmt.Errorf("--batch-fill=%d: use 0 (the window alone decides) or more (the default is %d)", f.BatchFill, queue.DefaultBatchFill)
+	if f.BatchFill.Fixed < 0 {
+		return fmt.Errorf("--batch-fill=%d: use auto (the default), or 0 (the window alone decides) or more", f.BatchFill.Fixed)
 	}
 	if err := f.Reload.check(); err != nil {
 		return err

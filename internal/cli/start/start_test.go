@@ -125,7 +125,7 @@ func TestFlagsChecked(t *testing.T) {
 		{func(f *Flags) { f.MaxParallel = 0 }, "--max-parallel-hooks=0: use 1 or more"},
 		{func(f *Flags) { f.ListenMaxConns = 0 }, "--listen-max-connections=0: use 1 or more"},
 		{func(f *Flags) { f.BatchWindow = BatchWindow{Fixed: time.Hour} }, "--batch-window=1h0m0s: use auto, or a duration from 0"},
-		{func(f *Flags) { f.BatchFill = -1 }, "--batch-fill=-1: use 0 (the window alone decides) or more"},
+		{func(f *Flags) { f.BatchFill = BatchFill{Fixed: -1} }, "--batch-fill=-1: use auto (the default), or 0 (the window alone decides) or more"},
 		{func(f *Flags) { f.Reload = ReloadFlags{Enabled: true} }, "--hooks-reload-poll-period: use at least 1s"},
 		{func(f *Flags) { f.DryRun = "both" }, "--dry-run=both: use client or server"},
 		{func(f *Flags) { f.DryRun, f.Leader.Enabled = "client", true }, "--leader-elect with --dry-run"},
