@@ -44,9 +44,6 @@ type streams struct {
 	client *rest.RESTClient
 	// log receives the warnings the API server sends with a watch's answer.
 	log logrus.FieldLogger
-	// idle, when above zero, ends a watch that delivers no event and no
-	// bookmark for that long: the reflector lists again (see idleTimeout).
-	idle time.Duration
 }
 
 // Reasons a watch stream ended (watch_restarts_total).
@@ -95,8 +92,14 @@ type streamHooks struct {
 	failed func(error)
 	// ended is told why the stream ended.
 	ended func(reason string)
-	// received is called for each event decoded, bookmarks included.
-	received func()
+	// received is called for each event decoded, bookmarks included, with
+	// the time it was decoded.
+	received func(at time.Time)
+	// idle, when above zero, ends a stream that delivers no event and no
+	// bookmark for that long, with an ERROR event saying that the
+	// resourceVersion expired: the reflector then lists again. It is the
+	// stale threshold of the bindings on the watch (informer.idle).
+	idle time.Duration
 	// lean, when set, has objects decoded lean: only these top-level keys,
 	// apiVersion, kind and the metadata the runtime reads (see lean.go);
 	// nil: whole.
@@ -134,7 +137,7 @@ func (s *streams) watch(ctx context.Context, gvr schema.GroupVersionResource, na
 		return nil, responseError(resp, u.Redacted())
 	}
 	w := newStreamWatch(resp.Body)
-	w.streamHooks, w.idle = hooks, s.idle
+	w.streamHooks = hooks
 	w.start()
 	return w, nil
 }
@@ -177,12 +180,9 @@ type streamWatch struct {
 	result chan watch.Event
 	done   chan struct{}
 	once   sync.Once
-	// streamHooks, set before start, are told what happens.
+	// streamHooks, set before start, are told what happens; their idle
+	// period ends a silent stream.
 	streamHooks
-	// idle, when above zero before start, ends the stream after that long
-	// without an event or a bookmark, with an ERROR event saying that the
-	// resourceVersion expired: the reflector then lists again.
-	idle      time.Duration
 	idleFired atomic.Bool
 	// begun is when the stream started, and last when it last delivered,
 	// as time since begun: an event stores a number, and only the idle
@@ -281,12 +281,13 @@ func (w *streamWatch) receive() {
 	next := newLeanReader(w.body, w.lean).next
 	for {
 		e, err := next()
-		if err == nil {
+		if err == nil && (w.idle > 0 || w.received != nil) {
+			now := time.Now()
 			if w.idle > 0 {
-				w.last.Store(int64(time.Since(w.begun)))
+				w.last.Store(int64(now.Sub(w.begun)))
 			}
 			if w.received != nil {
-				w.received()
+				w.received(now)
 			}
 		}
 		if err != nil && w.idleFired.Load() {

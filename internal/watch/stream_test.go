@@ -156,7 +156,7 @@ func TestStreamWatchIdle(t *testing.T) {
 	var received atomic.Int32
 	w.ended = func(reason string) { reasons = append(reasons, reason) }
 	w.failed = func(err error) { failures = append(failures, err) }
-	w.received = func() { received.Add(1) }
+	w.received = func(time.Time) { received.Add(1) }
 	w.start()
 	go func() {
 		// Three lines 200ms apart: each comes within the period.
@@ -215,8 +215,8 @@ func TestStreamWatchEndReasons(t *testing.T) {
 // again, without asking the API server.
 func TestIdleWatchIsReportedUntilItDelivers(t *testing.T) {
 	key := informerKey{resource: "/v1, Resource=configmaps", namespace: "ns"}
-	inf := &informer{key: key}
-	w := &Watcher{informers: map[informerKey]*informer{key: inf}, streams: &streams{idle: 3 * time.Minute}}
+	inf := &informer{key: key, idle: 3 * time.Minute}
+	w := &Watcher{informers: map[informerKey]*informer{key: inf}}
 	if got := w.Broken(t.Context()); len(got) != 0 {
 		t.Fatalf("Broken = %v before anything happened", got)
 	}
@@ -229,7 +229,7 @@ func TestIdleWatchIsReportedUntilItDelivers(t *testing.T) {
 	if len(w.Broken(t.Context())) != 1 {
 		t.Fatal("a timeout cleared the idle report")
 	}
-	inf.stale.Store(false) // what a received event or bookmark does
+	inf.touch(time.Now()) // what a received event or bookmark does
 	if got := w.Broken(t.Context()); len(got) != 0 {
 		t.Fatalf("Broken = %v after the watch delivered again", got)
 	}
