@@ -29,9 +29,9 @@ import (
 // frozen, stops delivering on the requests whose path contains match, as
 // an API server whose watch cache stopped delivering would: a watch open
 // when the freeze begins goes silent (its events and bookmarks are dropped,
-// the connection stays open); a new watch is answered 200 and then says
-// nothing until the thaw, when it ends; a list waits for the thaw. Every
-// other request is forwarded with the cluster's own credentials.
+// the connection stays open); a new watch or list gets no answer until the
+// thaw. Every other request is forwarded with the cluster's own
+// credentials.
 type stallingProxy struct {
 	srv   *httptest.Server
 	match string
@@ -57,21 +57,12 @@ func newStallingProxy(t *testing.T, c *testcluster.Cluster, match string) *stall
 			rp.ServeHTTP(w, r)
 			return
 		}
-		watching := r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1"
 		if thaw := p.frozen(); thaw != nil {
 			p.held.Add(1)
-			if watching {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusOK)
-				http.NewResponseController(w).Flush()
-			}
 			select {
 			case <-thaw:
 			case <-r.Context().Done():
 				return
-			}
-			if watching {
-				return // the silent watch ends; the client watches again
 			}
 		}
 		rp.ServeHTTP(&silenceable{ResponseWriter: w, p: p}, r)

@@ -1,8 +1,12 @@
 package watch
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+
+	"github.com/hook-operator/hook-operator/internal/kube"
 )
 
 // events reads every event of w until its channel closes.
@@ -233,4 +240,34 @@ func TestIdleWatchIsReportedUntilItDelivers(t *testing.T) {
 	if got := w.Broken(t.Context()); len(got) != 0 {
 		t.Fatalf("Broken = %v after the watch delivered again", got)
 	}
+}
+
+// A watch request the server never answers (no status, no headers) is
+// given up after the idle period, as a silent stream is: it ends as idle,
+// with an error the informer turns into an empty watch, and the request's
+// connection is closed.
+func TestStreamWatchUnanswered(t *testing.T) {
+	gone := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // never answers
+		close(gone)
+	}))
+	defer srv.Close()
+	clients, err := kube.NewClients(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newStreams(clients.Unversioned, discardLog())
+	var reasons []string
+	_, err = s.watch(context.Background(), cmGVR, "ns", metav1.ListOptions{}, streamHooks{
+		idle:  200 * time.Millisecond,
+		ended: func(r string) { reasons = append(reasons, r) },
+	})
+	if !errors.Is(err, errWatchCut) || !strings.Contains(err.Error(), "no answer for 200ms") {
+		t.Fatalf("error %v, want errWatchCut saying no answer came for 200ms", err)
+	}
+	if len(reasons) != 1 || reasons[0] != endIdle {
+		t.Errorf("ended %v, want [idle]", reasons)
+	}
+	<-gone // the server saw the request go
 }
