@@ -152,15 +152,21 @@ type KubernetesBinding struct {
 	// ExecuteHookOnOwnStatusChange (extension) also runs the hook on
 	// modifications that only change status this hook wrote with Status.
 	ExecuteHookOnOwnStatusChange bool `json:"executeHookOnOwnStatusChange,omitempty"`
+	// StaleAfter (extension) is how long this binding's view may go without
+	// an event, a bookmark or a successful list before it is stale and its
+	// watch is restarted; zero means Settings.StaleAfter. At least a second;
+	// keep it well above the API server's bookmark period (about a minute).
+	StaleAfter time.Duration `json:"-"`
 }
 
-// MarshalJSON writes the binding with its duration as a Go duration string.
+// MarshalJSON writes the binding with its durations as Go duration strings.
 func (b KubernetesBinding) MarshalJSON() ([]byte, error) {
 	type plain KubernetesBinding // without this method
 	return json.Marshal(struct {
 		plain
 		ResynchronizationPeriod string `json:"resynchronizationPeriod,omitempty"`
-	}{plain(b), durationString(b.ResynchronizationPeriod)})
+		StaleAfter              string `json:"staleAfter,omitempty"`
+	}{plain(b), durationString(b.ResynchronizationPeriod), durationString(b.StaleAfter)})
 }
 
 // Events is a list of event types for KubernetesBinding.ExecuteHookOnEvent.
@@ -238,6 +244,10 @@ type Settings struct {
 	// whose resident memory exceeds it after a run; zero means the runtime's
 	// default (128Mi). Printed as a quantity: 256 << 20 is "256Mi".
 	ResidentMaxMemory int64 `json:"-"`
+	// StaleAfter (extension) is the KubernetesBinding.StaleAfter of each of
+	// the hook's kubernetes bindings that sets none; zero means the
+	// operator's --watch-idle-timeout (3m by default).
+	StaleAfter time.Duration `json:"-"`
 }
 
 // MarshalJSON writes the settings with durations as Go duration strings.
@@ -248,7 +258,8 @@ func (s Settings) MarshalJSON() ([]byte, error) {
 		plain
 		Timeout           string `json:"timeout,omitempty"`
 		ResidentMaxMemory string `json:"residentMaxMemory,omitempty"`
-	}{durationString(s.ExecutionMinInterval), plain(s), durationString(s.Timeout), sizeString(s.ResidentMaxMemory)})
+		StaleAfter        string `json:"staleAfter,omitempty"`
+	}{durationString(s.ExecutionMinInterval), plain(s), durationString(s.Timeout), sizeString(s.ResidentMaxMemory), durationString(s.StaleAfter)})
 }
 
 // sizeString writes n bytes as a Kubernetes quantity, as the runtime reads

@@ -272,3 +272,15 @@ func TestResidentConfigParses(t *testing.T) {
 		t.Errorf("the runtime read settings %+v from:\n%s", s, stdout.String())
 	}
 }
+
+// TestStaleAfterConfigParses: the runtime reads the staleAfter the SDK
+// prints, in settings and on a binding.
+func TestStaleAfterConfigParses(t *testing.T) {
+	parsed := parseConfig(t, sdk.Config{
+		Kubernetes: []sdk.KubernetesBinding{{Name: "pods", Kind: "Pod", StaleAfter: 90 * time.Second}, {Name: "nodes", Kind: "Node"}},
+		Settings:   &sdk.Settings{StaleAfter: 10 * time.Minute},
+	})
+	if parsed.Settings.StaleAfter != 10*time.Minute || parsed.Kubernetes[0].StaleAfter != 90*time.Second || parsed.Kubernetes[1].StaleAfter != 0 {
+		t.Errorf("the runtime read settings %+v and bindings %+v", parsed.Settings, parsed.Kubernetes)
+	}
+}

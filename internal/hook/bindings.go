@@ -109,6 +109,7 @@ func (c *checker) kubernetes(o *object, refs *[]snapshotRef) KubernetesBinding {
 		c.finalizer(o, &b, v)
 	}
 	b.ExecuteHookOnOwnStatusChange = o.boolean("executeHookOnOwnStatusChange", false)
+	b.StaleAfter = c.staleAfter(o)
 	o.finish()
 	return b
 }

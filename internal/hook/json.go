@@ -27,7 +27,8 @@ func (s Settings) MarshalJSON() ([]byte, error) {
 		ExecutionMinInterval string `json:"executionMinInterval,omitempty"`
 		Timeout              string `json:"timeout,omitempty"`
 		ResidentMaxMemory    string `json:"residentMaxMemory,omitempty"`
-	}{fields(s), durationString(s.ExecutionMinInterval), durationString(s.Timeout), mem})
+		StaleAfter           string `json:"staleAfter,omitempty"`
+	}{fields(s), durationString(s.ExecutionMinInterval), durationString(s.Timeout), mem, durationString(s.StaleAfter)})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -38,6 +39,7 @@ func (s *Settings) UnmarshalJSON(data []byte) error {
 		ExecutionMinInterval string `json:"executionMinInterval,omitempty"`
 		Timeout              string `json:"timeout,omitempty"`
 		ResidentMaxMemory    string `json:"residentMaxMemory,omitempty"`
+		StaleAfter           string `json:"staleAfter,omitempty"`
 	}
 	if err := json.Unmarshal(data, &aux); err != nil {
 		return err
@@ -54,7 +56,10 @@ func (s *Settings) UnmarshalJSON(data []byte) error {
 	if s.ExecutionMinInterval, err = parseDuration("executionMinInterval", aux.ExecutionMinInterval); err != nil {
 		return err
 	}
-	s.Timeout, err = parseDuration("timeout", aux.Timeout)
+	if s.Timeout, err = parseDuration("timeout", aux.Timeout); err != nil {
+		return err
+	}
+	s.StaleAfter, err = parseDuration("staleAfter", aux.StaleAfter)
 	return err
 }
 
@@ -64,7 +69,8 @@ func (b KubernetesBinding) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		fields
 		ResynchronizationPeriod string `json:"resynchronizationPeriod,omitempty"`
-	}{fields(b), durationString(b.ResynchronizationPeriod)})
+		StaleAfter              string `json:"staleAfter,omitempty"`
+	}{fields(b), durationString(b.ResynchronizationPeriod), durationString(b.StaleAfter)})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes, and compiles the jqFilter
@@ -74,6 +80,7 @@ func (b *KubernetesBinding) UnmarshalJSON(data []byte) error {
 	var aux struct {
 		fields
 		ResynchronizationPeriod string `json:"resynchronizationPeriod,omitempty"`
+		StaleAfter              string `json:"staleAfter,omitempty"`
 	}
 	if err := json.Unmarshal(data, &aux); err != nil {
 		return err
@@ -81,6 +88,9 @@ func (b *KubernetesBinding) UnmarshalJSON(data []byte) error {
 	*b = KubernetesBinding(aux.fields)
 	var err error
 	if b.ResynchronizationPeriod, err = parseDuration("resynchronizationPeriod", aux.ResynchronizationPeriod); err != nil {
+		return err
+	}
+	if b.StaleAfter, err = parseDuration("staleAfter", aux.StaleAfter); err != nil {
 		return err
 	}
 	b.Filter = nil

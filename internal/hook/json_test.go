@@ -13,7 +13,7 @@ func TestConfigJSONRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"resynchronizationPeriod":"10m0s"`, `"executionMinInterval":"5s"`, `"timeout":"2m0s"`} {
+	for _, want := range []string{`"resynchronizationPeriod":"10m0s"`, `"executionMinInterval":"5s"`, `"timeout":"2m0s"`, `"staleAfter":"10m0s"`, `"staleAfter":"1m30s"`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("JSON lacks %s (durations must be strings):\n%s", want, b)
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	yaml3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
@@ -223,9 +224,24 @@ func (c *checker) settings(s *object) Settings {
 		}
 	}
 	st.Sharded = s.boolean("sharded", false)
+	st.StaleAfter = c.staleAfter(s)
 	c.resident(s, &st)
 	s.finish()
 	return st
+}
+
+// staleAfter reads the staleAfter of settings or of a kubernetes binding
+// (extension): at least MinStaleAfter.
+func (c *checker) staleAfter(o *object) time.Duration {
+	d, ok := o.duration("staleAfter")
+	if !ok {
+		return 0
+	}
+	if d < MinStaleAfter {
+		c.errorf(o.at("staleAfter"), "%s: use at least %s, or remove it for the operator's --watch-idle-timeout (3m by default); the API server sends a bookmark about every minute, so a few minutes is usual", d, MinStaleAfter)
+		return 0
+	}
+	return d
 }
 
 // resident reads resident and its limits into st, with their defaults when

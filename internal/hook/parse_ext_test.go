@@ -3,6 +3,7 @@ package hook
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFinalizerOption(t *testing.T) {
@@ -63,6 +64,47 @@ writes:
 		"writes[2].verbs: missing", "writes[3].kind: missing", `writes[3].subresource: "a/b"`, `writes[3].namspaces: unknown key; did you mean "namespaces"?`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+// staleAfter (extension) in settings applies to every kubernetes binding of
+// the hook; a binding's own overrides it; neither leaves the operator's
+// default. Below a second it is an error that names the hook and the field
+// and says what to write instead.
+func TestStaleAfter(t *testing.T) {
+	cfg, err := ParseConfig("pods.sh", []byte(`
+configVersion: v1
+settings: {staleAfter: 10m}
+kubernetes:
+- {name: pods, kind: Pod}
+- {name: nodes, kind: Node, staleAfter: 90s}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const def = 3 * time.Minute
+	if got := StaleAfterOf(&cfg.Kubernetes[0], cfg.Settings, def); got != 10*time.Minute {
+		t.Errorf("pods: %s, want the hook's 10m", got)
+	}
+	if got := StaleAfterOf(&cfg.Kubernetes[1], cfg.Settings, def); got != 90*time.Second {
+		t.Errorf("nodes: %s, want its own 90s", got)
+	}
+	plain, err := ParseConfig("plain.sh", []byte(`{configVersion: v1, kubernetes: [{kind: Pod}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := StaleAfterOf(&plain.Kubernetes[0], plain.Settings, def); got != def {
+		t.Errorf("without staleAfter: %s, want the operator's %s", got, def)
+	}
+	for src, want := range map[string]string{
+		`settings: {staleAfter: 500ms}, kubernetes: [{kind: Pod}]`: "hook pods.sh: settings.staleAfter: 500ms: use at least 1s, or remove it for the operator's --watch-idle-timeout",
+		`kubernetes: [{kind: Pod, staleAfter: 0s}]`:                "hook pods.sh: kubernetes[0].staleAfter: 0s: use at least 1s",
+		`kubernetes: [{kind: Pod, staleAfter: 300}]`:               `kubernetes[0].staleAfter: must be a duration string such as "30s" or "5m", not the number 300; add a unit, for example "300s"`,
+	} {
+		_, err := ParseConfig("pods.sh", []byte("{configVersion: v1, "+src+"}"))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want it to contain %q", src, err, want)
 		}
 	}
 }

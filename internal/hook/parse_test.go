@@ -105,6 +105,7 @@ settings:
   executionMinInterval: 5s
   executionBurst: 3
   timeout: 2m
+  staleAfter: 10m
 schedule:
 - name: every-minute
   crontab: "0 * * * * *"
@@ -144,6 +145,7 @@ kubernetes:
       matchLabels: {watch: "true"}
   jqFilter: '.metadata.labels // {}'
   resynchronizationPeriod: 10m
+  staleAfter: 90s
 - name: nodes
   kind: Node
   watchEvent: [Modified]
@@ -175,7 +177,7 @@ func TestEveryKey(t *testing.T) {
 	if c.OnStartup == nil || *c.OnStartup != 10 {
 		t.Errorf("onStartup = %v, want 10", c.OnStartup)
 	}
-	if want := (Settings{ExecutionMinInterval: 5 * time.Second, ExecutionBurst: 3, Timeout: 2 * time.Minute}); c.Settings != want {
+	if want := (Settings{ExecutionMinInterval: 5 * time.Second, ExecutionBurst: 3, Timeout: 2 * time.Minute, StaleAfter: 10 * time.Minute}); c.Settings != want {
 		t.Errorf("settings = %+v, want %+v", c.Settings, want)
 	}
 	wantSchedule := []ScheduleBinding{{
@@ -214,6 +216,7 @@ func TestEveryKey(t *testing.T) {
 		},
 		JQFilter:                ".metadata.labels // {}",
 		ResynchronizationPeriod: 10 * time.Minute,
+		StaleAfter:              90 * time.Second,
 	}
 	if !reflect.DeepEqual(k, want) {
 		t.Errorf("kubernetes[0] = %+v\nwant %+v", k, want)

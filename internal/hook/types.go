@@ -81,7 +81,19 @@ type Settings struct {
 	// RSS after a run exceeds it, in bytes; DefaultResidentMaxMemory when
 	// resident and not given, zero otherwise.
 	ResidentMaxMemory int64 `json:"residentMaxMemory,omitempty"`
+	// StaleAfter (EXT) is how long each kubernetes binding of the hook may
+	// go without an event, a bookmark or a successful list before its view
+	// counts as stale: its watch is restarted with a fresh list, and
+	// binding_stale_after_seconds says so. Zero: the operator's
+	// --watch-idle-timeout. A binding's own staleAfter overrides it.
+	StaleAfter time.Duration `json:"staleAfter,omitempty"`
 }
+
+// MinStaleAfter is the shortest staleAfter: as --watch-idle-timeout, it
+// leaves room for a watch's first bytes. Well below the API server's
+// bookmark period (about a minute) a quiet but healthy watch is restarted
+// each time, which docs/hooks.md warns of.
+const MinStaleAfter = time.Second
 
 // Defaults of a resident hook's limits (docs/operating.md says why).
 const (
@@ -144,6 +156,23 @@ type KubernetesBinding struct {
 	// the Status operation; without it they are dropped, so a hook does not
 	// re-run because of its own status writes.
 	ExecuteHookOnOwnStatusChange bool `json:"executeHookOnOwnStatusChange,omitempty"`
+	// StaleAfter (extension) is settings.staleAfter for this binding alone;
+	// zero: the hook's.
+	StaleAfter time.Duration `json:"staleAfter,omitempty"`
+}
+
+// StaleAfterOf returns how long b, a kubernetes binding of a hook with
+// settings s, may go without an event, a bookmark or a successful list:
+// its own staleAfter, else the hook's, else def (the operator's
+// --watch-idle-timeout; zero: never stale).
+func StaleAfterOf(b *KubernetesBinding, s Settings, def time.Duration) time.Duration {
+	switch {
+	case b.StaleAfter > 0:
+		return b.StaleAfter
+	case s.StaleAfter > 0:
+		return s.StaleAfter
+	}
+	return def
 }
 
 // NamespaceSelector picks the namespaces a binding watches: the listed

@@ -49,6 +49,13 @@ type BindingState struct {
 	Held   string   `json:"held,omitempty"`
 	// Crontab is a schedule binding's crontab.
 	Crontab string `json:"crontab,omitempty"`
+	// ViewAgeSeconds is how long ago a watching kubernetes binding's view
+	// was last known current (its latest event, bookmark or successful
+	// list); StaleAfterSeconds is the age above which it is stale (absent:
+	// never), and Stale says it is above. See watch.Watcher.Freshness.
+	ViewAgeSeconds    *float64 `json:"viewAgeSeconds,omitempty"`
+	StaleAfterSeconds float64  `json:"staleAfterSeconds,omitempty"`
+	Stale             bool     `json:"stale,omitempty"`
 }
 
 // SnapshotState is the current snapshot of one kubernetes binding: its
@@ -163,6 +170,10 @@ func (o *Operator) Hooks() []HookState {
 			if bs.Waiting == "" {
 				bs.Watches = b.Resource().GVR.String()
 				bs.Objects = b.Count()
+			}
+			if age, after, ok := o.watcher.Freshness(b); ok {
+				secs := age.Seconds()
+				bs.ViewAgeSeconds, bs.StaleAfterSeconds, bs.Stale = &secs, after.Seconds(), after > 0 && age > after
 			}
 			st.Bindings = append(st.Bindings, bs)
 		}

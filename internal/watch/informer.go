@@ -79,12 +79,21 @@ type informer struct {
 	// broken is set when the watch fails, and cleared by the next event or
 	// by a successful probe (see Watcher.Broken).
 	broken atomic.Bool
-	// stale is set when the watch went idle (see streams.idle) and cleared
-	// when it delivers again, an event or a bookmark, or a list succeeds:
-	// until then readiness names it.
-	stale   atomic.Bool
-	client  dynamic.ResourceInterface
-	started bool
+	// stale is set when the watch went idle (see idle) and cleared when it
+	// delivers again, an event or a bookmark, or a list succeeds: until
+	// then readiness names it.
+	stale atomic.Bool
+	// fresh is when the informer's view was last known to be current: its
+	// start, its latest event or bookmark, or a list that succeeded (as
+	// monotonic time since epoch). The bindings' view age is read from it.
+	fresh atomic.Int64
+	// idle, set by start, is how long its watches may deliver nothing
+	// before they are ended and listed again: the shortest stale threshold
+	// of its bindings (hook.StaleAfterOf), zero for never. defaultIdle
+	// is the operator's --watch-idle-timeout, for bindings that set none.
+	idle, defaultIdle time.Duration
+	client            dynamic.ResourceInterface
+	started           bool
 	// stopped is set by stop: the informer never starts after it.
 	stopped bool
 	cancel  context.CancelFunc
@@ -118,7 +127,7 @@ func newInformer(client dynamic.Interface, streams *streams, lists *watchLists, 
 				}
 				list, err := nri.List(ctx, opts)
 				if err == nil {
-					i.stale.Store(false)
+					i.touch(time.Now())
 					return list, nil
 				}
 				i.failed(ctx, err)
@@ -142,11 +151,12 @@ func newInformer(client dynamic.Interface, streams *streams, lists *watchLists, 
 					w, err = streams.watch(ctx, b.res.GVR, key.namespace, opts, streamHooks{
 						failed:   func(err error) { i.failed(ctx, err) },
 						ended:    i.ended,
-						received: func() { i.stale.Store(false) },
+						received: i.touch,
 						lean:     i.lean,
+						idle:     i.idle,
 					})
-				} else {
-					w, err = nri.Watch(ctx, opts)
+				} else if w, err = nri.Watch(ctx, opts); err == nil {
+					w = watch.Filter(w, func(e watch.Event) (watch.Event, bool) { i.touch(time.Now()); return e, true })
 				}
 				if err == nil {
 					return w, nil
@@ -215,6 +225,8 @@ func (i *informer) start(ctx context.Context) error {
 		return nil // running, or let go of before it started (a share replaced)
 	}
 	i.lean = leanKeys(i.bindings, i.keepFull)
+	i.idle = i.staleAfter()
+	i.touch(time.Now()) // its age counts from its start until it lists
 	i.progress = memlimit.StartList()
 	i.store = &objectStore{transform: i.transform, notify: i.dispatch, items: map[string]*entry{}, listed: i.progress.Done}
 	var lw cache.ListerWatcher = i.lw

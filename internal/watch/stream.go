@@ -44,9 +44,6 @@ type streams struct {
 	client *rest.RESTClient
 	// log receives the warnings the API server sends with a watch's answer.
 	log logrus.FieldLogger
-	// idle, when above zero, ends a watch that delivers no event and no
-	// bookmark for that long: the reflector lists again (see idleTimeout).
-	idle time.Duration
 }
 
 // Reasons a watch stream ended (watch_restarts_total).
@@ -82,12 +79,6 @@ func newStreams(c *rest.RESTClient, log logrus.FieldLogger) *streams {
 // before the server answered.
 var errWatchCut = errors.New("the watch request's connection ended before an answer")
 
-// watch starts a watch of resource gvr (in namespace, or all when "") with
-// opts. Like client-go's, it is not rate-limited. A connection that ends
-// before the server answers gives an error wrapping errWatchCut: unless
-// the API server is away, the informer gives the reflector an empty watch,
-// and it simply watches again. failed (may be nil) is told about the
-// errors the stream reports as ERROR events.
 // streamHooks tell a watch's owner what happens to its stream; each may be
 // nil.
 type streamHooks struct {
@@ -95,14 +86,27 @@ type streamHooks struct {
 	failed func(error)
 	// ended is told why the stream ended.
 	ended func(reason string)
-	// received is called for each event decoded, bookmarks included.
-	received func()
+	// received is called for each event decoded, bookmarks included, with
+	// the time it was decoded.
+	received func(at time.Time)
+	// idle, when above zero, ends a stream that delivers no event and no
+	// bookmark for that long, with an ERROR event saying that the
+	// resourceVersion expired: the reflector then lists again. It is the
+	// stale threshold of the bindings on the watch (informer.idle).
+	idle time.Duration
 	// lean, when set, has objects decoded lean: only these top-level keys,
 	// apiVersion, kind and the metadata the runtime reads (see lean.go);
 	// nil: whole.
 	lean leanKeep
 }
 
+// watch starts a watch of resource gvr (in namespace, or all when "") with
+// opts. Like client-go's, it is not rate-limited. A connection that ends
+// before the server answers gives an error wrapping errWatchCut: unless
+// the API server is away, the informer gives the reflector an empty watch,
+// and it simply watches again. So does a request the server has not
+// answered within hooks.idle, which ends as idle. hooks are told what
+// happens to the stream.
 func (s *streams) watch(ctx context.Context, gvr schema.GroupVersionResource, namespace string, opts metav1.ListOptions, hooks streamHooks) (watch.Interface, error) {
 	opts.Watch = true
 	path := []string{"/apis", gvr.Group, gvr.Version}
@@ -115,26 +119,47 @@ func (s *streams) watch(ctx context.Context, gvr schema.GroupVersionResource, na
 	path = append(path, gvr.Resource)
 	u := s.client.Get().AbsPath(path...).SpecificallyVersionedParams(&opts, parameterCodec, versionV1).URL()
 
+	// A watch the server does not even answer is as silent as one that
+	// stops delivering: after the idle period it is given up the same way.
+	// The request's context lives as long as the stream (Stop cancels it).
+	cancel := context.CancelFunc(func() {})
+	var unanswered *time.Timer
+	if hooks.idle > 0 {
+		ctx, cancel = context.WithCancel(ctx)
+		unanswered = time.AfterFunc(hooks.idle, cancel)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
+		cancel()
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
 	start := time.Now()
 	resp, err := s.client.Client.Do(req)
 	s.observe(ctx, u, resp, err, start)
+	if unanswered != nil && !unanswered.Stop() {
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		if hooks.ended != nil {
+			hooks.ended(endIdle)
+		}
+		return nil, fmt.Errorf("%w: no answer for %s", errWatchCut, hooks.idle)
+	}
 	if err != nil {
+		cancel()
 		if utilnet.IsProbableEOF(err) || utilnet.IsTimeout(err) {
 			return nil, fmt.Errorf("%w: %w", errWatchCut, err)
 		}
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
+		defer cancel()
 		defer resp.Body.Close()
 		return nil, responseError(resp, u.Redacted())
 	}
 	w := newStreamWatch(resp.Body)
-	w.streamHooks, w.idle = hooks, s.idle
+	w.streamHooks, w.cancel = hooks, cancel
 	w.start()
 	return w, nil
 }
@@ -177,13 +202,12 @@ type streamWatch struct {
 	result chan watch.Event
 	done   chan struct{}
 	once   sync.Once
-	// streamHooks, set before start, are told what happens.
+	// streamHooks, set before start, are told what happens; their idle
+	// period ends a silent stream.
 	streamHooks
-	// idle, when above zero before start, ends the stream after that long
-	// without an event or a bookmark, with an ERROR event saying that the
-	// resourceVersion expired: the reflector then lists again.
-	idle      time.Duration
 	idleFired atomic.Bool
+	// cancel, when set, ends the request's context: Stop calls it.
+	cancel context.CancelFunc
 	// begun is when the stream started, and last when it last delivered,
 	// as time since begun: an event stores a number, and only the idle
 	// timer, once a period, reads it (no timer is reset per event).
@@ -244,6 +268,9 @@ func (w *streamWatch) Stop() {
 	w.once.Do(func() {
 		close(w.done)
 		_ = w.body.Close()
+		if w.cancel != nil {
+			w.cancel()
+		}
 	})
 }
 
@@ -281,12 +308,13 @@ func (w *streamWatch) receive() {
 	next := newLeanReader(w.body, w.lean).next
 	for {
 		e, err := next()
-		if err == nil {
+		if err == nil && (w.idle > 0 || w.received != nil) {
+			now := time.Now()
 			if w.idle > 0 {
-				w.last.Store(int64(time.Since(w.begun)))
+				w.last.Store(int64(now.Sub(w.begun)))
 			}
 			if w.received != nil {
-				w.received()
+				w.received(now)
 			}
 		}
 		if err != nil && w.idleFired.Load() {

@@ -1,8 +1,12 @@
 package watch
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+
+	"github.com/hook-operator/hook-operator/internal/kube"
 )
 
 // events reads every event of w until its channel closes.
@@ -156,7 +163,7 @@ func TestStreamWatchIdle(t *testing.T) {
 	var received atomic.Int32
 	w.ended = func(reason string) { reasons = append(reasons, reason) }
 	w.failed = func(err error) { failures = append(failures, err) }
-	w.received = func() { received.Add(1) }
+	w.received = func(time.Time) { received.Add(1) }
 	w.start()
 	go func() {
 		// Three lines 200ms apart: each comes within the period.
@@ -215,8 +222,8 @@ func TestStreamWatchEndReasons(t *testing.T) {
 // again, without asking the API server.
 func TestIdleWatchIsReportedUntilItDelivers(t *testing.T) {
 	key := informerKey{resource: "/v1, Resource=configmaps", namespace: "ns"}
-	inf := &informer{key: key}
-	w := &Watcher{informers: map[informerKey]*informer{key: inf}, streams: &streams{idle: 3 * time.Minute}}
+	inf := &informer{key: key, idle: 3 * time.Minute}
+	w := &Watcher{informers: map[informerKey]*informer{key: inf}}
 	if got := w.Broken(t.Context()); len(got) != 0 {
 		t.Fatalf("Broken = %v before anything happened", got)
 	}
@@ -229,8 +236,38 @@ func TestIdleWatchIsReportedUntilItDelivers(t *testing.T) {
 	if len(w.Broken(t.Context())) != 1 {
 		t.Fatal("a timeout cleared the idle report")
 	}
-	inf.stale.Store(false) // what a received event or bookmark does
+	inf.touch(time.Now()) // what a received event or bookmark does
 	if got := w.Broken(t.Context()); len(got) != 0 {
 		t.Fatalf("Broken = %v after the watch delivered again", got)
 	}
+}
+
+// A watch request the server never answers (no status, no headers) is
+// given up after the idle period, as a silent stream is: it ends as idle,
+// with an error the informer turns into an empty watch, and the request's
+// connection is closed.
+func TestStreamWatchUnanswered(t *testing.T) {
+	gone := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // never answers
+		close(gone)
+	}))
+	defer srv.Close()
+	clients, err := kube.NewClients(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newStreams(clients.Unversioned, discardLog())
+	var reasons []string
+	_, err = s.watch(context.Background(), cmGVR, "ns", metav1.ListOptions{}, streamHooks{
+		idle:  200 * time.Millisecond,
+		ended: func(r string) { reasons = append(reasons, r) },
+	})
+	if !errors.Is(err, errWatchCut) || !strings.Contains(err.Error(), "no answer for 200ms") {
+		t.Fatalf("error %v, want errWatchCut saying no answer came for 200ms", err)
+	}
+	if len(reasons) != 1 || reasons[0] != endIdle {
+		t.Errorf("ended %v, want [idle]", reasons)
+	}
+	<-gone // the server saw the request go
 }

@@ -42,6 +42,9 @@ type Watcher struct {
 	health *kube.Health
 	// lists records whether the API server serves streaming lists.
 	lists *watchLists
+	// idle is the operator's --watch-idle-timeout: the stale threshold of
+	// bindings that set no staleAfter (see SetIdleTimeout).
+	idle time.Duration
 
 	// bindings are every binding, in hook and configuration order; Add and
 	// Remove replace the slice (under mu), readers load it without a lock.
@@ -139,14 +142,12 @@ func (w *Watcher) Remove(bindings []*Binding) {
 func (w *Watcher) SetHealth(h *kube.Health) { w.health = h }
 
 // SetIdleTimeout makes a watch that delivers no event and no bookmark for
-// d end, so that its informer lists again (zero: never). Call it before
+// d end, so that its informer lists again (zero: never), unless its
+// bindings set a staleAfter of their own (hook.StaleAfterOf): d is also
+// the stale threshold of the bindings that set none. Call it before
 // Start. The API server sends a bookmark about every minute on a watch
 // that asks for them, as informers' watches do.
-func (w *Watcher) SetIdleTimeout(d time.Duration) {
-	if w.streams != nil {
-		w.streams.idle = d
-	}
-}
+func (w *Watcher) SetIdleTimeout(d time.Duration) { w.idle = d }
 
 // Bindings returns every binding, in hook and configuration order.
 func (w *Watcher) Bindings() []*Binding { return w.all() }
@@ -160,6 +161,7 @@ func (w *Watcher) SetMetrics(m *metrics.Metrics) {
 		b.metrics = m
 	}
 	m.Register(newObjectsCollector(w, m))
+	m.Register(newFreshnessCollector(w, m))
 }
 
 // Binding returns the named kubernetes binding of a hook, or nil.
@@ -340,7 +342,7 @@ func (w *Watcher) informerFor(b *Binding, key informerKey) *informer {
 		return inf
 	}
 	inf := newInformer(w.clients.Dynamic, w.streams, w.lists, w.health, key, b, w.log)
-	inf.metrics = w.metrics
+	inf.metrics, inf.defaultIdle = w.metrics, w.idle
 	w.metrics.WatchStarted(key.resource)
 	w.metrics.InformerStarted(key.resource, key.namespace)
 	inf.refs = 1
@@ -519,7 +521,7 @@ func (w *Watcher) Broken(ctx context.Context) []string {
 	var out []string
 	for _, inf := range w.informers {
 		if inf.stale.Load() {
-			out = append(out, inf.key.String()+": delivered no event and no bookmark for "+w.streams.idle.String()+"; listing again")
+			out = append(out, inf.key.String()+": delivered no event and no bookmark for "+inf.idle.String()+"; listing again")
 			continue
 		}
 		if inf.broken.Load() {

@@ -47,7 +47,8 @@ func New(stdout io.Writer) *cobra.Command {
                       objects), and the pending ones with their attempts and
                       last error (a failed task holds its queue, or its object)
   hooks               every hook: its bindings (objects held, synchronized or
-                      waiting for their kind), runs, failures, last error
+                      waiting for their kind, the age of their view, STALE
+                      above their staleAfter), runs, failures, last error
   snapshots HOOK      the objects each kubernetes binding of HOOK holds, as the
                       hook sees them (Secret data masked)
   role                leader or standby (with --leader-elect, and the replica's
@@ -282,7 +283,7 @@ func hookAndKey(t queue.TaskState) string {
 }
 
 func hooksTable(w *tabwriter.Writer, hs []operator.HookState) {
-	fmt.Fprintln(w, "HOOK\tBINDING\tKIND\tOBJECTS\tSTATE\tRUNS\tFAILURES\tLAST RUN\tLAST ERROR")
+	fmt.Fprintln(w, "HOOK\tBINDING\tKIND\tOBJECTS\tSTATE\tVIEW AGE\tRUNS\tFAILURES\tLAST RUN\tLAST ERROR")
 	for _, h := range hs {
 		for i, b := range h.Bindings {
 			state := ""
@@ -305,12 +306,26 @@ func hooksTable(w *tabwriter.Writer, hs []operator.HookState) {
 			if i == 0 {
 				runs, failures, last, lastErr = fmt.Sprint(h.Runs), fmt.Sprint(h.Failures), ago(h.LastRun), firstLine(h.LastError)
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", h.Name, b.Name, b.Kind, b.Objects, state, runs, failures, last, lastErr)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, b.Name, b.Kind, b.Objects, state, viewAge(b), runs, failures, last, lastErr)
 		}
 		if len(h.Bindings) == 0 {
-			fmt.Fprintf(w, "%s\t-\t-\t0\t\t%d\t%d\t%s\t%s\n", h.Name, h.Runs, h.Failures, ago(h.LastRun), firstLine(h.LastError))
+			fmt.Fprintf(w, "%s\t-\t-\t0\t\t\t%d\t%d\t%s\t%s\n", h.Name, h.Runs, h.Failures, ago(h.LastRun), firstLine(h.LastError))
 		}
 	}
+}
+
+// viewAge is a watching kubernetes binding's view age, marked when it is
+// above the binding's stale threshold: "4s", "STALE 5m3s > 3m0s"; "-" for
+// the others.
+func viewAge(b operator.BindingState) string {
+	if b.ViewAgeSeconds == nil {
+		return "-"
+	}
+	age := (time.Duration(*b.ViewAgeSeconds * float64(time.Second))).Round(time.Second)
+	if b.Stale {
+		return fmt.Sprintf("STALE %s > %s", age, time.Duration(b.StaleAfterSeconds*float64(time.Second)))
+	}
+	return age.String()
 }
 
 func snapshotsTable(w *tabwriter.Writer, ss []operator.SnapshotState) {

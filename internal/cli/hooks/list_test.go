@@ -57,9 +57,10 @@ kubernetes:
   labelSelector: {matchLabels: {app: web}}
   jqFilter: .metadata.labels
   resynchronizationPeriod: 10m
+  staleAfter: 2m
 schedule:
 - {name: tick, crontab: "*/5 * * * *", includeSnapshotsFrom: [pods]}
-settings: {executionMinInterval: 5s}
+settings: {executionMinInterval: 5s, staleAfter: 10m}
 YAML
 `)
 	script(t, dir, "nodes.sh", `echo '{"configVersion":"v1","kubernetes":[{"name":"nodes","kind":"Node","executeHookOnEvent":[]}]}'`)
@@ -76,8 +77,8 @@ func TestListTable(t *testing.T) {
 		{"nodes.sh", "one-shot", "kubernetes", "nodes", "Node", "main", "executeHookOnEvent=none (snapshots only)"},
 		{"pods/on-pod.sh", "one-shot", "onStartup", "onStartup", "-", "main", "order=5"},
 		{"pods/on-pod.sh", "one-shot", "schedule", "tick", "*/5 * * * *", "main", "includeSnapshotsFrom=pods"},
-		{"pods/on-pod.sh", "one-shot", "kubernetes", "pods", "v1 Pod", "pods", "namespaces=default; labels=app=web; jqFilter=.metadata.labels; executeHookOnEvent=Added; resynchronizationPeriod=10m0s"},
-		{"pods/on-pod.sh", "one-shot", "settings", "-", "-", "-", "executionMinInterval=5s; executionBurst=1"},
+		{"pods/on-pod.sh", "one-shot", "kubernetes", "pods", "v1 Pod", "pods", "namespaces=default; labels=app=web; jqFilter=.metadata.labels; executeHookOnEvent=Added; resynchronizationPeriod=10m0s; staleAfter=2m0s"},
+		{"pods/on-pod.sh", "one-shot", "settings", "-", "-", "-", "executionMinInterval=5s; executionBurst=1; staleAfter=10m0s"},
 	}
 	// The default table is the wide one without DETAILS and the settings
 	// row, which only DETAILS fills.

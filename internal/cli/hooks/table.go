@@ -151,6 +151,9 @@ func kubernetes(b *hook.KubernetesBinding) []string {
 	if b.Finalizer != "" {
 		add("finalizer=%s", b.Finalizer)
 	}
+	if b.StaleAfter > 0 {
+		add("staleAfter=%s", b.StaleAfter)
+	}
 	return append(d, common(b.Common)...)
 }
 
@@ -177,6 +180,9 @@ func settings(s hook.Settings) []string {
 	}
 	if s.Timeout > 0 {
 		d = append(d, fmt.Sprintf("timeout=%s", s.Timeout))
+	}
+	if s.StaleAfter > 0 {
+		d = append(d, fmt.Sprintf("staleAfter=%s", s.StaleAfter))
 	}
 	if s.Resident && s.ResidentMaxRuns != hook.DefaultResidentMaxRuns {
 		d = append(d, fmt.Sprintf("residentMaxRuns=%d", s.ResidentMaxRuns))
