@@ -34,8 +34,8 @@ import (
 // alert is pending before it fires, and short enough to fire within the
 // test. Nothing else of the shipped rules is changed.
 const (
-	liveInterval = "1s"
-	liveFor      = "5s"
+	liveInterval = time.Second
+	liveFor      = 5 * time.Second
 	// liveRateInterval stands for the dashboard's $__rate_interval: a
 	// window that holds the whole test, as in TestMonitoringDashboardQueries
 	// (deploy).
@@ -64,7 +64,7 @@ func TestIntegrationMonitoringLivePrometheus(t *testing.T) {
 	// operators' counters from their start.
 	failingAddr, healthyAddr := "127.0.0.1:"+freePort(t), "127.0.0.1:"+freePort(t)
 	p := startPrometheus(t, promBin, dir, map[string]any{
-		"global":     map[string]any{"scrape_interval": liveInterval, "evaluation_interval": liveInterval},
+		"global":     map[string]any{"scrape_interval": liveInterval.String(), "evaluation_interval": liveInterval.String()},
 		"rule_files": []string{liveRules(t, dir)},
 		"scrape_configs": []any{serviceMonitorScrapeConfig(t, tokenFile,
 			liveTarget{addr: failingAddr, namespace: w.ns, pod: "hook-operator-op-1"},
@@ -106,11 +106,12 @@ func TestIntegrationMonitoringLivePrometheus(t *testing.T) {
 		t.Errorf("label_values(hook_operator_live_ticks_total, namespace) = %v, want %s among them", ns, w.ns)
 	}
 
-	// The healthy operator ran its hook and was scraped for several times
+	// The healthy operator ran its hook and was scraped for three times
 	// liveFor, every rule evaluated all along: an alert about it would
-	// have been pending by now.
-	waitSlowly(t, "the healthy operator scraped for 3 times "+liveFor+" after its first run", func() bool {
-		return hasNumber(p.query(t, fmt.Sprintf(`count_over_time(hook_operator_hook_runs_total{namespace=%q,hook="ok.sh"}[10m]) >= 15`, healthyNS)))
+	// have fired by now.
+	scrapes := int(3 * liveFor / liveInterval)
+	waitSlowly(t, fmt.Sprintf("%d scrapes of the healthy operator after its first run", scrapes), func() bool {
+		return hasNumber(p.query(t, fmt.Sprintf(`count_over_time(hook_operator_hook_runs_total{namespace=%q,hook="ok.sh"}[10m]) >= %d`, healthyNS, scrapes)))
 	}, logs)
 	if got := p.query(t, fmt.Sprintf(`count_over_time(ALERTS{namespace=%q}[10m])`, healthyNS)); len(got) != 0 {
 		t.Errorf("the healthy operator had alerts pending or firing: %v", got)
@@ -254,7 +255,7 @@ func liveRules(t *testing.T, dir string) string {
 		for _, r := range g.Rules {
 			n++
 			if _, ok := r["for"]; ok {
-				r["for"] = liveFor
+				r["for"] = liveFor.String()
 			}
 		}
 	}
@@ -297,7 +298,7 @@ func serviceMonitorScrapeConfig(t *testing.T, tokenFile string, targets ...liveT
 		t.Fatalf("servicemonitor-secure.yaml has %d endpoints, want 1", len(sm.Spec.Endpoints))
 	}
 	const service = "hook-operator-metrics"
-	cfg := map[string]any{"job_name": service, "scrape_interval": liveInterval}
+	cfg := map[string]any{"job_name": service, "scrape_interval": liveInterval.String()}
 	var port string
 	for key, v := range sm.Spec.Endpoints[0] {
 		switch key {
