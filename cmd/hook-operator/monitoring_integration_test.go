@@ -84,7 +84,7 @@ type kitOperator struct {
 // allowFailure), a hook that writes an object, and a change of the hooks
 // folder that is not valid, with the flags extra besides. It leaves a
 // webhook request failed by its hook and one rejected before any hook ran;
-// poke changes the watched object.
+// poke sends more events and webhook requests.
 func startKitOperator(t *testing.T, w *webhookTest, extra ...string) *kitOperator {
 	t.Helper()
 	c, ns := w.c, w.ns
