@@ -100,7 +100,7 @@ release-check: release ## make release, then check dist/ (each image's executabl
 release-push: ## push the images make release wrote to REGISTRY:VERSION and REGISTRY:VERSION-python (docker login first)
 	@hack/release/push.sh $(VERSION) $(REGISTRY) dist
 
-.PHONY: helm deploy shell-operator conformance monitoring promtool
+.PHONY: helm deploy shell-operator conformance monitoring promtool prometheus
 helm: ## build the pinned helm (hack/tools/helm) into the per-user cache (once); prints its path
 	@hack/tools/helm.sh
 
@@ -132,6 +132,9 @@ deploy: ## regenerate deploy/rbac.yaml and the Helm chart's generated parts from
 
 promtool: ## build the pinned promtool (hack/tools/promtool) into the per-user cache (once); prints its path
 	@hack/tools/promtool.sh
+
+prometheus: ## build the Prometheus server of promtool's pinned module into the per-user cache (once; the live monitoring test's); prints its path
+	@hack/tools/prometheus.sh
 
 monitoring: ## regenerate the PrometheusRule and the chart's copies from deploy/monitoring/alerts.yaml and dashboard.json
 	@hack/gen-monitoring.sh

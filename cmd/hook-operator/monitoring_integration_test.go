@@ -70,13 +70,23 @@ func servedNames(page string) map[string]bool {
 	return out
 }
 
-// Every metric the monitoring kit's alerts and dashboard query is one a
-// running operator serves: an operator with leader election, sharding, a
-// webhook, hooks that fail (one with allowFailure), a hook that writes an
-// object, and a change of the hooks folder that is not valid, so that each
-// family has a series.
-func TestIntegrationMonitoringMetricsServed(t *testing.T) {
-	w := newWebhookTest(t)
+// kitOperator is an operator that gives every family the monitoring kit
+// queries a series (startKitOperator's), and the namespace it works in.
+type kitOperator struct {
+	*observed
+	c     *testcluster.Cluster
+	ns    string
+	round int
+}
+
+// startKitOperator starts, in w's namespace, an operator with leader
+// election (identity op-1), sharding, a webhook, hooks that fail (one with
+// allowFailure), a hook that writes an object, and a change of the hooks
+// folder that is not valid, with the flags extra besides. It leaves a
+// webhook request failed by its hook and one rejected before any hook ran;
+// poke sends more events and webhook requests.
+func startKitOperator(t *testing.T, w *webhookTest, extra ...string) *kitOperator {
+	t.Helper()
 	c, ns := w.c, w.ns
 	configName := "hook-operator-test-" + ns
 	watched := `"namespace":{"nameSelector":{"matchNames":["` + ns + `"]}},"labelSelector":{"matchLabels":{"monitoring-test":"yes"}}`
@@ -107,19 +117,17 @@ fi
 exit 1
 `)
 	deleteConfigurationsAtEnd(t, c, configName)
-	o := w.start(t, hooks, configName, append(electionArgs(ns, "op-1"), "--sharding")...)
+	args := append(append(electionArgs(ns, "op-1"), "--sharding"), extra...)
+	o := &kitOperator{observed: w.start(t, hooks, configName, args...), c: c, ns: ns}
 
-	cm := func(name, label, value string) string {
-		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: %s, labels: {%s: \"yes\"}}\ndata: {value: %s}\n", name, ns, label, value)
-	}
 	var out string
 	waitUntil(t, "a watched object", func() bool {
-		out, _ = kubectlApply(c.Kubeconfig, cm("watched", "monitoring-test", "one"))
+		out, _ = kubectlApply(c.Kubeconfig, o.configMap("watched", "monitoring-test", "one", ""))
 		return strings.Contains(out, "created") || strings.Contains(out, "configured") || strings.Contains(out, "unchanged")
 	}, func() string { return out + "\n" + o.logs.String() })
 	// The webhook's hook fails: the API server gets an error.
 	waitUntil(t, "the webhook's error", func() bool {
-		out, _ = kubectlApply(c.Kubeconfig, cm("checked", "monitoring-webhook", "x"))
+		out, _ = kubectlApply(c.Kubeconfig, o.configMap("checked", "monitoring-webhook", "x", ""))
 		return strings.Contains(out, "denied the request")
 	}, func() string { return out + "\n" + o.logs.String() })
 	// A GET is rejected before any hook runs.
@@ -129,21 +137,44 @@ exit 1
 	}
 	// A change of the hooks folder that is not valid.
 	writeHook(t, hooks, "broken.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"x"}]}`, "exit 0\n"))
+	return o
+}
 
+// configMap is the manifest of a ConfigMap of o's namespace labelled
+// label: "yes" (and round: round, unless empty).
+func (o *kitOperator) configMap(name, label, value, round string) string {
+	labels := label + `: "yes"`
+	if round != "" {
+		labels += ", round: " + round
+	}
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: %s, labels: {%s}}\ndata: {value: %s}\n", name, o.ns, labels, value)
+}
+
+// poke changes the watched object twice, so that the watch (which starts
+// when this replica leads) sees changes: one of its data, which the hooks
+// get (fail.sh fails again), and one of a label only, which the jqFilter
+// (.data) of fail.sh suppresses; and sends the webhook a request (its hook
+// fails), so that a rate of its answers has one in its window.
+func (o *kitOperator) poke() {
+	o.round++
+	r := fmt.Sprintf("r%d", o.round)
+	_, _ = kubectlApply(o.c.Kubeconfig, o.configMap("watched", "monitoring-test", r, ""))
+	_, _ = kubectlApply(o.c.Kubeconfig, o.configMap("watched", "monitoring-test", r, r))
+	_, _ = kubectlApply(o.c.Kubeconfig, o.configMap("checked", "monitoring-webhook", r, ""))
+}
+
+// Every metric the monitoring kit's alerts and dashboard query is one a
+// running operator serves: startKitOperator's, which gives each family a
+// series.
+func TestIntegrationMonitoringMetricsServed(t *testing.T) {
+	o := startKitOperator(t, newWebhookTest(t))
 	want := kitMetricNames(t)
 	if len(want) < 20 {
 		t.Fatalf("the kit queries %d metrics: %v; the names were not found", len(want), want)
 	}
 	var missing []string
-	round := 0
 	waitUntil(t, "every metric of the kit on /metrics", func() bool {
-		// Changes of the watched object, until the watch (which starts
-		// when this replica leads) has seen some: one of its data, which
-		// the hooks get, and one of a label only, which the jqFilter
-		// (.data) of fail.sh suppresses.
-		round++
-		_, _ = kubectlApply(c.Kubeconfig, cm("watched", "monitoring-test", fmt.Sprintf("r%d", round)))
-		_, _ = kubectlApply(c.Kubeconfig, strings.Replace(cm("watched", "monitoring-test", fmt.Sprintf("r%d", round)), "labels: {", fmt.Sprintf("labels: {round: r%d, ", round), 1))
+		o.poke()
 		_, page := o.get(t, "/metrics")
 		served := servedNames(page)
 		missing = missing[:0]
