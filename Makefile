@@ -90,17 +90,22 @@ chart: ## package the Helm chart for VERSION (vX.Y.Z) into dist/, after helm lin
 # Where released images go: make release-push pushes there, and deploy/ and
 # the chart name it (deploy/release_test.go keeps them in step).
 REGISTRY ?= ghcr.io/hook-operator/hook-operator
-release: ## write release VERSION (vX.Y.Z) into dist/: amd64+arm64 images (and -python) as an OCI layout, binaries, chart, SBOMs, SHA256SUMS
-	@hack/release/release.sh $(VERSION) dist
+release: ## write release VERSION (vX.Y.Z) into dist/: amd64+arm64 images (and -python) as an OCI layout, binaries, chart, SBOMs, SLSA provenance, SHA256SUMS; signed with HOOK_OPERATOR_SIGNING_KEY (cosign.key) if set
+	@REGISTRY='$(REGISTRY)' hack/release/release.sh $(VERSION) dist
 
 release-check: release ## make release, then check dist/ (each image's executables are of its architecture)
 	HOOK_OPERATOR_RELEASE_DIR=$(CURDIR)/dist HOOK_OPERATOR_RELEASE_VERSION=$(VERSION) \
 		go test -count=1 -run '^TestRelease' ./deploy
+	cosign=$$(hack/tools/cosign.sh); cd hack/release/ociimage && HOOK_OPERATOR_COSIGN=$$cosign \
+		HOOK_OPERATOR_RELEASE_DIR=$(CURDIR)/dist HOOK_OPERATOR_RELEASE_VERSION=$(VERSION) go test -count=1 -v -run '^TestCosign' .
 
 release-push: ## push the images make release wrote to REGISTRY:VERSION and REGISTRY:VERSION-python (docker login first)
 	@hack/release/push.sh $(VERSION) $(REGISTRY) dist
 
-.PHONY: helm deploy shell-operator conformance monitoring promtool
+.PHONY: helm deploy shell-operator conformance monitoring promtool cosign
+cosign: ## build the pinned cosign (hack/tools/cosign), which make release-check verifies the release with, into the per-user cache (once); prints its path
+	@hack/tools/cosign.sh
+
 helm: ## build the pinned helm (hack/tools/helm) into the per-user cache (once); prints its path
 	@hack/tools/helm.sh
 
