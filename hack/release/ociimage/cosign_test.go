@@ -26,24 +26,27 @@ type cosignRelease struct {
 }
 
 // cosignSubject returns the release make release-check points at
-// (HOOK_OPERATOR_RELEASE_DIR), or else a small one signed here with a key
-// of `cosign generate-key-pair` (encrypted, with a password of the test's).
+// (HOOK_OPERATOR_RELEASE_DIR) if it is signed, or else a small one signed
+// here with a key of `cosign generate-key-pair` (encrypted, with a password
+// of the test's).
 func cosignSubject(t *testing.T, cosign, repository string) cosignRelease {
 	t.Helper()
 	if dir := os.Getenv("HOOK_OPERATOR_RELEASE_DIR"); dir != "" {
 		version := os.Getenv("HOOK_OPERATOR_RELEASE_VERSION")
 		r := cosignRelease{layout: filepath.Join(dir, "oci"), pub: filepath.Join(dir, "cosign.pub"), tags: []string{version, version + "-python"}}
-		if _, err := os.Stat(r.pub); err != nil {
-			t.Skipf("%s is not signed (no cosign.pub: make release ran without HOOK_OPERATOR_SIGNING_KEY); the release workflow signs keyless once it pushed", dir)
+		if _, err := os.Stat(r.pub); err == nil {
+			charts, _ := filepath.Glob(filepath.Join(dir, "hook-operator-*.tgz"))
+			if len(charts) != 1 {
+				t.Fatalf("%s: charts %v, want one", dir, charts)
+			}
+			r.chart = charts[0]
+			sboms, _ := filepath.Glob(filepath.Join(dir, "hook-operator-"+version+"-*.cdx.json"))
+			r.sboms = len(sboms) > 0
+			return r
 		}
-		charts, _ := filepath.Glob(filepath.Join(dir, "hook-operator-*.tgz"))
-		if len(charts) != 1 {
-			t.Fatalf("%s: charts %v, want one", dir, charts)
-		}
-		r.chart = charts[0]
-		sboms, _ := filepath.Glob(filepath.Join(dir, "hook-operator-"+version+"-*.cdx.json"))
-		r.sboms = len(sboms) > 0
-		return r
+		// The workflow's release is signed keyless once pushed: cosign
+		// checks the formats on a small layout instead.
+		t.Logf("%s is not signed (no cosign.pub: make release ran without HOOK_OPERATOR_SIGNING_KEY): checking a small layout signed here", dir)
 	}
 	keys := t.TempDir()
 	secret := make([]byte, 16)
