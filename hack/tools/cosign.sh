@@ -13,7 +13,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 module="$here/cosign"
 case "${1:-}" in
   "" | --path) ;;
-  *) sed -n '2,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 2 ;;
+  -h | --help) sed -n '2,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+  *) sed -n '2,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
 esac
 
 # The pinned version is the one place it is written: the tool module's go.mod.
