@@ -156,7 +156,9 @@ func TestReleaseSignatures(t *testing.T) {
 	}
 	ociimage := ociimageBinary(t)
 	for _, tag := range []string{version, version + "-python"} {
-		args := []string{"verify", "-key", pub, "-layout", filepath.Join(dir, "oci"), "-tag", tag, "-require", "https://slsa.dev/provenance/v1"}
+		// The layers' bytes are TestReleaseSumsAndSBOMs's (SHA256SUMS);
+		// ociimage's own tests check that verify refuses a changed one.
+		args := []string{"verify", "-key", pub, "-layout", filepath.Join(dir, "oci"), "-tag", tag, "-layers=false", "-require", "https://slsa.dev/provenance/v1"}
 		if sboms, _ := filepath.Glob(filepath.Join(dir, "hook-operator-"+tag+"-*.cdx.json")); len(sboms) > 0 {
 			args = append(args, "-require", "https://cyclonedx.org/bom")
 		}
