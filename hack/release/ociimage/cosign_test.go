@@ -21,6 +21,7 @@ import (
 // public key, a signed chart, and whether SBOMs are attested.
 type cosignRelease struct {
 	layout, pub, chart string
+	key                string // cosign.key, for a release signed here
 	tags               []string
 	sboms              bool
 }
@@ -57,7 +58,7 @@ func cosignSubject(t *testing.T, cosign, repository string) cosignRelease {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
 	}
-	r := cosignRelease{layout: signedLayout(t, filepath.Join(keys, "cosign.key"), repository), pub: filepath.Join(keys, "cosign.pub"), tags: []string{"v1.2.3"}, sboms: true}
+	r := cosignRelease{layout: signedLayout(t, filepath.Join(keys, "cosign.key"), repository), pub: filepath.Join(keys, "cosign.pub"), key: filepath.Join(keys, "cosign.key"), tags: []string{"v1.2.3"}, sboms: true}
 	r.chart = writeFile(t, "hook-operator-1.2.3.tgz", "a chart")
 	if err := signBlob([]string{"-key", filepath.Join(keys, "cosign.key"), r.chart}); err != nil {
 		t.Fatal(err)
@@ -70,7 +71,8 @@ func cosignSubject(t *testing.T, cosign, repository string) cosignRelease {
 // signature of each tag's index and of each of its images, their SLSA
 // provenance and CycloneDX SBOM attestations, pushed to an in-process
 // registry; and the chart's signature. It refuses an image whose layer was
-// changed, a changed statement, and a changed chart.
+// changed, a changed statement, and a changed chart. The other way round,
+// what cosign signs and attests in that format verifies with ociimage.
 func TestCosignVerifies(t *testing.T) {
 	cosign := os.Getenv("HOOK_OPERATOR_COSIGN")
 	if cosign == "" {
@@ -131,6 +133,41 @@ func TestCosignVerifies(t *testing.T) {
 	}
 
 	tag := r.tags[0]
+	t.Run("cosign's own signatures", func(t *testing.T) {
+		// What cosign writes in the tag-based format (the release workflow
+		// signs keyless so) verifies with ociimage verify: the formats are one.
+		if r.key == "" {
+			t.Skip("the release's private key is not here")
+		}
+		image := repo + "-cosign:" + tag
+		if err := push([]string{"-layout", buildLayout(t), "-tag", tag, "-to", repo + "-cosign"}); err != nil {
+			t.Fatal(err)
+		}
+		legacy := []string{"--yes", "--new-bundle-format=false", "--use-signing-config=false", "--tlog-upload=false", "--allow-http-registry", "--key", r.key}
+		predicate := writeFile(t, "provenance.json", `{"buildDefinition":{"buildType":"https://example.com/t","externalParameters":{}},"runDetails":{"builder":{"id":"https://example.com/b"}}}`)
+		for _, args := range [][]string{
+			append(append([]string{"sign"}, legacy...), "--recursive", image),
+			append(append([]string{"attest"}, legacy...), "--type", "slsaprovenance1", "--predicate", predicate, image),
+		} {
+			if out, err := run(args...); err != nil {
+				t.Fatalf("cosign %s: %v\n%s", args[0], err, out)
+			}
+		}
+		ref, _ := name.NewTag(image, name.Insecure)
+		pub, err := loadPublicKey(r.pub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx, _ := remote.Index(ref)
+		d, _ := idx.Digest()
+		src := registrySource(ref)
+		if err := verifySignatures(src, pub, d); err != nil {
+			t.Errorf("cosign's signature: %v", err)
+		}
+		if types, err := verifyAttestations(src, pub, d); err != nil || len(types) != 1 || types[0] != slsaProvenanceV1 {
+			t.Errorf("cosign's attestation: %v %v, want one of %s", types, err, slsaProvenanceV1)
+		}
+	})
 	t.Run("a statement changed", func(t *testing.T) {
 		idx, _ := taggedIndex(r.layout, tag)
 		d, _ := idx.Digest()

@@ -218,7 +218,9 @@ func openEnvelope(pub *ecdsa.PublicKey, data []byte) (statement, error) {
 	if err := json.Unmarshal(payload, &st); err != nil {
 		return st, fmt.Errorf("statement: %w", err)
 	}
-	if st.Type != inTotoStatementType {
+	// cosign's own attest writes v0.1 statements; the subjects and the
+	// predicate are where v1 has them.
+	if st.Type != inTotoStatementType && st.Type != "https://in-toto.io/Statement/v0.1" {
 		return st, fmt.Errorf("statement type %q, want %s", st.Type, inTotoStatementType)
 	}
 	return st, nil
