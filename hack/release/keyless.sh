@@ -16,6 +16,10 @@
 # Usage: keyless.sh VERSION REPOSITORY [DIST]   (in GitHub Actions, with
 #        permissions: id-token: write; verify as docs/deploy.md shows)
 set -euo pipefail
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
+  sed -n '2,/^set -euo/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+  exit 0
+fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 if [[ $# -lt 2 || -z "$1" || -z "$2" ]]; then

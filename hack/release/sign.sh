@@ -31,6 +31,10 @@
 #                                   the signatures' identity (make passes its
 #                                   REGISTRY; default ghcr.io/hook-operator/hook-operator)
 set -euo pipefail
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
+  sed -n '2,/^set -euo/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+  exit 0
+fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 if [[ $# -ne 4 ]]; then
