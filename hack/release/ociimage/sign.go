@@ -1,10 +1,13 @@
 package main
 
 import (
+	"crypto/ecdsa"
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -44,31 +47,61 @@ func sign(args []string) error {
 	if err != nil {
 		return err
 	}
+	atts, err := attestations(key, idx, *repository, *provenancePath, sboms)
+	if err != nil {
+		return fmt.Errorf("%s: %w", *tag, err)
+	}
+	path, err := layout.FromPath(*dir)
+	if err != nil {
+		return err
+	}
+	// In the order of the digests, so that index.json is the same for
+	// every signing of one build.
+	for _, d := range slices.SortedFunc(maps.Keys(atts), func(a, b v1.Hash) int { return strings.Compare(a.String(), b.String()) }) {
+		if err := writeSigned(path, key, *repository, d, atts[d]); err != nil {
+			return fmt.Errorf("layout %s: %w", *dir, err)
+		}
+	}
 	indexDigest, err := idx.Digest()
 	if err != nil {
 		return err
 	}
+	fmt.Printf("%s@%s signed, with %d attestations\n", *tag, indexDigest, len(atts[indexDigest]))
+	return nil
+}
+
+// attestations signs the statements about idx and its images, by the
+// digest they are attached to: the provenance (its subjects: the index and
+// every image) on each; each platform's SBOM (its subjects: the index and
+// that platform's image) on that image and on the index.
+func attestations(key *ecdsa.PrivateKey, idx v1.ImageIndex, repository, provenancePath string, sboms []string) (map[v1.Hash][]attestation, error) {
+	indexDigest, err := idx.Digest()
+	if err != nil {
+		return nil, err
+	}
 	manifest, err := idx.IndexManifest()
 	if err != nil {
-		return err
+		return nil, err
+	}
+	about := func(d v1.Hash) subject {
+		return subject{Name: repository, Digest: map[string]string{d.Algorithm: d.Hex}}
 	}
 	images := map[string]v1.Hash{}
-	subjects := []subject{{Name: *repository, Digest: map[string]string{indexDigest.Algorithm: indexDigest.Hex}}}
+	subjects := []subject{about(indexDigest)}
 	for _, m := range manifest.Manifests {
 		if m.Platform == nil {
-			return fmt.Errorf("%s: image %s has no platform", *tag, m.Digest)
+			return nil, fmt.Errorf("image %s has no platform", m.Digest)
 		}
 		images[m.Platform.OS+"/"+m.Platform.Architecture] = m.Digest
-		subjects = append(subjects, subject{Name: *repository, Digest: map[string]string{m.Digest.Algorithm: m.Digest.Hex}})
+		subjects = append(subjects, about(m.Digest))
 	}
-
-	predicate, err := os.ReadFile(*provenancePath)
+	predicate, err := os.ReadFile(provenancePath)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	prov, err := attest(key, slsaProvenanceV1, predicate, subjects)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	atts := map[v1.Hash][]attestation{indexDigest: {prov}}
 	for _, d := range images {
@@ -78,49 +111,50 @@ func sign(args []string) error {
 		platform, file, ok := strings.Cut(s, "=")
 		d, known := images[platform]
 		if !ok || !known {
-			return fmt.Errorf("-sbom %q: give OS/ARCH=FILE for a platform of %s (%v)", s, *tag, keysOf(images))
+			return nil, fmt.Errorf("-sbom %q: give OS/ARCH=FILE for one of its platforms (%v)", s, keysOf(images))
 		}
 		bom, err := os.ReadFile(file)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		a, err := attest(key, cycloneDX, bom, []subject{subjects[0], {Name: *repository, Digest: map[string]string{d.Algorithm: d.Hex}}})
+		a, err := attest(key, cycloneDX, bom, []subject{about(indexDigest), about(d)})
 		if err != nil {
-			return fmt.Errorf("-sbom %s: %w", platform, err)
+			return nil, fmt.Errorf("-sbom %s: %w", platform, err)
 		}
 		atts[indexDigest] = append(atts[indexDigest], a)
 		atts[d] = append(atts[d], a)
 	}
+	return atts, nil
+}
 
-	path, err := layout.FromPath(*dir)
+// writeSigned adds to the layout the signature of the manifest of digest
+// d (its .sig) and its attestations (its .att), replacing earlier ones.
+func writeSigned(path layout.Path, key *ecdsa.PrivateKey, repository string, d v1.Hash, atts []attestation) error {
+	payload, err := simpleSigningPayload(repository, d)
 	if err != nil {
 		return err
 	}
-	for d, a := range atts {
-		payload, err := simpleSigningPayload(*repository, d)
-		if err != nil {
+	sig, err := signBytes(key, payload)
+	if err != nil {
+		return err
+	}
+	sigImg, err := signatureImage(payload, sig)
+	if err != nil {
+		return err
+	}
+	attImg, err := attestationImage(atts)
+	if err != nil {
+		return err
+	}
+	for _, a := range []struct {
+		suffix string
+		img    v1.Image
+	}{{"sig", sigImg}, {"att", attImg}} {
+		img, t := a.img, tagFor(d, a.suffix)
+		if err := path.ReplaceImage(img, match.Annotation(refName, t), layout.WithAnnotations(map[string]string{refName: t})); err != nil {
 			return err
-		}
-		sig, err := signBytes(key, payload)
-		if err != nil {
-			return err
-		}
-		sigImg, err := signatureImage(payload, sig)
-		if err != nil {
-			return err
-		}
-		attImg, err := attestationImage(a)
-		if err != nil {
-			return err
-		}
-		for suffix, img := range map[string]v1.Image{"sig": sigImg, "att": attImg} {
-			t := tagFor(d, suffix)
-			if err := path.ReplaceImage(img, match.Annotation(refName, t), layout.WithAnnotations(map[string]string{refName: t})); err != nil {
-				return fmt.Errorf("layout %s: %w", *dir, err)
-			}
 		}
 	}
-	fmt.Printf("%s@%s signed, with %d attestations\n", *tag, indexDigest, len(atts[indexDigest]))
 	return nil
 }
 
