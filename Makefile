@@ -105,10 +105,11 @@ release-push: ## push the images make release wrote to REGISTRY:VERSION and REGI
 release-sign-keyless: ## after release-push, in the release workflow: sign REGISTRY's images and dist/'s chart keyless with cosign (the workflow's OIDC identity), attest the provenance and SBOMs
 	@hack/release/keyless.sh $(VERSION) $(REGISTRY) dist
 
-.PHONY: helm deploy shell-operator conformance monitoring promtool cosign
+.PHONY: cosign
 cosign: ## build the pinned cosign (hack/tools/cosign), which make release-check verifies the release with, into the per-user cache (once); prints its path
 	@hack/tools/cosign.sh
 
+.PHONY: helm deploy shell-operator conformance monitoring promtool
 helm: ## build the pinned helm (hack/tools/helm) into the per-user cache (once); prints its path
 	@hack/tools/helm.sh
 
