@@ -99,15 +99,15 @@ release-check: release ## make release, then check dist/ (each image's executabl
 	cosign=$$(hack/tools/cosign.sh); cd hack/release/ociimage && HOOK_OPERATOR_COSIGN=$$cosign \
 		HOOK_OPERATOR_RELEASE_DIR=$(CURDIR)/dist HOOK_OPERATOR_RELEASE_VERSION=$(VERSION) go test -count=1 -v -run '^TestCosign' .
 
-release-push: ## push the images make release wrote to REGISTRY:VERSION and REGISTRY:VERSION-python, with their signatures and attestations if signed (docker login first)
-	@hack/release/push.sh $(VERSION) $(REGISTRY) dist
-
 release-sign-keyless: ## after release-push, in the release workflow: sign REGISTRY's images and dist/'s chart keyless with cosign (the workflow's OIDC identity), attest the provenance and SBOMs
 	@hack/release/keyless.sh $(VERSION) $(REGISTRY) dist
 
 .PHONY: cosign
 cosign: ## build the pinned cosign (hack/tools/cosign), which make release-check verifies the release with, into the per-user cache (once); prints its path
 	@hack/tools/cosign.sh
+
+release-push: ## push the images make release wrote to REGISTRY:VERSION and REGISTRY:VERSION-python, with their signatures and attestations if signed (docker login first)
+	@hack/release/push.sh $(VERSION) $(REGISTRY) dist
 
 .PHONY: helm deploy shell-operator conformance monitoring promtool
 helm: ## build the pinned helm (hack/tools/helm) into the per-user cache (once); prints its path
