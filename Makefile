@@ -86,18 +86,27 @@ image: ## build the image from the Dockerfile: docker if a daemon answers, else 
 chart: ## package the Helm chart for VERSION (vX.Y.Z) into dist/, after helm lint --strict
 	@hack/release/chart.sh $(VERSION) dist
 
-.PHONY: release release-check release-push
+.PHONY: release release-check release-push release-sign-keyless
 # Where released images go: make release-push pushes there, and deploy/ and
 # the chart name it (deploy/release_test.go keeps them in step).
 REGISTRY ?= ghcr.io/hook-operator/hook-operator
-release: ## write release VERSION (vX.Y.Z) into dist/: amd64+arm64 images (and -python) as an OCI layout, binaries, chart, SBOMs, SHA256SUMS
-	@hack/release/release.sh $(VERSION) dist
+release: ## write release VERSION (vX.Y.Z) into dist/: amd64+arm64 images (and -python) as an OCI layout, binaries, chart, SBOMs, SLSA provenance, SHA256SUMS; signed with HOOK_OPERATOR_SIGNING_KEY (cosign.key) if set
+	@REGISTRY='$(REGISTRY)' hack/release/release.sh $(VERSION) dist
 
 release-check: release ## make release, then check dist/ (each image's executables are of its architecture)
 	HOOK_OPERATOR_RELEASE_DIR=$(CURDIR)/dist HOOK_OPERATOR_RELEASE_VERSION=$(VERSION) \
 		go test -count=1 -run '^TestRelease' ./deploy
+	cosign=$$(hack/tools/cosign.sh); cd hack/release/ociimage && HOOK_OPERATOR_COSIGN=$$cosign \
+		HOOK_OPERATOR_RELEASE_DIR=$(CURDIR)/dist HOOK_OPERATOR_RELEASE_VERSION=$(VERSION) go test -count=1 -v -run '^TestCosign' .
 
-release-push: ## push the images make release wrote to REGISTRY:VERSION and REGISTRY:VERSION-python (docker login first)
+release-sign-keyless: ## after release-push, in the release workflow: sign REGISTRY's images and dist/'s chart keyless with cosign (the workflow's OIDC identity), attest the provenance and SBOMs
+	@hack/release/keyless.sh $(VERSION) $(REGISTRY) dist
+
+.PHONY: cosign
+cosign: ## build the pinned cosign (hack/tools/cosign), which make release-check verifies the release with, into the per-user cache (once); prints its path
+	@hack/tools/cosign.sh
+
+release-push: ## push the images make release wrote to REGISTRY:VERSION and REGISTRY:VERSION-python, with their signatures and attestations if signed (docker login first)
 	@hack/release/push.sh $(VERSION) $(REGISTRY) dist
 
 .PHONY: helm deploy shell-operator conformance monitoring promtool prometheus

@@ -48,7 +48,14 @@ func release(t *testing.T) (dir, version string) {
 		}
 		releaseDir = filepath.Join(dir, "dist")
 		script := filepath.Join(repoRoot(t), "hack", "release", "release.sh")
-		if out, err := exec.Command(script, releaseVersion, releaseDir).CombinedOutput(); err != nil {
+		signing, err := releaseSigningEnv(dir)
+		if err != nil {
+			releaseErr = err.Error()
+			return
+		}
+		cmd := exec.Command(script, releaseVersion, releaseDir)
+		cmd.Env = append(os.Environ(), signing...)
+		if out, err := cmd.CombinedOutput(); err != nil {
 			releaseErr = script + ": " + err.Error() + "\n" + string(out)
 		}
 	})

@@ -107,14 +107,14 @@ func TestReleaseReferencesInStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"make release-check VERSION=", "make release-push VERSION="} {
+	for _, want := range []string{"make release-check VERSION=", "make release-push VERSION=", "make release-sign-keyless VERSION=", "id-token: write"} {
 		if !strings.Contains(string(workflow), want) {
 			t.Errorf(".github/workflows/release.yml does not run %q", want)
 		}
 	}
-	// The workflow pushes to the owner of the repository it runs in: the
-	// project's own is hook-operator, a fork's its owner.
-	if !strings.HasPrefix(registry, "ghcr.io/hook-operator/") || !strings.Contains(string(workflow), "REGISTRY=ghcr.io/${{ github.repository_owner }}/hook-operator") {
+	// The workflow pushes to the owner of the repository it runs in (the
+	// project's own is hook-operator, a fork's its owner), and signs there.
+	if !strings.HasPrefix(registry, "ghcr.io/hook-operator/") || strings.Count(string(workflow), "REGISTRY=ghcr.io/${{ github.repository_owner }}/hook-operator") != 2 {
 		t.Errorf("the workflow pushes elsewhere than the Makefile's REGISTRY %s: give REGISTRY=ghcr.io/${{ github.repository_owner }}/hook-operator", registry)
 	}
 }

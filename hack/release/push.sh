@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Pushes the images of release VERSION, as make release wrote them into
 # DIST/oci, to REPOSITORY:VERSION and REPOSITORY:VERSION-python (each an
-# index of linux/amd64 and linux/arm64), with the credentials of docker's
-# configuration (`docker login REGISTRY`, or a CI login step). Prints each
-# pushed REPOSITORY:TAG@DIGEST.
+# index of linux/amd64 and linux/arm64), with the signatures and
+# attestations make release wrote if it was given a signing key (sign.sh),
+# with the credentials of docker's configuration (`docker login REGISTRY`,
+# or a CI login step). Prints each pushed REPOSITORY:TAG@DIGEST.
 #
 # Usage: push.sh VERSION REPOSITORY [DIST]    (REPOSITORY like ghcr.io/OWNER/hook-operator)
 set -euo pipefail

@@ -9,6 +9,8 @@
 #   hook-operator-X.Y.Z.tgz    the Helm chart (chart.sh)
 #   *.cdx.json                 CycloneDX SBOMs of each binary and of each
 #                              image (TAG-ARCH), by the pinned syft
+#   *.provenance.json, *.sig,  the images' SLSA provenance; signatures and
+#   cosign.pub                 attestations with HOOK_OPERATOR_SIGNING_KEY (sign.sh)
 #   SHA256SUMS                 SHA-256 of every other file in OUTDIR
 # Base roots (rootfs.sh) and kubectl (files.sh) are cached per user; the
 # rest is built each time.
@@ -99,6 +101,9 @@ for arch in amd64 arm64; do
       -o "cyclonedx-json=$out/hook-operator-$tag-$arch.cdx.json"
   done
 done
+
+# The provenance; signatures and attestations with HOOK_OPERATOR_SIGNING_KEY.
+RELEASE_STARTED=$(date -u -d "@$start" +%Y-%m-%dT%H:%M:%SZ) "$here/sign.sh" "$version" "$out" "$ociimage" "$work"
 
 (cd "$out" && find . -type f ! -name SHA256SUMS | LC_ALL=C sort | sed 's|^\./||' | xargs sha256sum >SHA256SUMS)
 log "release $version written to $out in $(( $(date +%s) - start )) s"

@@ -1,6 +1,8 @@
 // Command ociimage assembles a multi-architecture image into an OCI image
-// layout from prepared layers (build), and pushes an image of such a layout
-// to a registry (push). build works without a container engine and without
+// layout from prepared layers (build), signs it and attests its provenance
+// and SBOMs in cosign's formats (provenance, sign, sign-blob, public-key;
+// cosign.go), pushes an image of such a layout with its signatures to a
+// registry (push), and verifies what sign wrote (verify, verify-blob). build works without a container engine and without
 // running anything of the target architecture: each platform's image is its
 // layer tars (a Debian root from hack/release/rootfs.sh, the image's own
 // files from hack/release/files.sh) stacked onto an empty image, with the
@@ -10,6 +12,12 @@
 //	ociimage build -layout DIR -tag TAG -config CONFIG.json -created RFC3339 \
 //	  linux/amd64=ROOT.tar,FILES.tar linux/arm64=ROOT.tar,FILES.tar
 //	ociimage push -layout DIR -tag TAG -to REPOSITORY
+//	ociimage provenance -tag TAG -source URI -commit SHA -command CMD -builder ID -go VERSION ... >PREDICATE.json
+//	ociimage sign -layout DIR -tag TAG -key KEY -repository REPOSITORY -provenance PREDICATE.json [-sbom OS/ARCH=FILE]...
+//	ociimage sign-blob -key KEY FILE...
+//	ociimage public-key -key KEY
+//	ociimage verify -key PUBLIC.pem (-layout DIR -tag TAG | -image REPOSITORY:TAG) [-require TYPE]...
+//	ociimage verify-blob -key PUBLIC.pem FILE
 //
 // CONFIG.json holds the fields of an OCI image configuration's "config"
 // (Entrypoint, Cmd, Env, User, Labels, ExposedPorts, WorkingDir). The
@@ -17,7 +25,10 @@
 // the index's digest. push writes the index tagged TAG, with its images,
 // to REPOSITORY:TAG, with the credentials of docker's configuration
 // ($DOCKER_CONFIG, as `docker login` and CI login actions write it), and
-// prints REPOSITORY:TAG@DIGEST.
+// the signatures and attestations of the index and its images that sign
+// added to the layout, and prints REPOSITORY:TAG@DIGEST. A signing key is
+// a PEM file: cosign's encrypted cosign.key (its password in
+// COSIGN_PASSWORD) or an unencrypted EC P-256 key.
 package main
 
 import (
@@ -47,8 +58,20 @@ func main() {
 		err = build(os.Args[2:])
 	case "push":
 		err = push(os.Args[2:])
+	case "provenance":
+		err = provenance(os.Args[2:])
+	case "sign":
+		err = sign(os.Args[2:])
+	case "sign-blob":
+		err = signBlob(os.Args[2:])
+	case "public-key":
+		err = publicKey(os.Args[2:])
+	case "verify":
+		err = verify(os.Args[2:])
+	case "verify-blob":
+		err = verifyBlob(os.Args[2:])
 	default:
-		err = fmt.Errorf("command %q: give build or push", cmd)
+		err = fmt.Errorf("command %q: give build, push, provenance, sign, sign-blob, public-key, verify or verify-blob", cmd)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ociimage:", err)

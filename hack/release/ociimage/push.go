@@ -4,6 +4,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -32,15 +34,61 @@ func push(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := remote.WriteIndex(ref, idx, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+	auth := remote.WithAuthFromKeychain(authn.DefaultKeychain)
+	if err := remote.WriteIndex(ref, idx, auth); err != nil {
 		return fmt.Errorf("push %s: %w", ref, err)
 	}
 	digest, err := idx.Digest()
 	if err != nil {
 		return err
 	}
+	// The signatures and attestations after what they sign, so that a
+	// registry never serves a signature of an image it lacks.
+	artifacts, err := signatureArtifacts(*dir, idx)
+	if err != nil {
+		return err
+	}
+	for _, t := range slices.Sorted(maps.Keys(artifacts)) {
+		if err := remote.Write(ref.Context().Tag(t), artifacts[t], auth); err != nil {
+			return fmt.Errorf("push %s: %w", ref.Context().Tag(t), err)
+		}
+	}
 	fmt.Printf("%s@%s\n", ref, digest)
 	return nil
+}
+
+// signatureArtifacts returns the images of the layout dir that sign
+// wrote for idx and its images, by tag (sha256-HEX.sig, sha256-HEX.att).
+func signatureArtifacts(dir string, idx v1.ImageIndex) (map[string]v1.Image, error) {
+	digests, err := manifestDigests(idx)
+	if err != nil {
+		return nil, err
+	}
+	wanted := map[string]bool{}
+	for _, h := range digests {
+		wanted[tagFor(h, "sig")], wanted[tagFor(h, "att")] = true, true
+	}
+	path, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, err
+	}
+	top, err := path.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	tm, err := top.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	artifacts := map[string]v1.Image{}
+	for _, desc := range tm.Manifests {
+		if t := desc.Annotations[refName]; wanted[t] {
+			if artifacts[t], err = top.Image(desc.Digest); err != nil {
+				return nil, fmt.Errorf("layout %s: %s: %w", dir, t, err)
+			}
+		}
+	}
+	return artifacts, nil
 }
 
 // taggedIndex returns the index tagged tag in the layout dir.
