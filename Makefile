@@ -96,7 +96,7 @@ release: ## write release VERSION (vX.Y.Z) into dist/: amd64+arm64 images (and -
 release-check: release ## make release, then check dist/ (each image's executables are of its architecture)
 	HOOK_OPERATOR_RELEASE_DIR=$(CURDIR)/dist HOOK_OPERATOR_RELEASE_VERSION=$(VERSION) \
 		go test -count=1 -run '^TestRelease' ./deploy
-	cosign=$$(hack/tools/cosign.sh); cd hack/release/ociimage && HOOK_OPERATOR_COSIGN=$$cosign \
+	cosign=$$(hack/tools/cosign.sh) && cd hack/release/ociimage && HOOK_OPERATOR_COSIGN=$$cosign \
 		HOOK_OPERATOR_RELEASE_DIR=$(CURDIR)/dist HOOK_OPERATOR_RELEASE_VERSION=$(VERSION) go test -count=1 -v -run '^TestCosign' .
 
 release-sign-keyless: ## after release-push, in the release workflow: sign REGISTRY's images and dist/'s chart keyless with cosign (the workflow's OIDC identity), attest the provenance and SBOMs
