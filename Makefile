@@ -102,6 +102,10 @@ release-check: release ## make release, then check dist/ (each image's executabl
 release-sign-keyless: ## after release-push, in the release workflow: sign REGISTRY's images and dist/'s chart keyless with cosign (the workflow's OIDC identity), attest the provenance and SBOMs
 	@hack/release/keyless.sh $(VERSION) $(REGISTRY) dist
 
+.PHONY: debian-lock
+debian-lock: ## pin the Debian packages of the release roots: resolve them against today's bookworm suites (mmdebstrap) and write hack/release/debian.lock (commit it)
+	@hack/release/debian-lock.sh
+
 .PHONY: cosign
 cosign: ## build the pinned cosign (hack/tools/cosign), which make release-check verifies the release with, into the per-user cache (once); prints its path
 	@hack/tools/cosign.sh
