@@ -35,7 +35,7 @@ tgz="$out/hook-operator-${version#v}.tgz"
 epoch=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct HEAD)}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-tar -C "$tmp" -xzf "$tgz"
+tar -C "$tmp" -m -xzf "$tgz"
 tar -tzf "$tgz" >"$tmp/.order"
 tar -C "$tmp" --no-recursion -T "$tmp/.order" --owner=0 --group=0 --numeric-owner --mtime="@$epoch" -cf - | gzip -9n >"$tgz.tmp"
 mv "$tgz.tmp" "$tgz"
