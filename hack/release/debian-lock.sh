@@ -60,7 +60,7 @@ for variant in base python; do
       name=${rel##*/} name=${name%_InRelease}
       archive=${name%%_dists_*} archive=${archive#*_} archive=${archive//_//}
       suite=${name#*_dists_}
-      date=$(sed -n 's/^Date: //p' "$rel" | head -1)
+      date=$(awk '/^Date: / { sub(/^Date: /, ""); print; exit }' "$rel")
       echo "suite $archive $suite $(date -u -d "$date" +%Y-%m-%dT%H:%M:%SZ)" >>"$suites"
     done
     # The pool path, size and SHA-256 of each (package, version, arch) in

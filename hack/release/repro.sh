@@ -74,7 +74,7 @@ compare() {
         awk -F'\t' '$1 != $2 { print NR "\t" $1 "\t" $2 }' | while IFS=$'\t' read -r n la lb; do
           echo "DIFFERS: $tag $platform layer $n: $la, then ${lb:-missing}; its entries that differ:"
           [[ -z "$lb" ]] || diff <(tar -tvzf "$(blob "$a" "$la")" | LC_ALL=C sort -k6) \
-            <(tar -tvzf "$(blob "$b" "$lb")" | LC_ALL=C sort -k6) | head -40 | sed 's/^/    /' || true
+            <(tar -tvzf "$(blob "$b" "$lb")" | LC_ALL=C sort -k6) | sed -n '1,40s/^/    /p' || true
         done
     done < <(manifests "$a" "$da")
   done < <(tags "$a")

@@ -85,7 +85,7 @@ fetch() {
     # snapshot.debian.org keeps every version: find the file by the
     # package's version, then fetch it by its hash.
     hash=$(curl -fsS "https://snapshot.debian.org/mr/binary/$p/${v//:/%3A}/binfiles?fileinfo=1" |
-      jq -r --arg name "${file##*/}" '.result[] | .hash as $h | select(any(.fileinfo[$h][]?; .name == $name)) | $h' | head -1) || true
+      jq -r --arg name "${file##*/}" '.fileinfo as $fi | [.result[] | .hash as $h | select(any($fi[$h][]?; .name == $name)) | $h] | first // empty') || true
     if [[ -n "$hash" ]]; then
       log "$p $v is gone from $mirror/$archive: taking it from snapshot.debian.org"
       status=$(curl -sS -L --retry 2 -o "$deb.tmp" -w '%{http_code}' "https://snapshot.debian.org/file/$hash" || true)
