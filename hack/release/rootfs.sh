@@ -14,7 +14,8 @@
 # same lock gives the same bytes. Cached per user, architecture, variant,
 # content of this script and of the lock; prints the tar's path.
 #
-# Usage: rootfs.sh ARCH VARIANT     (ARCH: amd64 or arm64; VARIANT: base or python)
+# Usage: rootfs.sh ARCH VARIANT     (ARCH: amd64 or arm64; VARIANT: base or python;
+#                                   as root, or a user with fakeroot)
 #        rootfs.sh --packages VARIANT   prints VARIANT's package list (debian-lock.sh's input)
 # Env:   DEBIAN_MIRROR   where the archives are (default http://deb.debian.org;
 #                        the lock's ARCHIVE/FILENAME is appended)
@@ -62,9 +63,14 @@ if [[ -f "$out" ]]; then
   echo "$out"
   exit 0
 fi
+# The packages' owners (root; group staff for /var/local) and set-user-ID
+# bits are kept as root, or under fakeroot, which records them for the tar.
 if [[ $(id -u) != 0 ]]; then
-  echo "rootfs.sh: unpacking the packages with their owners (root, group staff for /var/local) needs root: run as root" >&2
-  exit 1
+  if [[ -n "${FAKEROOTKEY:-}" ]] || ! command -v fakeroot >/dev/null; then
+    echo "rootfs.sh: unpacking the packages with their owners needs root or fakeroot: run as root, or install fakeroot (apt-get install fakeroot)" >&2
+    exit 1
+  fi
+  exec fakeroot -- "${BASH_SOURCE[0]}" "$@"
 fi
 mkdir -p "$cache/debs"
 tmp=$(mktemp -d "$cache/.rootfs-XXXXXX")
