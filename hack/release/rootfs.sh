@@ -10,9 +10,10 @@
 # /etc/group with the image's user 65532, the CA bundle, /tmp, dpkg's
 # database). Manual pages, translations and documentation other than
 # copyright files are left out, as in Debian's slim images. The tar is
-# sorted, numeric owners as the packages give them, times clamped to the lock's epoch, so the
-# same lock gives the same bytes. Cached per user, architecture, variant,
-# content of this script and of the lock; prints the tar's path.
+# sorted, with the packages' numeric owners and its times clamped to the
+# lock's epoch, so that one lock gives the same bytes on any machine.
+# Cached per user, architecture, variant, content of this script and of
+# the lock; prints the tar's path.
 #
 # Usage: rootfs.sh ARCH VARIANT     (ARCH: amd64 or arm64; VARIANT: base or python;
 #                                   as root, or a user with fakeroot)
