@@ -102,6 +102,17 @@ release-check: release ## make release, then check dist/ (each image's executabl
 release-sign-keyless: ## after release-push, in the release workflow: sign REGISTRY's images and dist/'s chart keyless with cosign (the workflow's OIDC identity), attest the provenance and SBOMs
 	@hack/release/keyless.sh $(VERSION) $(REGISTRY) dist
 
+.PHONY: release-repro
+# The architectures make release-repro builds (release.sh's RELEASE_ARCHES;
+# empty: release.sh's default, both).
+ARCHES ?=
+release-repro: ## build release VERSION twice, the second with an empty release cache (roots unpacked again), and compare every image index and manifest digest and SHA256SUMS (the provenance left out); prints what differs; ARCHES=amd64 for a quicker check; unsigned; not part of make test
+	@RELEASE_ARCHES='$(ARCHES)' hack/release/repro.sh $(VERSION)
+
+.PHONY: debian-lock
+debian-lock: ## pin the Debian packages of the release roots: resolve them against today's bookworm suites (mmdebstrap) and write hack/release/debian.lock (commit it)
+	@hack/release/debian-lock.sh
+
 .PHONY: cosign
 cosign: ## build the pinned cosign (hack/tools/cosign), which make release-check verifies the release with, into the per-user cache (once); prints its path
 	@hack/tools/cosign.sh

@@ -26,4 +26,17 @@ chart="$root/deploy/helm/hook-operator"
 "$helm" lint --strict "$chart" >&2
 mkdir -p "$out"
 "$helm" package "$chart" --version "${version#v}" --app-version "$version" --destination "$out" >&2
-echo "$out/hook-operator-${version#v}.tgz"
+tgz="$out/hook-operator-${version#v}.tgz"
+
+# helm stamps each file of the archive with the clock's time; the same
+# chart is packed again, in helm's order, with SOURCE_DATE_EPOCH's time (the
+# commit's, without it) and gzip's header without a time or name, so that
+# two packages of one commit are the same bytes.
+epoch=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct HEAD)}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+tar -C "$tmp" -m -xzf "$tgz"
+tar -tzf "$tgz" >"$tmp/.order"
+tar -C "$tmp" --no-recursion -T "$tmp/.order" --owner=0 --group=0 --numeric-owner --mtime="@$epoch" -cf - | gzip -9n >"$tgz.tmp"
+mv "$tgz.tmp" "$tgz"
+echo "$tgz"

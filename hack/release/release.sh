@@ -29,6 +29,7 @@ commit=$(git -C "$root" rev-parse --short HEAD)
 # files' times in their layers, the same for every build of one commit.
 epoch=$(git -C "$root" log -1 --format=%ct HEAD)
 created=$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)
+export SOURCE_DATE_EPOCH=$epoch # the chart's (chart.sh) and the SBOMs' times too
 log() { printf '%s release.sh: %s\n' "$(date +%T)" "$*" >&2; }
 start=$(date +%s)
 
@@ -100,6 +101,20 @@ for arch in amd64 arm64; do
     "$syft" scan -q "oci-dir:$one" --platform "linux/$arch" --source-name hook-operator --source-version "$tag" \
       -o "cyclonedx-json=$out/hook-operator-$tag-$arch.cdx.json"
   done
+done
+
+# Each SBOM as the same build of the same files writes it: syft stamps the
+# scan's time, a random serial number, and an ID of the scanned path (a
+# temporary folder here); they become the commit's time, an ID of the
+# scanned file's name and digest, and a serial number of the content.
+for f in "$out"/*.cdx.json; do
+  [[ -f "$f" ]] || continue
+  ref=$(jq -r '.metadata.component | "\(.name) \(.version)"' "$f" | sha256sum | cut -c1-16)
+  jq --arg created "$created" --arg ref "$ref" '(.metadata.component["bom-ref"]) as $old
+    | walk(if . == $old then $ref else . end) | .metadata.timestamp = $created | del(.serialNumber)' "$f" >"$f.tmp"
+  h=$(jq -cS . "$f.tmp" | sha256sum)
+  jq --arg serial "urn:uuid:${h:0:8}-${h:8:4}-5${h:13:3}-8${h:17:3}-${h:20:12}" '.serialNumber = $serial' "$f.tmp" >"$f"
+  rm "$f.tmp"
 done
 
 # The provenance; signatures and attestations with HOOK_OPERATOR_SIGNING_KEY.

@@ -5,7 +5,7 @@
 #   hook-operator-TAG.provenance.json   the SLSA v1 provenance predicate of
 #                                       each image (always): builder, source
 #                                       commit, command, and the materials:
-#                                       the Go toolchain, the go.sum files,
+#                                       the Go toolchain, the go.sum files, the Debian lock,
 #                                       each Debian root's package sources and
 #                                       packages
 # and, when HOOK_OPERATOR_SIGNING_KEY names a signing key, in cosign's
@@ -62,7 +62,7 @@ else
   source="git+https://github.com/hook-operator/hook-operator"
 fi
 sums=()
-for f in go.sum hack/release/ociimage/go.sum hack/tools/kubectl/go.sum hack/tools/helm/go.sum hack/tools/syft/go.sum; do
+for f in go.sum hack/release/ociimage/go.sum hack/tools/kubectl/go.sum hack/tools/helm/go.sum hack/tools/syft/go.sum hack/release/debian.lock; do
   sums+=(-sum "$f=$root/$f")
 done
 

@@ -85,7 +85,7 @@ func makeProvenance(args []string) ([]byte, error) {
 	goVersion := fs.String("go", "", "the Go toolchain, as `go env GOVERSION GOHOSTOS GOHOSTARCH` prints it")
 	goBinary := fs.String("go-binary", "", "the go command that built it (its digest is recorded)")
 	var sums, roots multiFlag
-	fs.Var(&sums, "sum", "a go.sum of the build, relative to the repository root, as PATH=FILE (repeatable)")
+	fs.Var(&sums, "sum", "a go.sum or lock file of the build (hack/release/debian.lock), relative to the repository root, as PATH=FILE (repeatable)")
 	fs.Var(&roots, "root", "a Debian root of the image, as OS/ARCH=ROOT.tar (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
