@@ -23,12 +23,15 @@ help: ## list the targets
 build: ## build bin/hook-operator as the image does (CGO_ENABLED=0)
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/hook-operator ./cmd/hook-operator
 
+# With the image's and the release's flags (CGO_ENABLED=0, -trimpath), so
+# that what it compiles for linux is not compiled again by make image, make
+# release or the deploy/ tests; the darwin vet shares the darwin build's.
 cross: ## build ./cmd/hook-operator for $(CROSS_PLATFORMS) (output discarded) and vet for darwin
 	@for p in $(CROSS_PLATFORMS); do \
-		echo "GOOS=$${p%/*} GOARCH=$${p#*/} go build ./cmd/hook-operator"; \
-		CGO_ENABLED=0 GOOS="$${p%/*}" GOARCH="$${p#*/}" go build -o /dev/null ./cmd/hook-operator; \
+		echo "GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath ./cmd/hook-operator"; \
+		CGO_ENABLED=0 GOOS="$${p%/*}" GOARCH="$${p#*/}" go build -trimpath -o /dev/null ./cmd/hook-operator; \
 	done
-	GOOS=darwin GOARCH=arm64 go vet ./...
+	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 go vet -trimpath ./...
 
 hooks: ## build the Go hooks: hooks/<d>/<d> from the Go package in hooks/<d>
 	@for pkg in $$(go list -f '{{if .GoFiles}}{{.ImportPath}}{{end}}' ./hooks/... 2>/dev/null); do \
@@ -93,7 +96,7 @@ REGISTRY ?= ghcr.io/hook-operator/hook-operator
 release: ## write release VERSION (vX.Y.Z) into dist/: amd64+arm64 images (and -python) as an OCI layout, binaries, chart, SBOMs, SLSA provenance, SHA256SUMS; signed with HOOK_OPERATOR_SIGNING_KEY (cosign.key) if set
 	@REGISTRY='$(REGISTRY)' hack/release/release.sh $(VERSION) dist
 
-release-check: release ## make release, then check dist/ (each image's executables are of its architecture)
+release-check: release ## make release, then check dist/: both architectures (each image's executables of its own), the SBOMs, SHA256SUMS (make test checks a release of its own of this machine's architecture, without SBOMs)
 	HOOK_OPERATOR_RELEASE_DIR=$(CURDIR)/dist HOOK_OPERATOR_RELEASE_VERSION=$(VERSION) \
 		go test -count=1 -run '^TestRelease' ./deploy
 	cosign=$$(hack/tools/cosign.sh) && cd hack/release/ociimage && HOOK_OPERATOR_COSIGN=$$cosign \

@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,19 +28,34 @@ var (
 	releaseErr  string
 )
 
-// release returns the folder of a release built by hack/release/release.sh:
-// HOOK_OPERATOR_RELEASE_DIR when set (make release-check points it at the
-// dist/ it has just written, with its VERSION in HOOK_OPERATOR_RELEASE_VERSION),
-// else one built here once per test binary (minutes on a machine whose
-// cache has no kubectl for both architectures yet, about a minute after).
-func release(t *testing.T) (dir, version string) {
+// releaseArches are the architectures of a release, as make release builds it.
+var releaseArches = []string{"amd64", "arm64"}
+
+// given reports whether the release the tests check is one given by
+// HOOK_OPERATOR_RELEASE_DIR (make release-check), a whole one.
+func given() bool { return os.Getenv("HOOK_OPERATOR_RELEASE_DIR") != "" }
+
+// release returns the folder of a release built by hack/release/release.sh,
+// and the architectures it holds: HOOK_OPERATOR_RELEASE_DIR when set (make
+// release-check points it at the dist/ it has just written, with its
+// VERSION in HOOK_OPERATOR_RELEASE_VERSION), a whole release; else one
+// built here once per test binary, of this machine's architecture alone and
+// without SBOMs (RELEASE_ARCHES, RELEASE_SBOMS=0): the other architecture's
+// kubectl and syft would be the slowest builds of make test on a new
+// machine, and make release-check checks them (docs/development.md). About
+// a minute on a machine whose cache has kubectl and the Debian roots, a few
+// more the first time.
+func release(t *testing.T) (dir, version string, arches []string) {
 	t.Helper()
-	if dir := os.Getenv("HOOK_OPERATOR_RELEASE_DIR"); dir != "" {
+	if given() {
 		version := os.Getenv("HOOK_OPERATOR_RELEASE_VERSION")
 		if version == "" {
 			t.Fatal("HOOK_OPERATOR_RELEASE_DIR is set without HOOK_OPERATOR_RELEASE_VERSION: set both, as make release-check does")
 		}
-		return dir, version
+		return os.Getenv("HOOK_OPERATOR_RELEASE_DIR"), version, releaseArches
+	}
+	if !slices.Contains(releaseArches, runtime.GOARCH) {
+		t.Skipf("make release builds for %v; this machine is %s: run make release-check on one of those", releaseArches, runtime.GOARCH)
 	}
 	releaseOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "hook-operator-release-")
@@ -54,7 +71,7 @@ func release(t *testing.T) (dir, version string) {
 			return
 		}
 		cmd := exec.Command(script, releaseVersion, releaseDir)
-		cmd.Env = append(os.Environ(), signing...)
+		cmd.Env = append(os.Environ(), append(signing, "RELEASE_ARCHES="+runtime.GOARCH, "RELEASE_SBOMS=0")...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			releaseErr = script + ": " + err.Error() + "\n" + string(out)
 		}
@@ -62,7 +79,7 @@ func release(t *testing.T) (dir, version string) {
 	if releaseErr != "" {
 		t.Fatal(releaseErr)
 	}
-	return releaseDir, releaseVersion
+	return releaseDir, releaseVersion, []string{runtime.GOARCH}
 }
 
 // ociDescriptor is the part of an OCI descriptor the tests read.
@@ -180,19 +197,24 @@ func executables(t *testing.T, dir string, layers []ociDescriptor) (elfs map[str
 // Every executable ELF file of each architecture's image, of both variants,
 // is built for that architecture: the operator, kubectl, the Go hooks and
 // Debian's programs alike (shell-operator's users once got an arm64 image
-// of amd64 binaries).
+// of amd64 binaries). make test checks its release of this machine's
+// architecture; make release-check both architectures of dist/.
 func TestReleaseImagesArchitecture(t *testing.T) {
-	dir, version := release(t)
-	want := map[string]elf.Machine{"linux/amd64": elf.EM_X86_64, "linux/arm64": elf.EM_AARCH64}
+	dir, version, arches := release(t)
+	machines := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+	want := map[string]elf.Machine{}
+	for _, arch := range arches {
+		want["linux/"+arch] = machines[arch]
+	}
 	for _, tag := range []string{version, version + "-python"} {
 		platforms := platformManifests(t, filepath.Join(dir, "oci"), tag)
 		if len(platforms) != len(want) {
-			t.Errorf("%s: platforms %v, want linux/amd64 and linux/arm64", tag, keys(platforms))
+			t.Errorf("%s: platforms %v, want %v", tag, keys(platforms), keys(want))
 		}
 		for platform, layers := range platforms {
 			machine, known := want[platform]
 			if !known {
-				t.Errorf("%s: platform %s, want linux/amd64 and linux/arm64 only", tag, platform)
+				t.Errorf("%s: platform %s, want %v only", tag, platform, keys(want))
 				continue
 			}
 			elfs, _ := executables(t, filepath.Join(dir, "oci"), layers)
@@ -216,9 +238,12 @@ func TestReleaseImagesArchitecture(t *testing.T) {
 
 // Every file of the release is in SHA256SUMS with its digest, and the
 // SBOMs (CycloneDX) describe what they are of: the binary's Go modules,
-// each image's Debian packages and the operator in it.
+// each image's Debian packages and the operator in it. make test's release
+// has no SBOMs (syft is a long build on a new machine, needed only to
+// release): there it checks the sums and that no SBOM was written; make
+// release-check checks dist/'s SBOMs.
 func TestReleaseSumsAndSBOMs(t *testing.T) {
-	dir, version := release(t)
+	dir, version, arches := release(t)
 	run(t, dir, nil, "sha256sum", "--quiet", "--strict", "-c", "SHA256SUMS")
 	sums, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
 	if err != nil {
@@ -243,6 +268,13 @@ func TestReleaseSumsAndSBOMs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !given() {
+		if sboms, _ := filepath.Glob(filepath.Join(dir, "*.cdx.json")); len(sboms) != 0 {
+			t.Errorf("RELEASE_SBOMS=0 wrote SBOMs: %v", sboms)
+		}
+		t.Log("no SBOMs in make test's release (RELEASE_SBOMS=0): make release-check checks them")
+		return
+	}
 
 	// components returns the names of the components of a CycloneDX SBOM.
 	components := func(file string) map[string]bool {
@@ -263,7 +295,7 @@ func TestReleaseSumsAndSBOMs(t *testing.T) {
 		}
 		return names
 	}
-	for _, arch := range []string{"amd64", "arm64"} {
+	for _, arch := range arches {
 		if c := components("hook-operator-linux-" + arch + ".cdx.json"); !c["k8s.io/client-go"] {
 			t.Errorf("hook-operator-linux-%s.cdx.json does not list k8s.io/client-go among %d components", arch, len(c))
 		}

@@ -47,7 +47,7 @@ hook.run(handle, CONFIG)
 // as 65532.
 func TestIntegrationReleaseImages(t *testing.T) {
 	c := testcluster.Get(t)
-	dir, version := release(t)
+	dir, version, _ := release(t)
 	e, err := findEngine(repoRoot(t))
 	if err != nil {
 		t.Fatal(err)

@@ -118,3 +118,27 @@ func TestReleaseReferencesInStep(t *testing.T) {
 		t.Errorf("the workflow pushes elsewhere than the Makefile's REGISTRY %s: give REGISTRY=ghcr.io/${{ github.repository_owner }}/hook-operator", registry)
 	}
 }
+
+// hack/release/release.sh refuses an architecture it cannot build and an
+// RELEASE_SBOMS other than 0 or 1 before it builds anything, saying what to
+// give: make test's release is of one architecture without SBOMs, and a
+// misspelt setting must not quietly give another release.
+func TestReleaseScriptRefusesBadSettings(t *testing.T) {
+	script := filepath.Join(repoRoot(t), "hack", "release", "release.sh")
+	for _, c := range []struct{ env, want string }{
+		{"RELEASE_ARCHES=amd64 riscv64", "RELEASE_ARCHES: riscv64: give amd64, arm64 or both"},
+		{"RELEASE_ARCHES= ", "RELEASE_ARCHES is empty"},
+		{"RELEASE_SBOMS=no", "RELEASE_SBOMS=no: give 1 (SBOMs, the default) or 0"},
+	} {
+		out := filepath.Join(t.TempDir(), "dist")
+		cmd := exec.Command(script, "v1.2.3", out)
+		cmd.Env = append(os.Environ(), c.env)
+		msg, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(msg), c.want) {
+			t.Errorf("%s release.sh v1.2.3: err %v, output\n%s\nwant it refused with %q", c.env, err, msg, c.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%s release.sh v1.2.3: wrote %s before refusing", c.env, out)
+		}
+	}
+}

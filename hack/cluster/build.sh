@@ -55,7 +55,10 @@ mkdir -p "$cache/bin"
 tmp=$(mktemp -d "$cache/bin/.build-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-export GOFLAGS="-mod=readonly -trimpath"
+# Static, as Kubernetes' own release builds are; and with kubectl's flags
+# (the image's and make release's, hack/release/files.sh): the two share
+# most packages (client-go, api, apimachinery), which are then compiled once.
+export GOFLAGS="-mod=readonly -trimpath" CGO_ENABLED=0
 log() { printf '%s build.sh: %s\n' "$(date +%T)" "$*" >&2; }
 
 kube_minor=${KUBE_VERSION#v1.}

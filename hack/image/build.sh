@@ -2,7 +2,8 @@
 # Builds the image from the Dockerfile, unchanged: with docker when a docker
 # daemon answers, else with podman (installed on first use, see engine.sh),
 # whose base images are pulled or assembled here (bases.sh). Layers are
-# cached by the builder between runs.
+# cached by the builder between runs; with podman, the build stage also
+# shares this machine's Go caches (below).
 #
 # Usage: build.sh [TAG]     (default hook-operator:dev; IMAGE_VERSION and
 #                            IMAGE_COMMIT set the build arguments)
@@ -24,6 +25,18 @@ fi
 export CONTAINERS_CONF="$here/containers.conf"
 "$here/bases.sh" "$engine"
 read -r -a cmd <<<"$engine"
-"${cmd[@]}" build --network host --pull=never --layers \
+# The build stage's Go runs on this machine's Go build and module caches
+# (podman mounts them into its RUN steps; the image's content does not
+# change): its go is this machine's (bases.sh), so what the cluster build
+# (hack/cluster/build.sh: same flags) and earlier builds compiled is not
+# compiled again, and what it compiles (kubectl, the operator) is not
+# compiled again by make release, the deploy/ tests or make cross. On a new
+# machine, make test builds kubectl once instead of twice.
+mounts=()
+gocache=$(go env GOCACHE) gomodcache=$(go env GOMODCACHE)
+if [[ "$gocache" == /* && "$gomodcache" == /* ]] && mkdir -p "$gocache" "$gomodcache"; then
+  mounts=(-v "$gocache:/root/.cache/go-build" -v "$gomodcache:/go/pkg/mod")
+fi
+"${cmd[@]}" build --network host --pull=never --layers "${mounts[@]}" \
   --build-arg VERSION="$version" --build-arg COMMIT="$commit" -t "$tag" "$root" >&2
 log "built $tag with podman in $(( $(date +%s) - start )) s"

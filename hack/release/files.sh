@@ -28,10 +28,13 @@ mkdir -p "$out/usr/local/bin" "$out/examples" "$out/hooks" "$out/usr/share/doc/s
 . "$root/hack/cluster/versions.env"
 cache=${HOOK_OPERATOR_CACHE:-$HOME/.cache/hook-operator}/release
 kubectl="$cache/kubectl-$KUBE_VERSION-linux-$arch"
+mkdir -p "$cache"
+# Concurrent callers wait for one build.
+exec 8>"$kubectl.lock"
+flock 8
 if [[ ! -f "$kubectl" ]]; then
-  log "building kubectl $KUBE_VERSION for linux/$arch (minutes, once)"
+  log "building kubectl $KUBE_VERSION for linux/$arch (once; minutes unless make image or make cluster compiled its packages)"
   minor=${KUBE_VERSION#v1.} minor=${minor%%.*}
-  mkdir -p "$cache"
   (cd "$root/hack/tools/kubectl" && go build -o "$kubectl.tmp" -ldflags "-s -w \
     -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION \
     -X k8s.io/component-base/version.gitMajor=1 \
@@ -43,6 +46,7 @@ if [[ ! -f "$kubectl" ]]; then
     k8s.io/kubernetes/cmd/kubectl)
   mv "$kubectl.tmp" "$kubectl"
 fi
+exec 8>&-
 install -m 0755 "$kubectl" "$out/usr/local/bin/kubectl"
 
 module=github.com/hook-operator/hook-operator

@@ -12,10 +12,15 @@
 #   *.provenance.json, *.sig,  the images' SLSA provenance; signatures and
 #   cosign.pub                 attestations with HOOK_OPERATOR_SIGNING_KEY (sign.sh)
 #   SHA256SUMS                 SHA-256 of every other file in OUTDIR
-# Base roots (rootfs.sh) and kubectl (files.sh) are cached per user; the
-# rest is built each time.
+# Base roots (rootfs.sh), kubectl (files.sh) and syft are cached per user;
+# the rest is built each time.
 #
 # Usage: release.sh VERSION [OUTDIR]     (VERSION like v1.2.3)
+# Env:   RELEASE_ARCHES="amd64 arm64"    the architectures (make release: both)
+#        RELEASE_SBOMS=0                 no SBOMs, and no syft built for them
+# make test's release (deploy/) is of this machine's architecture alone,
+# without SBOMs: arm64's kubectl and syft are the slowest builds of a new
+# machine, and make release-check checks a whole release (docs/development.md).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -24,6 +29,13 @@ if [[ ! "$version" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]]; then
   echo "release.sh: VERSION '$version' is not vMAJOR.MINOR.PATCH[-PRERELEASE]: run make release VERSION=v1.2.3" >&2
   exit 2
 fi
+read -r -a arches <<<"${RELEASE_ARCHES:-amd64 arm64}"
+for arch in "${arches[@]}"; do
+  case "$arch" in amd64 | arm64) ;; *) echo "release.sh: RELEASE_ARCHES: $arch: give amd64, arm64 or both" >&2; exit 2 ;; esac
+done
+(( ${#arches[@]} > 0 )) || { echo "release.sh: RELEASE_ARCHES is empty: give amd64, arm64 or both" >&2; exit 2; }
+sboms=${RELEASE_SBOMS:-1}
+[[ "$sboms" == 0 || "$sboms" == 1 ]] || { echo "release.sh: RELEASE_SBOMS=$sboms: give 1 (SBOMs, the default) or 0" >&2; exit 2; }
 commit=$(git -C "$root" rev-parse --short HEAD)
 # The commit's time, not the clock's: the images' creation time and the
 # files' times in their layers, the same for every build of one commit.
@@ -41,7 +53,7 @@ ociimage="$work/ociimage"
 rm -rf "$out"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-for arch in amd64 arm64; do
+for arch in "${arches[@]}"; do
   log "linux/$arch: files"
   "$here/files.sh" "$arch" "$version" "$commit" "$work/files-$arch"
   cp "$work/files-$arch/usr/local/bin/hook-operator" "$out/hook-operator-linux-$arch"
@@ -75,33 +87,38 @@ for variant in base python; do
   tag=$version
   [[ "$variant" == base ]] || tag=$version-$variant
   log "image $tag"
+  platforms=()
+  for arch in "${arches[@]}"; do
+    platforms+=("linux/$arch=$work/root-$arch-$variant.tar,$work/files-$arch.tar")
+  done
   "$ociimage" build -layout "$out/oci" -tag "$tag" -config "$work/config.json" -created "$created" \
-    "linux/amd64=$work/root-amd64-$variant.tar,$work/files-amd64.tar" \
-    "linux/arm64=$work/root-arm64-$variant.tar,$work/files-arm64.tar" >/dev/null
+    "${platforms[@]}" >/dev/null
 done
 
 "$here/chart.sh" "$version" "$out" >/dev/null
 
 # SBOMs, read from the files alone: no engine, no registry, no update check.
-syft=$("$root/hack/tools/syft.sh")
-export SYFT_CHECK_FOR_APP_UPDATE=false
-for arch in amd64 arm64; do
-  log "SBOMs for linux/$arch"
-  "$syft" scan -q "file:$out/hook-operator-linux-$arch" -o "cyclonedx-json=$out/hook-operator-linux-$arch.cdx.json"
-  for tag in "$version" "$version-python"; do
-    # syft reads a layout of one index: this tag's, sharing dist/oci's blobs.
-    one="$work/oci-$tag"
-    if [[ ! -d "$one" ]]; then
-      mkdir "$one"
-      cp "$out/oci/oci-layout" "$one/"
-      ln -s "$out/oci/blobs" "$one/blobs"
-      jq --arg tag "$tag" '.manifests |= map(select(.annotations["org.opencontainers.image.ref.name"] == $tag))' \
-        "$out/oci/index.json" >"$one/index.json"
-    fi
-    "$syft" scan -q "oci-dir:$one" --platform "linux/$arch" --source-name hook-operator --source-version "$tag" \
-      -o "cyclonedx-json=$out/hook-operator-$tag-$arch.cdx.json"
+if (( sboms )); then
+  syft=$("$root/hack/tools/syft.sh")
+  export SYFT_CHECK_FOR_APP_UPDATE=false
+  for arch in "${arches[@]}"; do
+    log "SBOMs for linux/$arch"
+    "$syft" scan -q "file:$out/hook-operator-linux-$arch" -o "cyclonedx-json=$out/hook-operator-linux-$arch.cdx.json"
+    for tag in "$version" "$version-python"; do
+      # syft reads a layout of one index: this tag's, sharing dist/oci's blobs.
+      one="$work/oci-$tag"
+      if [[ ! -d "$one" ]]; then
+        mkdir "$one"
+        cp "$out/oci/oci-layout" "$one/"
+        ln -s "$out/oci/blobs" "$one/blobs"
+        jq --arg tag "$tag" '.manifests |= map(select(.annotations["org.opencontainers.image.ref.name"] == $tag))' \
+          "$out/oci/index.json" >"$one/index.json"
+      fi
+      "$syft" scan -q "oci-dir:$one" --platform "linux/$arch" --source-name hook-operator --source-version "$tag" \
+        -o "cyclonedx-json=$out/hook-operator-$tag-$arch.cdx.json"
+    done
   done
-done
+fi
 
 # Each SBOM as the same build of the same files writes it: syft stamps the
 # scan's time, a random serial number, and an ID of the scanned path (a
