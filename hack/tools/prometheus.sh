@@ -44,9 +44,12 @@ if [[ -f "$out/.complete" ]]; then
   exit 0
 fi
 
-# Concurrent callers (parallel test packages) wait for one build.
+# Concurrent callers (parallel test packages) wait for one build, of
+# either command: the two share most of their packages, so the second
+# build, after the first, reuses its compiles from the Go build cache
+# instead of compiling them at the same time.
 mkdir -p "$cache/bin"
-exec 9>"$cache/bin/.$tool-$version.lock"
+exec 9>"$cache/bin/.prometheus-$version.lock"
 flock 9
 if [[ -f "$out/.complete" ]]; then
   echo "$out/$tool"
