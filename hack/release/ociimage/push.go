@@ -68,15 +68,7 @@ func signatureArtifacts(dir string, idx v1.ImageIndex) (map[string]v1.Image, err
 	for _, h := range digests {
 		wanted[tagFor(h, "sig")], wanted[tagFor(h, "att")] = true, true
 	}
-	path, err := layout.FromPath(dir)
-	if err != nil {
-		return nil, err
-	}
-	top, err := path.ImageIndex()
-	if err != nil {
-		return nil, err
-	}
-	tm, err := top.IndexManifest()
+	top, tm, err := layoutTop(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -93,17 +85,9 @@ func signatureArtifacts(dir string, idx v1.ImageIndex) (map[string]v1.Image, err
 
 // taggedIndex returns the index tagged tag in the layout dir.
 func taggedIndex(dir, tag string) (v1.ImageIndex, error) {
-	path, err := layout.FromPath(dir)
+	top, manifest, err := layoutTop(dir)
 	if err != nil {
-		return nil, fmt.Errorf("layout %s: %w (make release writes it)", dir, err)
-	}
-	top, err := path.ImageIndex()
-	if err != nil {
-		return nil, fmt.Errorf("layout %s: %w", dir, err)
-	}
-	manifest, err := top.IndexManifest()
-	if err != nil {
-		return nil, fmt.Errorf("layout %s: %w", dir, err)
+		return nil, err
 	}
 	var tags []string
 	for _, m := range manifest.Manifests {
@@ -113,4 +97,22 @@ func taggedIndex(dir, tag string) (v1.ImageIndex, error) {
 		tags = append(tags, m.Annotations[refName])
 	}
 	return nil, fmt.Errorf("layout %s: no image tagged %q (it holds %q)", dir, tag, tags)
+}
+
+// layoutTop opens the OCI layout dir: its top index and that index's
+// manifest, whose entries are named by their refName annotation.
+func layoutTop(dir string) (v1.ImageIndex, *v1.IndexManifest, error) {
+	path, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("layout %s: %w (make release writes it)", dir, err)
+	}
+	top, err := path.ImageIndex()
+	if err != nil {
+		return nil, nil, fmt.Errorf("layout %s: %w", dir, err)
+	}
+	manifest, err := top.IndexManifest()
+	if err != nil {
+		return nil, nil, fmt.Errorf("layout %s: %w", dir, err)
+	}
+	return top, manifest, nil
 }

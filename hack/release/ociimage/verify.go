@@ -17,7 +17,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 )
@@ -34,15 +33,7 @@ func layoutSource(dir, tag string) source {
 	return source{
 		index: func() (v1.ImageIndex, error) { return taggedIndex(dir, tag) },
 		artifact: func(t string) (v1.Image, error) {
-			path, err := layout.FromPath(dir)
-			if err != nil {
-				return nil, err
-			}
-			top, err := path.ImageIndex()
-			if err != nil {
-				return nil, err
-			}
-			m, err := top.IndexManifest()
+			top, m, err := layoutTop(dir)
 			if err != nil {
 				return nil, err
 			}
