@@ -102,6 +102,7 @@ func kubectlApply(kubeconfig, manifest string) (string, error) {
 // namespace, and the configurations are deleted at the end, so other tests'
 // requests never reach them.
 func TestIntegrationAdmissionWebhooks(t *testing.T) {
+	t.Parallel()
 	w := newWebhookTest(t)
 	c, ns, ca, certs, port := w.c, w.ns, w.ca, w.certs, w.port
 	configName := "hook-operator-test-" + ns
@@ -224,6 +225,7 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 // Its certificate is self-signed: made on start-up, kept in a Secret of
 // the operator's namespace, its CA registered.
 func TestIntegrationAdmissionDryRun(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)

@@ -16,6 +16,7 @@ import (
 // that went idle (no event and no bookmark for --watch-idle-timeout) and
 // was listed again.
 func TestIntegrationShellOperatorBindingMetrics(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)

@@ -22,6 +22,7 @@ import (
 // version, not a failed watch; an informer started after it (a hook added
 // by a reload) does not ask again. start logs the server's version.
 func TestIntegrationWithoutStreamingLists(t *testing.T) {
+	t.Parallel()
 	c := testcluster.OwnedWithGates(t, "hook-operator-nowatchlist", "WatchList=false").Cluster
 	ns := c.Namespace(t)
 	ctx := context.Background()

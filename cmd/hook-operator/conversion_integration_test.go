@@ -21,6 +21,7 @@ import (
 // operator whose hooks no longer convert the CRD gives its spec.conversion
 // back (strategy None). The CRD is the test's own and is deleted at the end.
 func TestIntegrationConversionWebhook(t *testing.T) {
+	t.Parallel()
 	w := newWebhookTest(t)
 	c, ns, bin := w.c, w.ns, w.bin
 	group := ns + ".conversion-test.example.com"

@@ -138,6 +138,7 @@ func change(run transcript.Run, action, object string) (transcript.Change, bool)
 // --dry-run (client): the run is printed with its contexts, operations and
 // diffs against the live objects, and the cluster is left as it was.
 func TestIntegrationDryRunClient(t *testing.T) {
+	t.Parallel()
 	c, ns, hooksDir, crd := dryRunSetup(t)
 	bin := buildBinary(t)
 	before := resourceVersions(t, c, ns)
@@ -168,6 +169,7 @@ func TestIntegrationDryRunClient(t *testing.T) {
 // --dry-run=server: writes go to the API server with dryRun=All; its
 // answers are printed, including the schema's refusal of number 11.
 func TestIntegrationDryRunServer(t *testing.T) {
+	t.Parallel()
 	c, ns, hooksDir, crd := dryRunSetup(t)
 	bin := buildBinary(t)
 	before := resourceVersions(t, c, ns)

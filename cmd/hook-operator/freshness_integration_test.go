@@ -141,6 +141,7 @@ func (p *stallingProxy) kubeconfig(t *testing.T) string {
 // hook's settings.staleAfter as its threshold. After the thaw the view is
 // fresh again and the change made during the freeze reaches the hook.
 func TestIntegrationStalledBindingIsStaleAndRestarted(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)

@@ -22,6 +22,7 @@ import (
 // out in its log, and never runs what they lead to, at start or at a
 // reload.
 func TestIntegrationHostileHooksFolder(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	bin := buildBinary(t)
 	hooks, outside, marks := t.TempDir(), t.TempDir(), t.TempDir()

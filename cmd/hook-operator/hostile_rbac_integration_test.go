@@ -36,6 +36,7 @@ import (
 // Every create tried as the ServiceAccount is a dry run, so that a
 // regression leaves no webhook behind that other tests' requests reach.
 func TestIntegrationHostileRBACCannotCreateWebhookConfigurations(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)

@@ -45,6 +45,7 @@ func retriesOf(logs, hook string) int {
 // readiness, complete. Before: retried for 60+ s after its deletion ("no
 // such file or directory"), the reload blocked, /readyz named nothing.
 func TestIntegrationHostileReloadFreesAFailingStartupHook(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)
@@ -108,6 +109,7 @@ func greetingHook(ns, records, name, apiVersion, kind string) string {
 // readiness does not name it. Before: "kind is not served yet; waiting for
 // it" alone, /readyz 200.
 func TestIntegrationHostileTypoKindDidYouMean(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	gvr := c.InstallCRD(t, testcluster.CRD{Kind: "Greeting"})
@@ -140,6 +142,7 @@ func TestIntegrationHostileTypoKindDidYouMean(t *testing.T) {
 // loaded before keeps delivering events. Before: the reload was applied,
 // and the working binding was replaced by one waiting forever.
 func TestIntegrationHostileReloadTypoKindKeepsTheBinding(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	ctx := context.Background()

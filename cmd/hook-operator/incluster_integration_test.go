@@ -35,6 +35,7 @@ const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 // checked the same way by hand, see its docs); a write they did not declare
 // is refused, and the run's error says so and what to do.
 func TestIntegrationInClusterWithGeneratedRBAC(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Fatal("this test bind-mounts the ServiceAccount files at the in-cluster path in a private mount namespace, which needs root; run the tests as root (as on the project's machines)")
 	}

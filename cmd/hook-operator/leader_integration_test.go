@@ -28,6 +28,7 @@ import (
 // nor after the lease duration of 15 s), starting with every binding's
 // Synchronization.
 func TestIntegrationLeaderElection(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)
@@ -101,6 +102,7 @@ jq -r '.[] | .type + " " + (.filterResult // "" | tostring)' "$BINDING_CONTEXT_P
 // Objects with the hook's finalizer that are deleted during the gap wait for
 // the new leader and reach its hook as Finalize, after which they are gone.
 func TestIntegrationLeaderKilled(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)
@@ -184,6 +186,7 @@ jq -r '.[] | select(.watchEvent == "Finalize") | .object.metadata.name' "$BINDIN
 // after the grace period, and exits, before the lease duration could give
 // the Lease to another replica.
 func TestIntegrationLeaderLosesAPIServer(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)

@@ -13,6 +13,7 @@ import (
 // 1 KiB, an onStartup hook that writes 2 KiB of operations fails with an
 // error naming the file and the limit, and nothing of it is applied.
 func TestIntegrationMaxHookOutputReachesRuns(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)

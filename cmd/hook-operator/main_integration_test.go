@@ -3,10 +3,12 @@ package main_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,15 +20,30 @@ import (
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
-// buildBinary compiles hook-operator into a temp dir.
+// buildBinary returns hook-operator compiled from this tree: built once
+// for the test binary (into binDir, which TestMain removes at the end),
+// then shared by every test, which only runs it.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "hook-operator")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	built.once.Do(func() {
+		bin := filepath.Join(binDir, "hook-operator")
+		out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+		if err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		built.bin = bin
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.bin
+}
+
+var built struct {
+	once sync.Once
+	bin  string
+	err  error
 }
 
 func writeHook(t *testing.T, dir, name, script string) {
@@ -49,6 +66,7 @@ func must(t *testing.T, err error) {
 
 // SIGTERM: no new work, the running hook finishes, exit code 0.
 func TestIntegrationStartStopsGracefully(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	bin := buildBinary(t)
 	hooks, marks := t.TempDir(), t.TempDir()
@@ -97,6 +115,7 @@ touch `+marks+`/finished
 // Invalid configurations stop start-up with every error, before any
 // cluster connection.
 func TestStartRefusesInvalidHooks(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	hooks := t.TempDir()
 	writeHook(t, hooks, "a.sh", `#!/usr/bin/env bash
@@ -126,6 +145,7 @@ echo '{"configVersion":"v2"}'
 // finalizers release frees objects held by a hook's finalizer once the hook
 // is gone; --dry-run only reports them.
 func TestIntegrationFinalizersRelease(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)

@@ -25,6 +25,7 @@ import (
 // metrics-reader role 403, one with it 200 and the metrics; the plain
 // listener keeps the probes and serves no metrics.
 func TestIntegrationMetricsSecure(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)

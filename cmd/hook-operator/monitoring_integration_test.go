@@ -167,6 +167,7 @@ func (o *kitOperator) poke() {
 // running operator serves: startKitOperator's, which gives each family a
 // series.
 func TestIntegrationMonitoringMetricsServed(t *testing.T) {
+	t.Parallel()
 	o := startKitOperator(t, newWebhookTest(t))
 	want := kitMetricNames(t)
 	if len(want) < 20 {

@@ -114,6 +114,7 @@ func (o *observed) debug(t *testing.T, args ...string) string {
 // Event on its object and holds its queue, which debug shows; the hook's
 // own metrics are served with a hook label.
 func TestIntegrationMetricsEventsAndDebug(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)
@@ -334,6 +335,7 @@ func TestIntegrationMetricsPrefixAndHooksPath(t *testing.T) {
 // done, ready after, not ready while the API server cannot be reached,
 // and ready again when it can. Liveness stays ok throughout.
 func TestIntegrationReadiness(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)
@@ -396,6 +398,7 @@ func TestIntegrationGOMAXPROCSFollowsTheLoad(t *testing.T) {
 // steady (GODEBUG's schedtrace), its hooks without the setting; the flag
 // off, or a schedtrace of the user's, leave the environment as it was.
 func TestIntegrationSteadySysmon(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)

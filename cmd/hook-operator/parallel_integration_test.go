@@ -20,6 +20,7 @@ import (
 // never go backwards), never more than 4 of its processes run at once
 // (and more than one do), and a slow object does not hold the others up.
 func TestIntegrationParallelHook(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)

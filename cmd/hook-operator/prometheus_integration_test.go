@@ -51,6 +51,7 @@ const (
 // even pending, in the whole run; every rule evaluates without error; and
 // every query of the dashboard, its variables replaced, returns data.
 func TestIntegrationMonitoringLivePrometheus(t *testing.T) {
+	t.Parallel()
 	promBin := prometheusBinary(t)
 	w := newWebhookTest(t)
 	c := w.c

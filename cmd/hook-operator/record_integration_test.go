@@ -70,6 +70,7 @@ func countContexts(path string) int {
 // replaying the recording gives the hook the same contexts the live
 // operator gave it.
 func TestIntegrationRecordThenReplayMatchesLive(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)

@@ -23,6 +23,7 @@ import (
 // The webhooks only match labelled ConfigMaps of the test's own
 // namespace, and the configuration is deleted at the end.
 func TestIntegrationMutatingReinvocationPolicy(t *testing.T) {
+	t.Parallel()
 	w := newWebhookTest(t)
 	c, ns := w.c, w.ns
 	configName := "reinvocation-test-" + ns

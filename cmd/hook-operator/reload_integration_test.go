@@ -51,6 +51,7 @@ func cmBinding(name, app string) string {
 //     running; fixed (with its binding changed), it applies;
 //   - a hook removed stops.
 func TestIntegrationHooksReload(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	ctx := context.Background()

@@ -12,6 +12,7 @@ import (
 // the real API server's admission requests from one process: a denial
 // with the hook's message, then allowed creates, all with one start.
 func TestIntegrationResidentAdmission(t *testing.T) {
+	t.Parallel()
 	w := newWebhookTest(t)
 	c, ns := w.c, w.ns
 	configName := "hook-operator-test-" + ns

@@ -24,6 +24,7 @@ import (
 // is replaced; a changed executable is restarted; SIGTERM of the operator
 // lets the run in flight finish, then the process exits on EOF of fd 3.
 func TestIntegrationResidentHook(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)

@@ -19,6 +19,7 @@ import (
 // its RSS above residentMaxMemory (it leaks 64 MiB); each time the next
 // run starts a new process.
 func TestIntegrationResidentRecycles(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)

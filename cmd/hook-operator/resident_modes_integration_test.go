@@ -48,6 +48,7 @@ func startsIn(t *testing.T, marks string) []string {
 // start --dry-run runs a resident hook as start does, through its process:
 // the run's operations are printed, and the cluster is left as it was.
 func TestIntegrationResidentDryRun(t *testing.T) {
+	t.Parallel()
 	c, ns, hooksDir, crd := dryRunSetup(t)
 	marks := t.TempDir()
 	must(t, os.Remove(filepath.Join(hooksDir, "change.sh")))
@@ -73,6 +74,7 @@ func TestIntegrationResidentDryRun(t *testing.T) {
 // processes: an object stored as v1alpha1 is read as v1 again and again
 // without a process start per request.
 func TestIntegrationResidentConversion(t *testing.T) {
+	t.Parallel()
 	w := newWebhookTest(t)
 	c, ns := w.c, w.ns
 	group := ns + ".resident-conversion.example.com"

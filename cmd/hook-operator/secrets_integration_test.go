@@ -52,6 +52,7 @@ echo '{"operation":"MergePatch","kind":"Secret","namespace":"NAMESPACE","name":"
 // logs at debug level, debug snapshots, --dry-run (client and server),
 // record's file and output, and replay's output.
 func TestIntegrationSecretsStaySecret(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)
@@ -113,13 +114,18 @@ func TestIntegrationSecretsStaySecret(t *testing.T) {
 		out := &testoperator.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		must(t, cmd.Start())
-		// The runs print as they end; the second is the group's.
+		// The runs print as they end, and the Synchronization runs (one
+		// or two: the group's may join the first) end before the line
+		// that says every binding started.
 		deadline := time.Now().Add(60 * time.Second)
-		for strings.Count(out.String(), "MergePatch") < 2 && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
+		for !strings.Contains(out.String(), "all bindings started; running") && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
 		}
 		_ = cmd.Process.Signal(os.Interrupt)
 		_ = cmd.Wait()
+		if !strings.Contains(out.String(), "all bindings started; running") {
+			t.Fatalf("--dry-run=%s did not start every binding within 60s:\n%s", mode, out.String())
+		}
 		if !strings.Contains(out.String(), "creds") {
 			t.Fatalf("--dry-run=%s printed no run about the Secret:\n%s", mode, out.String())
 		}

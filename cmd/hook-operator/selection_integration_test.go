@@ -23,6 +23,7 @@ import (
 //     reloads the folder: the hook it no longer names starts with its
 //     Synchronization, and the one it names now stops.
 func TestIntegrationHookSelection(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	ctx := context.Background()

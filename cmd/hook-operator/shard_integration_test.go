@@ -26,6 +26,7 @@ import (
 // On the shared cluster, whose API server does not filter by shard: the
 // replicas watch every object and keep their shares on their side.
 func TestIntegrationSharding(t *testing.T) {
+	t.Parallel()
 	testSharding(t, testcluster.Get(t), false)
 }
 
@@ -37,6 +38,7 @@ func TestIntegrationSharding(t *testing.T) {
 // test-matrix) there is nothing to test here, and TestIntegrationSharding
 // covers the client-side sharding the operator falls back to there.
 func TestIntegrationShardingServerSide(t *testing.T) {
+	t.Parallel()
 	root, err := testcluster.RepoRoot()
 	must(t, err)
 	v, err := localcluster.KubeVersion(root)

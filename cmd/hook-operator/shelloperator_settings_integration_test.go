@@ -31,6 +31,7 @@ import (
 // one variable of ours, HOOK_OPERATOR_HEALTH_LISTEN_ADDRESS, keeps the
 // probe port off the shared host (tests run in parallel).
 func TestIntegrationShellOperatorDeploymentStarts(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	bin := buildBinary(t)
 	for _, form := range []string{"args", "env"} {

@@ -29,6 +29,7 @@ import (
 //   - a reload that removes a hook whose run hangs stops that run and
 //     drops its pending runs, and the queue moves on.
 func TestIntegrationStuckQueue(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	ctx := context.Background()

@@ -35,6 +35,7 @@ jq -r '.[] | if .type == "Synchronization" then "S \(.binding) \([.objects[].obj
 // hook_triggers_total show the origin; wrong names get errors that say
 // what is wrong; a standby answers who leads.
 func TestIntegrationTrigger(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)

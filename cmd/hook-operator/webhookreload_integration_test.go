@@ -32,6 +32,7 @@ import (
 // namespace, and the configurations are deleted at the end, so other
 // tests' requests never reach them.
 func TestIntegrationWebhookBindingsReload(t *testing.T) {
+	t.Parallel()
 	w := newWebhookTest(t)
 	c, ns, port := w.c, w.ns, w.port
 	configName := "hook-operator-test-" + ns
@@ -141,6 +142,7 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 // converts; changed, the new hook converts; removed, the CRD's
 // conversion is given back (strategy None). The CRD is the test's own.
 func TestIntegrationConversionBindingReload(t *testing.T) {
+	t.Parallel()
 	w := newWebhookTest(t)
 	c, ns := w.c, w.ns
 	group := ns + ".reload-test.example.com"

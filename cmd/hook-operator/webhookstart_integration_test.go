@@ -43,6 +43,7 @@ echo '{"allowed": false, "message": "denied by the policy hook"}' >"$VALIDATING_
 // connection is back the configuration is registered, the operator is
 // ready, and the API server calls the hook.
 func TestIntegrationWebhookRegistrationRetriedAtStart(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)
@@ -80,6 +81,7 @@ func TestIntegrationWebhookRegistrationRetriedAtStart(t *testing.T) {
 // webhook configurations) ends start-up at once, not after the retries of
 // transient errors, with the verb refused and the RBAC the operator needs.
 func TestIntegrationWebhookRegistrationForbiddenFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)
