@@ -233,7 +233,12 @@ func TestReleaseFilesBuild(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^\s*k8s.io/kubernetes ` + regexp.QuoteMeta(kube[1]) + `\b`).MatchString(read("hack/tools/kubectl/go.mod")) {
 		t.Errorf("hack/tools/kubectl/go.mod does not require k8s.io/kubernetes %s (hack/cluster/versions.env)", kube[1])
 	}
-	if !strings.Contains(files, `. "$root/hack/cluster/versions.env"`) || !strings.Contains(files, "version.gitVersion=$KUBE_VERSION") {
-		t.Error("files.sh does not stamp kubectl with versions.env's KUBE_VERSION")
+	if !strings.Contains(files, `. "$root/hack/cluster/versions.env"`) {
+		t.Error("files.sh does not read hack/cluster/versions.env")
+	}
+	for _, x := range []string{"k8s.io/component-base/version.gitVersion", "k8s.io/client-go/pkg/version.gitVersion"} {
+		if !strings.Contains(files, "-X "+x+"=$KUBE_VERSION ") {
+			t.Errorf("files.sh does not stamp kubectl with -X %s=$KUBE_VERSION (versions.env's)", x)
+		}
 	}
 }
