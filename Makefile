@@ -84,7 +84,7 @@ cluster-down: ## stop and remove the local cluster (binaries stay cached)
 
 .PHONY: image
 IMAGE ?= hook-operator:dev
-image: ## load the release's image of this machine's architecture (release.sh, the image alone: make release's bytes) into podman (installed from Debian's packages on first use), or docker if a daemon answers, as IMAGE (default hook-operator:dev)
+image: ## load the release's image of this machine's architecture (make release's bytes; no Dockerfile) into podman, or docker if a daemon answers, as IMAGE (default hook-operator:dev)
 	@hack/image/build.sh $(IMAGE)
 
 .PHONY: chart
