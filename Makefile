@@ -17,9 +17,11 @@ CROSS_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 
-# Built as the Dockerfile builds it (without cgo, paths trimmed), so that
-# make bench measures the binary the image ships: with cgo, the binary also
-# maps libc and its resolver, 1.6 MB more resident memory at idle.
+# Built as the image's is (hack/release/files.sh: without cgo, paths
+# trimmed, these -ldflags; deploy/'s TestReleaseFilesBuild keeps them in
+# step), so that make bench measures the binary the image ships: with cgo,
+# the binary also maps libc and its resolver, 1.6 MB more resident memory
+# at idle.
 build: ## build bin/hook-operator as the image does (CGO_ENABLED=0)
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/hook-operator ./cmd/hook-operator
 
@@ -82,7 +84,7 @@ cluster-down: ## stop and remove the local cluster (binaries stay cached)
 
 .PHONY: image
 IMAGE ?= hook-operator:dev
-image: ## build the image from the Dockerfile: docker if a daemon answers, else podman (installed from Debian's packages on first use; base images assembled here when no registry answers)
+image: ## load the release's image of this machine's architecture (make release's bytes; no Dockerfile) into podman, or docker if a daemon answers, as IMAGE (default hook-operator:dev)
 	@hack/image/build.sh $(IMAGE)
 
 .PHONY: chart

@@ -1,180 +1,128 @@
 package deploy_test
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 )
 
-// The image, laid out on this machine: the Dockerfile's build stage runs
-// here (its RUN instructions, with its WORKDIR mapped to the repository and
-// /out to a temp folder), and the runtime stage's COPY --from instructions
-// place the results under a temp root as they would in the image. Built
-// once per test binary; TestMain removes it.
+// The image's own files, laid out on this machine: the top layer of this
+// machine's image of the release the tests build (release.sh stacks the
+// files hack/release/files.sh builds onto the Debian root), the bytes that
+// make release ships and make image loads, unpacked into a temp folder with
+// the modes the layer gives them. The layer's entries are kept too, for
+// what unpacking does not show (owners). Once per test binary; TestMain
+// removes it.
 var (
-	imageOnce sync.Once
-	imageDir  string // holds root/ and out/
-	imageErr  string
+	imageOnce    sync.Once
+	imageDir     string                 // holds root/
+	imageEntries map[string]*tar.Header // "/usr/local/bin/kubectl" -> its entry in the layer
+	imageErr     string
 )
 
-// imageRoot returns the root folder of the image's files (usr/local/bin,
-// hooks, tmp).
+// imageRoot returns the root folder of the image's own files
+// (usr/local/bin, examples/hooks, hooks/lib, the shell framework; tmp).
 func imageRoot(t *testing.T) string {
 	t.Helper()
-	imageOnce.Do(func() { imageErr = buildImage(t) })
+	dir, version, _ := release(t)
+	imageOnce.Do(func() { imageErr = unpackImageFiles(t, filepath.Join(dir, "oci"), version) })
 	if imageErr != "" {
 		t.Fatal(imageErr)
 	}
 	return filepath.Join(imageDir, "root")
 }
 
-// skippedRun says why a RUN of the build stage is not run here.
-func skippedRun(args string) string {
-	if strings.Contains(args, "/out/kubectl") {
-		// Compiling kubectl takes minutes; the bash hooks use the machine's
-		// kubectl here.
-		return "builds kubectl"
+// unpackImageFiles unpacks the top layer of the linux/GOARCH image tagged
+// tag in the layout oci under imageDir/root, and returns "" or what failed.
+func unpackImageFiles(t *testing.T, oci, tag string) string {
+	platform := "linux/" + runtime.GOARCH
+	manifest, ok := platformManifests(t, oci, tag)[platform]
+	if !ok || len(manifest.Layers) < 2 {
+		return fmt.Sprintf("%s: no %s image of a root and the image's files (%d layers)", tag, platform, len(manifest.Layers))
 	}
-	return ""
-}
-
-// buildImage lays the image out under imageDir and returns "" or what failed.
-func buildImage(t *testing.T) string {
-	root := repoRoot(t)
-	df := readDockerfile(t)
-	ignore := readDockerignore(t)
 	dir, err := os.MkdirTemp("", "hook-operator-image-")
 	if err != nil {
 		return err.Error()
 	}
 	imageDir = dir
-	src, out, img := filepath.Join(dir, "src"), filepath.Join(dir, "out"), filepath.Join(dir, "root")
-
-	// The build stage, instruction by instruction: COPY from the context
-	// (the repository less what .dockerignore leaves out) into src, which
-	// stands for WORKDIR; RUN in src.
-	build := df.stages[0]
-	workdir := build.last("WORKDIR").args
-	if workdir == "" {
-		return "the build stage has no WORKDIR"
+	root := filepath.Join(dir, "root")
+	top := manifest.Layers[len(manifest.Layers)-1]
+	zr, err := gzip.NewReader(bytes.NewReader(blob(t, oci, top.Digest)))
+	if err != nil {
+		return "layer " + top.Digest + ": " + err.Error()
 	}
-	inStage := func(s string) string {
-		s = strings.ReplaceAll(s, workdir+"/", src+"/")
-		return strings.ReplaceAll(s, "/out/", out+"/")
+	imageEntries = map[string]*tar.Header{}
+	type dirMode struct {
+		path string
+		mode os.FileMode
 	}
-	env := os.Environ()
-	for k, v := range build.env() {
-		env = append(env, k+"="+v)
+	var dirs []dirMode
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return "layer " + top.Digest + ": " + err.Error()
+		}
+		name := path.Clean("/" + h.Name)
+		if name == "/" {
+			continue
+		}
+		imageEntries[name] = h
+		to := filepath.Join(root, filepath.FromSlash(name))
+		mode := os.FileMode(h.Mode).Perm()
+		switch h.Typeflag {
+		case tar.TypeDir:
+			err = os.MkdirAll(to, 0o755)
+			dirs = append(dirs, dirMode{to, mode})
+		case tar.TypeReg:
+			var f *os.File
+			if f, err = os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+				_, err = io.Copy(f, tr)
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+			}
+			if err == nil {
+				err = os.Chmod(to, mode) // exactly the layer's mode, whatever the umask
+			}
+		case tar.TypeSymlink:
+			err = os.Symlink(h.Linkname, to)
+		default:
+			err = fmt.Errorf("entry of type %q: the image's files are folders, files and links", h.Typeflag)
+		}
+		if err != nil {
+			return "layer " + top.Digest + ": " + name + ": " + err.Error()
+		}
 	}
-	for _, dir := range []string{src, out} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+	// Folders' modes last, the deepest first, so that a read-only folder
+	// was still writable while it was filled.
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := os.Chmod(dirs[i].path, dirs[i].mode); err != nil {
 			return err.Error()
 		}
 	}
-	for _, in := range build.instr {
-		switch in.cmd {
-		case "COPY":
-			srcs, dest := in.copySpec()
-			if !strings.HasPrefix(dest, "/") {
-				dest = workdir + "/" + dest
-			}
-			for _, s := range srcs {
-				to := inStage(copyTarget(s, dest))
-				if strings.HasSuffix(dest, "/") && !strings.HasSuffix(s, "/") {
-					if info, err := os.Stat(filepath.Join(root, s)); err == nil && info.IsDir() {
-						to = inStage(path.Clean(dest)) // a folder's content goes into dest
-					}
-				}
-				if err := copyContext(root, strings.TrimSuffix(s, "/"), to, ignore); err != nil {
-					return "Dockerfile line " + strconv.Itoa(in.line) + ": COPY " + s + ": " + err.Error()
-				}
-			}
-		case "RUN":
-			if why := skippedRun(in.args); why != "" {
-				t.Logf("Dockerfile line %d: not run here: it %s", in.line, why)
-				continue
-			}
-			script := inStage(in.args)
-			cmd := exec.Command("sh", "-c", script)
-			cmd.Dir, cmd.Env = src, env
-			if b, err := cmd.CombinedOutput(); err != nil {
-				return "Dockerfile line " + strconv.Itoa(in.line) + ": RUN " + script + ": " + err.Error() + "\n" + string(b)
-			}
-		}
-	}
-
-	// The runtime stage's copies from the build stage.
-	for _, in := range df.final().all("COPY") {
-		if in.flags["from"] != build.name {
-			continue
-		}
-		srcs, dest := in.copySpec()
-		for _, src := range srcs {
-			from := strings.Replace(src, "/out/", out+"/", 1)
-			if _, err := os.Stat(from); os.IsNotExist(err) && src == "/out/kubectl" {
-				continue // not built here
-			}
-			to := filepath.Join(img, copyTarget(src, dest))
-			if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-				return err.Error()
-			}
-			if strings.HasSuffix(src, "/") {
-				from += "."
-				if err := os.MkdirAll(to, 0o755); err != nil {
-					return err.Error()
-				}
-			}
-			if b, err := exec.Command("cp", "-a", from, to).CombinedOutput(); err != nil {
-				return "COPY " + src + " " + dest + ": " + err.Error() + "\n" + string(b)
-			}
-		}
-	}
-	// The image's /tmp; in a Pod, the emptyDir.
-	if err := os.MkdirAll(filepath.Join(img, "tmp"), 0o1777); err != nil {
+	// The image's /tmp, which the root layer has; in a Pod, the emptyDir.
+	if err := os.MkdirAll(filepath.Join(root, "tmp"), 0o1777); err != nil {
 		return err.Error()
 	}
 	return ""
-}
-
-// copyContext copies rel (a file or folder of the build context at root)
-// to the path to, leaving out what .dockerignore excludes, keeping modes.
-func copyContext(root, rel, to string, ignore dockerignore) error {
-	return filepath.WalkDir(filepath.Join(root, rel), func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		r, _ := filepath.Rel(root, p)
-		if ignore.excludes(filepath.ToSlash(r)) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		sub, _ := filepath.Rel(filepath.Join(root, rel), p)
-		target := filepath.Join(to, sub)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, info.Mode().Perm())
-	})
 }
 
 func TestMain(m *testing.M) {
@@ -259,46 +207,33 @@ func TestImageHooks(t *testing.T) {
 		t.Fatalf("the image has no executable /usr/local/bin/hook-operator: %v", err)
 	}
 
-	// What the repository ships, as the image must have it.
+	// What the repository ships, as the image must have it: the hooks'
+	// tracked files but Go sources and test data, with git's modes
+	// (executable or not; readable by all, writable by the owner alone).
 	repoHooks := filepath.Join(repoRoot(t), "hooks")
-	var want []string
-	err := filepath.WalkDir(repoHooks, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(repoHooks, p)
-		switch {
-		case d.IsDir() && d.Name() == "testdata":
-			return filepath.SkipDir
-		case d.IsDir():
-			return nil
-		case strings.HasSuffix(p, ".go") || d.Name() == "go.mod" || d.Name() == "go.sum":
-			return nil
-		}
-		// A Go hook's executable built in the source tree is not a shipped file.
-		if dir := filepath.Dir(rel); filepath.Base(dir) == d.Name() && isGoMain(t, filepath.Dir(p)) {
-			return nil
-		}
-		want = append(want, rel)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tracked := strings.TrimSpace(string(run(t, repoRoot(t), nil, "git", "ls-files", "-s", "--", "hooks")))
 	imageHooks := filepath.Join(pod, "examples", "hooks")
-	for _, rel := range want {
-		src, _ := os.Stat(filepath.Join(repoHooks, rel))
-		got, err := os.Stat(filepath.Join(imageHooks, rel))
+	for _, line := range strings.Split(tracked, "\n") {
+		meta, file, _ := strings.Cut(line, "\t")
+		rel := strings.TrimPrefix(file, "hooks/")
+		if strings.HasSuffix(rel, ".go") || path.Base(rel) == "go.mod" || path.Base(rel) == "go.sum" || slices.Contains(strings.Split(rel, "/"), "testdata") {
+			continue
+		}
+		want := os.FileMode(0o644)
+		if strings.HasPrefix(meta, "100755 ") {
+			want = 0o755
+		}
+		got, err := os.Lstat(filepath.Join(imageHooks, rel))
 		if err != nil {
 			t.Errorf("/examples/hooks/%s is missing: %v", rel, err)
 			continue
 		}
-		if got.Mode().Perm() != src.Mode().Perm() {
-			t.Errorf("/examples/hooks/%s has mode %v, the repository's %v", rel, got.Mode().Perm(), src.Mode().Perm())
+		if got.Mode() != want {
+			t.Errorf("/examples/hooks/%s has mode %v, want %v (the repository's %s)", rel, got.Mode(), want, meta[:6])
 		}
 	}
 	var goHooks []string
-	err = filepath.WalkDir(imageHooks, func(p string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(imageHooks, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -357,6 +292,60 @@ func TestImageHooks(t *testing.T) {
 	}
 	if got := list(filepath.Join(pod, "hooks")); !slices.Equal(got, []string{"custom/example.sh"}) {
 		t.Errorf("hooks list --hooks-dir /hooks with deploy/hooks at /hooks/custom: %v, want the mounted hook alone", got)
+	}
+}
+
+// Every entry of the image's own layer is root's and writable by root
+// alone: the operator's user (65532) runs the hooks and the binaries but
+// cannot change them.
+func TestImageFilesOwnedByRoot(t *testing.T) {
+	imageRoot(t)
+	var owned, writable []string
+	for name, h := range imageEntries {
+		if h.Uid != 0 || h.Gid != 0 {
+			owned = append(owned, fmt.Sprintf("%s (%d:%d)", name, h.Uid, h.Gid))
+		}
+		if h.Typeflag != tar.TypeSymlink && h.Mode&0o022 != 0 {
+			writable = append(writable, fmt.Sprintf("%s (%v)", name, os.FileMode(h.Mode).Perm()))
+		}
+	}
+	slices.Sort(owned)
+	slices.Sort(writable)
+	if len(owned) > 0 {
+		t.Errorf("%d of the image layer's %d entries are not root's (0:0), among them %v", len(owned), len(imageEntries), owned[:min(len(owned), 5)])
+	}
+	if len(writable) > 0 {
+		t.Errorf("%d of the image layer's entries are writable by others than their owner: %v", len(writable), writable[:min(len(writable), 5)])
+	}
+	if len(imageEntries) < 10 {
+		t.Errorf("the image's layer has %d entries", len(imageEntries))
+	}
+}
+
+// The image's own programs are the ones built for it: the operator reports
+// the release's version and commit (the Makefile's -ldflags, as files.sh
+// passes them), and kubectl the Kubernetes version the local cluster runs
+// (hack/cluster/versions.env), as files.sh stamps it.
+func TestImageTools(t *testing.T) {
+	root := imageRoot(t)
+	_, version, _ := release(t)
+	commit := strings.TrimSpace(string(run(t, repoRoot(t), nil, "git", "rev-parse", "--short", "HEAD")))
+	out := string(run(t, root, nil, filepath.Join(root, "usr", "local", "bin", "hook-operator"), "version"))
+	if !regexp.MustCompile(`(?m)^hook-operator `+regexp.QuoteMeta(version)+`$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^commit:\s+`+regexp.QuoteMeta(commit)+`$`).MatchString(out) {
+		t.Errorf("the image's hook-operator version:\n%s\nwant version %s and commit %s", out, version, commit)
+	}
+	versions, err := os.ReadFile(filepath.Join(repoRoot(t), "hack", "cluster", "versions.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := regexp.MustCompile(`(?m)^KUBE_VERSION=(\S+)`).FindSubmatch(versions)
+	if kube == nil {
+		t.Fatal("hack/cluster/versions.env: no KUBE_VERSION")
+	}
+	out = string(run(t, root, nil, filepath.Join(root, "usr", "local", "bin", "kubectl"), "version", "--client"))
+	if !strings.Contains(out, "Client Version: "+string(kube[1])+"\n") {
+		t.Errorf("the image's kubectl version --client:\n%s\nwant Client Version: %s", out, kube[1])
 	}
 }
 

@@ -1,5 +1,5 @@
 // Package deploy_test checks how hook-operator is packaged and deployed: the
-// Dockerfile (parsed, and its build stage run on this machine), the
+// release's images (hack/release/release.sh: built here, read, and run), the
 // kustomize manifests in this folder and the Helm chart in helm/ (rendered,
 // checked, and accepted by the local cluster's server-side dry-run).
 package deploy_test

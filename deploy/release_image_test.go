@@ -105,9 +105,17 @@ func blob(t *testing.T, dir, d string) []byte {
 	return data
 }
 
-// platformManifests returns the layers (descriptors) of each platform's
-// image ("linux/arm64" -> layers) of the index tagged tag in layout dir.
-func platformManifests(t *testing.T, dir, tag string) map[string][]ociDescriptor {
+// ociManifest is the part of an image manifest the tests read, with its
+// own digest.
+type ociManifest struct {
+	Digest string          `json:"-"`
+	Config ociDescriptor   `json:"config"`
+	Layers []ociDescriptor `json:"layers"`
+}
+
+// platformManifests returns the manifest of each platform's image
+// ("linux/arm64" -> manifest) of the index tagged tag in layout dir.
+func platformManifests(t *testing.T, dir, tag string) map[string]ociManifest {
 	t.Helper()
 	var top struct{ Manifests []ociDescriptor }
 	data, err := os.ReadFile(filepath.Join(dir, "index.json"))
@@ -130,16 +138,16 @@ func platformManifests(t *testing.T, dir, tag string) map[string][]ociDescriptor
 	if err := json.Unmarshal(blob(t, dir, index.Digest), &idx); err != nil {
 		t.Fatal(err)
 	}
-	platforms := map[string][]ociDescriptor{}
+	platforms := map[string]ociManifest{}
 	for _, m := range idx.Manifests {
 		if m.Platform == nil {
 			t.Fatalf("%s: manifest %s without a platform", tag, m.Digest)
 		}
-		var manifest struct{ Layers []ociDescriptor }
+		manifest := ociManifest{Digest: m.Digest}
 		if err := json.Unmarshal(blob(t, dir, m.Digest), &manifest); err != nil {
 			t.Fatal(err)
 		}
-		platforms[m.Platform.OS+"/"+m.Platform.Architecture] = manifest.Layers
+		platforms[m.Platform.OS+"/"+m.Platform.Architecture] = manifest
 	}
 	return platforms
 }
@@ -211,13 +219,13 @@ func TestReleaseImagesArchitecture(t *testing.T) {
 		if len(platforms) != len(want) {
 			t.Errorf("%s: platforms %v, want %v", tag, keys(platforms), keys(want))
 		}
-		for platform, layers := range platforms {
+		for platform, manifest := range platforms {
 			machine, known := want[platform]
 			if !known {
 				t.Errorf("%s: platform %s, want %v only", tag, platform, keys(want))
 				continue
 			}
-			elfs, _ := executables(t, filepath.Join(dir, "oci"), layers)
+			elfs, _ := executables(t, filepath.Join(dir, "oci"), manifest.Layers)
 			for name, m := range elfs {
 				if m != machine {
 					t.Errorf("%s %s: %s is built for %v, want %v", tag, platform, name, m, machine)

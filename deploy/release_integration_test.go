@@ -2,6 +2,8 @@ package deploy_test
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -64,10 +66,21 @@ func TestIntegrationReleaseImages(t *testing.T) {
 	} {
 		t.Run(c2.tag, func(t *testing.T) {
 			image := "localhost/hook-operator-release:" + c2.tag
-			// pull -q prints the image's ID: tag that, as podman names an
-			// image from a layout by the layout's path.
-			id := strings.TrimSpace(e.must(t, "pull", "-q", "oci:"+filepath.Join(dir, "oci")+":"+c2.tag))
+			// podman names an image pulled from a layout after the
+			// layout's path as given, which must be lowercase: a link of
+			// a name of the test's own, in the folder pull runs in, then
+			// untagged. pull -q prints the image's ID: tag that.
+			link := t.TempDir()
+			must(t, os.Symlink(filepath.Join(dir, "oci"), filepath.Join(link, "hook-operator-release-layout")))
+			pull := exec.Command(e.cmd[0], append(e.cmd[1:], "pull", "-q", "oci:hook-operator-release-layout:"+c2.tag)...)
+			pull.Dir, pull.Env = link, e.env
+			out, err := pull.CombinedOutput()
+			if err != nil {
+				t.Fatalf("podman pull oci:%s:%s: %v\n%s", filepath.Join(dir, "oci"), c2.tag, err, out)
+			}
+			id := strings.TrimSpace(string(out))
 			e.must(t, "tag", id, image)
+			e.must(t, "untag", id, "localhost/hook-operator-release-layout:latest")
 			t.Cleanup(func() { _, _ = e.run(t, "rmi", "-f", image) })
 			if size, err := strconv.ParseInt(e.must(t, "image", "inspect", "--format", "{{.Size}}", image), 10, 64); err == nil {
 				t.Logf("%s: %.1f MB unpacked", c2.tag, float64(size)/(1<<20))

@@ -119,20 +119,26 @@ func TestReleaseReferencesInStep(t *testing.T) {
 	}
 }
 
-// hack/release/release.sh refuses an architecture it cannot build and an
-// RELEASE_SBOMS other than 0 or 1 before it builds anything, saying what to
-// give: make test's release is of one architecture without SBOMs, and a
-// misspelt setting must not quietly give another release.
+// hack/release/release.sh refuses an architecture it cannot build, an
+// RELEASE_SBOMS or RELEASE_IMAGE_ONLY other than 0 or 1, and SBOMs asked of
+// the image alone, before it builds anything, saying what to give: make
+// test's release is of one architecture without SBOMs, make image's the
+// image alone, and a misspelt setting must not quietly give another release.
 func TestReleaseScriptRefusesBadSettings(t *testing.T) {
 	script := filepath.Join(repoRoot(t), "hack", "release", "release.sh")
-	for _, c := range []struct{ env, want string }{
-		{"RELEASE_ARCHES=amd64 riscv64", "RELEASE_ARCHES: riscv64: give amd64, arm64 or both"},
-		{"RELEASE_ARCHES= ", "RELEASE_ARCHES is empty"},
-		{"RELEASE_SBOMS=no", "RELEASE_SBOMS=no: give 1 (SBOMs, the default) or 0"},
+	for _, c := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"RELEASE_ARCHES=amd64 riscv64"}, "RELEASE_ARCHES: riscv64: give amd64, arm64 or both"},
+		{[]string{"RELEASE_ARCHES= "}, "RELEASE_ARCHES is empty"},
+		{[]string{"RELEASE_SBOMS=no"}, "RELEASE_SBOMS=no: give 1 (SBOMs, the default) or 0"},
+		{[]string{"RELEASE_IMAGE_ONLY=yes"}, "RELEASE_IMAGE_ONLY=yes: give 1 (the image alone) or 0"},
+		{[]string{"RELEASE_IMAGE_ONLY=1", "RELEASE_SBOMS=1"}, "RELEASE_IMAGE_ONLY=1 writes no SBOMs"},
 	} {
 		out := filepath.Join(t.TempDir(), "dist")
 		cmd := exec.Command(script, "v1.2.3", out)
-		cmd.Env = append(os.Environ(), c.env)
+		cmd.Env = append(os.Environ(), c.env...)
 		msg, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(string(msg), c.want) {
 			t.Errorf("%s release.sh v1.2.3: err %v, output\n%s\nwant it refused with %q", c.env, err, msg, c.want)

@@ -44,7 +44,7 @@ if ! "$tmp/hook-operator" rbac --help >/dev/null 2>&1; then
   exit 1
 fi
 
-# layout DIR: the shipped hooks in DIR/hooks, as the Dockerfile puts them in
+# layout DIR: the shipped hooks in DIR/hooks, as the image has them in
 # /examples/hooks.
 layout() {
   mkdir -p "$1"

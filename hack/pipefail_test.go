@@ -24,8 +24,8 @@ import (
 var earlyReader = regexp.MustCompile(`\|\s*(grep\s+(-[a-zA-Z]*[qm]|--quiet|--silent|--max-count)|head\b|read\b|sed\s+(-n\s+)?'?[0-9]*q|awk\b[^|]*\bexit\b)`)
 
 // Every file the project tracks that sets pipefail (scripts, the Makefile,
-// the Dockerfile, bash embedded in Go tests) has no pipeline whose status
-// depends on timing. Such a pipeline broke the first build of the pinned
+// bash embedded in Go tests) has no pipeline whose status depends on
+// timing. Such a pipeline broke the first build of the pinned
 // shell-operator on a fresh machine (its version check: `version | grep -qF`).
 func TestNoEarlyExitingReaderUnderPipefail(t *testing.T) {
 	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()

@@ -2,7 +2,8 @@
 # Runs the README's test command as a new user's machine would: in a fresh
 # clone of this repository's committed HEAD (uncommitted changes are not in
 # it), with an empty HOME, HOOK_OPERATOR_CACHE (cluster binaries, helm, the
-# pinned shell-operator, base images), GOCACHE and podman storage of its own.
+# pinned shell-operator, the release's kubectl, Debian packages and roots),
+# GOCACHE and podman storage of its own.
 # Only the Go module cache is shared: it holds downloads, which a new machine
 # fetches from the proxy unchanged. Prints the wall time and exits with make
 # test's status. What the run started (its clusters, its podman storage, its

@@ -26,8 +26,10 @@
 # FILENAME the pool path in it.
 #
 # Usage: debian-lock.sh [LOCKFILE]     (default hack/release/debian.lock;
-#                                      make debian-lock). Needs mmdebstrap
-#                                      (installed as engine.sh does) and root.
+#                                      make debian-lock). Needs root, and
+#                                      mmdebstrap (installed from Debian's
+#                                      packages on first use, with sudo
+#                                      where not root).
 set -euo pipefail
 if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
   sed -n '2,/^set -euo/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
@@ -37,7 +39,17 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 lock=${1:-$here/debian.lock}
 log() { printf '%s debian-lock.sh: %s\n' "$(date +%T)" "$*" >&2; }
 
-command -v mmdebstrap >/dev/null || "$here/../image/engine.sh" >/dev/null
+if ! command -v mmdebstrap >/dev/null; then
+  sudo=()
+  [[ $(id -u) == 0 ]] || sudo=(sudo)
+  if ! command -v apt-get >/dev/null || { (( ${#sudo[@]} )) && ! command -v sudo >/dev/null; }; then
+    echo "debian-lock.sh: needs mmdebstrap, which is not installed: install it (Debian's package mmdebstrap), as root" >&2
+    exit 1
+  fi
+  log "installing mmdebstrap from Debian's packages (once)"
+  "${sudo[@]}" apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends mmdebstrap >&2
+fi
 cache=${HOOK_OPERATOR_CACHE:-$HOME/.cache/hook-operator}/release/debs
 mkdir -p "$cache"
 work=$(mktemp -d)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the image's own files for one architecture into OUTDIR, laid out
-# as in the image and as the Dockerfile builds them, cross-compiled on this
+# as in the image (its top layer: release.sh), cross-compiled on this
 # machine (CGO_ENABLED=0, so no C toolchain of the target is needed):
 #   usr/local/bin/hook-operator, usr/local/bin/kubectl (the pinned one),
 #   examples/hooks/ (the shipped hooks, Go hooks built), hooks/lib/,
@@ -24,7 +24,8 @@ log() { printf '%s files.sh: %s\n' "$(date +%T)" "$*" >&2; }
 
 mkdir -p "$out/usr/local/bin" "$out/examples" "$out/hooks" "$out/usr/share/doc/shell-operator-framework"
 
-# kubectl, stamped as the Dockerfile stamps it.
+# kubectl, stamped with the pinned version as Kubernetes' release build
+# stamps it (deploy/'s TestImageTools runs it).
 . "$root/hack/cluster/versions.env"
 cache=${HOOK_OPERATOR_CACHE:-$HOME/.cache/hook-operator}/release
 kubectl="$cache/kubectl-$KUBE_VERSION-linux-$arch"
@@ -33,7 +34,7 @@ mkdir -p "$cache"
 exec 8>"$kubectl.lock"
 flock 8
 if [[ ! -f "$kubectl" ]]; then
-  log "building kubectl $KUBE_VERSION for linux/$arch (once; minutes unless make image or make cluster compiled its packages)"
+  log "building kubectl $KUBE_VERSION for linux/$arch (once; minutes unless make cluster compiled its packages)"
   minor=${KUBE_VERSION#v1.} minor=${minor%%.*}
   (cd "$root/hack/tools/kubectl" && go build -o "$kubectl.tmp" -ldflags "-s -w \
     -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION \
@@ -49,6 +50,7 @@ fi
 exec 8>&-
 install -m 0755 "$kubectl" "$out/usr/local/bin/kubectl"
 
+# The Makefile's -ldflags (deploy/'s TestReleaseFilesBuild keeps them in step).
 module=github.com/hook-operator/hook-operator
 (cd "$root" && go build -o "$out/usr/local/bin/hook-operator" \
   -ldflags "-X $module/internal/buildinfo.Version=$version -X $module/internal/buildinfo.Commit=$commit" \

@@ -18,6 +18,14 @@
 # Usage: release.sh VERSION [OUTDIR]     (VERSION like v1.2.3)
 # Env:   RELEASE_ARCHES="amd64 arm64"    the architectures (make release: both)
 #        RELEASE_SBOMS=0                 no SBOMs, and no syft built for them
+#        RELEASE_IMAGE_ONLY=1            OUTDIR/oci alone, with the tag VERSION
+#                                        alone: no -python variant, binaries,
+#                                        chart, SBOMs, provenance, signatures
+#                                        or SHA256SUMS. Its images are make
+#                                        release's, byte for byte, for the
+#                                        same VERSION and commit (make image:
+#                                        hack/image/build.sh; deploy/'s
+#                                        TestReleaseImageOnly compares them)
 # make test's release (deploy/) is of this machine's architecture alone,
 # without SBOMs: arm64's kubectl and syft are the slowest builds of a new
 # machine, and make release-check checks a whole release (docs/development.md).
@@ -36,6 +44,13 @@ done
 (( ${#arches[@]} > 0 )) || { echo "release.sh: RELEASE_ARCHES is empty: give amd64, arm64 or both" >&2; exit 2; }
 sboms=${RELEASE_SBOMS:-1}
 [[ "$sboms" == 0 || "$sboms" == 1 ]] || { echo "release.sh: RELEASE_SBOMS=$sboms: give 1 (SBOMs, the default) or 0" >&2; exit 2; }
+image_only=${RELEASE_IMAGE_ONLY:-0}
+[[ "$image_only" == 0 || "$image_only" == 1 ]] || { echo "release.sh: RELEASE_IMAGE_ONLY=$image_only: give 1 (the image alone) or 0 (the whole release, the default)" >&2; exit 2; }
+variants=(base python)
+if (( image_only )); then
+  [[ "${RELEASE_SBOMS:-0}" == 0 ]] || { echo "release.sh: RELEASE_IMAGE_ONLY=1 writes no SBOMs: give RELEASE_SBOMS=0 or leave it unset" >&2; exit 2; }
+  sboms=0 variants=(base)
+fi
 commit=$(git -C "$root" rev-parse --short HEAD)
 # The commit's time, not the clock's: the images' creation time and the
 # files' times in their layers, the same for every build of one commit.
@@ -56,16 +71,17 @@ out=$(cd "$out" && pwd)
 for arch in "${arches[@]}"; do
   log "linux/$arch: files"
   "$here/files.sh" "$arch" "$version" "$commit" "$work/files-$arch"
-  cp "$work/files-$arch/usr/local/bin/hook-operator" "$out/hook-operator-linux-$arch"
+  (( image_only )) || cp "$work/files-$arch/usr/local/bin/hook-operator" "$out/hook-operator-linux-$arch"
   tar -C "$work/files-$arch" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" \
     -cf "$work/files-$arch.tar" .
-  for variant in base python; do
+  for variant in "${variants[@]}"; do
     log "linux/$arch: $variant root"
     ln -sf "$("$here/rootfs.sh" "$arch" "$variant")" "$work/root-$arch-$variant.tar"
   done
 done
 
-# The Dockerfile's runtime settings (deploy/ tests check they agree).
+# The images' runtime settings (deploy/'s TestReleaseImageConfig checks
+# them in the images written).
 jq -n --arg version "$version" --arg commit "$commit" '{
   Entrypoint: ["/usr/bin/tini", "--", "/usr/local/bin/hook-operator"],
   Cmd: ["start", "--hooks-dir", "/hooks", "--tmp-dir", "/tmp"],
@@ -78,12 +94,14 @@ jq -n --arg version "$version" --arg commit "$commit" '{
     "org.opencontainers.image.title": "hook-operator",
     "org.opencontainers.image.description": "A Kubernetes operator runtime: a folder of executable hooks (bash or Go) becomes an operator",
     "org.opencontainers.image.source": "https://github.com/hook-operator/hook-operator",
+    "org.opencontainers.image.url": "https://github.com/hook-operator/hook-operator",
+    "org.opencontainers.image.documentation": "https://github.com/hook-operator/hook-operator/tree/main/docs",
     "org.opencontainers.image.version": $version,
     "org.opencontainers.image.revision": $commit
   }
 }' >"$work/config.json"
 
-for variant in base python; do
+for variant in "${variants[@]}"; do
   tag=$version
   [[ "$variant" == base ]] || tag=$version-$variant
   log "image $tag"
@@ -94,6 +112,10 @@ for variant in base python; do
   "$ociimage" build -layout "$out/oci" -tag "$tag" -config "$work/config.json" -created "$created" \
     "${platforms[@]}" >/dev/null
 done
+if (( image_only )); then
+  log "image $version (${arches[*]}) written to $out/oci in $(( $(date +%s) - start )) s (RELEASE_IMAGE_ONLY=1: nothing else)"
+  exit 0
+fi
 
 "$here/chart.sh" "$version" "$out" >/dev/null
 

@@ -148,7 +148,10 @@ func platformImage(arg string, cfg v1.Config, created time.Time) (v1.Image, *v1.
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	for _, file := range strings.Split(layers, ",") {
-		layer, err := tarball.LayerFromFile(file, tarball.WithMediaType(types.OCILayer))
+		// Compressed once, kept in memory: the layer's digest needs its
+		// compressed bytes, and so does the layout, which would compress
+		// them again (the same bytes, twice the time).
+		layer, err := tarball.LayerFromFile(file, tarball.WithMediaType(types.OCILayer), tarball.WithCompressedCaching)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: layer %s: %w", spec, file, err)
 		}

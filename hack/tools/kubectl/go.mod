@@ -1,8 +1,9 @@
 // Module kubectl pins the kubectl that the container image ships for bash
-// hooks (see the Dockerfile). It builds k8s.io/kubernetes/cmd/kubectl at the
-// Kubernetes version the local test cluster runs (hack/cluster/versions.env),
-// so go.sum verifies its source; Debian bookworm's kubernetes-client (v1.20)
-// is far outside kubectl's version skew.
+// hooks (hack/release/files.sh builds it). It builds
+// k8s.io/kubernetes/cmd/kubectl at the Kubernetes version the local test
+// cluster runs (hack/cluster/versions.env), so go.sum verifies its source;
+// Debian bookworm's kubernetes-client (v1.20) is far outside kubectl's
+// version skew.
 module github.com/hook-operator/hook-operator/hack/tools/kubectl
 
 go 1.26.0
