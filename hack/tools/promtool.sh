@@ -6,7 +6,7 @@
 # prometheus.sh does the work: it builds the Prometheus server from the same
 # pinned module.
 #
-# Cache: ${HOOK_OPERATOR_CACHE:-~/.cache/hook-operator}/bin/promtool-<version>/promtool
+# Cache: ${HOOK_OPERATOR_CACHE:-~/.cache/hook-operator}/bin/promtool-<version>-nosd/promtool
 # Usage: promtool.sh [--path]   (--path prints where the binary goes, building nothing)
 set -euo pipefail
 exec "$(dirname "${BASH_SOURCE[0]}")/prometheus.sh" promtool "$@"
