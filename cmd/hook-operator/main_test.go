@@ -10,7 +10,7 @@ import (
 // and probe ports and debug socket: tests (and other test binaries) run
 // operators side by side. A test that needs a listener passes its address.
 //
-// The tests run in parallel (t.Parallel, go test's -parallel at a time):
+// The tests run in parallel (t.Parallel; make test runs 4 at a time):
 // each has a namespace of its own, and everything cluster-wide it makes
 // (webhook configurations, CRDs, ClusterRoles, leases) is named after that
 // namespace, as tests of other packages already run beside them. Serial,
