@@ -51,8 +51,8 @@ unit: ## unit tests only (no cluster)
 
 # Tests of a package that call t.Parallel run TEST_PARALLEL at a time (go
 # test's default: one per core). The integration tests mostly wait for the
-# cluster and for hooks: 4 at a time took conformance/ from 250 to 152 s
-# and cmd/hook-operator/ from 207 to 145 s on 2 cores (docs/development.md).
+# cluster and for hooks: 4 at a time took cmd/hook-operator/ from 207 to
+# 145 s on 2 cores (docs/development.md).
 TEST_PARALLEL ?= 4
 test: vet cross cluster image ## vet, cross-builds, the image, then unit and integration tests against the local cluster (the image's run with podman among them); removes the clusters the tests started for themselves when they end
 	rc=0; go test -race -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./... || rc=$$?; \

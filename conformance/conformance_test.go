@@ -33,10 +33,18 @@ func TestIntegrationConformance(t *testing.T) {
 	docs := differencesTable(t)
 	used, ran := map[string]bool{}, map[string]bool{}
 	var mu sync.Mutex
+	// Two cases at a time, whatever go test's -parallel: the harness tells
+	// one step's binding contexts from the next step's by a quiet period
+	// (recorder.quiet), and with four cases at a time beside the other
+	// packages' tests on 2 cores, shell-operator once started a step's run
+	// after that period (example 102's Namespace events, in make test).
+	running := make(chan struct{}, 2)
 	t.Run("cases", func(t *testing.T) {
 		for _, cs := range cases {
 			t.Run(cs.Name, func(t *testing.T) {
 				t.Parallel()
+				running <- struct{}{}
+				defer func() { <-running }()
 				for _, s := range cs.Setup {
 					applyStep(t, c.Kubeconfig, s, "", examples)
 				}
