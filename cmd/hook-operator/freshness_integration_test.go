@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -136,10 +137,13 @@ func (p *stallingProxy) kubeconfig(t *testing.T) string {
 // (binding_view_age_seconds above binding_stale_after_seconds, the
 // condition of HookOperatorBindingStale); its watch is restarted at the
 // binding's own threshold, well before --watch-idle-timeout's, and counted
-// (watch_restarts_total{reason="idle"}); debug hooks marks it STALE. A
+// (watch_restarts_total{reason="idle"}); debug hooks marks it STALE; and a
+// real Prometheus, scraping the operator with the shipped alerts (for:
+// shortened), fires HookOperatorBindingStale for that binding alone. A
 // binding of the same hook on another resource stays fresh, with the
 // hook's settings.staleAfter as its threshold. After the thaw the view is
-// fresh again and the change made during the freeze reaches the hook.
+// fresh again, the alert resolves, and the change made during the freeze
+// reaches the hook.
 func TestIntegrationStalledBindingIsStaleAndRestarted(t *testing.T) {
 	t.Parallel()
 	c := testcluster.Get(t)
@@ -184,6 +188,31 @@ func TestIntegrationStalledBindingIsStaleAndRestarted(t *testing.T) {
 	waitUntil(t, "the heartbeat seen", func() bool { v := o.metric(t, age); return v >= 0 && v < 3 }, o.logs.String)
 	before := max(o.metric(t, restarts), 0)
 
+	// A real Prometheus scrapes the operator and evaluates the shipped
+	// alerts (each for: shortened, as in the live monitoring test).
+	dir := t.TempDir()
+	prom := startPrometheus(t, prometheusBinary(t), dir, map[string]any{
+		"global":     map[string]any{"scrape_interval": liveInterval.String(), "evaluation_interval": liveInterval.String()},
+		"rule_files": []string{liveRules(t, dir)},
+		"scrape_configs": []any{map[string]any{"job_name": "hook-operator-metrics", "static_configs": []any{map[string]any{
+			"targets": []string{o.addr}, "labels": map[string]string{"namespace": ns, "pod": "hook-operator-fresh-1"}}}}},
+	})
+	staleAlerts := func() (out []promAlert) {
+		for _, a := range prom.alerts(t) {
+			if a.Labels["alertname"] == "HookOperatorBindingStale" {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	promDiag := func() string { return "firing or pending: " + prom.alertsSummary(t) + "\n" + o.logs.String() }
+	waitSlowly(t, "the operator scraped, the cms binding's age among its series", func() bool {
+		return hasNumber(prom.query(t, age))
+	}, promDiag)
+	if a := staleAlerts(); len(a) != 0 {
+		t.Errorf("HookOperatorBindingStale before any freeze: %v", a)
+	}
+
 	p.freeze()
 	_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "during-the-freeze"}}, metav1.CreateOptions{})
 	must(t, err)
@@ -211,9 +240,23 @@ func TestIntegrationStalledBindingIsStaleAndRestarted(t *testing.T) {
 	if v, limit := o.metric(t, secretsAge), o.metric(t, secretsAfter); v < 0 || v > limit {
 		t.Errorf("%s = %v, want a fresh view (under %v): the freeze is the ConfigMaps'", secretsAge, v, limit)
 	}
+	// The restart does not help while the freeze lasts: the alert fires,
+	// for the frozen binding alone.
+	waitSlowly(t, "HookOperatorBindingStale firing for fresh.sh's cms", func() bool {
+		return slices.ContainsFunc(staleAlerts(), func(a promAlert) bool {
+			return a.State == "firing" && a.Labels["hook"] == "fresh.sh" && a.Labels["binding"] == "cms" &&
+				a.Labels["namespace"] == ns && a.Labels["pod"] == "hook-operator-fresh-1"
+		})
+	}, promDiag)
+	for _, a := range staleAlerts() {
+		if a.Labels["binding"] != "cms" {
+			t.Errorf("HookOperatorBindingStale (%s) for binding %q: only cms is frozen", a.State, a.Labels["binding"])
+		}
+	}
 
 	p.unfreeze()
 	waitUntil(t, "the view fresh again", func() bool { v := o.metric(t, age); return v >= 0 && v < 3 }, o.logs.String)
+	waitSlowly(t, "HookOperatorBindingStale resolved after the thaw", func() bool { return len(staleAlerts()) == 0 }, promDiag)
 	waitUntil(t, "the change made during the freeze delivered", func() bool {
 		data, _ := os.ReadFile(seen)
 		return strings.Contains(string(data), "during-the-freeze")
