@@ -2,11 +2,7 @@ package main_test
 
 import (
 	"context"
-	"encoding/pem"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,9 +15,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
@@ -34,41 +27,33 @@ import (
 // thaw. Every other request is forwarded with the cluster's own
 // credentials.
 type stallingProxy struct {
-	srv   *httptest.Server
-	match string
-	mu    sync.Mutex
-	thaw  chan struct{} // non-nil while frozen; closed by unfreeze
-	held  atomic.Int64  // requests held or silenced
+	kubeconfig string // reaches the cluster through the proxy
+	match      string
+	mu         sync.Mutex
+	thaw       chan struct{} // non-nil while frozen; closed by unfreeze
+	held       atomic.Int64  // requests held or silenced
 }
 
 func newStallingProxy(t *testing.T, c *testcluster.Cluster, match string) *stallingProxy {
 	t.Helper()
-	target, err := url.Parse(c.Config.Host)
-	must(t, err)
-	transport, err := rest.TransportFor(c.Config)
-	must(t, err)
 	p := &stallingProxy{match: match}
-	rp := &httputil.ReverseProxy{
-		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target) },
-		Transport:     transport,
-		FlushInterval: -1, // watches stream
-	}
-	p.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.Contains(r.URL.Path, p.match) {
-			rp.ServeHTTP(w, r)
-			return
-		}
-		if thaw := p.frozen(); thaw != nil {
-			p.held.Add(1)
-			select {
-			case <-thaw:
-			case <-r.Context().Done():
+	p.kubeconfig = c.Proxy(t, func(upstream http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !strings.Contains(r.URL.Path, p.match) {
+				upstream.ServeHTTP(w, r)
 				return
 			}
-		}
-		rp.ServeHTTP(&silenceable{ResponseWriter: w, p: p}, r)
-	}))
-	t.Cleanup(p.srv.Close)
+			if thaw := p.frozen(); thaw != nil {
+				p.held.Add(1)
+				select {
+				case <-thaw:
+				case <-r.Context().Done():
+					return
+				}
+			}
+			upstream.ServeHTTP(&silenceable{ResponseWriter: w, p: p}, r)
+		})
+	})
 	return p
 }
 
@@ -117,20 +102,6 @@ func (s *silenceable) Write(b []byte) (int, error) {
 
 func (s *silenceable) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// kubeconfig writes a kubeconfig that reaches the cluster through p.
-func (p *stallingProxy) kubeconfig(t *testing.T) string {
-	t.Helper()
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.srv.Certificate().Raw})
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["stalling"] = &clientcmdapi.Cluster{Server: p.srv.URL, CertificateAuthorityData: ca}
-	cfg.AuthInfos["anyone"] = &clientcmdapi.AuthInfo{}
-	cfg.Contexts["stalling"] = &clientcmdapi.Context{Cluster: "stalling", AuthInfo: "anyone"}
-	cfg.CurrentContext = "stalling"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	must(t, clientcmd.WriteToFile(*cfg, path))
-	return path
-}
-
 // A binding whose watch stops delivering (a proxy stalls the ConfigMaps of
 // one namespace, as a watch cache that stopped would: no event, no
 // bookmark, the connection open) has its view age grow past its staleAfter
@@ -157,7 +128,7 @@ func TestIntegrationStalledBindingIsStaleAndRestarted(t *testing.T) {
 		`{"name":"cms","kind":"ConfigMap",`+inNs+`,"staleAfter":"3s","executeHookOnEvent":["Added"],"executeHookOnSynchronization":false},`+
 		`{"name":"secrets","kind":"Secret",`+inNs+`,"executeHookOnEvent":[]}]}`,
 		`jq -r '.[] | select(.type == "Event") | .object.metadata.name' "$BINDING_CONTEXT_PATH" >>`+seen+"\n"))
-	o := startObserved(t, bin, p.kubeconfig(t), hooks)
+	o := startObserved(t, bin, p.kubeconfig, hooks)
 	waitUntil(t, "ready", func() bool { code, _ := o.get(t, "/readyz"); return code == http.StatusOK }, o.logs.String)
 
 	// A heartbeat keeps the ConfigMaps' watch busy, so that it never goes
