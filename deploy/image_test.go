@@ -2,10 +2,7 @@ package deploy_test
 
 import (
 	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -61,32 +58,21 @@ func unpackImageFiles(t *testing.T, oci, tag string) string {
 	imageDir = dir
 	root := filepath.Join(dir, "root")
 	top := manifest.Layers[len(manifest.Layers)-1]
-	zr, err := gzip.NewReader(bytes.NewReader(blob(t, oci, top.Digest)))
-	if err != nil {
-		return "layer " + top.Digest + ": " + err.Error()
-	}
 	imageEntries = map[string]*tar.Header{}
 	type dirMode struct {
 		path string
 		mode os.FileMode
 	}
 	var dirs []dirMode
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return "layer " + top.Digest + ": " + err.Error()
-		}
+	err = eachLayerEntry(t, oci, top.Digest, func(h *tar.Header, r io.Reader) error {
 		name := path.Clean("/" + h.Name)
 		if name == "/" {
-			continue
+			return nil
 		}
 		imageEntries[name] = h
 		to := filepath.Join(root, filepath.FromSlash(name))
 		mode := os.FileMode(h.Mode).Perm()
+		var err error
 		switch h.Typeflag {
 		case tar.TypeDir:
 			err = os.MkdirAll(to, 0o755)
@@ -94,7 +80,7 @@ func unpackImageFiles(t *testing.T, oci, tag string) string {
 		case tar.TypeReg:
 			var f *os.File
 			if f, err = os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
-				_, err = io.Copy(f, tr)
+				_, err = io.Copy(f, r)
 				if cerr := f.Close(); err == nil {
 					err = cerr
 				}
@@ -108,8 +94,12 @@ func unpackImageFiles(t *testing.T, oci, tag string) string {
 			err = fmt.Errorf("entry of type %q: the image's files are folders, files and links", h.Typeflag)
 		}
 		if err != nil {
-			return "layer " + top.Digest + ": " + name + ": " + err.Error()
+			return fmt.Errorf("%s: %w", name, err)
 		}
+		return nil
+	})
+	if err != nil {
+		return err.Error()
 	}
 	// Folders' modes last, the deepest first, so that a read-only folder
 	// was still writable while it was filled.

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -173,33 +174,49 @@ func executables(t *testing.T, dir string, layers []ociDescriptor) (elfs map[str
 	t.Helper()
 	elfs = map[string]elf.Machine{}
 	for _, l := range layers {
-		zr, err := gzip.NewReader(bytes.NewReader(blob(t, dir, l.Digest)))
-		if err != nil {
-			t.Fatalf("layer %s: %v", l.Digest, err)
-		}
-		tr := tar.NewReader(zr)
-		for {
-			h, err := tr.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatalf("layer %s: %v", l.Digest, err)
-			}
+		err := eachLayerEntry(t, dir, l.Digest, func(h *tar.Header, r io.Reader) error {
 			if h.Typeflag != tar.TypeReg || h.Mode&0o111 == 0 {
-				continue
+				return nil
 			}
 			head := make([]byte, 64)
-			n, _ := io.ReadFull(tr, head)
+			n, _ := io.ReadFull(r, head)
 			name := "/" + strings.TrimPrefix(h.Name, "./")
 			if m, ok := elfMachine(head[:n]); ok {
 				elfs[name] = m
 			} else if !bytes.HasPrefix(head[:n], []byte("#!")) {
 				other = append(other, name)
 			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 	return elfs, other
+}
+
+// eachLayerEntry calls fn with each entry of the gzip tar layer digest of
+// the OCI layout dir, its content readable from r, and stops at the first
+// error, which it returns naming the layer.
+func eachLayerEntry(t *testing.T, dir, digest string, fn func(h *tar.Header, r io.Reader) error) error {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(blob(t, dir, digest)))
+	if err != nil {
+		return fmt.Errorf("layer %s: %w", digest, err)
+	}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err == nil {
+			err = fn(h, tr)
+		}
+		if err != nil {
+			return fmt.Errorf("layer %s: %w", digest, err)
+		}
+	}
 }
 
 // Every executable ELF file of each architecture's image, of both variants,
