@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -19,19 +17,15 @@ import (
 // (deploy/monitoring/alerts.yaml) and dashboard (dashboard.json) query.
 func kitMetricNames(t *testing.T) []string {
 	t.Helper()
-	root, err := testcluster.RepoRoot()
-	must(t, err)
 	name := regexp.MustCompile(`\b(?:hook_operator|process|go)_[a-z_]+\b`)
 	var names []string
-	alerts, err := os.ReadFile(filepath.Join(root, "deploy", "monitoring", "alerts.yaml"))
-	must(t, err)
+	alerts := monitoringFile(t, "alerts.yaml")
 	for _, line := range strings.Split(string(alerts), "\n") {
 		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
 			names = append(names, name.FindAllString(line, -1)...)
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(root, "deploy", "monitoring", "dashboard.json"))
-	must(t, err)
+	data := monitoringFile(t, "dashboard.json")
 	var dash struct {
 		Panels []struct {
 			Targets []struct{ Expr string } `json:"targets"`

@@ -236,14 +236,22 @@ func prometheusToken(t *testing.T, c *testcluster.Cluster, ns string) string {
 	return tr.Status.Token
 }
 
+// monitoringFile returns the content of deploy/monitoring/name, the kit
+// the tests hold to what it ships.
+func monitoringFile(t *testing.T, name string) []byte {
+	t.Helper()
+	root, err := testcluster.RepoRoot()
+	must(t, err)
+	data, err := os.ReadFile(filepath.Join(root, "deploy", "monitoring", name))
+	must(t, err)
+	return data
+}
+
 // liveRules writes the shipped alerts (deploy/monitoring/alerts.yaml) into
 // dir with each `for:` set to liveFor, and returns the file's path.
 func liveRules(t *testing.T, dir string) string {
 	t.Helper()
-	root, err := testcluster.RepoRoot()
-	must(t, err)
-	data, err := os.ReadFile(filepath.Join(root, "deploy", "monitoring", "alerts.yaml"))
-	must(t, err)
+	data := monitoringFile(t, "alerts.yaml")
 	var file struct {
 		Groups []struct {
 			Name  string           `json:"name"`
@@ -285,10 +293,7 @@ type liveTarget struct{ addr, namespace, pod string }
 // cannot differ silently from what users get.
 func serviceMonitorScrapeConfig(t *testing.T, tokenFile string, targets ...liveTarget) map[string]any {
 	t.Helper()
-	root, err := testcluster.RepoRoot()
-	must(t, err)
-	data, err := os.ReadFile(filepath.Join(root, "deploy", "monitoring", "servicemonitor-secure.yaml"))
-	must(t, err)
+	data := monitoringFile(t, "servicemonitor-secure.yaml")
 	var sm struct {
 		Spec struct {
 			Endpoints []map[string]any `json:"endpoints"`
@@ -339,10 +344,7 @@ func serviceMonitorScrapeConfig(t *testing.T, tokenFile string, targets ...liveT
 // $__rate_interval by liveRateInterval.
 func dashboardQueries(t *testing.T, ns string) []string {
 	t.Helper()
-	root, err := testcluster.RepoRoot()
-	must(t, err)
-	data, err := os.ReadFile(filepath.Join(root, "deploy", "monitoring", "dashboard.json"))
-	must(t, err)
+	data := monitoringFile(t, "dashboard.json")
 	var dash struct {
 		Panels []struct {
 			Targets []struct{ Expr string } `json:"targets"`
