@@ -73,10 +73,12 @@ func cosignSubject(t *testing.T, cosign, repository string) cosignRelease {
 // registry; and the chart's signature. It refuses an image whose layer was
 // changed, a changed statement, and a changed chart. The other way round,
 // what cosign signs and attests in that format verifies with ociimage.
+// Only make release-check runs it (cosign is a 20-minute build on 2 cores);
+// make test leaves it out by name, and without cosign it fails.
 func TestCosignVerifies(t *testing.T) {
 	cosign := os.Getenv("HOOK_OPERATOR_COSIGN")
 	if cosign == "" {
-		t.Skip("HOOK_OPERATOR_COSIGN is not set: make release-check runs this with the pinned cosign (hack/tools/cosign.sh)")
+		t.Fatal("HOOK_OPERATOR_COSIGN is not set: run this with make release-check, which builds the pinned cosign (hack/tools/cosign.sh); make test leaves it out (-skip '^TestCosign')")
 	}
 	reg := newTamperingRegistry(t)
 	repo := strings.TrimPrefix(reg.URL, "http://") + "/hook-operator"
