@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hook-operator/hook-operator/internal/gobuild"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
@@ -131,8 +132,7 @@ func buildOurs(t *testing.T) string {
 	root, err := testcluster.RepoRoot()
 	must(t, err)
 	bin := filepath.Join(t.TempDir(), "hook-operator")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/hook-operator")
-	cmd.Dir = root
+	cmd := gobuild.Command(root, "-o", bin, "./cmd/hook-operator")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/hook-operator/hook-operator/internal/gobuild"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
@@ -27,7 +28,7 @@ func buildBinary(t *testing.T) string {
 	t.Helper()
 	built.once.Do(func() {
 		bin := filepath.Join(binDir, "hook-operator")
-		out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+		out, err := gobuild.Command("", "-o", bin, ".").CombinedOutput()
 		if err != nil {
 			built.err = fmt.Errorf("go build: %v\n%s", err, out)
 			return

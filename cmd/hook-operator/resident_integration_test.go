@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hook-operator/hook-operator/internal/gobuild"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
@@ -30,7 +30,7 @@ func TestIntegrationResidentHook(t *testing.T) {
 	bin := buildBinary(t)
 	hooks, marks := t.TempDir(), t.TempDir()
 	hookPath := filepath.Join(hooks, "resident")
-	if out, err := exec.Command("go", "build", "-o", hookPath, "./testdata/residenthook").CombinedOutput(); err != nil {
+	if out, err := gobuild.Command("", "-o", hookPath, "./testdata/residenthook").CombinedOutput(); err != nil {
 		t.Fatalf("building the resident hook: %v\n%s", err, out)
 	}
 	o := startObservedEnv(t, bin, c.Kubeconfig, hooks, []string{"RESIDENT_NS=" + ns, "RESIDENT_MARKS=" + marks})

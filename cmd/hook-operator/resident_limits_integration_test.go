@@ -3,7 +3,6 @@ package main_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hook-operator/hook-operator/internal/gobuild"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
@@ -26,7 +26,7 @@ func TestIntegrationResidentRecycles(t *testing.T) {
 	hooks, marks := t.TempDir(), t.TempDir()
 	settings := filepath.Join(t.TempDir(), "settings")
 	must(t, os.WriteFile(settings, []byte(`,"residentMaxRuns":3`), 0o644))
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(hooks, "resident"), "./testdata/residenthook").CombinedOutput(); err != nil {
+	if out, err := gobuild.Command("", "-o", filepath.Join(hooks, "resident"), "./testdata/residenthook").CombinedOutput(); err != nil {
 		t.Fatalf("building the resident hook: %v\n%s", err, out)
 	}
 	o := startObservedEnv(t, bin, c.Kubeconfig, hooks, []string{"RESIDENT_NS=" + ns, "RESIDENT_MARKS=" + marks, "RESIDENT_SETTINGS=" + settings})

@@ -3,13 +3,13 @@ package run
 import (
 	"context"
 	"encoding/json"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/hook-operator/hook-operator/internal/gobuild"
 	"github.com/hook-operator/hook-operator/internal/hook"
 )
 
@@ -18,7 +18,7 @@ import (
 func TestGoHook(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "gohook")
-	build := exec.Command("go", "build", "-o", bin, "./testdata/gohook")
+	build := gobuild.Command("", "-o", bin, "./testdata/gohook")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the Go hook: %v\n%s", err, out)
 	}

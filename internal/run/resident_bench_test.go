@@ -6,12 +6,12 @@ import (
 	"context"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/hook-operator/hook-operator/internal/gobuild"
 	"github.com/hook-operator/hook-operator/internal/hook"
 )
 
@@ -22,7 +22,7 @@ import (
 func BenchmarkResidentGoHook(b *testing.B) {
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "resident")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/hook-operator/testdata/residenthook").CombinedOutput(); err != nil {
+	if out, err := gobuild.Command("", "-o", bin, "../../cmd/hook-operator/testdata/residenthook").CombinedOutput(); err != nil {
 		b.Fatalf("building the hook: %v\n%s", err, out)
 	}
 	for _, resident := range []bool{false, true} {

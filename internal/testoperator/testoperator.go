@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/hook-operator/hook-operator/internal/gobuild"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
@@ -71,8 +72,7 @@ func Build(pkg, name string) (string, error) {
 		return "", err
 	}
 	_ = tmp.Close()
-	cmd := exec.Command("go", "build", "-o", tmp.Name(), pkg)
-	cmd.Dir = root
+	cmd := gobuild.Command(root, "-o", tmp.Name(), pkg)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		_ = os.Remove(tmp.Name())
 		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
@@ -135,8 +135,7 @@ func buildGoHook(root, name, dst string) error {
 	if len(sources) == 0 {
 		return nil
 	}
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dst, name, name), "./hooks/"+name)
-	cmd.Dir = root
+	cmd := gobuild.Command(root, "-o", filepath.Join(dst, name, name), "./hooks/"+name)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build ./hooks/%s: %v\n%s", name, err, out)
 	}
