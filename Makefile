@@ -31,8 +31,7 @@ build: ## build bin/hook-operator as the image does (CGO_ENABLED=0)
 # platforms are type-checked from source and vetted by hack/crosscheck:
 # building them compiled the whole dependency tree once per platform, about
 # a minute each, and darwin's vet two more, on a new 2-core machine
-# (docs/development.md); make release
-# builds linux/arm64 for real.
+# (docs/development.md); make release builds linux/arm64 for real.
 cross: ## build ./cmd/hook-operator for linux/amd64 (output discarded); type-check and vet every package, tests too, for the other CROSS_PLATFORMS
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -o /dev/null ./cmd/hook-operator
 	go -C hack/crosscheck run . -dir ../.. $(filter-out linux/amd64,$(CROSS_PLATFORMS))
