@@ -9,7 +9,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,11 +76,12 @@ type Run struct {
 	Env      map[string]string
 }
 
-// File returns the content of the run's file named by variable key.
+// File returns the content of the run's file named by variable key; a
+// missing file reads as empty, as the runtime reads it.
 func (r Run) File(t testing.TB, key string) string {
 	t.Helper()
 	data, err := os.ReadFile(r.Env[key])
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) { // missing: empty, as the runtime reads it
 		t.Fatal(err)
 	}
 	return string(data)
@@ -117,18 +120,16 @@ func (p *Process) Run(t testing.TB, id, contexts string) Run {
 	return Run{ExitCode: *r.ExitCode, Env: env}
 }
 
-// Files prepares a run's files as the runtime does, in a folder of their
-// own: the binding contexts and the empty output files. It returns the
-// run's variables.
+// Files prepares a run's files as the runtime does for a resident run, in
+// a folder of their own: the binding contexts, and paths for the output
+// files with nothing there (the hook makes those it writes). It returns
+// the run's variables.
 func Files(t testing.TB, contexts string) map[string]string {
 	t.Helper()
 	dir := t.TempDir()
 	env := map[string]string{}
 	for _, k := range EnvKeys {
 		env[k] = filepath.Join(dir, strings.ToLower(k))
-		if err := os.WriteFile(env[k], nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
 	}
 	if err := os.WriteFile(env["BINDING_CONTEXT_PATH"], []byte(contexts), 0o600); err != nil {
 		t.Fatal(err)

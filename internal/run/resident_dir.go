@@ -15,15 +15,21 @@ import (
 // residentDir is the dir where a resident process's runs have their files,
 // one run after another: made at its first run, removed when it stops (or
 // replaced when something else took its path). Every run has new paths in
-// it: each file's name ends in a random part new each run, the last run's
-// file renamed to it. A file is the last run's only when nothing else can
-// reach it: no other open file refers to it (soleOpener), it has no other
-// name, and, for an output file, the last run left it empty and 0600;
-// otherwise it is removed and a new one made. So whatever writes to a
-// run's file after its reply, by its path or name or through a file kept
-// open, writes where no later run reads, and a dir and five files are not
-// made and removed per run (on ext4, under load, that cost more than the
-// rest of a run: docs/decisions.md).
+// it: each file's name ends in a random part new each run.
+//
+// The binding contexts are the last run's file renamed to the run's name,
+// and written over, when nothing else can reach it: no other open file
+// refers to it (soleOpener) and it has no other name; otherwise it is
+// removed and a new one made. The output files are not made: the hook
+// makes the ones it writes to (a missing one reads as empty, as it always
+// did), and the next run removes the last run's. So an output file is
+// never any later run's, and whatever writes to a run's file after its
+// reply, by its path or name or through a file kept open or a second name
+// given to it, writes where no later run reads; and, per run, the operator
+// makes no file but the contexts' (on ext4 under load, making and removing
+// a dir and five files cost more than the rest of a run, and renaming and
+// checking the four empty outputs was a quarter of the operator's CPU in a
+// burst: docs/decisions.md).
 type residentDir struct {
 	path string
 	fd   int // the dir, open: the run's files are made and renamed in it
@@ -97,7 +103,13 @@ func (d *residentDir) prepare(token string, contexts func(io.Writer) error) (*ru
 	}
 	for i := range runFiles {
 		name := fileName(i, token)
-		if err := d.prepareFile(i, name, contexts); err != nil {
+		var err error
+		if i == 0 {
+			err = d.prepareContexts(name, contexts)
+		} else if old := d.names[i]; old != "" {
+			err = d.removeFile(old) // the last run's output: no later run's
+		}
+		if err != nil {
 			return nil, fmt.Errorf("preparing the run's files: %w", err)
 		}
 		d.names[i] = name
@@ -110,13 +122,13 @@ func (d *residentDir) prepare(token string, contexts func(io.Writer) error) (*ru
 // errDirReplaced: something took the path of a resident process's dir.
 var errDirReplaced = errors.New("the resident process's temp dir was moved or replaced")
 
-// prepareFile gives run file i the name name: the last run's file,
-// renamed first (its old path then leads nowhere) and checked after, when
-// it may be kept, else a new one; the contexts file is written.
-func (d *residentDir) prepareFile(i int, name string, contexts func(io.Writer) error) error {
-	if old := d.names[i]; old != "" {
+// prepareContexts gives the run's binding contexts the name name: the last
+// run's file, renamed first (its old path then leads nowhere) and checked
+// after, when it may be kept, else a new one.
+func (d *residentDir) prepareContexts(name string, contexts func(io.Writer) error) error {
+	if old := d.names[0]; old != "" {
 		if unix.Renameat(d.fd, old, d.fd, name) == nil {
-			if d.keep(i, name, contexts) {
+			if d.keep(name, contexts) {
 				return nil
 			}
 			if err := d.removeFile(name); err != nil {
@@ -130,38 +142,28 @@ func (d *residentDir) prepareFile(i int, name string, contexts func(io.Writer) e
 	if err != nil {
 		return err
 	}
-	if i == 0 {
-		err = contexts(fdWriter(fd))
-	}
-	return errors.Join(err, unix.Close(fd))
+	return errors.Join(contexts(fdWriter(fd)), unix.Close(fd))
 }
 
-// keep reports whether the file now named name may serve as run file i,
-// and, for the contexts, writes them over it. Opened without following a
+// keep reports whether the file now named name may serve as the run's
+// binding contexts, and writes them over it. Opened without following a
 // link and without blocking (a FIFO put in its place), it must be a
 // regular 0600 file with no other name, that no other process has open
-// (soleOpener); an output file must be empty: one written to is made anew,
-// as ext4 flushes a file truncated to zero.
-func (d *residentDir) keep(i int, name string, contexts func(io.Writer) error) bool {
-	mode := unix.O_RDONLY
-	if i == 0 {
-		mode = unix.O_WRONLY
-	}
-	fd, err := unix.Openat(d.fd, name, mode|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+// (soleOpener).
+func (d *residentDir) keep(name string, contexts func(io.Writer) error) bool {
+	fd, err := unix.Openat(d.fd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o7777 != 0o600 ||
-		st.Nlink != 1 || (i > 0 && st.Size != 0) || !soleOpener(fd) {
+		st.Nlink != 1 || !soleOpener(fd) {
 		return false
 	}
-	if i > 0 {
-		return true
-	}
 	w := &countingFD{fd: fd}
-	// Never truncated to zero: contexts are at least "[]".
+	// Never truncated to zero: contexts are at least "[]", and ext4
+	// flushes a file truncated to zero.
 	return contexts(w) == nil && (st.Size <= w.n || unix.Ftruncate(fd, w.n) == nil)
 }
 
@@ -193,20 +195,16 @@ func (d *residentDir) done() {
 // while it is idle (done).
 const filesLinger = time.Second
 
-// forget removes the contexts and the output files that are not empty,
-// unless a run uses them; the next run makes new ones.
+// forget removes the contexts and the output files the last run wrote,
+// unless a run uses them; the next run makes new contexts.
 func (d *residentDir) forget() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.inRun || d.gone {
 		return
 	}
-	var st unix.Stat_t
 	for i, name := range d.names {
-		if name == "" || i > 0 && unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Size == 0 {
-			continue
-		}
-		if d.removeFile(name) == nil {
+		if name != "" && d.removeFile(name) == nil {
 			d.names[i] = ""
 		}
 	}

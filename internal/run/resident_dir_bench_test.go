@@ -8,8 +8,8 @@ import (
 )
 
 // BenchmarkResidentDir measures what giving a resident run its files costs
-// (residentDir.prepare): the last run's files renamed to the run's names
-// and checked, the contexts written over. Compare BenchmarkRunDir.
+// (residentDir.prepare): the last run's contexts renamed to the run's name
+// and checked, and written over; its outputs removed. Compare BenchmarkRunDir.
 func BenchmarkResidentDir(b *testing.B) {
 	ctx := Request{Contexts: []byte(`[{"binding":"b","type":"Event"}]`)}.contextsWriter()
 	d, err := newResidentDir(b.TempDir())

@@ -3,6 +3,7 @@
 package run
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,10 +12,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A resident run's files have new paths every run; a file is the last
-// run's only when nothing but the operator can reach it (not open
-// elsewhere, no second name, an output left empty): those are new. Where
-// the file system grants no leases, every file is new.
+// A resident run's files have new paths every run. The contexts are the
+// last run's file only when nothing but the operator can reach it (not
+// open elsewhere, no second name); where the file system grants no
+// leases, they are new. The output files are not made: what the hook
+// writes is its own, and the next run removes the last run's, so a file
+// kept open, a second name or a late write by path reaches no later run.
 func TestResidentDirKeepsOnlyFilesNothingElseReaches(t *testing.T) {
 	d, err := newResidentDir(t.TempDir())
 	if err != nil {
@@ -25,7 +28,13 @@ func TestResidentDirKeepsOnlyFilesNothingElseReaches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := os.OpenFile(first.metrics, os.O_WRONLY|os.O_APPEND, 0)
+	for _, p := range []string{first.patch, first.metrics, first.validating, first.conversion} {
+		if exists(p) {
+			t.Errorf("the first run's output %s exists before the hook wrote it", p)
+		}
+	}
+	// The hook writes its outputs, keeps one open, gives one a second name.
+	held, err := os.OpenFile(first.metrics, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,20 +42,18 @@ func TestResidentDirKeepsOnlyFilesNothingElseReaches(t *testing.T) {
 	if err := os.WriteFile(first.patch, []byte("written"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(first.validating, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	linkDir := t.TempDir()
 	if err := os.Link(first.validating, filepath.Join(linkDir, "second-name")); err != nil {
 		t.Fatal(err)
 	}
-	// A mark on each of the first run's files tells a file kept from a
-	// new one (whose inode number may be the one just freed).
+	// A mark on the first run's contexts tells the file kept from a new
+	// one (whose inode number may be the one just freed).
 	const mark = "user.hook-operator-test"
-	files := func(d *runDir) map[string]string {
-		return map[string]string{"contexts": d.contexts, "patch": d.patch, "metrics": d.metrics, "validating": d.validating, "conversion": d.conversion}
-	}
-	for _, p := range files(first) {
-		if err := unix.Setxattr(p, mark, []byte("first"), 0); err != nil {
-			t.Fatalf("marking %s: %v", p, err)
-		}
+	if err := unix.Setxattr(first.contexts, mark, []byte("first"), 0); err != nil {
+		t.Fatalf("marking %s: %v", first.contexts, err)
 	}
 
 	second, err := d.prepare("2", Request{Contexts: []byte(`["2nd"]`)}.contextsWriter())
@@ -61,36 +68,41 @@ func TestResidentDirKeepsOnlyFilesNothingElseReaches(t *testing.T) {
 	if b, err := os.ReadFile(second.contexts); err != nil || string(b) != `["2nd"]` {
 		t.Errorf("the second run's contexts: %q, %v; want [\"2nd\"]", b, err)
 	}
-	for _, p := range []string{second.patch, second.metrics, second.validating, second.conversion} {
-		if st, err := os.Lstat(p); err != nil || st.Size() != 0 || st.Mode() != 0o600 {
-			t.Errorf("the second run's %s: %v, %v; want an empty 0600 file", p, st, err)
-		}
-	}
+	// Late writes: through the open file, the second name, and by the
+	// first run's paths.
 	if _, err := held.WriteString("late"); err != nil {
 		t.Fatal(err)
-	}
-	if st, err := os.Stat(second.metrics); err != nil || st.Size() != 0 {
-		t.Errorf("a write through the first run's metrics file, kept open, reached the second run's")
 	}
 	if err := os.WriteFile(filepath.Join(linkDir, "second-name"), []byte("late"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := os.Stat(second.validating); err != nil || st.Size() != 0 {
-		t.Errorf("a write through a second name of the first run's validating file reached the second run's")
+	if err := os.WriteFile(first.conversion, []byte("late"), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	kept := map[string]bool{}
-	for name, p := range files(second) {
-		_, err := unix.Getxattr(p, mark, make([]byte, 16))
-		kept[name] = err == nil
-	}
-	for _, name := range []string{"patch", "metrics", "validating"} {
-		if kept[name] {
-			t.Errorf("the %s file is the first run's, which was written to, open or linked", name)
+	for _, p := range []string{second.patch, second.metrics, second.validating, second.conversion} {
+		if exists(p) {
+			t.Errorf("the second run's output %s exists before the hook wrote it: a late write reached it", p)
 		}
 	}
-	if leases := leasesWork(t); kept["contexts"] != leases || kept["conversion"] != leases {
-		t.Errorf("the files nothing reached are the first run's: contexts %v, conversion %v; leases on this file system: %v (want the same)",
-			kept["contexts"], kept["conversion"], leases)
+	_, err = unix.Getxattr(second.contexts, mark, make([]byte, 16))
+	if kept := err == nil; kept != leasesWork(t) {
+		t.Errorf("the second run's contexts are the first run's file: %v; leases on this file system: %v (want the same)", kept, !kept)
+	}
+	// The contexts file open elsewhere is not kept.
+	other, err := os.Open(second.contexts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	third, err := d.prepare("3", Request{Contexts: []byte(`["3rd"]`)}.contextsWriter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := io.ReadAll(other); err != nil || string(b) != `["2nd"]` {
+		t.Errorf("the second run's contexts, held open: %q, %v; the third run's were written over them", b, err)
+	}
+	if b, err := os.ReadFile(third.contexts); err != nil || string(b) != `["3rd"]` {
+		t.Errorf("the third run's contexts: %q, %v", b, err)
 	}
 }
 
@@ -155,7 +167,7 @@ func TestResidentDirForgetsTheLastRunsFilesWhenIdle(t *testing.T) {
 	for deadline := time.Now().Add(30 * time.Second); exists(run.contexts) && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 	}
-	for p, want := range map[string]bool{run.contexts: false, run.patch: false, run.metrics: true, run.validating: true, run.conversion: true} {
+	for p, want := range map[string]bool{run.contexts: false, run.patch: false, run.metrics: false, run.validating: false, run.conversion: false} {
 		if got := exists(p); got != want {
 			t.Errorf("with the process idle, %s exists: %v, want %v", p, got, want)
 		}

@@ -218,7 +218,7 @@ func TestResidentLateWritesDuringTheNextRun(t *testing.T) {
   case $what in
     *by-path*) late 'echo "$delete" >> "$patch"' ;;
     *by-name*) late 'echo "$delete" >> "${patch##*/}"; echo "$delete" >> kubernetes-patch' ;;
-    *by-link*) ln "$patch" linked; late 'echo "$delete" >> "$hd/linked"' ;;
+    *by-link*) : >> "$patch"; ln "$patch" linked; late 'echo "$delete" >> "$hd/linked"' ;;
     *by-fd*) exec 7>>"$patch"; late 'echo "$delete" >&7'; exec 7>&- ;;
     *next*) touch go; while [ ! -e late-done ]; do sleep 0.02; done; rm -f go late-done linked ;;
   esac
