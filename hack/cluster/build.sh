@@ -79,10 +79,11 @@ log "building kwok and kwokctl ${KWOK_VERSION} (default Kubernetes ${KUBE_VERSIO
 kwok_ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${KUBE_VERSION#v}"
 (cd "$here/kwok" && go build -ldflags "$kwok_ldflags" -o "$tmp/" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl)
 
-for c in kube-apiserver kube-controller-manager kube-scheduler; do
-  log "building $c ${KUBE_VERSION}"
-  (cd "$here/$kube_module" && go build -ldflags "$kube_ldflags" -o "$tmp/$c" "k8s.io/kubernetes/cmd/$c")
-done
+# One go build for the three: each links while the others' own packages
+# still compile, instead of the cores waiting on one link at a time.
+log "building kube-apiserver, kube-controller-manager and kube-scheduler ${KUBE_VERSION}"
+(cd "$here/$kube_module" && go build -ldflags "$kube_ldflags" -o "$tmp/" \
+  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler)
 
 # The whole output is read before it is matched: under pipefail,
 # `... | grep -q` fails when grep exits before the writer is done.
