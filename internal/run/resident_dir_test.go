@@ -20,15 +20,8 @@ import (
 // writes is its own, and the next run removes the last run's, so a file
 // kept open, a second name or a late write by path reaches no later run.
 func TestResidentDirKeepsOnlyFilesNothingElseReaches(t *testing.T) {
-	d, err := newResidentDir(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.remove()
-	first, err := d.prepare("1", Request{Contexts: []byte(`["first run's contexts"]`)}.contextsWriter())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := testResidentDir(t)
+	first := mustPrepare(t, d, "1", `["first run's contexts"]`)
 	for _, p := range []string{first.patch, first.metrics, first.validating, first.conversion} {
 		if exists(p) {
 			t.Errorf("the first run's output %s exists before the hook wrote it", p)
@@ -57,10 +50,7 @@ func TestResidentDirKeepsOnlyFilesNothingElseReaches(t *testing.T) {
 		t.Fatalf("marking %s: %v", first.contexts, err)
 	}
 
-	second, err := d.prepare("2", Request{Contexts: []byte(`["2nd"]`)}.contextsWriter())
-	if err != nil {
-		t.Fatal(err)
-	}
+	second := mustPrepare(t, d, "2", `["2nd"]`)
 	for _, p := range []string{first.contexts, first.patch, first.metrics, first.validating, first.conversion} {
 		if _, err := os.Lstat(p); !os.IsNotExist(err) {
 			t.Errorf("the first run's path %s still leads somewhere (%v)", p, err)
@@ -95,10 +85,7 @@ func TestResidentDirKeepsOnlyFilesNothingElseReaches(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	third, err := d.prepare("3", Request{Contexts: []byte(`["3rd"]`)}.contextsWriter())
-	if err != nil {
-		t.Fatal(err)
-	}
+	third := mustPrepare(t, d, "3", `["3rd"]`)
 	if b, err := io.ReadAll(other); err != nil || string(b) != `["2nd"]` {
 		t.Errorf("the second run's contexts, held open: %q, %v; the third run's were written over them", b, err)
 	}
@@ -151,16 +138,9 @@ func TestSoleOpener(t *testing.T) {
 // Once a resident process is idle, its last run's contexts and what that
 // run wrote are removed (filesLinger); a run in flight keeps its files.
 func TestResidentDirForgetsTheLastRunsFilesWhenIdle(t *testing.T) {
-	d, err := newResidentDir(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.remove()
-	ctx := Request{Contexts: []byte(`["a Secret's data"]`)}.contextsWriter()
-	run, err := d.prepare("1", ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := testResidentDir(t)
+	const ctx = `["a Secret's data"]`
+	run := mustPrepare(t, d, "1", ctx)
 	if err := os.WriteFile(run.patch, []byte("written"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -178,15 +158,9 @@ func TestResidentDirForgetsTheLastRunsFilesWhenIdle(t *testing.T) {
 		}
 	}
 
-	next, err := d.prepare("2", ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	next := mustPrepare(t, d, "2", ctx)
 	d.done()
-	inFlight, err := d.prepare("3", ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	inFlight := mustPrepare(t, d, "3", ctx)
 	time.Sleep(filesLinger + 500*time.Millisecond) // the timer of run 2 has had its time
 	if !exists(inFlight.contexts) {
 		t.Errorf("the contexts of a run in flight were removed (run 2's were %s)", next.contexts)
@@ -196,4 +170,27 @@ func TestResidentDirForgetsTheLastRunsFilesWhenIdle(t *testing.T) {
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
+}
+
+// testResidentDir returns a resident dir in a temp dir of t's, removed when
+// t ends.
+func testResidentDir(t *testing.T) *residentDir {
+	t.Helper()
+	d, err := newResidentDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.remove() })
+	return d
+}
+
+// mustPrepare prepares the files of the run whose token is token, with
+// contexts as its binding contexts.
+func mustPrepare(t *testing.T, d *residentDir, token, contexts string) *runDir {
+	t.Helper()
+	run, err := d.prepare(token, Request{Contexts: []byte(contexts)}.contextsWriter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
 }
