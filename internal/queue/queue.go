@@ -133,10 +133,11 @@ const DefaultBatchFill = 32
 
 // DefaultResidentBatchFill is the operator's ResidentBatchFill (--batch-fill
 // auto): a resident run costs the operator no process start, so its runs
-// may carry fewer events. Measured on 2 cores, a burst's wait for a
-// resident Go hook fell from 21 to 4 ms at 8 for no more operator CPU per
-// event, while 4 took it to 1 ms for about a tenth more (docs/decisions.md).
-const DefaultResidentBatchFill = 8
+// may carry fewer events. Measured on 2 cores (a burst of 3,000 ConfigMaps,
+// resident Go hook), 16 halved the wait of 32 (10.5 against 21 ms) for the
+// same operator CPU per event; 8 cut it to 3 ms for a fifth more, as each
+// resident run still costs the operator about 0.3 ms (docs/decisions.md).
+const DefaultResidentBatchFill = 16
 
 // fill returns the BatchFill that applies to h's runs.
 func (o Options) fill(h *hook.Hook) int {

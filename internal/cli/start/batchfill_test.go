@@ -7,7 +7,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/queue"
 )
 
-// --batch-fill takes auto (the default: 32 for one-shot hooks, 8 for
+// --batch-fill takes auto (the default: 32 for one-shot hooks, 16 for
 // resident ones) or a count from 0 for every hook, and says what to write
 // otherwise; the queue set gets the two fills.
 func TestBatchFillFlag(t *testing.T) {
@@ -23,7 +23,7 @@ func TestBatchFillFlag(t *testing.T) {
 	}
 	for _, in := range []string{"-1", "many", "Auto", "8.5"} {
 		var b BatchFill
-		if err := b.Set(in); err == nil || !strings.Contains(err.Error(), "use auto (32 events for a one-shot hook, 8 for a resident one), or a count from 0") {
+		if err := b.Set(in); err == nil || !strings.Contains(err.Error(), "use auto (32 events for a one-shot hook, 16 for a resident one), or a count from 0") {
 			t.Errorf("Set(%q) = %v; want an error saying what to write", in, err)
 		}
 	}
