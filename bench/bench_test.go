@@ -192,6 +192,15 @@ func TestParseFlags(t *testing.T) {
 	if c, err := parseFlags([]string{"--scale-namespace", "kept"}); err != nil || c.ScaleNamespace != "kept" || c.Full() {
 		t.Errorf("--scale-namespace kept: %+v, %v; want it set, and not a full run", c, err)
 	}
+	if c, err := parseFlags([]string{"--burst-rate", "400"}); err != nil || c.BurstRate != 400 || c.Full() || standardBurst(c) {
+		t.Errorf("--burst-rate 400: %+v, %v; want it set, not a full run, and no burst targets (they are for creates as fast as they go)", c, err)
+	}
+	if c, err := parseFlags(nil); err != nil || c.BurstRate != 0 || !standardBurst(c) {
+		t.Errorf("defaults: burst rate %d, burst targets apply %v; want 0 (as fast as the API server takes them) and true", c.BurstRate, standardBurst(c))
+	}
+	if _, err := parseFlags([]string{"--burst-rate", "-1"}); err == nil || !strings.Contains(err.Error(), "--burst-rate=-1: use 0") {
+		t.Errorf("--burst-rate -1: %v; want an error saying what to use", err)
+	}
 	sizes, err := parseSizes("100000, 1000,1000")
 	if err != nil || !slices.Equal(sizes, []int{1000, 100000}) {
 		t.Errorf("parseSizes = %v, %v; want sorted, without duplicates", sizes, err)

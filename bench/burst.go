@@ -44,7 +44,7 @@ func measureBurst(ctx context.Context, b *bench, s subject, ns string, n int, r 
 	wait := prof.cpu(ctx, op, 2*time.Second+time.Duration(n)*2500*time.Microsecond)
 	defer wait()
 	begin := time.Now()
-	returned, err := b.cluster.Create(ctx, ns, objects, b.cfg.BurstWorkers)
+	returned, err := b.cluster.Create(ctx, ns, objects, b.cfg.BurstWorkers, b.cfg.BurstRate)
 	if err != nil {
 		return op, err
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -223,9 +224,13 @@ func (c *cluster) CreateOne(ctx context.Context, ns, name string) (time.Time, er
 }
 
 // Create creates the named ConfigMaps in ns with workers goroutines, as
-// fast as the API server takes them, and returns when each create call
-// returned (in the order of names).
-func (c *cluster) Create(ctx context.Context, ns string, names []string, workers int) ([]time.Time, error) {
+// fast as the API server takes them, or perSecond a second when above
+// zero, and returns when each create call returned (in the order of names).
+func (c *cluster) Create(ctx context.Context, ns string, names []string, workers, perSecond int) ([]time.Time, error) {
+	var pace *rate.Limiter
+	if perSecond > 0 {
+		pace = rate.NewLimiter(rate.Limit(perSecond), 1)
+	}
 	returned := make([]time.Time, len(names))
 	next := make(chan int)
 	errs := make(chan error, workers)
@@ -245,6 +250,11 @@ func (c *cluster) Create(ctx context.Context, ns string, names []string, workers
 	var err error
 feed:
 	for i := range names {
+		if pace != nil {
+			if err = pace.Wait(ctx); err != nil {
+				break feed
+			}
+		}
 		select {
 		case next <- i:
 		case err = <-errs:
@@ -266,7 +276,7 @@ func (c *cluster) Fill(ctx context.Context, ns, prefix string, from, to int) err
 	start := time.Now()
 	for i := from; i < to; i += chunk {
 		n := min(chunk, to-i)
-		if _, err := c.Create(ctx, ns, names(prefix, i, n), 16); err != nil {
+		if _, err := c.Create(ctx, ns, names(prefix, i, n), 16, 0); err != nil {
 			return err
 		}
 		if to-from > chunk {

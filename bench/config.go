@@ -56,6 +56,9 @@ type Config struct {
 	BurstObjects int `json:"burst_objects"`
 	// BurstWorkers is how many goroutines create them.
 	BurstWorkers int `json:"burst_workers"`
+	// BurstRate, when above zero, paces the burst's creates at that many
+	// a second; zero creates them as fast as the API server takes them.
+	BurstRate int `json:"burst_rate,omitempty"`
 	// TrickleRate objects per second are created for TrickleFor.
 	TrickleRate int           `json:"trickle_rate"`
 	TrickleFor  time.Duration `json:"trickle_for_ns"`
@@ -135,6 +138,7 @@ func parseFlags(args []string) (*Config, error) {
 	scaleNS := fs.String("scale-namespace", "", "keep the scale scenario's ConfigMaps in this namespace for later runs (made if missing, never deleted)")
 	syncObjects := fs.Int("sync-objects", 12000, "ConfigMaps the sync scenario watches")
 	burstObjects := fs.Int("burst-objects", 3000, "ConfigMaps the burst scenario creates")
+	burstRate := fs.Int("burst-rate", 0, "creates per second of the burst scenario (0: as fast as the API server takes them); builds compared at one rate see the same arrivals")
 	failoverObjects := fs.Int("failover-objects", 1000, "ConfigMaps the failover scenario's operators watch")
 	handovers := fs.Int("failover-handovers", 5, "handovers the failover scenario times after SIGTERM, and as many after SIGKILL; medians are reported")
 	parallelObjects := fs.Int("parallel-objects", 2000, "ConfigMaps the parallel scenario creates for its sleeping hook (a quarter of them for its spinning one)")
@@ -159,6 +163,7 @@ func parseFlags(args []string) (*Config, error) {
 		SyncObjects:       *syncObjects,
 		BurstObjects:      *burstObjects,
 		BurstWorkers:      8,
+		BurstRate:         *burstRate,
 		AdmissionRequests: 1000,
 		FailoverObjects:   *failoverObjects,
 		FailoverHandovers: *handovers,
@@ -210,6 +215,9 @@ func parseFlags(args []string) (*Config, error) {
 	}
 	if c.Repeat < 1 || c.SyncObjects < 1 || c.BurstObjects < 1 || c.FailoverObjects < 1 || c.FailoverHandovers < 1 || c.ParallelObjects < 1 {
 		return nil, fmt.Errorf("--repeat, --sync-objects, --burst-objects, --failover-objects, --failover-handovers and --parallel-objects must be at least 1")
+	}
+	if c.BurstRate < 0 {
+		return nil, fmt.Errorf("--burst-rate=%d: use 0 (as fast as the API server takes them) or a rate of creates per second", c.BurstRate)
 	}
 	return c, nil
 }

@@ -187,7 +187,7 @@ func measureParallel(ctx context.Context, b *bench, s subject, hooksDir, ns stri
 	}
 	objects := names("p-", 0, n)
 	begin := time.Now()
-	if _, err := b.cluster.Create(ctx, ns, objects, b.cfg.BurstWorkers); err != nil {
+	if _, err := b.cluster.Create(ctx, ns, objects, b.cfg.BurstWorkers, 0); err != nil {
 		return op, err
 	}
 	// 50 ms per object one at a time, and the cost of the runs.

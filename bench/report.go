@@ -176,8 +176,11 @@ type target struct {
 	applies func(*Config) bool
 }
 
-func standardSync(c *Config) bool  { return c.SyncObjects == 12000 }
-func standardBurst(c *Config) bool { return c.BurstObjects == 3000 }
+func standardSync(c *Config) bool { return c.SyncObjects == 12000 }
+
+// standardBurst: the targets are for 3,000 creates as fast as the API
+// server takes them, not for a paced burst.
+func standardBurst(c *Config) bool { return c.BurstObjects == 3000 && c.BurstRate == 0 }
 func standardTrickle(c *Config) bool {
 	return c.TrickleRate == 30 && c.TrickleFor == 10*time.Second
 }

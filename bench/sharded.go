@@ -102,7 +102,7 @@ func measureSharded(ctx context.Context, b *bench, s subject, hooksDir, ns strin
 	}
 	objects := names("s-", 0, n)
 	begin := time.Now()
-	if _, err := b.cluster.Create(ctx, ns, objects, b.cfg.BurstWorkers); err != nil {
+	if _, err := b.cluster.Create(ctx, ns, objects, b.cfg.BurstWorkers, 0); err != nil {
 		return ops[0], err
 	}
 	deadline := time.Now().Add(time.Minute + time.Duration(n)*100*time.Millisecond/time.Duration(replicas))
