@@ -5,7 +5,9 @@ package kube
 
 import (
 	"fmt"
+	"net"
 	"sync/atomic"
+	"time"
 
 	metainternalscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	"k8s.io/client-go/dynamic"
@@ -43,8 +45,12 @@ type Clients struct {
 	// Unversioned requests the API server's paths outside the API groups:
 	// discovery (/api, /apis) and health (/readyz).
 	Unversioned *rest.RESTClient
-	Dynamic     dynamic.Interface
-	Metadata    metadata.Interface
+	// Watches opens the watch streams (internal/watch): the same requests
+	// as Unversioned, over HTTP/1.1, a connection of its own per watch
+	// (see watchClient).
+	Watches  *rest.RESTClient
+	Dynamic  dynamic.Interface
+	Metadata metadata.Interface
 	// Resolver maps the kinds hooks name to API resources.
 	Resolver *Resolver
 
@@ -87,6 +93,9 @@ func NewClients(cfg *rest.Config) (*Clients, error) {
 	if c.Unversioned, err = unversionedClient(cfg); err != nil {
 		return nil, err
 	}
+	if c.Watches, err = watchClient(cfg); err != nil {
+		return nil, err
+	}
 	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
@@ -108,4 +117,29 @@ func unversionedClient(cfg *rest.Config) (*rest.RESTClient, error) {
 	c.AcceptContentTypes = "application/json"
 	c.NegotiatedSerializer = metainternalscheme.Codecs.WithoutConversion()
 	return rest.UnversionedRESTClientFor(c)
+}
+
+// watchKeepAlive probes an idle watch connection: a peer that answers no
+// probe for Idle plus Count intervals (30 s) ends it, as HTTP/2's pings
+// (client-go's ReadIdleTimeout and PingTimeout: 45 s) end a dead shared
+// connection. A live watch with no events is answered by the peer's
+// kernel and stays.
+var watchKeepAlive = net.KeepAliveConfig{Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3}
+
+// watchClient is unversionedClient over HTTP/1.1. Over HTTP/2 every watch
+// shares one connection, whose read loop, a goroutine of its own, takes
+// each frame, copies its data into the stream's buffer and wakes the
+// watch's reader, and whose flow control has the client write a
+// WINDOW_UPDATE for every few events read. Over HTTP/1.1 the watch's own
+// goroutine reads its connection: a handoff, a copy and the writes fewer
+// per event (measured in docs/decisions.md). The cost is a TCP connection
+// and a TLS handshake per watch (a watch the server ends after its timeout
+// hands its connection to the next one).
+func watchClient(cfg *rest.Config) (*rest.RESTClient, error) {
+	c := rest.CopyConfig(cfg)
+	c.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	if c.Dial == nil {
+		c.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAliveConfig: watchKeepAlive}).DialContext
+	}
+	return unversionedClient(c)
 }

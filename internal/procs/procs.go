@@ -5,8 +5,9 @@
 // idle moment (SteadySysmon, sysmon.go).
 //
 // An operator mostly waits. Each watch event wakes it for a fraction of a
-// millisecond, and passes from goroutine to goroutine (the HTTP/2 read
-// loop, the stream decoder, the reflector, the queue, the runner). With a
+// millisecond, and passes from goroutine to goroutine (the stream decoder,
+// the reflector, the queue, the runner; and, before the watches were
+// HTTP/1.1, the HTTP/2 read loop). With a
 // processor idle, every such handoff wakes a second thread, which spins
 // looking for work and sleeps again: on a virtual machine, where each
 // thread wake-up and sleep is a costly exit to the hypervisor, that was a

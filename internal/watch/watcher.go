@@ -72,7 +72,7 @@ func New(clients *kube.Clients, hooks []*hook.Hook, sink Sink, log logrus.FieldL
 		kindRetryMax: 15 * time.Second,
 	}
 	if clients != nil {
-		w.streams = newStreams(clients.Unversioned, log)
+		w.streams = newStreams(clients.Watches, log)
 	}
 	var all []*Binding
 	for _, h := range hooks {
