@@ -45,9 +45,9 @@ type Clients struct {
 	// Unversioned requests the API server's paths outside the API groups:
 	// discovery (/api, /apis) and health (/readyz).
 	Unversioned *rest.RESTClient
-	// Watches opens the watch streams (internal/watch): the same requests
-	// as Unversioned, over HTTP/1.1, a connection of its own per watch
-	// (see watchClient).
+	// Watches opens watch streams (internal/watch) on connections of their
+	// own: the same requests as Unversioned, over HTTP/1.1 (see
+	// watchClient). internal/watch gives at most 16 watches at once one.
 	Watches  *rest.RESTClient
 	Dynamic  dynamic.Interface
 	Metadata metadata.Interface
@@ -134,7 +134,8 @@ var watchKeepAlive = net.KeepAliveConfig{Enable: true, Idle: 15 * time.Second, I
 // goroutine reads its connection: a handoff, a copy and the writes fewer
 // per event (measured in docs/decisions.md). The cost is a TCP connection
 // and a TLS handshake per watch (a watch the server ends after its timeout
-// hands its connection to the next one).
+// hands its connection to the next one), which is why internal/watch caps
+// the watches it opens this way.
 func watchClient(cfg *rest.Config) (*rest.RESTClient, error) {
 	c := rest.CopyConfig(cfg)
 	c.TLSClientConfig.NextProtos = []string{"http/1.1"}

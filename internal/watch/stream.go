@@ -41,10 +41,25 @@ import (
 // single cost of a Synchronization and of each event. Here a json.Decoder
 // scans each event once to find its end and decodes it once.
 type streams struct {
-	client *rest.RESTClient
+	// own opens a watch on a connection of its own (kube.Clients.Watches,
+	// HTTP/1.1), while fewer than ownConnections of them are open; shared
+	// opens the rest on the connection every other request shares
+	// (kube.Clients.Unversioned, HTTP/2). Either may be nil: then the
+	// other opens every watch.
+	own, shared *rest.RESTClient
+	// owned counts the open watches on connections of their own.
+	owned atomic.Int32
 	// log receives the warnings the API server sends with a watch's answer.
 	log logrus.FieldLogger
 }
+
+// ownConnections is how many watches may have a connection of their own at
+// once. A connection of its own saves a watch the HTTP/2 read loop's work
+// for each event (docs/decisions.md), and costs a TLS connection, its
+// buffers and goroutines (some 30 KB) and a handshake: an operator whose
+// bindings fan out over hundreds of namespaces keeps all but the first 16
+// of its watches on the shared connection.
+const ownConnections = 16
 
 // Reasons a watch stream ended (watch_restarts_total).
 const (
@@ -65,14 +80,31 @@ var parameterCodec = func() runtime.ParameterCodec {
 	return runtime.NewParameterCodec(s)
 }()
 
-// newStreams returns the watch opener over c (kube.Clients.Watches),
-// or nil when there is no client (then watches go through the dynamic
-// client).
-func newStreams(c *rest.RESTClient, log logrus.FieldLogger) *streams {
-	if c == nil {
+// newStreams returns the watch opener over own (kube.Clients.Watches)
+// and shared (kube.Clients.Unversioned), or nil when there is neither
+// (then watches go through the dynamic client).
+func newStreams(own, shared *rest.RESTClient, log logrus.FieldLogger) *streams {
+	if own == nil && shared == nil {
 		return nil
 	}
-	return &streams{client: c, log: log}
+	return &streams{own: own, shared: shared, log: log}
+}
+
+// client returns the client of the next watch, and what the watch calls,
+// once, when it has ended.
+func (s *streams) client() (*rest.RESTClient, func()) {
+	if s.own == nil {
+		return s.shared, func() {}
+	}
+	if s.shared == nil {
+		return s.own, func() {}
+	}
+	if s.owned.Add(1) > ownConnections {
+		s.owned.Add(-1)
+		return s.shared, func() {}
+	}
+	var once sync.Once
+	return s.own, func() { once.Do(func() { s.owned.Add(-1) }) }
 }
 
 // errWatchCut is wrapped by the error of a watch whose connection ended
@@ -117,7 +149,14 @@ func (s *streams) watch(ctx context.Context, gvr schema.GroupVersionResource, na
 		path = append(path, "namespaces", namespace)
 	}
 	path = append(path, gvr.Resource)
-	u := s.client.Get().AbsPath(path...).SpecificallyVersionedParams(&opts, parameterCodec, versionV1).URL()
+	client, release := s.client()
+	handed := false // release is the stream's to call once it ends
+	defer func() {
+		if !handed {
+			release()
+		}
+	}()
+	u := client.Get().AbsPath(path...).SpecificallyVersionedParams(&opts, parameterCodec, versionV1).URL()
 
 	// A watch the server does not even answer is as silent as one that
 	// stops delivering: after the idle period it is given up the same way.
@@ -135,7 +174,7 @@ func (s *streams) watch(ctx context.Context, gvr schema.GroupVersionResource, na
 	}
 	req.Header.Set("Accept", "application/json")
 	start := time.Now()
-	resp, err := s.client.Client.Do(req)
+	resp, err := client.Client.Do(req)
 	s.observe(ctx, u, resp, err, start)
 	if unanswered != nil && !unanswered.Stop() {
 		if err == nil {
@@ -159,7 +198,8 @@ func (s *streams) watch(ctx context.Context, gvr schema.GroupVersionResource, na
 		return nil, responseError(resp, u.Redacted())
 	}
 	w := newStreamWatch(resp.Body)
-	w.streamHooks, w.cancel = hooks, cancel
+	w.streamHooks, w.cancel, w.release, w.proto = hooks, cancel, release, resp.Proto
+	handed = true
 	w.start()
 	return w, nil
 }
@@ -208,6 +248,12 @@ type streamWatch struct {
 	idleFired atomic.Bool
 	// cancel, when set, ends the request's context: Stop calls it.
 	cancel context.CancelFunc
+	// release, when set, is called once the stream has ended: its
+	// connection is no longer the watch's (streams.client).
+	release func()
+	// proto is the answer's protocol ("HTTP/1.1" on a connection of the
+	// watch's own).
+	proto string
 	// begun is when the stream started, and last when it last delivered,
 	// as time since begun: an event stores a number, and only the idle
 	// timer, once a period, reads it (no timer is reset per event).
@@ -290,6 +336,9 @@ type event struct {
 }
 
 func (w *streamWatch) receive() {
+	if w.release != nil {
+		defer w.release()
+	}
 	defer close(w.result)
 	defer w.Stop()
 	reason := endTimeout

@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,7 +38,7 @@ func testStreamWatch(t *testing.T, lean leanKeep) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newStreams(clients.Unversioned, discardLog())
+	s := newStreams(clients.Watches, clients.Unversioned, discardLog())
 	for _, name := range []string{"one", "two"} {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pick": name}}, Data: map[string]string{"n": name}}
 		if _, err := c.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
@@ -137,4 +138,62 @@ func streamingListsByDefault(t *testing.T) bool {
 		t.Fatalf("the local cluster's release: %v", err)
 	}
 	return release.Major > 1 || release.Minor == 32 || release.Minor >= 34
+}
+
+// TestIntegrationStreamsOwnConnections: the first ownConnections watches
+// open at once have a connection of their own (HTTP/1.1); the next goes
+// over the shared connection (HTTP/2), and once one of the first has
+// ended, its place goes to the next watch opened. Watches that fail to
+// open hold no place.
+func TestIntegrationStreamsOwnConnections(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	ctx := context.Background()
+	clients, err := kube.NewClients(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newStreams(clients.Watches, clients.Unversioned, discardLog())
+	open := func() *streamWatch {
+		t.Helper()
+		w, err := s.watch(ctx, configMaps, ns, metav1.ListOptions{}, streamHooks{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w.(*streamWatch)
+	}
+	for range 3 { // refused by the server: no place kept
+		if _, err := s.watch(ctx, configMaps, ns, metav1.ListOptions{LabelSelector: "pick in in"}, streamHooks{}); !apierrors.IsBadRequest(err) {
+			t.Fatalf("bad label selector: %v, want a BadRequest Status error", err)
+		}
+	}
+	var own []*streamWatch
+	for i := range ownConnections {
+		w := open()
+		defer w.Stop()
+		if w.proto != "HTTP/1.1" {
+			t.Fatalf("watch %d of %d went over %s; want a connection of its own (HTTP/1.1)", i+1, ownConnections, w.proto)
+		}
+		own = append(own, w)
+	}
+	extra := open()
+	defer extra.Stop()
+	if extra.proto != "HTTP/2.0" {
+		t.Fatalf("watch %d went over %s; want the shared connection (HTTP/2.0)", ownConnections+1, extra.proto)
+	}
+	own[0].Stop()
+	for range own[0].ResultChan() { // drained: the stream has ended
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s.owned.Load() >= ownConnections {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d watches still hold a connection of their own after one ended", s.owned.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if w := open(); w.proto != "HTTP/1.1" {
+		t.Errorf("a watch opened after one of its own ended went over %s; want HTTP/1.1", w.proto)
+	} else {
+		w.Stop()
+	}
 }

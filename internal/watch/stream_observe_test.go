@@ -38,7 +38,7 @@ func TestWatchRequestsCountedAndWarningsLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	log, hook := logtest.NewNullLogger()
-	s := newStreams(clients.Unversioned, log)
+	s := newStreams(clients.Watches, clients.Unversioned, log)
 
 	w, err := s.watch(context.Background(), cmGVR, "ns", metav1.ListOptions{}, streamHooks{failed: func(error) {}})
 	if err != nil {

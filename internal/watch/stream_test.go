@@ -257,7 +257,7 @@ func TestStreamWatchUnanswered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newStreams(clients.Unversioned, discardLog())
+	s := newStreams(clients.Watches, clients.Unversioned, discardLog())
 	var reasons []string
 	_, err = s.watch(context.Background(), cmGVR, "ns", metav1.ListOptions{}, streamHooks{
 		idle:  200 * time.Millisecond,

@@ -72,7 +72,7 @@ func New(clients *kube.Clients, hooks []*hook.Hook, sink Sink, log logrus.FieldL
 		kindRetryMax: 15 * time.Second,
 	}
 	if clients != nil {
-		w.streams = newStreams(clients.Watches, log)
+		w.streams = newStreams(clients.Watches, clients.Unversioned, log)
 	}
 	var all []*Binding
 	for _, h := range hooks {
