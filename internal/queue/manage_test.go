@@ -163,12 +163,18 @@ func TestHeldTaskNamesItsDropCommand(t *testing.T) {
 	if got := s.State()[0].Pending[0].DropCommand; got != want {
 		t.Errorf("held task's DropCommand = %q, want %q", got, want)
 	}
+	// The failure is logged just after the task is held, outside the
+	// queue's lock: wait for the line.
 	var toDrop string
-	for _, e := range logged.AllEntries() {
-		if e.Message == "hook failed; retrying" {
-			toDrop, _ = e.Data["toDrop"].(string)
+	eventually(t, "the failure's log line", func() bool {
+		for _, e := range logged.AllEntries() {
+			if e.Message == "hook failed; retrying" {
+				toDrop, _ = e.Data["toDrop"].(string)
+				return true
+			}
 		}
-	}
+		return false
+	})
 	if toDrop != want {
 		t.Errorf("the failure's log line says toDrop=%q, want %q", toDrop, want)
 	}
