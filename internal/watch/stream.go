@@ -44,8 +44,7 @@ type streams struct {
 	// own opens a watch on a connection of its own (kube.Clients.Watches,
 	// HTTP/1.1), while fewer than ownConnections of them are open; shared
 	// opens the rest on the connection every other request shares
-	// (kube.Clients.Unversioned, HTTP/2). Either may be nil: then the
-	// other opens every watch.
+	// (kube.Clients.Unversioned, HTTP/2).
 	own, shared *rest.RESTClient
 	// owned counts the open watches on connections of their own.
 	owned atomic.Int32
@@ -81,10 +80,10 @@ var parameterCodec = func() runtime.ParameterCodec {
 }()
 
 // newStreams returns the watch opener over own (kube.Clients.Watches)
-// and shared (kube.Clients.Unversioned), or nil when there is neither
-// (then watches go through the dynamic client).
+// and shared (kube.Clients.Unversioned), or nil without them (then
+// watches go through the dynamic client).
 func newStreams(own, shared *rest.RESTClient, log logrus.FieldLogger) *streams {
-	if own == nil && shared == nil {
+	if own == nil || shared == nil {
 		return nil
 	}
 	return &streams{own: own, shared: shared, log: log}
@@ -93,12 +92,6 @@ func newStreams(own, shared *rest.RESTClient, log logrus.FieldLogger) *streams {
 // client returns the client of the next watch, and what the watch calls,
 // once, when it has ended.
 func (s *streams) client() (*rest.RESTClient, func()) {
-	if s.own == nil {
-		return s.shared, func() {}
-	}
-	if s.shared == nil {
-		return s.own, func() {}
-	}
 	if s.owned.Add(1) > ownConnections {
 		s.owned.Add(-1)
 		return s.shared, func() {}

@@ -31,14 +31,8 @@ func TestIntegrationStreamWatch(t *testing.T) {
 }
 
 func testStreamWatch(t *testing.T, lean leanKeep) {
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
+	c, ns, s := clusterStreams(t)
 	ctx := context.Background()
-	clients, err := kube.NewClients(c.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := newStreams(clients.Watches, clients.Unversioned, discardLog())
 	for _, name := range []string{"one", "two"} {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pick": name}}, Data: map[string]string{"n": name}}
 		if _, err := c.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
@@ -146,14 +140,8 @@ func streamingListsByDefault(t *testing.T) bool {
 // ended, its place goes to the next watch opened. Watches that fail to
 // open hold no place.
 func TestIntegrationStreamsOwnConnections(t *testing.T) {
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
+	_, ns, s := clusterStreams(t)
 	ctx := context.Background()
-	clients, err := kube.NewClients(c.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := newStreams(clients.Watches, clients.Unversioned, discardLog())
 	open := func() *streamWatch {
 		t.Helper()
 		w, err := s.watch(ctx, configMaps, ns, metav1.ListOptions{}, streamHooks{})
@@ -196,4 +184,16 @@ func TestIntegrationStreamsOwnConnections(t *testing.T) {
 	} else {
 		w.Stop()
 	}
+}
+
+// clusterStreams returns the local cluster, a namespace of t's in it, and
+// a watch opener with the operator's clients of it.
+func clusterStreams(t *testing.T) (*testcluster.Cluster, string, *streams) {
+	t.Helper()
+	c := testcluster.Get(t)
+	clients, err := kube.NewClients(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, c.Namespace(t), newStreams(clients.Watches, clients.Unversioned, discardLog())
 }
