@@ -47,7 +47,8 @@ type Clients struct {
 	Unversioned *rest.RESTClient
 	// Watches opens watch streams (internal/watch) on connections of their
 	// own: the same requests as Unversioned, over HTTP/1.1 (see
-	// watchClient). internal/watch gives at most 16 watches at once one.
+	// watchClient). internal/watch opens at most 16 watches at once this
+	// way, the rest with Unversioned.
 	Watches  *rest.RESTClient
 	Dynamic  dynamic.Interface
 	Metadata metadata.Interface

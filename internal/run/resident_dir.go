@@ -101,18 +101,17 @@ func (d *residentDir) prepare(token string, contexts func(io.Writer) error) (*ru
 	if !d.intact() {
 		return nil, errDirReplaced
 	}
-	for i := range runFiles {
-		name := fileName(i, token)
-		var err error
-		if i == 0 {
-			err = d.prepareContexts(name, contexts)
-		} else if old := d.names[i]; old != "" {
-			err = d.removeFile(old) // the last run's output: no later run's
+	if err := d.prepareContexts(fileName(0, token), contexts); err != nil {
+		return nil, fmt.Errorf("preparing the run's files: %w", err)
+	}
+	d.names[0] = fileName(0, token)
+	for i := 1; i < len(runFiles); i++ {
+		if old := d.names[i]; old != "" {
+			if err := d.removeFile(old); err != nil { // the last run's output: no later run's
+				return nil, fmt.Errorf("preparing the run's files: %w", err)
+			}
 		}
-		if err != nil {
-			return nil, fmt.Errorf("preparing the run's files: %w", err)
-		}
-		d.names[i] = name
+		d.names[i] = fileName(i, token)
 	}
 	// d.path is clean (MkdirTemp): no need for filepath.Join's work.
 	join := func(i int) string { return d.path + string(filepath.Separator) + d.names[i] }

@@ -76,8 +76,8 @@ func TestResidentDirKeepsOnlyFilesNothingElseReaches(t *testing.T) {
 		}
 	}
 	_, err = unix.Getxattr(second.contexts, mark, make([]byte, 16))
-	if kept := err == nil; kept != leasesWork(t) {
-		t.Errorf("the second run's contexts are the first run's file: %v; leases on this file system: %v (want the same)", kept, !kept)
+	if kept, leases := err == nil, leasesWork(t); kept != leases {
+		t.Errorf("the second run's contexts are the first run's file: %v; leases on this file system: %v (want the same)", kept, leases)
 	}
 	// The contexts file open elsewhere is not kept.
 	other, err := os.Open(second.contexts)
