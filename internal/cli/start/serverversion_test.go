@@ -1,6 +1,7 @@
 package start
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -30,7 +31,7 @@ func TestServerVersionLogged(t *testing.T) {
 			t.Fatal(err)
 		}
 		log, hook := logtest.NewNullLogger()
-		serverVersion(clients, srv.URL, log)
+		serverVersion(clients.Preconnect(context.Background()), srv.URL, log)
 		srv.Close()
 		e := hook.LastEntry()
 		if e == nil || e.Level != tc.level || !strings.Contains(e.Message, tc.says) || e.Data["server"] != srv.URL {

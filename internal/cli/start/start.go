@@ -220,6 +220,18 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		Folder:         f.HooksFolder,
 		Skip:           func(s hook.Skipped) { logSkipped(log, s) },
 	}
+	// The connections to the API server are opened while the hooks load
+	// (each hook's --config run); a configuration that names no cluster is
+	// reported after the hooks' errors, as before.
+	m := metrics.New(f.MetricsPrefix)
+	m.ObserveKubeClient()
+	cfg, clients, connErr := newClients(f)
+	vctx, cancelVersion := context.WithTimeout(ctx, versionTimeout)
+	defer cancelVersion()
+	var version func() (kube.Version, error)
+	if connErr == nil {
+		version = clients.Preconnect(vctx)
+	}
 	// Taken before the load, so that a change made during it is reloaded.
 	var fingerprint string
 	if f.Reload.Enabled {
@@ -236,13 +248,11 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		defer stopProcs()
 		go procs.Govern(pctx, procs.Options{}, log)
 	}
-	m := metrics.New(f.MetricsPrefix)
 	m.Hooks.SetLimits(metrics.HookLimits{PerHook: f.HookMetricsMaxSeriesPerHook, Total: f.HookMetricsMaxSeries, Warn: func(msg string) { log.Warn(msg) }})
-	m.ObserveKubeClient()
-	cfg, clients, err := connect(f, log)
-	if err != nil {
-		return err
+	if connErr != nil {
+		return connErr
 	}
+	serverVersion(version, cfg.Host, log)
 	p := &parts{f: f, hooks: hooks, load: load, fingerprint: fingerprint, m: m, cfg: cfg, clients: clients, dryRun: w != nil, log: log}
 	opts := p.options(env)
 	if w != nil {
@@ -265,8 +275,9 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	return nil
 }
 
-// connect makes the clients of the cluster the flags name.
-func connect(f Flags, log logrus.FieldLogger) (*rest.Config, *kube.Clients, error) {
+// newClients makes the clients of the cluster the flags name; it sends
+// no request.
+func newClients(f Flags) (*rest.Config, *kube.Clients, error) {
 	cfg, err := kube.RESTConfig(kube.Options{Kubeconfig: f.Kube.Kubeconfig, Context: f.Kube.Context, Server: f.Kube.Server, QPS: f.QPS, Burst: f.Burst, Unlimited: f.QPS <= 0})
 	if err != nil {
 		return nil, nil, err
@@ -275,19 +286,19 @@ func connect(f Flags, log logrus.FieldLogger) (*rest.Config, *kube.Clients, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	serverVersion(clients, cfg.Host, log)
 	return cfg, clients, nil
 }
 
-// serverVersion logs the API server's release, and warns when it is older
-// than the oldest the project tests on (docs/compatibility.md). An API
-// server that does not answer yet is no reason to stop: the watches wait
-// for it.
-func serverVersion(clients *kube.Clients, host string, log logrus.FieldLogger) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+// versionTimeout bounds the wait for the API server's /version at start.
+const versionTimeout = 10 * time.Second
+
+// serverVersion logs the API server's release that version waits for, and
+// warns when it is older than the oldest the project tests on
+// (docs/compatibility.md). An API server that does not answer yet is no
+// reason to stop: the watches wait for it.
+func serverVersion(version func() (kube.Version, error), host string, log logrus.FieldLogger) {
 	log = log.WithField("server", host)
-	v, err := clients.ServerVersion(ctx)
+	v, err := version()
 	if err != nil {
 		log.WithError(err).Warn("connected to the cluster; its API server did not say its version")
 		return
