@@ -1,8 +1,6 @@
 package rbac
 
 import (
-	rbacv1 "k8s.io/api/rbac/v1"
-
 	"github.com/hook-operator/hook-operator/internal/hook"
 )
 
@@ -21,8 +19,8 @@ type Values struct {
 // ValuesRBAC is the chart's rbac: the ClusterRole's extraRules, and the
 // rules of a Role in each namespace.
 type ValuesRBAC struct {
-	ExtraRules     []rbacv1.PolicyRule            `json:"extraRules"`
-	NamespaceRules map[string][]rbacv1.PolicyRule `json:"namespaceRules"`
+	ExtraRules     []PolicyRule            `json:"extraRules"`
+	NamespaceRules map[string][]PolicyRule `json:"namespaceRules"`
 }
 
 // ValuesWebhook is the chart's webhook; the fields left empty keep the
@@ -81,7 +79,7 @@ func Chart(hooks []*hook.Hook, grants []Grant, opts ChartOptions) Values {
 			byNS[g.Namespace] = append(byNS[g.Namespace], g)
 		}
 	}
-	v := Values{RBAC: ValuesRBAC{ExtraRules: []rbacv1.PolicyRule{}, NamespaceRules: map[string][]rbacv1.PolicyRule{}}}
+	v := Values{RBAC: ValuesRBAC{ExtraRules: []PolicyRule{}, NamespaceRules: map[string][]PolicyRule{}}}
 	for ns, gs := range byNS {
 		if ns == "" {
 			v.RBAC.ExtraRules = rules(gs)

@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strings"
 
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hook-operator/hook-operator/internal/hook"
@@ -248,19 +247,19 @@ func Objects(grants []Grant, opts Options) []any {
 	for _, g := range grants {
 		byNS[g.Namespace] = append(byNS[g.Namespace], g)
 	}
-	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: opts.ServiceAccount, Namespace: opts.Namespace}}
+	subject := []Subject{{Kind: serviceAccountKind, Name: opts.ServiceAccount, Namespace: opts.Namespace}}
 	var out []any
 	if gs := byNS[""]; len(gs) > 0 {
 		out = append(out,
-			&rbacv1.ClusterRole{
+			&ClusterRole{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 				ObjectMeta: metav1.ObjectMeta{Name: opts.Name},
 				Rules:      rules(gs),
 			},
-			&rbacv1.ClusterRoleBinding{
+			&ClusterRoleBinding{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
 				ObjectMeta: metav1.ObjectMeta{Name: opts.Name},
-				RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: opts.Name},
+				RoleRef:    RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: opts.Name},
 				Subjects:   subject,
 			})
 	}
@@ -273,15 +272,15 @@ func Objects(grants []Grant, opts Options) []any {
 	sort.Strings(namespaces)
 	for _, ns := range namespaces {
 		out = append(out,
-			&rbacv1.Role{
+			&Role{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
 				ObjectMeta: metav1.ObjectMeta{Name: opts.Name, Namespace: ns},
 				Rules:      rules(byNS[ns]),
 			},
-			&rbacv1.RoleBinding{
+			&RoleBinding{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
 				ObjectMeta: metav1.ObjectMeta{Name: opts.Name, Namespace: ns},
-				RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: opts.Name},
+				RoleRef:    RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: opts.Name},
 				Subjects:   subject,
 			})
 	}
@@ -290,7 +289,7 @@ func Objects(grants []Grant, opts Options) []any {
 
 // rules merges grants: the verbs of each resource are joined, then
 // resources of one group with the same verbs share a rule.
-func rules(grants []Grant) []rbacv1.PolicyRule {
+func rules(grants []Grant) []PolicyRule {
 	type key struct{ group, resource, names string }
 	verbs := map[key][]string{}
 	for _, g := range grants {
@@ -317,10 +316,10 @@ func rules(grants []Grant) []rbacv1.PolicyRule {
 		}
 		m.resources = append(m.resources, k.resource)
 	}
-	var out []rbacv1.PolicyRule
+	var out []PolicyRule
 	for _, m := range byVerbs {
 		sort.Strings(m.resources)
-		rule := rbacv1.PolicyRule{APIGroups: []string{m.group}, Resources: m.resources, Verbs: m.verbs}
+		rule := PolicyRule{APIGroups: []string{m.group}, Resources: m.resources, Verbs: m.verbs}
 		if m.names != "" {
 			rule.ResourceNames = strings.Split(m.names, ",")
 		}

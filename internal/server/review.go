@@ -15,8 +15,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"golang.org/x/time/rate"
-	authnv1 "k8s.io/api/authentication/v1"
-	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -137,7 +135,7 @@ func (rv *reviewer) throttled(w http.ResponseWriter, log logrus.FieldLogger) {
 // tokenAnswer is what a TokenReview said of a token.
 type tokenAnswer struct {
 	Authenticated bool
-	User          authnv1.UserInfo
+	User          userInfo
 	// Why the token was not authenticated.
 	Why string
 }
@@ -175,7 +173,7 @@ func (rv *reviewer) authenticate(ctx context.Context, token string) (tokenAnswer
 
 // authorized says whether user may GET path: remembered, or asked with a
 // SubjectAccessReview.
-func (rv *reviewer) authorized(ctx context.Context, user authnv1.UserInfo, path string) (bool, error) {
+func (rv *reviewer) authorized(ctx context.Context, user userInfo, path string) (bool, error) {
 	result := "cached"
 	allowed, _, err := rv.access.lookup(ctx, accessKey(user, path), func() (bool, time.Duration, error) {
 		if !rv.limit.Allow() {
@@ -209,10 +207,10 @@ func (rv *reviewer) count(review, result string) {
 }
 
 func (rv *reviewer) tokenReview(ctx context.Context, token string) (tokenAnswer, error) {
-	var tr authnv1.TokenReview
-	err := rv.create(ctx, tokenReviews, &authnv1.TokenReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "authentication.k8s.io/v1", Kind: "TokenReview"},
-		Spec:     authnv1.TokenReviewSpec{Token: token},
+	var tr tokenReview
+	err := rv.create(ctx, tokenReviews, &tokenReview{
+		APIVersion: "authentication.k8s.io/v1", Kind: "TokenReview",
+		Spec: tokenReviewSpec{Token: token},
 	}, &tr)
 	if err != nil {
 		return tokenAnswer{}, fmt.Errorf("TokenReview: %w", err)
@@ -227,17 +225,13 @@ func (rv *reviewer) tokenReview(ctx context.Context, token string) (tokenAnswer,
 	return tokenAnswer{Authenticated: true, User: tr.Status.User}, nil
 }
 
-func (rv *reviewer) accessReview(ctx context.Context, user authnv1.UserInfo, path string) (bool, error) {
-	extra := map[string]authzv1.ExtraValue{}
-	for k, v := range user.Extra {
-		extra[k] = authzv1.ExtraValue(v)
-	}
-	var res authzv1.SubjectAccessReview
-	err := rv.create(ctx, accessReviews, &authzv1.SubjectAccessReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "authorization.k8s.io/v1", Kind: "SubjectAccessReview"},
-		Spec: authzv1.SubjectAccessReviewSpec{
-			User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra,
-			NonResourceAttributes: &authzv1.NonResourceAttributes{Path: path, Verb: "get"},
+func (rv *reviewer) accessReview(ctx context.Context, user userInfo, path string) (bool, error) {
+	var res subjectAccessReview
+	err := rv.create(ctx, accessReviews, &subjectAccessReview{
+		APIVersion: "authorization.k8s.io/v1", Kind: "SubjectAccessReview",
+		Spec: subjectAccessReviewSpec{
+			User: user.Username, UID: user.UID, Groups: user.Groups, Extra: user.Extra,
+			NonResourceAttributes: &nonResourceAttributes{Path: path, Verb: "get"},
 		},
 	}, &res)
 	if err != nil {
@@ -267,7 +261,7 @@ func (rv *reviewer) create(ctx context.Context, gvr schema.GroupVersionResource,
 // accessKey is the key of a SubjectAccessReview's answer: the SHA-256 of
 // everything the review asks about, each field prefixed with its length
 // so that no two different users and paths make the same key.
-func accessKey(user authnv1.UserInfo, path string) [32]byte {
+func accessKey(user userInfo, path string) [32]byte {
 	h := sha256.New()
 	field := func(s string) {
 		h.Write([]byte(strconv.Itoa(len(s)) + ":" + s))

@@ -13,7 +13,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
-	authnv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic/fake"
@@ -218,13 +217,13 @@ func TestAuthenticatedTTLFollowsTheTokenExpiry(t *testing.T) {
 // Two reviews share an answer only when they ask the same of the same
 // user: name, UID, groups, extra and path all count.
 func TestAccessKeyTellsUsersApart(t *testing.T) {
-	base := authnv1.UserInfo{Username: "u", UID: "1", Groups: []string{"a", "b"}, Extra: map[string]authnv1.ExtraValue{"k": {"v"}, "l": {"w"}}}
+	base := userInfo{Username: "u", UID: "1", Groups: []string{"a", "b"}, Extra: map[string][]string{"k": {"v"}, "l": {"w"}}}
 	same := base
-	same.Extra = map[string]authnv1.ExtraValue{"l": {"w"}, "k": {"v"}}
+	same.Extra = map[string][]string{"l": {"w"}, "k": {"v"}}
 	if accessKey(base, "/metrics") != accessKey(same, "/metrics") {
 		t.Error("the same user made two keys")
 	}
-	variants := []authnv1.UserInfo{
+	variants := []userInfo{
 		{Username: "u2", UID: "1", Groups: base.Groups, Extra: base.Extra},
 		{Username: "u", UID: "2", Groups: base.Groups, Extra: base.Extra},
 		{Username: "u", UID: "1", Groups: []string{"a"}, Extra: base.Extra},

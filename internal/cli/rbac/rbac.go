@@ -11,7 +11,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
 	hookscmd "github.com/hook-operator/hook-operator/internal/cli/hooks"
@@ -247,8 +246,8 @@ func describe(g rbac.Grant) string {
 func markSensitive(out io.Writer, obj any, grants []rbac.Grant) {
 	var namespace string
 	switch o := obj.(type) {
-	case *rbacv1.ClusterRole:
-	case *rbacv1.Role:
+	case *rbac.ClusterRole:
+	case *rbac.Role:
 		namespace = o.Namespace
 	default:
 		return
