@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 )
 
 // ConversionFieldManager, followed by "/" and the operator's configuration
@@ -81,8 +82,9 @@ const crdRetry = 5 * time.Second
 // their spec.conversion returns to what other managers set, strategy None
 // when none did. A CRD that does not exist yet is looked for again every
 // crdRetry in the background until ctx ends (its manifests may come after
-// the operator); other errors are returned.
-func SyncConversions(ctx context.Context, dyn dynamic.Interface, r Registration, crds []string, log logrus.FieldLogger) error {
+// the operator); other errors are returned. The registered ones are found
+// through meta, which reads the CRDs' metadata only.
+func SyncConversions(ctx context.Context, dyn dynamic.Interface, meta metadata.Interface, r Registration, crds []string, log logrus.FieldLogger) error {
 	res := dyn.Resource(crdResource)
 	var missing []string
 	for _, crd := range crds {
@@ -116,7 +118,7 @@ func SyncConversions(ctx context.Context, dyn dynamic.Interface, r Registration,
 			}
 		}()
 	}
-	return releaseConversions(ctx, res, conversionManager(r), crds, log)
+	return releaseConversions(ctx, res, meta, conversionManager(r), crds, log)
 }
 
 func applyConversion(ctx context.Context, res dynamic.NamespaceableResourceInterface, r Registration, crd string, log logrus.FieldLogger) error {
@@ -137,30 +139,45 @@ func applyConversion(ctx context.Context, res dynamic.NamespaceableResourceInter
 	return nil
 }
 
+// crdPage is how many CRDs releaseConversions asks for at once. It reads
+// their metadata only (managedFields tell whose conversion it is): a CRD
+// carries its whole schema, hundreds of kilobytes for the large ones, and
+// a cluster may have hundreds (docs/decisions.md).
+var crdPage int64 = 100
+
 // releaseConversions gives up the spec.conversion of the CRDs the operator
 // registered and keep is without. Listing CRDs may be forbidden to an
 // operator whose RBAC was generated before; then nothing is released.
-func releaseConversions(ctx context.Context, res dynamic.NamespaceableResourceInterface, manager string, keep []string, log logrus.FieldLogger) error {
-	list, err := res.List(ctx, metav1.ListOptions{})
-	if apierrors.IsForbidden(err) {
-		log.Debug("cannot list CRDs; conversions registered by an earlier run are not looked for")
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("list CRDs: %w", err)
-	}
-	for _, crd := range list.Items {
-		if slices.Contains(keep, crd.GetName()) || !ownsConversion(crd.GetManagedFields(), manager) {
-			continue
+func releaseConversions(ctx context.Context, res dynamic.NamespaceableResourceInterface, meta metadata.Interface, manager string, keep []string, log logrus.FieldLogger) error {
+	var owned []string
+	opts := metav1.ListOptions{Limit: crdPage}
+	for {
+		list, err := meta.Resource(crdResource).List(ctx, opts)
+		if apierrors.IsForbidden(err) {
+			log.Debug("cannot list CRDs; conversions registered by an earlier run are not looked for")
+			return nil
 		}
+		if err != nil {
+			return fmt.Errorf("list CRDs: %w", err)
+		}
+		for _, crd := range list.Items {
+			if !slices.Contains(keep, crd.Name) && ownsConversion(crd.ManagedFields, manager) {
+				owned = append(owned, crd.Name)
+			}
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			break
+		}
+	}
+	for _, name := range owned {
 		empty := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-			"metadata": map[string]any{"name": crd.GetName()},
+			"metadata": map[string]any{"name": name},
 		}}
-		if _, err := res.Apply(ctx, crd.GetName(), empty, metav1.ApplyOptions{FieldManager: manager, Force: true}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("release the conversion of CRD %s, which no binding names any more: %w", crd.GetName(), err)
+		if _, err := res.Apply(ctx, name, empty, metav1.ApplyOptions{FieldManager: manager, Force: true}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("release the conversion of CRD %s, which no binding names any more: %w", name, err)
 		}
-		log.WithField("crd", crd.GetName()).Info("conversion webhook released: no binding names the CRD any more")
+		log.WithField("crd", name).Info("conversion webhook released: no binding names the CRD any more")
 	}
 	return nil
 }

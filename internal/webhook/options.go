@@ -5,6 +5,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 )
 
 // Options configure the webhook server; start's --webhook-* and
@@ -54,6 +55,9 @@ type Options struct {
 	DryRun bool
 	// Dynamic writes the registrations and the self-signed Secret.
 	Dynamic dynamic.Interface
+	// Metadata reads the CRDs' metadata, to find the conversions this
+	// operator registered before and no binding names now.
+	Metadata metadata.Interface
 	// Rejected, when not nil, is told the reason of each request refused
 	// before a hook ran (a metric).
 	Rejected func(reason string)

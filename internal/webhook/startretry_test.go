@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -323,7 +324,7 @@ func TestServerStartRetriesRegistration(t *testing.T) {
 	options := func(dyn dynamic.Interface) Options {
 		log, _ := jsonLog()
 		return Options{ListenAddress: addr, Cert: filepath.Join(dir, "tls.crt"), Key: filepath.Join(dir, "tls.key"), CA: filepath.Join(dir, "tls.crt"),
-			URL: "https://" + addr, ConfigurationName: "ops-hooks", Register: true, Dynamic: dyn,
+			URL: "https://" + addr, ConfigurationName: "ops-hooks", Register: true, Dynamic: dyn, Metadata: metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme()),
 			MaxConnections: 8, MaxConcurrent: 2, TLSMinVersion: "1.2", FailurePolicy: "Fail", Log: log}
 	}
 	hooks := newFakeHooks(validating("a.sh", "a.example.com"))

@@ -128,7 +128,7 @@ func (s *Server) register(ctx context.Context, b Bindings, admission, conversion
 	}
 	var retry context.Context
 	retry, s.stopCRDRetry = context.WithCancel(ctx)
-	return SyncConversions(retry, dyn, reg, b.CRDs(), s.log)
+	return SyncConversions(retry, dyn, s.o.Metadata, reg, b.CRDs(), s.log)
 }
 
 // registerDryRun registers the admission bindings of a dry run under
