@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/limit"
 )
 
@@ -103,13 +104,15 @@ func Load(ctx context.Context, dir string, opts LoadOptions) ([]*Hook, error) {
 
 	hooks := make([]*Hook, len(names))
 	errs := make([]ConfigErrors, len(names))
+	// One index of the built-in kinds for the whole load, let go with it.
+	builtin := kube.NewBuiltinKinds()
 	slots := make(chan struct{}, opts.Parallelism)
 	var wg sync.WaitGroup
 	for i, name := range names {
 		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			hooks[i], errs[i] = loadHook(ctx, root, name, opts)
+			hooks[i], errs[i] = loadHook(ctx, root, name, opts, builtin)
 		})
 	}
 	wg.Wait()
@@ -144,7 +147,7 @@ func Load(ctx context.Context, dir string, opts LoadOptions) ([]*Hook, error) {
 }
 
 // loadHook runs one hook's --config and parses its output.
-func loadHook(ctx context.Context, root, name string, opts LoadOptions) (*Hook, ConfigErrors) {
+func loadHook(ctx context.Context, root, name string, opts LoadOptions, builtin *kube.BuiltinKinds) (*Hook, ConfigErrors) {
 	p := filepath.Join(root, filepath.FromSlash(name))
 	h := &Hook{Name: name, Path: p, Dir: filepath.Dir(p)}
 	if ctx.Err() != nil {
@@ -162,7 +165,7 @@ func loadHook(ctx context.Context, root, name string, opts LoadOptions) (*Hook, 
 		}
 		return nil, ConfigErrors{{Hook: name, Reason: err.Error()}}
 	}
-	if errs := checkKinds(name, cfg); len(errs) > 0 {
+	if errs := checkKinds(builtin, name, cfg); len(errs) > 0 {
 		return nil, errs
 	}
 	h.Config = cfg

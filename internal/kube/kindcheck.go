@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -19,9 +18,23 @@ type KindProblem struct {
 	Reason string
 }
 
-// builtinKinds indexes BuiltinResources as a resolver would.
-var builtinKinds = sync.OnceValues(func() (*kinds, []string) {
-	k := newKinds(rankStatic(builtin()), nil)
+// BuiltinKinds is Kubernetes' own kinds (BuiltinResources) indexed as a
+// resolver would index them, for CheckBuiltinKind. It takes about 200 KB
+// and a millisecond to build, and is needed only while hooks load: it is
+// built on first use and kept while someone holds it (weakly, see
+// weakly), so that an operator does not keep it for its life. A load
+// holds one for all its hooks.
+type BuiltinKinds struct {
+	k     *kinds
+	names []string
+}
+
+// NewBuiltinKinds returns the index, built again only if the last one is
+// gone.
+func NewBuiltinKinds() *BuiltinKinds { return builtinKinds() }
+
+var builtinKinds = weakly(func() *BuiltinKinds {
+	k := newKinds(rankStatic(*builtin()), nil)
 	seen := map[string]bool{}
 	var names []string
 	for _, r := range k.resources {
@@ -31,10 +44,15 @@ var builtinKinds = sync.OnceValues(func() (*kinds, []string) {
 		}
 	}
 	sort.Strings(names)
-	return k, names
+	return &BuiltinKinds{k: k, names: names}
 })
 
-// CheckBuiltinKind judges a binding's apiVersion and kind offline, against
+// CheckBuiltinKind is NewBuiltinKinds().Check(apiVersion, kind).
+func CheckBuiltinKind(apiVersion, kind string) *KindProblem {
+	return NewBuiltinKinds().Check(apiVersion, kind)
+}
+
+// Check judges a binding's apiVersion and kind offline, against
 // Kubernetes' own kinds (BuiltinResources), and returns nil when nothing
 // is wrong. A kind that is not built-in but is a near miss of one
 // ("Namespce") is almost certainly a typo: live, it would wait for a CRD
@@ -43,12 +61,12 @@ var builtinKinds = sync.OnceValues(func() (*kinds, []string) {
 // a custom resource, installed or not yet, and is left to the cluster: a
 // kind with the apiVersion of a group that is not built-in, whatever its
 // name, and a kind far from every built-in one.
-func CheckBuiltinKind(apiVersion, kind string) *KindProblem {
+func (b *BuiltinKinds) Check(apiVersion, kind string) *KindProblem {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil || kind == "" {
 		return nil // the configuration's parser reports those
 	}
-	k, names := builtinKinds()
+	k, names := b.k, b.names
 	if apiVersion != "" && !k.hasGroup(gv.Group) {
 		return nil
 	}
