@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
@@ -33,7 +34,7 @@ func TestIntegrationPreconnectLeavesAWatchConnection(t *testing.T) {
 		reused, got := false, false
 		trace := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused, got = i.Reused, true }})
 		w, err := clients.Watches.Get().AbsPath("/api/v1/namespaces", ns, "configmaps").
-			VersionedParams(&metav1.ListOptions{Watch: true, TimeoutSeconds: ptr(int64(5))}, metav1.ParameterCodec).Watch(trace)
+			VersionedParams(&metav1.ListOptions{Watch: true, TimeoutSeconds: ptr.To(int64(5))}, metav1.ParameterCodec).Watch(trace)
 		if err != nil {
 			cancel()
 			t.Fatal(err)
@@ -45,5 +46,3 @@ func TestIntegrationPreconnectLeavesAWatchConnection(t *testing.T) {
 		}
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
