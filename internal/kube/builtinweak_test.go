@@ -27,7 +27,7 @@ func TestBuiltinKindsLetGo(t *testing.T) {
 	if lists.Value() != nil {
 		t.Error("the decoded built-in lists outlived their last holder")
 	}
-	if p := CheckBuiltinKind("v1", "ConfigMap"); p != nil {
+	if p := NewBuiltinKinds().Check("v1", "ConfigMap"); p != nil {
 		t.Errorf("after a rebuild, Check(v1, ConfigMap) = %+v; want nil", p)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/spelling"
 )
 
-// KindProblem is what CheckBuiltinKind found wrong with a binding's
+// KindProblem is what BuiltinKinds.Check found wrong with a binding's
 // apiVersion and kind: the field at fault ("kind" or "apiVersion") and
 // why, saying what to change.
 type KindProblem struct {
@@ -19,7 +19,7 @@ type KindProblem struct {
 }
 
 // BuiltinKinds is Kubernetes' own kinds (BuiltinResources) indexed as a
-// resolver would index them, for CheckBuiltinKind. It takes about 200 KB
+// resolver would index them, for Check. It takes about 200 KB
 // and a millisecond to build, and is needed only while hooks load: it is
 // built on first use and kept while someone holds it (weakly, see
 // weakly), so that an operator does not keep it for its life. A load
@@ -46,11 +46,6 @@ var builtinKinds = weakly(func() *BuiltinKinds {
 	sort.Strings(names)
 	return &BuiltinKinds{k: k, names: names}
 })
-
-// CheckBuiltinKind is NewBuiltinKinds().Check(apiVersion, kind).
-func CheckBuiltinKind(apiVersion, kind string) *KindProblem {
-	return NewBuiltinKinds().Check(apiVersion, kind)
-}
 
 // Check judges a binding's apiVersion and kind offline, against
 // Kubernetes' own kinds (BuiltinResources), and returns nil when nothing

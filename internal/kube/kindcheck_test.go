@@ -28,7 +28,7 @@ func TestCheckBuiltinKind(t *testing.T) {
 		{"", "Policy", "", ""},
 		{"", "", "", ""},
 	} {
-		p := CheckBuiltinKind(tc.apiVersion, tc.kind)
+		p := NewBuiltinKinds().Check(tc.apiVersion, tc.kind)
 		switch {
 		case tc.want == "" && p != nil:
 			t.Errorf("%s %s: %+v, want no problem", tc.apiVersion, tc.kind, p)
