@@ -11,10 +11,11 @@ import (
 // near miss of a built-in kind ("Namespce") is an error, not a binding
 // that waits forever for a CRD while the bindings grouped with it run
 // without it. Kinds that may be custom resources are left to the cluster.
-func checkKinds(builtin *kube.BuiltinKinds, hookName string, cfg Config) ConfigErrors {
+// builtin is asked for the index only when cfg has kubernetes bindings.
+func checkKinds(builtin func() *kube.BuiltinKinds, hookName string, cfg Config) ConfigErrors {
 	var errs ConfigErrors
 	for i, b := range cfg.Kubernetes {
-		if p := builtin.Check(b.APIVersion, b.Kind); p != nil {
+		if p := builtin().Check(b.APIVersion, b.Kind); p != nil {
 			errs = append(errs, &ConfigError{Hook: hookName, Field: fmt.Sprintf("kubernetes[%d].%s", i, p.Field),
 				Reason: fmt.Sprintf("binding %q: %s", b.Name, p.Reason)})
 		}

@@ -104,8 +104,9 @@ func Load(ctx context.Context, dir string, opts LoadOptions) ([]*Hook, error) {
 
 	hooks := make([]*Hook, len(names))
 	errs := make([]ConfigErrors, len(names))
-	// One index of the built-in kinds for the whole load, let go with it.
-	builtin := kube.NewBuiltinKinds()
+	// One index of the built-in kinds for the whole load, built when a
+	// hook first needs it and let go with the load.
+	builtin := sync.OnceValue(kube.NewBuiltinKinds)
 	slots := make(chan struct{}, opts.Parallelism)
 	var wg sync.WaitGroup
 	for i, name := range names {
@@ -147,7 +148,7 @@ func Load(ctx context.Context, dir string, opts LoadOptions) ([]*Hook, error) {
 }
 
 // loadHook runs one hook's --config and parses its output.
-func loadHook(ctx context.Context, root, name string, opts LoadOptions, builtin *kube.BuiltinKinds) (*Hook, ConfigErrors) {
+func loadHook(ctx context.Context, root, name string, opts LoadOptions, builtin func() *kube.BuiltinKinds) (*Hook, ConfigErrors) {
 	p := filepath.Join(root, filepath.FromSlash(name))
 	h := &Hook{Name: name, Path: p, Dir: filepath.Dir(p)}
 	if ctx.Err() != nil {
