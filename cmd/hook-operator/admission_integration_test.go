@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -76,11 +75,7 @@ func servingSetup(t *testing.T) (ca *testCA, certs, port string) {
 	ca = newTestCA(t)
 	must(t, os.WriteFile(filepath.Join(certs, "ca.crt"), ca.pem, 0o600))
 	ca.serve(t, certs, 100)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	port = strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	return ca, certs, port
+	return ca, certs, freePort(t)
 }
 
 // kubectlApply applies manifest and returns its output and error.
@@ -229,10 +224,7 @@ func TestIntegrationAdmissionDryRun(t *testing.T) {
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	bin := buildBinary(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
+	port := freePort(t)
 	configName := "hook-operator-test-" + ns
 	gvr := validatingConfigurations
 	deleteConfigurationsAtEnd(t, c, configName+"-dry-run")

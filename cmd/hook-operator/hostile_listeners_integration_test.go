@@ -45,10 +45,7 @@ func TestIntegrationHostileListeners(t *testing.T) {
 	writeHook(t, hooks, "allow.sh", bashHook(`{"configVersion":"v1","kubernetesValidating":[{"name":"hostile.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}]}]}`,
 		`echo '{"allowed": true}' >"$VALIDATING_RESPONSE_PATH"`+"\n"))
 	start := func(t *testing.T, extra ...string) (pid int, addr string) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		must(t, err)
-		addr = ln.Addr().String()
-		ln.Close()
+		addr = "127.0.0.1:" + freePort(t)
 		o := startObserved(t, bin, c.Kubeconfig, hooks, append([]string{"--webhook-listen-address", addr,
 			"--webhook-self-signed", "--operator-namespace", ns, "--webhook-register=false"}, extra...)...)
 		waitUntil(t, "the webhook listener", func() bool { return strings.Contains(o.logs.String(), `"msg":"serving webhooks"`) }, o.logs.String)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
-	"net"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -30,10 +29,7 @@ func TestIntegrationMetricsSecure(t *testing.T) {
 	ns := c.Namespace(t)
 	bin := buildBinary(t)
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
+	port := freePort(t)
 	hooks := t.TempDir()
 	writeHook(t, hooks, "startup.sh", bashHook(`{"configVersion":"v1","onStartup":1}`, "exit 0\n"))
 	o := startObserved(t, bin, c.Kubeconfig, hooks, "--metrics-secure", "--metrics-secure-address", "127.0.0.1:"+port)
