@@ -45,11 +45,11 @@ func TestIntegrationStuckQueue(t *testing.T) {
 		return strings.ReplaceAll(`"kubernetes":[`+cmBinding("cms", app)+`]`, "NS", ns)
 	}
 	// hang records the start of each run of an Event, then hangs (its
-	// Synchronization succeeds, so that start-up completes); other records
-	// each context it gets.
+	// Synchronization succeeds, so that start-up completes, and is recorded
+	// as sync); other records each context it gets.
 	hang := func(settings string) string {
 		return bashHook(`{"configVersion":"v1",`+binding("hang")+settings+`}`,
-			`if jq -e '.[0].type == "Synchronization"' "$BINDING_CONTEXT_PATH" >/dev/null; then exit 0; fi
+			`if jq -e '.[0].type == "Synchronization"' "$BINDING_CONTEXT_PATH" >/dev/null; then echo sync >>`+filepath.Join(records, "hang")+`; exit 0; fi
 echo start >>`+filepath.Join(records, "hang")+"\nexec sleep 600\n")
 	}
 	other := bashHook(`{"configVersion":"v1",`+binding("other")+`}`,
@@ -73,6 +73,9 @@ echo start >>`+filepath.Join(records, "hang")+"\nexec sleep 600\n")
 	write(map[string]string{"hang.sh": hang(""), "other.sh": other})
 	o := startObserved(t, bin, c.Kubeconfig, hooks, "--retry-initial-delay", "1h", "--retry-max-delay", "1h")
 	waitUntil(t, "other.sh's Synchronization", func() bool { return count("other", "Synchronization") == 1 }, o.logs.String)
+	// Both: an event that comes while hang.sh's Synchronization waits its
+	// turn joins that run (contexts [Synchronization, Event]), which exits.
+	waitUntil(t, "hang.sh's Synchronization", func() bool { return count("hang", "sync") == 1 }, o.logs.String)
 
 	// hang.sh's run for h1 hangs; other.sh's for o1 waits behind it.
 	mkcm("h1", "hang")
