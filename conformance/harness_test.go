@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +19,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/hook-operator/hook-operator/internal/localcluster"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
@@ -290,12 +290,13 @@ func startProcess(t *testing.T, bin string, args, env []string) func() {
 	return stop
 }
 
+// freePort returns a port that was free a moment ago
+// (localcluster.FreePort: out of the range that port 0 draws from).
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := localcluster.FreePort()
 	must(t, err)
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	return port
 }
 
 // recorder follows the binding contexts the wrappers write.

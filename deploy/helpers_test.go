@@ -5,20 +5,21 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"testing"
 	"time"
+
+	"github.com/hook-operator/hook-operator/internal/localcluster"
 )
 
-// freeAddress returns a local address with a port that is free now.
+// freeAddress returns a local address with a port that is free now
+// (localcluster.FreePort: out of the range that port 0 draws from).
 func freeAddress(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := localcluster.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	return "127.0.0.1:" + port
 }
 
 // get returns the status code and body of a GET, or 0 and the error.

@@ -4,19 +4,17 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/hook-operator/hook-operator/internal/localcluster"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
@@ -162,34 +160,13 @@ func (s *shellOperatorSettings) checkWebhook(t *testing.T, kubeconfig string) {
 	conn.Close()
 }
 
-// freePort returns a port that was free a moment ago, for a listener a
-// test names. It is drawn from 20000-29999, below the kernel's ephemeral
-// range (ip_local_port_range) and the ports kwokctl counts down from 32767
-// for the local clusters: a listener bound to port 0 meanwhile (as the
-// operators these tests start bind their metrics and probe listeners) is
-// never given it before its own operator binds it.
+// freePort returns a port that was free a moment ago
+// (localcluster.FreePort: out of the range that port 0 draws from).
 func freePort(t *testing.T) string {
 	t.Helper()
-	low, high := 20000, 30000
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil && n < high {
-				high = n
-			}
-		}
-	}
-	if high-low < 1000 {
-		low, high = 10000, 20000
-	}
-	for range 100 {
-		port := strconv.Itoa(low + rand.IntN(high-low))
-		if ln, err := net.Listen("tcp", "127.0.0.1:"+port); err == nil {
-			ln.Close()
-			return port
-		}
-	}
-	t.Fatalf("no free port in %d-%d after 100 tries", low, high-1)
-	return ""
+	port, err := localcluster.FreePort()
+	must(t, err)
+	return port
 }
 
 // getURL returns the status and body of a GET of url (0 and the error on

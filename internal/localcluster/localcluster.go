@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -126,12 +127,31 @@ func Config(kubeconfig string, qps float32, burst int) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago,
+// for a listener a test or the bench names. It is drawn from
+// 20000-29999, below the kernel's ephemeral range (ip_local_port_range)
+// and the ports kwokctl counts down from 32767 for the local clusters: a
+// listener bound to port 0 meanwhile (as the operators the tests and the
+// bench start bind their metrics and probe listeners) is never given it
+// before its own operator binds it.
 func FreePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+	low, high := 20000, 30000
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n < high {
+				high = n
+			}
+		}
 	}
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), nil
+	if high-low < 1000 {
+		low, high = 10000, 20000
+	}
+	for range 100 {
+		port := strconv.Itoa(low + rand.IntN(high-low))
+		if ln, err := net.Listen("tcp", "127.0.0.1:"+port); err == nil {
+			ln.Close()
+			return port, nil
+		}
+	}
+	return "", fmt.Errorf("no free port in %d-%d after 100 tries", low, high-1)
 }

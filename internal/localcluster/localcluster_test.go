@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,10 @@ func TestFreePort(t *testing.T) {
 	port, err := FreePort()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Out of the range a listener on port 0 is given.
+	if n, err := strconv.Atoi(port); err != nil || n < 10000 || n >= 30000 {
+		t.Errorf("port %s; want one in 10000-29999, below the ephemeral ports", port)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:"+port)
 	if err != nil {

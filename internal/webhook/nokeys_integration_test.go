@@ -7,11 +7,9 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/hook-operator/hook-operator/internal/localcluster"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
@@ -72,12 +71,10 @@ echo '{"allowed": true}' >"$VALIDATING_RESPONSE_PATH"
 	if err := os.WriteFile(filepath.Join(hooks, "validate.sh"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := localcluster.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
 	sysTmp, opTmp := t.TempDir(), t.TempDir()
 	// Nothing is registered: the test needs the server and its Secret only.
 	cmd := exec.Command(testoperator.Binary(t), "start", "--hooks-dir", hooks, "--kubeconfig", c.Kubeconfig, "--log-format", "json",
