@@ -248,7 +248,7 @@ func TestReleaseImagesArchitecture(t *testing.T) {
 					t.Errorf("%s %s: %s is built for %v, want %v", tag, platform, name, m, machine)
 				}
 			}
-			must := []string{"/usr/local/bin/hook-operator", "/usr/local/bin/kubectl", "/bin/bash", "/usr/bin/jq", "/usr/bin/tini", "/examples/hooks/memcached/memcached"}
+			must := []string{"/usr/local/bin/hook-operator", "/usr/local/bin/kubectl", "/bin/bash", "/usr/bin/jq", "/usr/bin/curl", "/usr/bin/tini", "/examples/hooks/memcached/memcached"}
 			if strings.HasSuffix(tag, "-python") {
 				must = append(must, "/usr/bin/python3.11")
 			}
@@ -327,7 +327,7 @@ func TestReleaseSumsAndSBOMs(t *testing.T) {
 		for _, tag := range []string{version, version + "-python"} {
 			file := "hook-operator-" + tag + "-" + arch + ".cdx.json"
 			c := components(file)
-			want := []string{"bash", "jq", "tini", "k8s.io/client-go"}
+			want := []string{"bash", "jq", "curl", "tini", "k8s.io/client-go"}
 			if strings.HasSuffix(tag, "-python") {
 				want = append(want, "python3")
 			}

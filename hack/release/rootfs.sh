@@ -31,9 +31,11 @@ umask 022
 
 # What bash hooks and shell-operator's shell framework use: bash, jq, the
 # POSIX tools (coreutils, grep, sed, mawk, findutils, diffutils, gzip, tar),
-# rev (util-linux in bookworm), column and hexdump (bsdextrautils); tini as PID 1; CA certificates for kubectl and hooks.
+# rev (util-linux in bookworm), column and hexdump (bsdextrautils); curl,
+# which shell-operator's image has and its users' hooks call; tini as PID 1;
+# CA certificates for kubectl, curl and hooks.
 packages() {
-  local p=base-files,bash,dash,coreutils,grep,sed,mawk,findutils,diffutils,gzip,tar,hostname,debianutils,util-linux,bsdextrautils,jq,tini,ca-certificates,tzdata
+  local p=base-files,bash,dash,coreutils,grep,sed,mawk,findutils,diffutils,gzip,tar,hostname,debianutils,util-linux,bsdextrautils,jq,curl,tini,ca-certificates,tzdata
   case "$1" in
     base) echo "$p" ;;
     python) echo "$p,python3" ;;
