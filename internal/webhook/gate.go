@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -12,6 +13,10 @@ import (
 
 	"github.com/hook-operator/hook-operator/internal/listen"
 )
+
+// HealthPath is the liveness path of every webhook listener: GET answers
+// 200 while the listener serves, as shell-operator's do.
+const HealthPath = "/healthz"
 
 // maxSlotWait is the longest a request waits for a slot: the API server
 // waits at most 30 s for a webhook, and says less in ?timeout= when its
@@ -22,9 +27,16 @@ const maxSlotWait = 30 * time.Second
 // whole, in the body's own time and within the memory for bodies, and
 // only then takes a slot to run the handler, so that clients that send a
 // part of a body and wait hold no slot and little memory; and it logs and
-// counts the requests answered with an error before a hook ran.
+// counts the requests answered with an error before a hook ran. It answers
+// GET /healthz itself, before any of that: liveness probes (shell-operator's
+// Deployments probe its webhook ports over HTTPS) take no slot and send no
+// client certificate.
 type gate struct {
-	next        http.Handler
+	next http.Handler
+	// clientCert: reviews need a client certificate that the client CAs
+	// signed (the TLS handshake checks one given, and asks for none, so
+	// that probes without one reach /healthz).
+	clientCert  bool
 	slots       Slots
 	bodies      *Bodies
 	bodyTimeout time.Duration
@@ -34,10 +46,20 @@ type gate struct {
 }
 
 func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == HealthPath && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+		return
+	}
 	start := time.Now()
 	rec := &recorder{ResponseWriter: w}
 	r = r.WithContext(context.WithValue(r.Context(), recorderKey{}, rec))
 	defer g.report(rec, r)
+	if g.clientCert && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
+		w.Header().Set("Connection", "close")
+		reject(rec, r, http.StatusUnauthorized, "client_certificate", "a review needs a client certificate signed by one of the webhook's client CAs (--webhook-client-ca, --conversion-webhook-client-ca); only GET "+HealthPath+" is answered without one")
+		return
+	}
 	if r.ContentLength > maxReviewBytes {
 		reject(rec, r, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("a review is at most %d bytes; this one has %d", maxReviewBytes, r.ContentLength))
 		return

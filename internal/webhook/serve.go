@@ -24,7 +24,7 @@ type ServeOptions struct {
 	Certificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	// ClientCAs, when not nil, admit only clients with a certificate one
 	// of them signed (the API server's, configured in its admission
-	// configuration).
+	// configuration); GET /healthz alone is answered without one.
 	ClientCAs *x509.CertPool
 	// TLS13Only refuses TLS 1.2; otherwise TLS 1.2 is offered with AEAD
 	// suites only (see CipherSuites).
@@ -115,7 +115,7 @@ func Serve(ctx context.Context, address string, handler http.Handler, o ServeOpt
 	if rejected == nil {
 		rejected = func(string) {}
 	}
-	g := &gate{next: handler, slots: o.Slots, bodies: o.Bodies, bodyTimeout: o.BodyTimeout, rejected: rejected, log: o.Log, sampler: listen.NewSampler(10, time.Second)}
+	g := &gate{next: handler, clientCert: o.ClientCAs != nil, slots: o.Slots, bodies: o.Bodies, bodyTimeout: o.BodyTimeout, rejected: rejected, log: o.Log, sampler: listen.NewSampler(10, time.Second)}
 	limits := webhookLimits
 	limits.MaxConns = o.MaxConns
 	closed := listen.NewSampler(10, time.Second)
@@ -147,7 +147,9 @@ func serverTLS(o ServeOptions) *tls.Config {
 		c.MinVersion = tls.VersionTLS13
 	}
 	if o.ClientCAs != nil {
-		c.ClientCAs, c.ClientAuth = o.ClientCAs, tls.RequireAndVerifyClientCert
+		// A certificate given is verified in the handshake; one not given
+		// is refused by the gate for anything but GET /healthz.
+		c.ClientCAs, c.ClientAuth = o.ClientCAs, tls.VerifyClientCertIfGiven
 	}
 	return c
 }

@@ -217,6 +217,25 @@ func TestGateAnswersBusyWhenNoSlotFrees(t *testing.T) {
 	}
 }
 
+// GET and HEAD /healthz are answered 200 while every slot is taken, and
+// reach no handler: a liveness probe never waits behind reviews.
+func TestGateAnswersHealthWithoutASlot(t *testing.T) {
+	slots := NewSlots(1)
+	slots <- struct{}{} // every slot taken
+	handled := false
+	g, rejected, _ := testGate(slots, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { handled = true }))
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		rec := httptest.NewRecorder()
+		g.ServeHTTP(rec, httptest.NewRequest(method, HealthPath, nil))
+		if rec.Code != http.StatusOK {
+			t.Errorf("%s %s while every slot is taken: %d, want 200", method, HealthPath, rec.Code)
+		}
+	}
+	if handled || len(slots) != 1 || rejected.count("busy") != 0 {
+		t.Errorf("the probes reached the handler (%t) or took a slot (%d taken)", handled, len(slots))
+	}
+}
+
 // Bodies are charged for what has arrived, not for the length announced:
 // requests that announce 1 MiB and send 100 bytes hold a few KiB each,
 // and the others are still read. A body that needs more than is free
