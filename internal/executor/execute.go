@@ -136,7 +136,7 @@ func (e *Executor) Execute(ctx context.Context, t *queue.Task) error {
 			names = BindingNames(t.Contexts)
 		}
 		e.Metrics.RecordRun(metrics.HookRun{Hook: t.Hook.Name, Binding: names, Queue: t.Queue, Duration: time.Since(start),
-			UserCPU: user, SystemCPU: system, MaxRSS: rss, Err: err, Allowed: t.AllowFailure})
+			UserCPU: user, SystemCPU: system, MaxRSS: rss, Err: err, Allowed: t.AllowFailure, Waited: t.Waited()})
 	}
 	if err != nil && e.Failed != nil {
 		e.Failed(t, err) // err may end with the hook's stderr: see failure

@@ -41,15 +41,28 @@ func (m *Metrics) KubernetesBindingsEnabled(hook string, d time.Duration) {
 		return
 	}
 	m.bindings.enableSeconds.set(d.Seconds(), hook)
+	if m.shell != nil {
+		m.shell.enableSeconds.set(d.Seconds(), hook)
+		m.shell.enableSuccess.set(1, hook)
+	}
 }
 
 // BindingStarted makes binding_monitor_missing_total of a kubernetes
-// binding start at 0, so that an alert's increase() sees the first one.
+// binding start at 0, so that an alert's increase() sees the first one;
+// in shell-operator's families also its hook's
+// hook_enable_kubernetes_bindings_errors_total, and its
+// hook_enable_kubernetes_bindings_success is 0 until the bindings started
+// with it have listed (KubernetesBindingsEnabled).
 func (m *Metrics) BindingStarted(hook, binding string) {
 	if m == nil {
 		return
 	}
 	m.bindings.monitorMissing.add(0, hook, binding)
+	if s := m.shell; s != nil {
+		s.monitorMissing.add(0, binding)
+		s.enableErrors.add(0, hook)
+		s.enableSuccess.set(0, hook)
+	}
 }
 
 // BindingNotListed counts a run of hook that was not started because
@@ -59,6 +72,9 @@ func (m *Metrics) BindingNotListed(hook, binding string) {
 		return
 	}
 	m.bindings.monitorMissing.add(1, hook, binding)
+	if m.shell != nil {
+		m.shell.monitorMissing.add(1, binding)
+	}
 }
 
 // InformerStarted makes factory_informer_dead_total of the watches of gvr
@@ -68,6 +84,9 @@ func (m *Metrics) InformerStarted(gvr, namespace string) {
 		return
 	}
 	m.bindings.informerDead.add(0, gvr, namespace)
+	if m.shell != nil {
+		m.shell.informerDead.add(0, gvr, namespace)
+	}
 }
 
 // InformerDead counts a watch of gvr in namespace that delivered nothing
@@ -77,4 +96,7 @@ func (m *Metrics) InformerDead(gvr, namespace string) {
 		return
 	}
 	m.bindings.informerDead.add(1, gvr, namespace)
+	if m.shell != nil {
+		m.shell.informerDead.add(1, gvr, namespace)
+	}
 }

@@ -90,6 +90,10 @@ type Metrics struct {
 	ringChanges       *vec
 
 	bindings bindingMetrics
+
+	// shell holds shell-operator's own families while they are served
+	// (ServeShellOperator); nil otherwise.
+	shell *shellOperator
 }
 
 // New returns metrics registered in a new registry, with the Go runtime and
@@ -247,6 +251,9 @@ type HookRun struct {
 	// MaxRSS is the peak resident memory of its process, in bytes; 0
 	// (unknown) leaves the gauge as it was.
 	MaxRSS int64
+	// Waited is how long the run waited in its queue before it started:
+	// since it was queued, or for a retry since the failure before it.
+	Waited time.Duration
 	// Err is why the run failed, if it did; Allowed says that the hook's
 	// allowFailure let it fail.
 	Err     error
@@ -271,6 +278,9 @@ func (m *Metrics) RecordRun(r HookRun) {
 	m.systemCPU.add(r.SystemCPU.Seconds(), labels...)
 	if r.MaxRSS > 0 {
 		m.maxRSS.set(float64(r.MaxRSS), labels...)
+	}
+	if m.shell != nil {
+		m.shell.recordRun(r, labels)
 	}
 }
 
@@ -419,12 +429,17 @@ func (m *Metrics) WatchStarted(resource string) {
 	}
 }
 
-// WatchError counts a failed watch of resource.
-func (m *Metrics) WatchError(resource string) {
+// WatchError counts a failed list or watch of resource, whose error is of
+// errorType (WatchErrorExpired, WatchErrorEOF, WatchErrorUnexpectedEOF or
+// WatchErrorFail: shell-operator's error types).
+func (m *Metrics) WatchError(resource, errorType string) {
 	if m == nil {
 		return
 	}
 	m.watchErrors.add(1, resource)
+	if m.shell != nil {
+		m.shell.watchErrors.add(1, errorType)
+	}
 }
 
 // WatchRestart counts a watch stream of resource that ended, by reason.
@@ -476,6 +491,9 @@ func (m *Metrics) Tick() {
 		return
 	}
 	m.liveTicks.add(1)
+	if m.shell != nil {
+		m.shell.liveTicks.add(1)
+	}
 }
 
 // factory makes metrics registered in one registry.

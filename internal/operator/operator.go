@@ -240,6 +240,7 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 		o.queues.Metrics = opts.Metrics
 		o.watcher.SetMetrics(opts.Metrics)
 		opts.Metrics.QueueOldestPending(o.queues.OldestPending)
+		opts.Metrics.QueueTasks(o.queues.Tasks)
 	}
 	return o
 }

@@ -101,6 +101,28 @@ func (s *Set) OldestPending() map[string]time.Duration {
 	return out
 }
 
+// Tasks returns, for every queue, how many tasks each hook has in it,
+// pending and running.
+func (s *Set) Tasks() map[string]map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]map[string]int, len(s.queues))
+	for name, q := range s.queues {
+		hooks := map[string]int{}
+		for _, t := range q.tasks {
+			hooks[t.Hook.Name]++
+		}
+		if t := q.serial.running; t != nil {
+			hooks[t.Hook.Name]++
+		}
+		for _, t := range q.parallel.running {
+			hooks[t.Hook.Name]++
+		}
+		out[name] = hooks
+	}
+	return out
+}
+
 // dropLocked removes q's pending tasks that match, and returns them. A
 // dropped head that was held after a failure no longer holds q, nor does
 // a dropped task hold its key.
@@ -108,6 +130,7 @@ func (s *Set) dropLocked(q *fifo, match func(*Task) bool) []*Task {
 	if !slices.ContainsFunc(q.tasks, match) {
 		return nil
 	}
+	defer s.Metrics.QueueAction(q.name, "DeleteFunc", s.Metrics.QueueActionStart())
 	head := q.tasks[0]
 	var dropped []*Task
 	kept := q.tasks[:0:0]

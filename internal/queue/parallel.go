@@ -143,7 +143,7 @@ func (s *Set) startParallelLocked(q *fifo) {
 		q.parallel.running[k] = run
 		s.keyed[run.Hook]++
 		s.Metrics.HookRunning(run.Hook.Name, s.keyed[run.Hook]+s.alone[run.Hook])
-		run.started = now
+		run.started, run.waited = now, now.Sub(run.ready)
 		s.Metrics.QueueLength(q.name, len(q.tasks))
 		if run.attempts == 0 {
 			s.Metrics.QueueWait(q.name, now.Sub(run.enqueued))
@@ -167,6 +167,7 @@ func (s *Set) parallelLocked() int {
 // key before the next task without a Key, and returns them merged, oldest
 // contexts first.
 func (s *Set) takeKeyLocked(q *fifo, i int) *Task {
+	defer s.Metrics.QueueAction(q.name, "Remove", s.Metrics.QueueActionStart())
 	head := q.tasks[i]
 	rest := append(q.tasks[:i:i], q.tasks[i+1:]...)
 	kept := rest[:i:i]
@@ -180,6 +181,9 @@ func (s *Set) takeKeyLocked(q *fifo, i int) *Task {
 			continue
 		}
 		s.mergeLocked(q, head, t)
+	}
+	if len(kept) < len(rest) {
+		s.Metrics.Compacted(q.name, head.Hook.Name)
 	}
 	q.tasks = kept
 	return head

@@ -58,7 +58,12 @@ type Task struct {
 	// was away (see Outage): they do not make the backoff grow.
 	outages  int
 	enqueued time.Time
-	lastErr  error
+	// ready is when the task could run last: when it was queued, or, after
+	// a failure, when that run ended; waited, set as its run starts, how
+	// long it waited since (Waited).
+	ready   time.Time
+	waited  time.Duration
+	lastErr error
 	// started is when the run of a parallel task started.
 	started time.Time
 }
@@ -75,6 +80,11 @@ type OutageError struct {
 // Attempts returns how many runs of the task failed so far: more than zero
 // in a retry.
 func (t *Task) Attempts() int { return t.attempts }
+
+// Waited returns how long the task's current run waited in its queue
+// before it started: since the task was queued, or, for a retry, since the
+// run that failed before it ended (its backoff, and the runs ahead of it).
+func (t *Task) Waited() time.Duration { return t.waited }
 
 func (e *OutageError) Error() string { return e.Err.Error() }
 func (e *OutageError) Unwrap() error { return e.Err }
@@ -265,6 +275,7 @@ func (s *Set) Push(t *Task) error {
 	if s.stopping {
 		return ErrStopped
 	}
+	defer s.Metrics.QueueAction(t.Queue, "AddLast", s.Metrics.QueueActionStart())
 	q := s.queues[t.Queue]
 	if q == nil {
 		q = &fifo{name: t.Queue, wake: make(chan struct{}, 1), full: make(chan struct{}, 1), parallel: newParallelMode()}
@@ -277,6 +288,7 @@ func (s *Set) Push(t *Task) error {
 		t.Done = nil
 	}
 	t.enqueued = s.clock.Now()
+	t.ready = t.enqueued
 	q.gap = t.enqueued.Sub(q.pushed)
 	q.pushed = t.enqueued
 	q.tasks = append(q.tasks, t)
@@ -399,8 +411,10 @@ func (s *Set) settleLocked(q *fifo, t *Task, err error, log logrus.FieldLogger, 
 	if err == nil || t.AllowFailure {
 		return settled{t: t, err: err, log: log, finished: true}
 	}
+	start := s.Metrics.QueueActionStart()
 	t.attempts++
 	t.lastErr = err
+	t.ready = s.clock.Now()
 	o := settled{t: t, err: err, log: log.WithField("toDrop", DropCommand(q.name, t.Hook.Name, t.Key)), attempts: t.attempts}
 	var outage *OutageError
 	if errors.As(err, &outage) {
@@ -413,6 +427,7 @@ func (s *Set) settleLocked(q *fifo, t *Task, err error, log logrus.FieldLogger, 
 		hold(s.clock.Now().Add(o.delay), false)
 	}
 	q.tasks = append([]*Task{t}, q.tasks...)
+	s.Metrics.QueueAction(q.name, "AddFirst", start)
 	return o
 }
 

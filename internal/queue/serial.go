@@ -101,6 +101,7 @@ func (s *Set) runSerial(q *fifo, head *Task) bool {
 	}
 	t := s.takeLocked(q)
 	q.serial.running, q.serial.started = t, s.clock.Now()
+	t.waited = q.serial.started.Sub(t.ready)
 	s.Metrics.QueueLength(q.name, len(q.tasks))
 	if t.attempts == 0 {
 		s.Metrics.QueueWait(q.name, q.serial.started.Sub(t.enqueued))
@@ -217,6 +218,7 @@ func (q *fifo) noteRunTime(hook string, d time.Duration) {
 // takeLocked removes the head task and every other pending task of the same
 // hook from q, and returns them merged, oldest contexts first.
 func (s *Set) takeLocked(q *fifo) *Task {
+	start := s.Metrics.QueueActionStart()
 	head := q.tasks[0]
 	rest := q.tasks[:0:0]
 	for _, t := range q.tasks[1:] {
@@ -226,6 +228,10 @@ func (s *Set) takeLocked(q *fifo) *Task {
 		}
 		s.mergeLocked(q, head, t)
 	}
+	if len(rest) < len(q.tasks)-1 {
+		s.Metrics.Compacted(q.name, head.Hook.Name)
+	}
 	q.tasks = rest
+	s.Metrics.QueueAction(q.name, "RemoveFirst", start)
 	return head
 }

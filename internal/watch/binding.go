@@ -402,10 +402,18 @@ func (b *Binding) finalizerState(src *source, old, e *entry) bool {
 // notify handles one watch notification from f, the binding's source for
 // namespace ns, and hands what it makes of it to the Sink.
 func (b *Binding) notify(f feed, ns string, slot int, event string, old, e *entry) {
+	var start time.Time
+	timed := b.metrics.TimesWatchEvents() // shell-operator's kube_event_duration_seconds
+	if timed {
+		start = time.Now()
+	}
 	b.mu.Lock()
 	b.notifyLocked(f, ns, slot, event, old, e)
 	b.mu.Unlock()
 	b.out.flush()
+	if timed {
+		b.metrics.EventHandled(b.Hook.Name, b.cfg.Name, b.cfg.Queue, time.Since(start))
+	}
 }
 
 func (b *Binding) notifyLocked(f feed, ns string, slot int, event string, old, e *entry) {

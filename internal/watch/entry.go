@@ -3,6 +3,7 @@ package watch
 import (
 	"encoding/json"
 	"slices"
+	"time"
 	"unique"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,11 +79,20 @@ func newEntry(u *unstructured.Unstructured, bindings []*Binding, keepFull, final
 	if finalizers {
 		e.more.finalizers = u.GetFinalizers()
 	}
+	// Timed only for shell-operator's kube_jq_filter_duration_seconds.
+	timed := len(bindings) > 0 && bindings[0].metrics.TimesWatchEvents()
+	var start time.Time
 	for n, b := range bindings {
 		if b.cfg.Filter == nil {
 			continue
 		}
+		if timed {
+			start = time.Now()
+		}
 		res, err := b.cfg.Filter.ResultJSON(m)
+		if timed {
+			b.metrics.FilterRan(b.Hook.Name, b.cfg.Name, b.cfg.Queue, time.Since(start))
+		}
 		if err != nil {
 			b.log.WithError(err).WithField("object", e.Namespace+"/"+e.Name).Error("jqFilter failed; filterResult is null")
 			res = []byte("null")
@@ -90,6 +100,9 @@ func newEntry(u *unstructured.Unstructured, bindings []*Binding, keepFull, final
 		e.results[n] = res
 	}
 	if keepFull {
+		if timed {
+			start = time.Now()
+		}
 		full, err := jsonenc.Marshal(m)
 		if err != nil {
 			for _, b := range bindings {
@@ -97,6 +110,15 @@ func newEntry(u *unstructured.Unstructured, bindings []*Binding, keepFull, final
 			}
 		}
 		e.more.full = full
+		if timed {
+			// What a binding without a jqFilter keeps of the object.
+			d := time.Since(start)
+			for _, b := range bindings {
+				if b.cfg.Filter == nil {
+					b.metrics.FilterRan(b.Hook.Name, b.cfg.Name, b.cfg.Queue, d)
+				}
+			}
+		}
 	}
 	return e
 }

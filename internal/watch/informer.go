@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -188,8 +191,31 @@ func (i *informer) failed(ctx context.Context, err error) {
 		return
 	}
 	i.log.WithError(err).Warn("watch failed; retrying")
-	i.metrics.WatchError(i.key.resource)
+	i.metrics.WatchError(i.key.resource, watchErrorType(err))
+	if !i.listed() {
+		// The bindings on it have not all listed: for each of their
+		// hooks, a failed start of its kubernetes bindings.
+		for n, b := range i.bindings {
+			if !slices.ContainsFunc(i.bindings[:n], func(o *Binding) bool { return o.Hook.Name == b.Hook.Name }) {
+				i.metrics.BindingsListFailed(b.Hook.Name)
+			}
+		}
+	}
 	i.broken.Store(true)
+}
+
+// watchErrorType sorts a failed list or watch as shell-operator's
+// kubernetes_client_watch_errors_total does.
+func watchErrorType(err error) string {
+	switch {
+	case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+		return metrics.WatchErrorExpired
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return metrics.WatchErrorUnexpectedEOF
+	case errors.Is(err, io.EOF):
+		return metrics.WatchErrorEOF
+	}
+	return metrics.WatchErrorFail
 }
 
 // ended counts a watch stream that ended (watch_restarts_total); one
