@@ -230,6 +230,11 @@ func (o *Operator) Ready(ctx context.Context) (bool, []string) {
 			why = append(why, "the API server does not answer: "+err.Error())
 		}
 	}
+	if p := o.misdirected.Load(); p != nil {
+		for _, msg := range *p {
+			why = append(why, "webhook registration: "+msg)
+		}
+	}
 	if o.idle() {
 		// A healthy standby is ready: it serves webhooks, and a rolling
 		// update must be able to go on while another replica leads.

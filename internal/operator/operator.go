@@ -161,6 +161,9 @@ type Operator struct {
 	// an admission or conversion binding (see WebhooksChanged).
 	webhooksMu      sync.Mutex
 	webhooksChanged chan struct{}
+	// misdirected is what the webhook server last found wrong with where
+	// its registrations point (WebhooksMisdirected); readiness lists it.
+	misdirected atomic.Pointer[[]string]
 	// booting is set while hooks start: their bindings' first
 	// Synchronization runs are waited for (waitForSynchronization).
 	booting atomic.Bool

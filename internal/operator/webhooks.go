@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/hook-operator/hook-operator/internal/executor"
@@ -120,4 +121,26 @@ const WebhooksReason = "WebhooksFailed"
 // again.
 func (o *Operator) WebhooksFailed(err error) {
 	o.podEvent(WebhooksReason, "the hooks' webhook bindings changed, and serving or registering them failed: "+err.Error()+"; fix it, and the change is tried again within 10s")
+}
+
+// MisdirectedReason is the reason of the Event about webhook
+// registrations that do not reach the operator's listeners.
+const MisdirectedReason = "WebhookUnreachable"
+
+// WebhooksMisdirected takes what the webhook server found wrong with
+// where its registrations point (a Service that does not exist, a URL of
+// another port): each new fault becomes a Warning Event on the operator's
+// Pod, and the operator is not ready while any is left (Ready lists them),
+// as the API server cannot reach the webhooks.
+func (o *Operator) WebhooksMisdirected(problems []string) {
+	var before []string
+	if p := o.misdirected.Load(); p != nil {
+		before = *p
+	}
+	for _, p := range problems {
+		if !slices.Contains(before, p) {
+			o.podEvent(MisdirectedReason, p)
+		}
+	}
+	o.misdirected.Store(&problems)
 }

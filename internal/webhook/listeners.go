@@ -65,7 +65,7 @@ func (s *Server) listen(ctx context.Context, b Bindings, admission, conversion b
 		if err != nil {
 			return err
 		}
-		s.admissionUp = true
+		s.admissionUp, s.admissionPort = true, portOf(addr)
 		log := s.log.WithFields(logrus.Fields{"address": addr.String(), "validating": len(b.Validating), "mutating": len(b.Mutating)})
 		if s.o.DryRun {
 			log.Info("dry-run: serving admission webhooks; every request is allowed")
@@ -83,7 +83,7 @@ func (s *Server) listen(ctx context.Context, b Bindings, admission, conversion b
 		if err != nil {
 			return err
 		}
-		s.conversionUp = true
+		s.conversionUp, s.conversionPort = true, portOf(addr)
 		s.log.WithFields(logrus.Fields{"address": addr.String(), "crds": b.CRDs()}).Info("serving conversion webhooks")
 	}
 	return nil
@@ -108,7 +108,9 @@ func (s *Server) serve(ctx context.Context, l listener, handler http.Handler) (n
 	} else {
 		certs, err := NewCertReloader(l.cert, l.key, s.log)
 		if err != nil {
-			return nil, fmt.Errorf("the hooks have %s bindings, so the webhook server needs a certificate and key (--%s-cert, --%s-key): %w", l.what, l.flag, l.flag, err)
+			return nil, fmt.Errorf("the hooks have %s bindings, so the webhook server needs a certificate and key (--%s-cert, --%s-key): %w;"+
+				" or let the operator make and keep its own with --webhook-self-signed (a local run: with --operator-namespace, and --webhook-url https://HOST:PORT where the API server reaches this machine)",
+				l.what, l.flag, l.flag, err)
 		}
 		o.Certificate = certs.GetCertificate
 	}
@@ -132,4 +134,12 @@ func urlHost(raw string) (string, error) {
 		return "", fmt.Errorf("--webhook-url %q: want https://HOST[:PORT]", raw)
 	}
 	return u.Hostname(), nil
+}
+
+// portOf returns the port of a listener's address (0 when it has none).
+func portOf(addr net.Addr) int {
+	if a, ok := addr.(*net.TCPAddr); ok {
+		return a.Port
+	}
+	return 0
 }

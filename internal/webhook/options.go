@@ -69,7 +69,13 @@ type Options struct {
 	// bindings after a change failed (an Event); the Server tries again at
 	// the next change, and every failRetry meanwhile.
 	Failed func(error)
-	Log    logrus.FieldLogger
+	// Misdirected, when not nil, is told what is wrong with where the
+	// registrations point (a Service that does not exist, a URL whose
+	// port is not the listener's), each time that changes; nil when
+	// nothing is. The Server checks again every failRetry while a fault
+	// is left.
+	Misdirected func(problems []string)
+	Log         logrus.FieldLogger
 }
 
 // ConversionOptions are the settings of a second listener for conversion

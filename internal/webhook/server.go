@@ -116,6 +116,12 @@ type Server struct {
 	dryRunWritten   bool
 	stopCRDRetry    context.CancelFunc
 	unservedWarning string
+	// admissionPort and conversionPort are the listeners' ports, once
+	// they listen; targets where the last registration points, and
+	// targetWarning what was last said of them.
+	admissionPort, conversionPort int
+	registered                    []target
+	targetWarning                 string
 }
 
 // NewServer checks o and returns the Server of hooks' webhook bindings;
@@ -158,7 +164,7 @@ func (s *Server) Started() <-chan struct{} { return s.started }
 // told to Options.Failed, and the change is tried again.
 func (s *Server) Start(ctx context.Context) error {
 	defer s.cleanup()
-	var retry <-chan time.Time
+	var retry, recheck <-chan time.Time
 	for first := true; ; first = false {
 		changed := s.hooks.WebhooksChanged()
 		var err error
@@ -188,11 +194,20 @@ func (s *Server) Start(ctx context.Context) error {
 		if first {
 			close(s.started)
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-changed:
-		case <-retry:
+		for {
+			recheck = nil
+			if err == nil && s.reportTargets(ctx, s.registered) {
+				recheck = time.After(s.retry)
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-changed:
+			case <-retry:
+			case <-recheck:
+				continue
+			}
+			break
 		}
 	}
 }
@@ -220,13 +235,22 @@ func (s *Server) sync(ctx context.Context) error {
 	if err := s.listen(ctx, b, admission, conversion); err != nil {
 		return err
 	}
+	s.registered = nil
 	switch {
 	case !s.o.Register:
 		return nil
 	case s.o.DryRun:
-		return s.registerDryRun(ctx, b, admission)
+		if err := s.registerDryRun(ctx, b, admission); err != nil {
+			return err
+		}
+		s.registered = s.targets(admission, false)
+		return nil
 	}
-	return s.register(ctx, b, admission, conversion)
+	if err := s.register(ctx, b, admission, conversion); err != nil {
+		return err
+	}
+	s.registered = s.targets(admission, conversion)
+	return nil
 }
 
 // remember adds the paths b serves to those served since start.

@@ -86,6 +86,6 @@ func webhookServer(f WebhookFlags, op *operator.Operator, clients *kube.Clients,
 		Conversion: webhook.ConversionOptions{ListenAddress: c.ListenAddress, Cert: c.Cert, Key: c.Key, CA: c.CA,
 			ServiceName: c.ServiceName, URL: c.URL, ClientCA: c.ClientCA},
 		MaxConnections: f.MaxConnections, TLSMinVersion: f.TLSMinVersion, DryRun: dryRun,
-		Dynamic: clients.Dynamic, Metadata: clients.Metadata, Rejected: rejected, Failed: op.WebhooksFailed, Log: log,
+		Dynamic: clients.Dynamic, Metadata: clients.Metadata, Rejected: rejected, Failed: op.WebhooksFailed, Misdirected: op.WebhooksMisdirected, Log: log,
 	}, op)
 }
