@@ -395,3 +395,36 @@ func TestImageShellFramework(t *testing.T) {
 		}
 	}
 }
+
+// The image has kubectl, tini and the operator where shell-operator's image
+// has them, for hooks and derived Dockerfiles written for it
+// (docs/migrating.md, "Image"): /bin/kubectl, /sbin/tini and
+// /shell-operator, links in the image's own layer (the Debian root is not
+// merged-/usr: /bin and /sbin are folders), relative so that they resolve
+// in an unpacked copy too. The operator works when run by that name.
+func TestImageShellOperatorPaths(t *testing.T) {
+	root := imageRoot(t)
+	for name, target := range map[string]string{
+		"/bin/kubectl":    "../usr/local/bin/kubectl",
+		"/sbin/tini":      "../usr/bin/tini", // Debian's tini, in the root layer
+		"/shell-operator": "usr/local/bin/hook-operator",
+	} {
+		h, ok := imageEntries[name]
+		if !ok || h.Typeflag != tar.TypeSymlink || h.Linkname != target {
+			t.Errorf("the image's layer has no link %s -> %s (%v)", name, target, h)
+		}
+		for _, dir := range []string{"/bin", "/sbin"} {
+			if d, ok := imageEntries[dir]; ok && d.Typeflag != tar.TypeDir {
+				t.Errorf("%s in the image's layer is not a folder (type %q): it would hide the root's", dir, d.Typeflag)
+			}
+		}
+	}
+	out := string(run(t, root, nil, filepath.Join(root, "shell-operator"), "version"))
+	if !strings.HasPrefix(out, "hook-operator v") {
+		t.Errorf("/shell-operator version printed:\n%s", out)
+	}
+	out = string(run(t, root, nil, filepath.Join(root, "bin", "kubectl"), "version", "--client"))
+	if !strings.Contains(out, "Client Version: v") {
+		t.Errorf("/bin/kubectl version --client printed:\n%s", out)
+	}
+}

@@ -174,9 +174,10 @@ func TestReleaseImageOnly(t *testing.T) {
 // hack/release/files.sh builds the operator as the Makefile's build target
 // does, so that make bench measures the binary the image ships: without
 // cgo, paths trimmed, with every -X of the Makefile's LDFLAGS (the image's
-// binary reports them: TestImageTools). kubectl is the one
-// hack/tools/kubectl pins, at the Kubernetes version the local cluster runs
-// (hack/cluster/versions.env), which files.sh stamps it with.
+// binary reports them: TestImageTools). kubectl (hack/release/kubectl.sh,
+// with files.sh's settings) is the one hack/tools/kubectl pins, at the
+// Kubernetes version the local cluster runs (hack/cluster/versions.env),
+// which kubectl.sh stamps it with.
 func TestReleaseFilesBuild(t *testing.T) {
 	root := repoRoot(t)
 	read := func(path string) string {
@@ -186,7 +187,7 @@ func TestReleaseFilesBuild(t *testing.T) {
 		}
 		return string(data)
 	}
-	makefile, files := read("Makefile"), read("hack/release/files.sh")
+	makefile, files, kubectl := read("Makefile"), read("hack/release/files.sh"), read("hack/release/kubectl.sh")
 
 	module := regexp.MustCompile(`(?m)^MODULE\s*:=\s*(\S+)`).FindStringSubmatch(makefile)
 	ldflags := regexp.MustCompile(`(?m)^LDFLAGS\s*:=\s*(.+)$`).FindStringSubmatch(makefile)
@@ -202,10 +203,12 @@ func TestReleaseFilesBuild(t *testing.T) {
 	if m := regexp.MustCompile(`(?m)^module=(\S+)$`).FindStringSubmatch(files); m == nil || m[1] != module[1] {
 		t.Errorf("files.sh: no line module=%s (the Makefile's MODULE)", module[1])
 	}
-	env := regexp.MustCompile(`(?m)^export .*$`).FindString(files)
-	for _, want := range []string{"CGO_ENABLED=0", "-trimpath"} {
-		if !strings.Contains(env, want) {
-			t.Errorf("files.sh builds without %s (its export line: %q)", want, env)
+	for script, text := range map[string]string{"files.sh": files, "kubectl.sh": kubectl} {
+		env := regexp.MustCompile(`(?m)^export .*$`).FindString(text)
+		for _, want := range []string{"CGO_ENABLED=0", "-trimpath"} {
+			if !strings.Contains(env, want) {
+				t.Errorf("%s builds without %s (its export line: %q)", script, want, env)
+			}
 		}
 	}
 	// The go build of ./cmd/hook-operator, continuation lines and all.
@@ -233,12 +236,15 @@ func TestReleaseFilesBuild(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^\s*k8s.io/kubernetes ` + regexp.QuoteMeta(kube[1]) + `\b`).MatchString(read("hack/tools/kubectl/go.mod")) {
 		t.Errorf("hack/tools/kubectl/go.mod does not require k8s.io/kubernetes %s (hack/cluster/versions.env)", kube[1])
 	}
-	if !strings.Contains(files, `. "$root/hack/cluster/versions.env"`) {
-		t.Error("files.sh does not read hack/cluster/versions.env")
+	if !strings.Contains(kubectl, `. "$root/hack/cluster/versions.env"`) {
+		t.Error("kubectl.sh does not read hack/cluster/versions.env")
 	}
 	for _, x := range []string{"k8s.io/component-base/version.gitVersion", "k8s.io/client-go/pkg/version.gitVersion"} {
-		if !strings.Contains(files, "-X "+x+"=$KUBE_VERSION ") {
-			t.Errorf("files.sh does not stamp kubectl with -X %s=$KUBE_VERSION (versions.env's)", x)
+		if !strings.Contains(kubectl, "-X "+x+"=$KUBE_VERSION ") {
+			t.Errorf("kubectl.sh does not stamp kubectl with -X %s=$KUBE_VERSION (versions.env's)", x)
 		}
+	}
+	if !strings.Contains(files, `"$here/kubectl.sh" "$arch"`) {
+		t.Error(`files.sh does not take kubectl from kubectl.sh ("$here/kubectl.sh" "$arch")`)
 	}
 }

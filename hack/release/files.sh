@@ -6,8 +6,10 @@
 #   examples/hooks/ (the shipped hooks, Go hooks built), hooks/lib/,
 #   shell_lib.sh, frameworks/shell/ (shell-operator's shell framework) and
 #   its licence in usr/share/doc/shell-operator-framework/.
-# kubectl is cached per user, version and architecture (its first build
-# takes minutes).
+#   bin/kubectl, sbin/tini and shell-operator: links to kubectl, Debian's
+#   tini and the operator where shell-operator's image has them.
+# kubectl is cached per user, version and architecture (kubectl.sh; its
+# first build takes minutes).
 #
 # Usage: files.sh ARCH VERSION COMMIT OUTDIR
 set -euo pipefail
@@ -24,30 +26,8 @@ log() { printf '%s files.sh: %s\n' "$(date +%T)" "$*" >&2; }
 
 mkdir -p "$out/usr/local/bin" "$out/examples" "$out/hooks" "$out/usr/share/doc/shell-operator-framework"
 
-# kubectl, stamped with the pinned version as Kubernetes' release build
-# stamps it (deploy/'s TestImageTools runs it).
-. "$root/hack/cluster/versions.env"
-cache=${HOOK_OPERATOR_CACHE:-$HOME/.cache/hook-operator}/release
-kubectl="$cache/kubectl-$KUBE_VERSION-linux-$arch"
-mkdir -p "$cache"
-# Concurrent callers wait for one build.
-exec 8>"$kubectl.lock"
-flock 8
-if [[ ! -f "$kubectl" ]]; then
-  log "building kubectl $KUBE_VERSION for linux/$arch (once; minutes unless make cluster compiled its packages)"
-  minor=${KUBE_VERSION#v1.} minor=${minor%%.*}
-  (cd "$root/hack/tools/kubectl" && go build -o "$kubectl.tmp" -ldflags "-s -w \
-    -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION \
-    -X k8s.io/component-base/version.gitMajor=1 \
-    -X k8s.io/component-base/version.gitMinor=$minor \
-    -X k8s.io/component-base/version.gitTreeState=clean \
-    -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION \
-    -X k8s.io/client-go/pkg/version.gitMajor=1 \
-    -X k8s.io/client-go/pkg/version.gitMinor=$minor" \
-    k8s.io/kubernetes/cmd/kubectl)
-  mv "$kubectl.tmp" "$kubectl"
-fi
-exec 8>&-
+# kubectl, the pinned one (kubectl.sh; deploy/'s TestImageTools runs it).
+kubectl=$("$here/kubectl.sh" "$arch")
 install -m 0755 "$kubectl" "$out/usr/local/bin/kubectl"
 
 # The Makefile's -ldflags (deploy/'s TestReleaseFilesBuild keeps them in step).
@@ -58,7 +38,17 @@ module=github.com/hook-operator/hook-operator
 
 # The shipped hooks without Go sources, tests or fixtures, plus each Go
 # hook's executable as hooks/<d>/<d>; the bash helpers also at /hooks/lib.
-(cd "$root" && git ls-files hooks) | while read -r f; do
+# The hooks are git's tracked files; in a tree that is no git checkout (the
+# Dockerfile's build context, which .dockerignore keeps to tracked files),
+# every file under hooks/.
+hooks() {
+  if git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git -C "$root" ls-files hooks
+  else
+    (cd "$root" && find hooks ! -type d | LC_ALL=C sort)
+  fi
+}
+hooks | while read -r f; do
   case "$f" in *.go | */go.mod | */go.sum | */testdata/*) continue ;; esac
   mkdir -p "$out/examples/$(dirname "$f")"
   cp -p "$root/$f" "$out/examples/$f"
@@ -70,9 +60,24 @@ done
 cp -a "$out/examples/hooks/lib" "$out/hooks/lib"
 
 # shell-operator's shell framework from the pinned module (go.sum verifies it).
-dir=$(cd "$root/hack/tools/shell-operator" && GOOS= GOARCH= go mod download -json github.com/flant/shell-operator | jq -r .Dir)
+# (go mod download -json's "Dir", read without jq, which the Dockerfile's
+# build image lacks.)
+dir=$(cd "$root/hack/tools/shell-operator" && GOOS= GOARCH= go mod download -json github.com/flant/shell-operator |
+  sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+[[ -n "$dir" && -f "$dir/shell_lib.sh" ]] || { echo "files.sh: go mod download github.com/flant/shell-operator gave no folder with shell_lib.sh ($dir)" >&2; exit 1; }
 cp "$dir/shell_lib.sh" "$out/shell_lib.sh"
 cp "$dir/LICENSE" "$out/usr/share/doc/shell-operator-framework/LICENSE"
 mkdir -p "$out/frameworks"
 cp -R "$dir/frameworks/shell" "$out/frameworks/shell"
+
+# Where shell-operator's image has them, for hooks and derived Dockerfiles
+# written for it (docs/migrating.md, "Image"): kubectl at /bin/kubectl,
+# tini at /sbin/tini, the operator at /shell-operator, so that
+# ENTRYPOINT ["/sbin/tini", "--", "/shell-operator"] runs it. The root is
+# not merged-/usr (/bin and /sbin are folders of their own); the links are
+# relative, so that they resolve in an unpacked copy of the image too.
+mkdir -p "$out/bin" "$out/sbin"
+ln -s ../usr/local/bin/kubectl "$out/bin/kubectl"
+ln -s ../usr/bin/tini "$out/sbin/tini"
+ln -s usr/local/bin/hook-operator "$out/shell-operator"
 chmod -R u+w,a+rX,go-w "$out"

@@ -1,5 +1,5 @@
 // Module kubectl pins the kubectl that the container image ships for bash
-// hooks (hack/release/files.sh builds it). It builds
+// hooks (hack/release/kubectl.sh builds it). It builds
 // k8s.io/kubernetes/cmd/kubectl at the Kubernetes version the local test
 // cluster runs (hack/cluster/versions.env), so go.sum verifies its source;
 // Debian bookworm's kubernetes-client (v1.20) is far outside kubectl's
