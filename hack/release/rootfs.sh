@@ -90,7 +90,7 @@ fetch() {
     return
   fi
   status=$(curl -sS -L --retry 2 -o "$deb.tmp" -w '%{http_code}' "$mirror/$archive/$file" || true)
-  if [[ "$status" != 200 ]] && curl -fsS -m 10 -o /dev/null https://snapshot.debian.org/ 2>/dev/null; then
+  if [[ "$status" != 200 ]] && command -v jq >/dev/null && curl -fsS -m 10 -o /dev/null https://snapshot.debian.org/ 2>/dev/null; then
     # snapshot.debian.org keeps every version: find the file by the
     # package's version, then fetch it by its hash.
     hash=$(curl -fsS "https://snapshot.debian.org/mr/binary/$p/${v//:/%3A}/binfiles?fileinfo=1" |
@@ -102,7 +102,7 @@ fetch() {
   fi
   if [[ "$status" != 200 ]]; then
     rm -f "$deb.tmp"
-    echo "rootfs.sh: $p $v ($arch, pinned in $lock) is not on $mirror/$archive/$file (HTTP $status), nor on snapshot.debian.org (not reachable here, or without it): Debian removes superseded versions; run make debian-lock to pin the suite's current packages, and commit the lock" >&2
+    echo "rootfs.sh: $p $v ($arch, pinned in $lock) is not on $mirror/$archive/$file (HTTP $status), nor on snapshot.debian.org (not reachable here, without it, or no jq here to look it up with): Debian removes superseded versions; run make debian-lock to pin the suite's current packages, and commit the lock" >&2
     return 1
   fi
   if [[ "$(sha256sum <"$deb.tmp" | cut -d' ' -f1)" != "$sha" ]]; then
@@ -127,7 +127,11 @@ fixup() {
   : >"$r"/var/lib/dpkg/status
   for deb in "$@"; do
     { dpkg-deb -f "$deb" | sed '/^Package:/a Status: install ok installed'; echo; } >>"$r"/var/lib/dpkg/status
-    dpkg-deb -c "$deb" | awk '{ sub(/^\./, "", $6); print ($6 == "/" ? "/." : $6) }' | sed 's|/$||' \
+    # The names as the package has them, whatever the caller's locale: the
+    # listing of dpkg-deb -c escapes a name's non-ASCII bytes (one of
+    # ca-certificates') under LANG=C and not under C.UTF-8.
+    dpkg-deb --fsys-tarfile "$deb" | tar -t --quoting-style=literal |
+      awk '{ sub(/^\./, ""); print ($0 == "/" ? "/." : $0) }' | sed 's|/$||' \
       >"$r/var/lib/dpkg/info/$(dpkg-deb -f "$deb" Package).list"
   done
   # Where the packages came from (the provenance reads it), by the lock.
