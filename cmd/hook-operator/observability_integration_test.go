@@ -288,9 +288,9 @@ func (p *proxy) restart(t *testing.T) {
 	p.serve(ln)
 }
 
-// shell-operator's metric prefix setting renames the operator's own
-// metrics and leaves the hooks' alone; /metrics/hooks serves only the
-// hooks' metrics, as shell-operator does.
+// The metric prefix's variable renames the operator's own metrics and
+// leaves the hooks' alone; /metrics/hooks serves only the hooks' metrics,
+// as shell-operator does.
 func TestIntegrationMetricsPrefixAndHooksPath(t *testing.T) {
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
@@ -298,9 +298,9 @@ func TestIntegrationMetricsPrefixAndHooksPath(t *testing.T) {
 	hooks := t.TempDir()
 	writeHook(t, hooks, "count.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}}}]}`, `echo '{"name":"test_prefix_runs_total","action":"add","value":1}' >> "$METRICS_PATH"
 `))
-	t.Setenv("SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX", "shell_operator_")
+	t.Setenv("HOOK_OPERATOR_METRICS_PREFIX", "custom_")
 	o := startObserved(t, bin, c.Kubeconfig, hooks)
-	runs := `shell_operator_hook_runs_total{binding="cms",hook="count.sh",queue="main"}`
+	runs := `custom_hook_runs_total{binding="cms",hook="count.sh",queue="main"}`
 	waitUntil(t, "the Synchronization run counted under the prefix", func() bool {
 		return o.metric(t, runs) == 1
 	}, o.logs.String)
@@ -308,7 +308,7 @@ func TestIntegrationMetricsPrefixAndHooksPath(t *testing.T) {
 	if strings.Contains(all, "hook_operator_") {
 		t.Errorf("/metrics still has a hook_operator_ metric with another prefix set:\n%s", all)
 	}
-	if !strings.Contains(all, "shell_operator_binding_objects{") || !strings.Contains(all, "shell_operator_kube_requests_total{") {
+	if !strings.Contains(all, "custom_binding_objects{") || !strings.Contains(all, "custom_kube_requests_total{") {
 		t.Errorf("/metrics lacks the prefixed binding_objects or kube_requests_total:\n%s", all)
 	}
 	if !strings.Contains(all, `test_prefix_runs_total{hook="count.sh"} 1`) {
@@ -318,7 +318,7 @@ func TestIntegrationMetricsPrefixAndHooksPath(t *testing.T) {
 	if code != 200 || !strings.Contains(hooksOnly, `test_prefix_runs_total{hook="count.sh"} 1`) {
 		t.Errorf("/metrics/hooks: %d, want the hook's metric:\n%s", code, hooksOnly)
 	}
-	for _, other := range []string{"shell_operator_", "go_", "process_"} {
+	for _, other := range []string{"custom_", "go_", "process_"} {
 		if strings.Contains(hooksOnly, "\n"+other) || strings.HasPrefix(hooksOnly, other) {
 			t.Errorf("/metrics/hooks serves %s metrics too:\n%s", other, hooksOnly)
 		}

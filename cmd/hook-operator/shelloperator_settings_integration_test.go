@@ -56,9 +56,9 @@ func TestIntegrationShellOperatorDeploymentStarts(t *testing.T) {
 				_, _ = exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "delete", "validatingwebhookconfiguration", s.configName, "--ignore-not-found").CombinedOutput()
 			})
 			waitUntil(t, "the hooks' first runs", func() bool { return strings.Contains(logs.String(), "all bindings started") }, logs.String)
-			waitUntil(t, "the metrics on shell-operator's host and port, with its prefix", func() bool {
+			waitUntil(t, "the metrics on shell-operator's host and port, its own under its prefix", func() bool {
 				code, page := getURL("http://127.0.0.1:" + s.metricsPort + "/metrics")
-				return code == 200 && strings.Contains(page, "\nshell_operator_hook_runs_total{")
+				return code == 200 && strings.Contains(page, "\nshell_operator_hook_run_success_total{") && strings.Contains(page, "\nhook_operator_hook_runs_total{")
 			}, logs.String)
 			if _, err := os.Stat(s.socket); err != nil {
 				t.Errorf("the debug socket of --debug-unix-socket: %v", err)

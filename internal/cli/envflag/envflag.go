@@ -107,6 +107,9 @@ var (
 	// portOf maps a listener's flag to the hidden flag of
 	// shell-operator's port setting.
 	portOf = map[*pflag.Flag]*pflag.Flag{}
+	// givenAs records, for a flag set through a variable or through
+	// shell-operator's flag, that name (see GivenAs).
+	givenAs = map[*pflag.Flag]string{}
 )
 
 // Define adds each setting's flag to fs, with its variable and
@@ -210,6 +213,7 @@ func Apply(fs *pflag.FlagSet, lookup func(string) (string, bool)) error {
 				if serr := fs.Set(f.Name, v); serr != nil {
 					err = fmt.Errorf("environment variable %s=%q (for --%s): %w", name, v, f.Name, serr)
 				}
+				recordGiven(f, name)
 				return
 			}
 		}
@@ -228,10 +232,34 @@ func Apply(fs *pflag.FlagSet, lookup func(string) (string, bool)) error {
 			if serr := fs.Set(f.Name, v); serr != nil {
 				err = fmt.Errorf("environment variable %s=%q (shell-operator's, for --%s): %w", name, v, f.Name, serr)
 			}
+			recordGiven(f, name)
 			return
 		}
 	})
 	return err
+}
+
+func recordGiven(f *pflag.Flag, name string) {
+	mu.Lock()
+	givenAs[f] = name
+	mu.Unlock()
+}
+
+// GivenAs returns the name under which the user gave the flag name of fs:
+// "--" and the flag, or shell-operator's flag, or the variable Apply took
+// it from; "" when it has its default.
+func GivenAs(fs *pflag.FlagSet, name string) string {
+	f := fs.Lookup(name)
+	if f == nil || !f.Changed {
+		return ""
+	}
+	mu.Lock()
+	as, ok := givenAs[f]
+	mu.Unlock()
+	if ok {
+		return as
+	}
+	return "--" + name
 }
 
 // Given returns one warning for each of the settings DefineIgnored added

@@ -75,6 +75,7 @@ func (a *aliasValue) Set(v string) error {
 		return err
 	}
 	a.target.Changed = true
+	recordGiven(a.target, "--"+a.name)
 	return nil
 }
 

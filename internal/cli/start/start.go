@@ -75,6 +75,9 @@ type Flags struct {
 	HealthListenAddress string
 	// MetricsPrefix starts the names of the operator's own metrics.
 	MetricsPrefix string
+	// ShellMetricsPrefix, when not empty, serves shell-operator's own
+	// metric families beside the operator's, with this prefix.
+	ShellMetricsPrefix string
 	// HookMetricsMaxSeriesPerHook and HookMetricsMaxSeries cap the series
 	// of hooks' metrics, each hook's and all together; 0: no cap.
 	HookMetricsMaxSeriesPerHook, HookMetricsMaxSeries int
@@ -97,6 +100,10 @@ type Flags struct {
 	Leader  LeaderFlags
 	Shard   ShardFlags
 	Reload  ReloadFlags
+
+	// givenAs names how the user gave a setting, by its flag (see
+	// envflag.GivenAs): "" when it has its default. Nil: by its flag.
+	givenAs func(flag string) string
 }
 
 // EnvDebugSocket sets the debug socket of start and of debug.
@@ -146,6 +153,7 @@ shell-operator's names for it, in docs/operating.md (Settings).`,
   HOOK_OPERATOR_HOOKS_DIR=/hooks hook-operator start --log-format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.givenAs = func(flag string) string { return envflag.GivenAs(cmd.Flags(), flag) }
 			if f.SteadySysmon {
 				// First, before anything starts: the process is replaced.
 				if err := procs.SteadySysmon(); err != nil {
@@ -224,6 +232,11 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	// (each hook's --config run); a configuration that names no cluster is
 	// reported after the hooks' errors, as before.
 	m := metrics.New(f.MetricsPrefix)
+	if f.ShellMetricsPrefix != "" {
+		if err := m.ServeShellOperator(f.ShellMetricsPrefix); err != nil {
+			return f.metricsPrefixesError(err)
+		}
+	}
 	m.ObserveKubeClient()
 	cfg, clients, connErr := newClients(f)
 	vctx, cancelVersion := context.WithTimeout(ctx, versionTimeout)
@@ -321,7 +334,12 @@ func (f Flags) check() error {
 		return fmt.Errorf("--watch-idle-timeout=%s: use 0 (never) or at least 1s; the API server sends a bookmark about every minute, so a few minutes is usual", f.WatchIdle)
 	}
 	if err := metrics.CheckPrefix(f.MetricsPrefix); err != nil {
-		return fmt.Errorf("--metrics-prefix: %w", err)
+		return fmt.Errorf("%s: %w", f.setting("metrics-prefix"), err)
+	}
+	if f.ShellMetricsPrefix != "" {
+		if err := metrics.CheckShellOperatorPrefix(f.MetricsPrefix, f.ShellMetricsPrefix); err != nil {
+			return f.metricsPrefixesError(err)
+		}
 	}
 	if f.HookMetricsMaxSeriesPerHook < 0 || f.HookMetricsMaxSeries < 0 {
 		return fmt.Errorf("--hook-metrics-max-series-per-hook=%d, --hook-metrics-max-series=%d: use 0 (no cap) or more (the defaults are %d and %d)",
@@ -366,6 +384,28 @@ func (f Flags) check() error {
 		return f.Leader.check()
 	}
 	return nil
+}
+
+// setting names the setting of flag as the user gave it: its flag, or
+// shell-operator's, or a variable.
+func (f Flags) setting(flag string) string {
+	if f.givenAs != nil {
+		if as := f.givenAs(flag); as != "" {
+			return as
+		}
+	}
+	return "--" + flag
+}
+
+// metricsPrefixesError is err, about the two metrics prefixes, with the
+// settings the user gave for them and what to change.
+func (f Flags) metricsPrefixesError(err error) error {
+	own := fmt.Sprintf("%s=%q", f.setting("metrics-prefix"), f.MetricsPrefix)
+	if f.givenAs != nil && f.givenAs("metrics-prefix") == "" {
+		own = fmt.Sprintf("--metrics-prefix's default %q", f.MetricsPrefix)
+	}
+	return fmt.Errorf("%s=%q with %s: %w; give the two different prefixes (shell-operator's default is %q, ours %q)",
+		f.setting("shell-operator-metrics-prefix"), f.ShellMetricsPrefix, own, err, "shell_operator_", metrics.DefaultPrefix)
 }
 
 // elected reports whether leader election runs: --leader-elect, or

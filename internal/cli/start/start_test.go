@@ -204,7 +204,8 @@ func TestAllocationsSampledOnlyWithPprof(t *testing.T) {
 
 // shell-operator's flags set ours, in its formats: a repeated client CA
 // adds up, --namespace is --operator-namespace, --kube-config
-// --kubeconfig, and its prefix flag ours.
+// --kubeconfig, and its prefix flag serves its own metric families under
+// that prefix (ours keep theirs).
 func TestShellOperatorFlagsSetOurs(t *testing.T) {
 	f, _, err := parse([]string{"--validating-webhook-client-ca", "/a.pem", "--validating-webhook-client-ca=/b.pem",
 		"--conversion-webhook-client-ca=/c.pem", "--namespace=ops", "--kube-config=/kc", "--kube-server=https://10.0.0.1:6443",
@@ -214,8 +215,44 @@ func TestShellOperatorFlagsSetOurs(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := fmt.Sprintln(f.Webhook.ClientCA, f.Webhook.Conversion.ClientCA, f.Webhook.Namespace, f.Kube.Kubeconfig, f.Kube.Server,
-		f.MetricsPrefix, f.DebugSocket, f.Webhook.Cert, f.Webhook.Conversion.Key)
-	if want := "[/a.pem /b.pem] [/c.pem] ops /kc https://10.0.0.1:6443 shell_operator_ /run/d.sock /v/tls.crt /c/tls.key\n"; got != want {
+		f.MetricsPrefix, f.ShellMetricsPrefix, f.DebugSocket, f.Webhook.Cert, f.Webhook.Conversion.Key)
+	if want := "[/a.pem /b.pem] [/c.pem] ops /kc https://10.0.0.1:6443 hook_operator_ shell_operator_ /run/d.sock /v/tls.crt /c/tls.key\n"; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+// shell-operator's metrics under the prefix of the operator's own would
+// share names: start refuses, naming the settings as the user gave them
+// (shell-operator's variable or flag, ours, or our default) and what to
+// change.
+func TestMetricsPrefixesMustDiffer(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want []string
+	}{
+		{env: map[string]string{"SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX": "hook_operator_"},
+			want: []string{`SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX="hook_operator_" with --metrics-prefix's default "hook_operator_"`, "give the two different prefixes"}},
+		{args: []string{"--prometheus-metrics-prefix=x_", "--metrics-prefix=x_"},
+			want: []string{`--prometheus-metrics-prefix="x_" with --metrics-prefix="x_"`, `same prefix "x_"`}},
+		{args: []string{"--shell-operator-metrics-prefix=x_"}, env: map[string]string{"HOOK_OPERATOR_METRICS_PREFIX": "x_"},
+			want: []string{`--shell-operator-metrics-prefix="x_" with HOOK_OPERATOR_METRICS_PREFIX="x_"`}},
+	} {
+		f, fs, err := parse(tc.args, tc.env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.givenAs = func(flag string) string { return envflag.GivenAs(fs, flag) }
+		f.HookTimeout, f.MaxParallel, f.ListenMaxConns = time.Minute, 1, 1
+		err = f.check()
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%v %v: error %v, want %q in it", tc.args, tc.env, err, w)
+			}
+		}
+	}
+	f, _, err := parse(nil, map[string]string{"SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX": "shell_operator_"})
+	if err != nil || f.ShellMetricsPrefix != "shell_operator_" || f.MetricsPrefix != metrics.DefaultPrefix {
+		t.Errorf("shell-operator's variable: %v, prefixes %q and %q, want shell_operator_ beside ours", err, f.ShellMetricsPrefix, f.MetricsPrefix)
 	}
 }
