@@ -92,8 +92,13 @@ cluster-down: ## stop and remove the local cluster (binaries stay cached)
 
 .PHONY: image
 IMAGE ?= hook-operator:dev
-image: ## load the release's image of this machine's architecture (make release's bytes; no Dockerfile) into podman, or docker if a daemon answers, as IMAGE (default hook-operator:dev)
+image: ## load the release's image of this machine's architecture (make release's bytes) into podman, or docker if a daemon answers, as IMAGE (default hook-operator:dev)
 	@hack/image/build.sh $(IMAGE)
+
+.PHONY: image-dockerfile
+IMAGE_DOCKERFILE ?= hook-operator:dockerfile
+image-dockerfile: ## build the top-level Dockerfile (the release's scripts in a build stage) as docker build . does, with podman and this machine's settings or docker, as IMAGE_DOCKERFILE (default hook-operator:dockerfile)
+	@hack/image/dockerfile.sh $(IMAGE_DOCKERFILE)
 
 .PHONY: chart
 chart: ## package the Helm chart for VERSION (vX.Y.Z) into dist/, after helm lint --strict
