@@ -10,9 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hook-operator/hook-operator/internal/testcluster"
+	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
 // The environment of shell-operator v1.20.3's example Deployments 204
@@ -135,4 +139,48 @@ func probeWebhook(t *testing.T, certs, port string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// Two operators on one host, each given only shell-operator's settings (its
+// own --listen-address and port, as shell-operator users run several):
+// both start. The second finds the default probe port and the default
+// debug socket taken by the first, warns for each, and goes on without
+// them; the first keeps both.
+func TestIntegrationTwoShellOperatorInstancesOnOneHost(t *testing.T) {
+	t.Parallel()
+	c := testcluster.Get(t)
+	bin := buildBinary(t)
+	tmp := t.TempDir() // the system temp dir of both: the default debug socket is shared
+	var logs []*testoperator.Buffer
+	for i := range 2 {
+		hooks := t.TempDir()
+		writeHook(t, hooks, "startup.sh", bashHook(`{"configVersion":"v1","onStartup":1}`, "exit 0\n"))
+		port := freePort(t)
+		cmd := exec.Command(bin, "start")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + tmp, "KUBE_CONFIG=" + c.Kubeconfig,
+			"SHELL_OPERATOR_HOOKS_DIR=" + hooks, "SHELL_OPERATOR_LISTEN_ADDRESS=127.0.0.1", "SHELL_OPERATOR_LISTEN_PORT=" + port, "LOG_TYPE=json"}
+		l := &testoperator.Buffer{}
+		cmd.Stderr = l
+		must(t, cmd.Start())
+		t.Cleanup(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Wait()
+			if t.Failed() {
+				t.Logf("operator %d log:\n%s", i+1, l.String())
+			}
+		})
+		logs = append(logs, l)
+		waitUntil(t, fmt.Sprintf("operator %d running", i+1), func() bool { return strings.Contains(l.String(), "all bindings started") }, l.String)
+		if code, _ := getURL("http://127.0.0.1:" + port + "/healthz"); code != http.StatusOK {
+			t.Errorf("operator %d: /healthz on its --listen-address: %d", i+1, code)
+		}
+	}
+	for _, want := range []string{"the probe listener's default port is taken", "another process serves the default debug socket"} {
+		if !strings.Contains(logs[1].String(), want) {
+			t.Errorf("the second operator did not warn %q", want)
+		}
+	}
+	if strings.Contains(logs[0].String(), "another process serves the default debug socket") {
+		t.Errorf("the first operator found its debug socket taken")
+	}
 }

@@ -61,9 +61,17 @@ type Options struct {
 	// HealthAddress is host:port of the probe listener, which serves
 	// /healthz and /readyz only (":9116"); empty serves none.
 	HealthAddress string
+	// HealthOptional: HealthAddress is a default the user did not ask
+	// for, so a port already taken there (another operator on the host)
+	// is a warning, and the probes are served on Address alone.
+	HealthOptional bool
 	// DebugSocket is the unix socket of the debug routes; empty serves
 	// none there.
 	DebugSocket string
+	// DebugSocketOptional: DebugSocket is a default the user did not ask
+	// for, so one that another live process serves is left to it, with a
+	// warning, and none is served here.
+	DebugSocketOptional bool
 	// DebugOverHTTP serves the debug routes on Address too.
 	DebugOverHTTP bool
 	// Metrics serves /metrics; nil serves none.
@@ -123,14 +131,25 @@ func Start(ctx context.Context, op Operator, opts Options, log logrus.FieldLogge
 		addrs.Listen = tcp.Addr().String()
 	}
 	if opts.HealthAddress != "" {
-		if health, err = net.Listen("tcp", opts.HealthAddress); err != nil {
+		health, err = net.Listen("tcp", opts.HealthAddress)
+		switch {
+		case err != nil && opts.HealthOptional && errors.Is(err, syscall.EADDRINUSE):
+			log.WithError(err).WithField("healthAddress", opts.HealthAddress).Warn(healthTaken(addrs.Listen))
+			health = nil
+		case err != nil:
 			closeAll()
 			return Addresses{}, fmt.Errorf("--health-listen-address %s: %w", opts.HealthAddress, err)
+		default:
+			addrs.Health = health.Addr().String()
 		}
-		addrs.Health = health.Addr().String()
 	}
 	if opts.DebugSocket != "" {
-		if sock, err = listenUnix(opts.DebugSocket); err != nil {
+		sock, err = listenUnix(opts.DebugSocket)
+		switch {
+		case err != nil && opts.DebugSocketOptional && errors.Is(err, errSocketInUse):
+			log.WithField("debugSocket", opts.DebugSocket).Warn("another process serves the default debug socket (another operator on this host?), so this one serves none: set --debug-socket to a path of its own for hook-operator debug to reach it")
+			sock = nil
+		case err != nil:
 			closeAll()
 			return Addresses{}, fmt.Errorf("--debug-socket %s: %w", opts.DebugSocket, err)
 		}
@@ -148,12 +167,31 @@ func Start(ctx context.Context, op Operator, opts Options, log logrus.FieldLogge
 	return addrs, nil
 }
 
+// healthTaken says what becomes of the probes when the default probe
+// port is taken.
+func healthTaken(listen string) string {
+	where := "/healthz and /readyz are served on --listen-address " + listen + " alone"
+	if listen == "" {
+		where = "/healthz and /readyz are not served (--listen-address is empty too)"
+	}
+	return "the probe listener's default port is taken (another operator on this host?), so " + where +
+		"; set --health-listen-address to a free host:port for probes of their own, or to empty to say none"
+}
+
+// errSocketInUse: another process answers on the socket.
+var errSocketInUse = errors.New("another process serves this socket: give each operator a socket of its own")
+
 // listenUnix listens on a socket only the operator's user may use,
-// replacing a stale socket left by an earlier process.
+// replacing a stale socket left by an earlier process (one that nothing
+// answers on).
 func listenUnix(path string) (net.Listener, error) {
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
 			return nil, errors.New("a file that is not a socket is in the way")
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			_ = c.Close()
+			return nil, errSocketInUse
 		}
 		if err := os.Remove(path); err != nil {
 			return nil, err

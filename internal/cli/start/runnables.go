@@ -33,9 +33,9 @@ func (s *metricsServer) Started() <-chan struct{} { return s.started }
 
 // Start implements manager.Runnable.
 func (s *metricsServer) Start(ctx context.Context) error {
-	f := s.f
+	f := s.f.withHealthAddress()
 	opts := server.Options{
-		Address: f.ListenAddress, HealthAddress: f.HealthListenAddress, DebugSocket: f.DebugSocket, DebugOverHTTP: f.DebugHTTP,
+		Address: f.ListenAddress, HealthAddress: f.HealthListenAddress, HealthOptional: f.healthDefault(), DebugSocket: f.DebugSocket, DebugSocketOptional: f.givenAs == nil || f.givenAs("debug-socket") == "", DebugOverHTTP: f.DebugHTTP,
 		Metrics: s.m.Handler(), HookMetrics: s.m.HooksHandler(), Pprof: f.Pprof, MaxConns: f.ListenMaxConns,
 	}
 	if f.MetricsSecure {
