@@ -39,6 +39,9 @@ func Execute(args []string, stdout, stderr io.Writer) int {
 	cmd := NewRootCommand(stdout, stderr, os.LookupEnv)
 	cmd.SetArgs(args)
 	if err := cmd.Execute(); err != nil {
+		if len(args) > 0 && strings.HasPrefix(err.Error(), "unknown command ") {
+			err = unknownCommand(args[0], err)
+		}
 		fmt.Fprintf(stderr, "hook-operator: %v\n", err)
 		var ee exitError
 		if errors.As(err, &ee) {
@@ -47,6 +50,24 @@ func Execute(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// shellOperatorCommands are shell-operator's commands that a migrating
+// user may type, and what does the same here.
+var shellOperatorCommands = map[string]string{
+	"queue":  "hook-operator debug queues (shell-operator's queue list and queue main)",
+	"hook":   "hook-operator debug hooks, or hook-operator debug snapshots HOOK (shell-operator's hook list and hook snapshot), or hook-operator hooks list for a folder",
+	"config": "nothing: the log level is --log-level at start; hook-operator debug shows the queues, hooks and snapshots",
+	"raw":    "hook-operator debug queues|hooks|role -o json",
+}
+
+// unknownCommand says, for a command of shell-operator's, what to run
+// here; cobra's own suggestions (from the commands' names) stay.
+func unknownCommand(name string, err error) error {
+	if use, ok := shellOperatorCommands[name]; ok {
+		return fmt.Errorf("unknown command %q: shell-operator's; here use %s", name, use)
+	}
+	return err
 }
 
 // exitError carries a specific exit code out of a command.

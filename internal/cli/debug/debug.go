@@ -6,11 +6,13 @@ package debug
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -74,7 +76,7 @@ start's --debug-socket), so in a Pod run it with
   hook-operator debug queues --address 127.0.0.1:9115
   hook-operator debug retry main
   hook-operator debug drop main flights/flightticket.sh`,
-		Args: cobra.NoArgs,
+		Args: suggestCommand,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return fmt.Errorf("name what to show or do: %s queues|hooks|snapshots HOOK|role|retry QUEUE|drop QUEUE HOOK", cmd.CommandPath())
 		},
@@ -84,14 +86,14 @@ start's --debug-socket), so in a Pod run it with
 	fs.StringVarP(&f.Output, "output", "o", "table", "table or json")
 	cmd.AddCommand(
 		&cobra.Command{
-			Use: "queues", Short: "Show every queue's running and pending tasks", Args: cobra.NoArgs,
+			Use: "queues", Short: "Show every queue's running and pending tasks", Args: cobra.NoArgs, SuggestFor: []string{"queue"},
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				var qs []queue.QueueState
 				return show(cmd.Context(), f, server.QueuesPath, &qs, stdout, func(w *tabwriter.Writer) { queuesTable(w, qs) })
 			},
 		},
 		&cobra.Command{
-			Use: "hooks", Short: "Show every hook's bindings and runs", Args: cobra.NoArgs,
+			Use: "hooks", Short: "Show every hook's bindings and runs", Args: cobra.NoArgs, SuggestFor: []string{"hook"},
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				var hs []operator.HookState
 				return show(cmd.Context(), f, server.HooksPath, &hs, stdout, func(w *tabwriter.Writer) { hooksTable(w, hs) })
@@ -116,7 +118,7 @@ start's --debug-socket), so in a Pod run it with
 		retryCommand(&f, stdout),
 		dropCommand(&f, stdout),
 		&cobra.Command{
-			Use: "snapshots HOOK", Short: "Show the objects the kubernetes bindings of HOOK hold", Args: cobra.ExactArgs(1),
+			Use: "snapshots HOOK", Short: "Show the objects the kubernetes bindings of HOOK hold", Args: cobra.ExactArgs(1), SuggestFor: []string{"snapshot"},
 			RunE: func(cmd *cobra.Command, args []string) error {
 				var ss []operator.SnapshotState
 				path := server.SnapshotsPath + "?hook=" + url.QueryEscape(args[0])
@@ -125,6 +127,30 @@ start's --debug-socket), so in a Pod run it with
 		},
 	)
 	return cmd
+}
+
+// suggestCommand refuses arguments to debug itself, saying which of its
+// commands comes nearest (cobra's suggestions, and shell-operator's names:
+// queue, hook, snapshot).
+func suggestCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	s := cmd.SuggestionsFor(args[0])
+	slices.Sort(s)
+	for i, name := range slices.Compact(s) {
+		if i == 0 {
+			msg += "; did you mean "
+		} else {
+			msg += " or "
+		}
+		msg += cmd.CommandPath() + " " + name
+	}
+	if len(s) > 0 {
+		msg += "?"
+	}
+	return errors.New(msg)
 }
 
 // show fetches path into v and prints it as JSON or with table.
@@ -175,7 +201,8 @@ func BindTarget(fs *pflag.FlagSet, f *Flags) {
 	envflag.Define(fs,
 		// The variable of start's --debug-socket, so that both find the
 		// same socket.
-		envflag.Setting{Name: "socket", Value: envflag.String(&f.Socket, start.DefaultDebugSocket()), Usage: "the operator's debug socket (start --debug-socket)", Env: start.EnvDebugSocket},
+		envflag.Setting{Name: "socket", Value: envflag.String(&f.Socket, start.DefaultDebugSocket()), Usage: "the operator's debug socket (start --debug-socket)", Env: start.EnvDebugSocket,
+			Shell: envflag.Shell{Flag: "debug-unix-socket", Env: []string{"DEBUG_UNIX_SOCKET"}}},
 		envflag.Setting{Name: "address", Value: envflag.String(&f.Address, ""), Usage: "host:port of an operator started with --debug-http; used instead of --socket", Env: envflag.NoEnv})
 }
 
