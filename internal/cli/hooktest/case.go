@@ -61,6 +61,9 @@ func runCase(ctx context.Context, dir string, hooks []*hook.Hook, f Flags, log l
 	}
 	path := filepath.Join(dir, ExpectedFile)
 	if f.Update {
+		if err := failedRuns(runs); err != nil && !f.UpdateFailed {
+			return result{runs: len(runs), err: fmt.Errorf("%w; %s was not written: fix the hook, or give --update-failed to record the failure as expected", err, ExpectedFile)}
+		}
 		if err := writeExpected(path, actual); err != nil {
 			return result{err: err}
 		}
@@ -72,6 +75,24 @@ func runCase(ctx context.Context, dir string, hooks []*hook.Hook, f Flags, log l
 	}
 	diff, err := compare(expected, actual)
 	return result{runs: len(runs), diff: diff, err: err}
+}
+
+// failedRuns says how many of runs failed, and why the first did; nil
+// when none did.
+func failedRuns(runs []transcript.Run) error {
+	var first *transcript.Run
+	n := 0
+	for i := range runs {
+		if runs[i].Error != "" {
+			if n++; first == nil {
+				first = &runs[i]
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of %d runs failed (the first, of %s for %s: %s)", n, len(runs), first.Hook, first.Binding, first.Error)
 }
 
 // caseSettings is a case's case.yaml.

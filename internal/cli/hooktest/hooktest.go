@@ -42,10 +42,12 @@ const (
 
 // Flags holds the test command's settings.
 type Flags struct {
-	HooksDir    string
-	Update      bool
-	Run         string
-	ShowSecrets bool
+	HooksDir string
+	Update   bool
+	// UpdateFailed lets Update record runs that failed.
+	UpdateFailed bool
+	Run          string
+	ShowSecrets  bool
 	// Verbose prints every case's hook output, not only failing cases'.
 	Verbose       bool
 	MaxRuns       int
@@ -74,6 +76,9 @@ expected.yaml holds the runs as "replay -o yaml" prints them. A field left out
 of an expected run is not compared: delete "contexts" to check only the
 operations and changes, for example. --update writes every case's
 expected.yaml from what the hooks do now; review the diff before committing.
+A case where a run failed is not written but reported as failing, so that a
+broken hook is not recorded as the expected result; --update-failed writes it
+too, for a case that tests a failure.
 
 Each case prints PASS or FAIL, and a failing case prints a diff of expected
 against actual runs, followed by what its hooks logged (their stdout and
@@ -81,7 +86,8 @@ stderr lines, and the runtime's messages about the case). As with "go test",
 a passing case's hook output is not shown; -v shows it for every case. test
 exits 1 if any case failed.`,
 		Example: `  hook-operator test --hooks-dir ./hooks ./tests
-  hook-operator test --hooks-dir ./hooks ./tests --run flight --update`,
+  hook-operator test --hooks-dir ./hooks ./tests --run flight --update
+  hook-operator test --hooks-dir ./hooks ./tests --run rejects-bad-spec --update --update-failed`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := "tests"
@@ -97,7 +103,8 @@ exits 1 if any case failed.`,
 	hookscmd.BindHooksDir(fs, &f.HooksDir)
 	hookscmd.BindConfigTimeout(fs, &f.ConfigTimeout)
 	hookscmd.BindFolder(fs, &f.HooksFolder)
-	fs.BoolVar(&f.Update, "update", false, "write each case's expected.yaml from the actual runs")
+	fs.BoolVar(&f.Update, "update", false, "write each case's expected.yaml from the actual runs (not when a run failed)")
+	fs.BoolVar(&f.UpdateFailed, "update-failed", false, "with --update, also write a case whose runs failed, their errors as expected")
 	fs.StringVar(&f.Run, "run", "", "only cases whose path under DIR matches this regular expression")
 	fs.BoolVar(&f.ShowSecrets, "show-secrets", false, "compare and write Secret data as it is instead of masked")
 	fs.BoolVarP(&f.Verbose, "verbose", "v", false, "show every case's hook output, also of cases that pass")

@@ -140,6 +140,34 @@ func TestUpdateThenPass(t *testing.T) {
 	}
 }
 
+// --update does not record a run that failed as the expected one: the case
+// fails, saying which run failed and why, and expected.yaml is not
+// written, unless --update-failed says that the failure is what the case
+// tests.
+func TestUpdateRefusesFailedRuns(t *testing.T) {
+	hooksDir, casesDir := setup(t)
+	write(t, filepath.Join(hooksDir, "count.sh"), strings.Replace(countHook, "jq -c", "echo broken >&2; exit 3\njq -c", 1), 0o755)
+	expected := filepath.Join(casesDir, "count", hooktest.ExpectedFile)
+	out, err := run(t, hooksDir, casesDir, true)
+	if !errors.Is(err, hooktest.ErrFailed) || !strings.Contains(out, "FAIL count") || !strings.Contains(out, "of count.sh for cms") ||
+		!strings.Contains(out, "expected.yaml was not written") || !strings.Contains(out, "--update-failed") {
+		t.Errorf("--update with a failing run: err %v, want a failed case naming the run and --update-failed:\n%s", err, out)
+	}
+	if _, err := os.Stat(expected); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("expected.yaml written from a failed run: %v", err)
+	}
+	out, _, err = runFlags(t, casesDir, hooktest.Flags{HooksDir: hooksDir, Update: true, UpdateFailed: true})
+	if err != nil || !strings.Contains(out, "UPDATED count") {
+		t.Fatalf("--update --update-failed: %v\n%s", err, out)
+	}
+	if data, err := os.ReadFile(expected); err != nil || !strings.Contains(string(data), "error:") {
+		t.Errorf("expected.yaml after --update-failed: %v\n%s; want the run's error in it", err, data)
+	}
+	if out, err := run(t, hooksDir, casesDir, false); err != nil {
+		t.Errorf("the recorded failure, run again: %v\n%s", err, out)
+	}
+}
+
 func TestFailShowsDiff(t *testing.T) {
 	hooksDir, casesDir := setup(t)
 	if _, err := run(t, hooksDir, casesDir, true); err != nil {
