@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -170,7 +172,7 @@ shell-operator's names for it, in docs/operating.md (Settings).`,
 			log.WithFields(logrus.Fields{"containerLimit": limit.Size(mem.Container), "goMemoryLimit": limit.Size(mem.Limit)}).Info("memory limit: " + mem.Reason)
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
-			return Run(ctx, f, stdout, log)
+			return f.givenNames(Run(ctx, f, stdout, log))
 		},
 	}
 	bindFlags(cmd.Flags(), &f)
@@ -395,6 +397,35 @@ func (f Flags) setting(flag string) string {
 		}
 	}
 	return "--" + flag
+}
+
+// flagName finds the flags an error names.
+var flagName = regexp.MustCompile(`--([a-z0-9]+(?:-[a-z0-9]+)*)`)
+
+// givenNames adds to err, for each of start's flags it names that the user
+// gave under another name (a variable, or shell-operator's flag or
+// variable), the name the user gave, so that the error names the setting
+// as the Deployment has it.
+func (f Flags) givenNames(err error) error {
+	if err == nil || f.givenAs == nil {
+		return err
+	}
+	var notes []string
+	seen := map[string]bool{}
+	for _, m := range flagName.FindAllStringSubmatch(err.Error(), -1) {
+		name := m[1]
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if as := f.givenAs(name); as != "" && as != "--"+name && !strings.Contains(err.Error(), as) {
+			notes = append(notes, fmt.Sprintf("--%s is given as %s", name, as))
+		}
+	}
+	if len(notes) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (%s)", err, strings.Join(notes, "; "))
 }
 
 // metricsPrefixesError is err, about the two metrics prefixes, with the

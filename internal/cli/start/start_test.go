@@ -2,6 +2,7 @@ package start
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -254,5 +255,25 @@ func TestMetricsPrefixesMustDiffer(t *testing.T) {
 	f, _, err := parse(nil, map[string]string{"SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX": "shell_operator_"})
 	if err != nil || f.ShellMetricsPrefix != "shell_operator_" || f.MetricsPrefix != metrics.DefaultPrefix {
 		t.Errorf("shell-operator's variable: %v, prefixes %q and %q, want shell_operator_ beside ours", err, f.ShellMetricsPrefix, f.MetricsPrefix)
+	}
+}
+
+// An error that names a flag the user gave under another name (a
+// variable, or shell-operator's flag or variable) says that name too.
+func TestErrorsNameTheSettingAsGiven(t *testing.T) {
+	f, fs, err := parse([]string{"--validating-webhook-listen-address=127.0.0.1"}, map[string]string{"VALIDATING_WEBHOOK_FAILURE_POLICY": "Sometimes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.givenAs = func(flag string) string { return envflag.GivenAs(fs, flag) }
+	got := f.givenNames(errors.New("--webhook-failure-policy=Sometimes: use Fail or Ignore; see --webhook-failure-policy and --hook-timeout")).Error()
+	if want := "use Fail or Ignore; see --webhook-failure-policy and --hook-timeout (--webhook-failure-policy is given as VALIDATING_WEBHOOK_FAILURE_POLICY)"; !strings.HasSuffix(got, want) {
+		t.Errorf("%s\nwant it to end with %q", got, want)
+	}
+	if got := f.givenNames(errors.New("--hook-timeout: too long")).Error(); got != "--hook-timeout: too long" {
+		t.Errorf("a flag given as itself, or not at all: %q", got)
+	}
+	if f.givenNames(nil) != nil {
+		t.Errorf("no error: not nil")
 	}
 }
