@@ -76,13 +76,13 @@ LABEL org.opencontainers.image.title="hook-operator" \
       org.opencontainers.image.documentation="https://github.com/hook-operator/hook-operator/tree/main/docs" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${COMMIT}"
-# HOME points kubectl's cache at the writable /tmp; the other variables
-# let a shell in the container (kubectl exec) find the hooks and the debug
-# socket.
+# HOME points kubectl's cache at the writable /tmp. The hooks folder is
+# named by shell-operator's own variable, and CMD is start alone, as in
+# shell-operator's image, so that a Deployment's SHELL_OPERATOR_* settings
+# win (a variable of ours, or a flag, would win over them); a shell in the
+# container (kubectl exec) finds the hooks by it too.
 ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    HOOK_OPERATOR_HOOKS_DIR=/hooks \
-    HOOK_OPERATOR_TMP_DIR=/tmp \
-    HOOK_OPERATOR_LISTEN_ADDRESS=:9115 \
+    SHELL_OPERATOR_HOOKS_DIR=/hooks \
     HOME=/tmp
 EXPOSE 9115
 # Not root, unlike shell-operator's image (docs/migrating.md, "Image").
@@ -90,4 +90,4 @@ USER 65532:65532
 # tini forwards SIGTERM to the operator, which gives running hooks their
 # grace period and reaps their orphans itself (docs/guarantees.md).
 ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/hook-operator"]
-CMD ["start", "--hooks-dir", "/hooks", "--tmp-dir", "/tmp"]
+CMD ["start"]

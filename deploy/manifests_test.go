@@ -232,7 +232,7 @@ func checkDeployment(t *testing.T, objs []*unstructured.Unstructured, want deplo
 		t.Errorf("command %v replaces the image's entrypoint (tini)", c.Command)
 	}
 	if !slices.Equal(c.Args[:min(5, len(c.Args))], []string{"start", "--hooks-dir", "/hooks", "--tmp-dir", "/tmp"}) {
-		t.Errorf("args %v, want the image's CMD (start --hooks-dir /hooks --tmp-dir /tmp) first", c.Args)
+		t.Errorf("args %v, want start --hooks-dir /hooks --tmp-dir /tmp first", c.Args)
 	}
 	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
 		t.Errorf("resources %v: want CPU and memory requests and a memory limit", c.Resources)

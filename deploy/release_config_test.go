@@ -69,8 +69,8 @@ func TestReleaseImageConfig(t *testing.T) {
 			if want := []string{"/usr/bin/tini", "--", "/usr/local/bin/hook-operator"}; !slices.Equal(c.Entrypoint, want) {
 				t.Errorf("%sEntrypoint %q, want %q: tini as PID 1 forwarding SIGTERM to the operator, in the exec form", what, c.Entrypoint, want)
 			}
-			if want := []string{"start", "--hooks-dir", "/hooks", "--tmp-dir", "/tmp"}; !slices.Equal(c.Cmd, want) {
-				t.Errorf("%sCmd %q, want %q", what, c.Cmd, want)
+			if want := []string{"start"}; !slices.Equal(c.Cmd, want) {
+				t.Errorf("%sCmd %q, want %q: a flag would win over a shell-operator Deployment's variables", what, c.Cmd, want)
 			}
 			env := map[string]string{}
 			for _, kv := range c.Env {
@@ -78,13 +78,16 @@ func TestReleaseImageConfig(t *testing.T) {
 				env[k] = v
 			}
 			for k, v := range map[string]string{
-				"HOOK_OPERATOR_HOOKS_DIR":      "/hooks",
-				"HOOK_OPERATOR_TMP_DIR":        "/tmp",
-				"HOOK_OPERATOR_LISTEN_ADDRESS": ":" + strconv.Itoa(metricsPort),
-				"HOME":                         "/tmp", // kubectl's cache, in the writable /tmp
+				"SHELL_OPERATOR_HOOKS_DIR": "/hooks", // shell-operator's, so that a Deployment's own wins
+				"HOME":                     "/tmp",   // kubectl's cache, in the writable /tmp
 			} {
 				if env[k] != v {
 					t.Errorf("%sEnv %s=%q, want %q", what, k, env[k], v)
+				}
+			}
+			for k := range env {
+				if strings.HasPrefix(k, "HOOK_OPERATOR_") {
+					t.Errorf("%sEnv %s: a variable of ours would win over a shell-operator Deployment's SHELL_OPERATOR_* settings", what, k)
 				}
 			}
 			if !slices.Contains(strings.Split(env["PATH"], ":"), "/usr/local/bin") || !slices.Contains(strings.Split(env["PATH"], ":"), "/usr/bin") {

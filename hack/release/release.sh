@@ -81,13 +81,16 @@ for arch in "${arches[@]}"; do
 done
 
 # The images' runtime settings (deploy/'s TestReleaseImageConfig checks
-# them in the images written).
+# them in the images written). Only shell-operator's own variable names the
+# hooks folder, and the command is start alone, as in shell-operator's
+# image: a variable of ours, or a flag, would win over the
+# SHELL_OPERATOR_* settings of a Deployment written for shell-operator. The
+# temp dir and the listener are the defaults (/tmp, :9115).
 jq -n --arg version "$version" --arg commit "$commit" '{
   Entrypoint: ["/usr/bin/tini", "--", "/usr/local/bin/hook-operator"],
-  Cmd: ["start", "--hooks-dir", "/hooks", "--tmp-dir", "/tmp"],
+  Cmd: ["start"],
   Env: ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-        "HOOK_OPERATOR_HOOKS_DIR=/hooks", "HOOK_OPERATOR_TMP_DIR=/tmp",
-        "HOOK_OPERATOR_LISTEN_ADDRESS=:9115", "HOME=/tmp"],
+        "SHELL_OPERATOR_HOOKS_DIR=/hooks", "HOME=/tmp"],
   User: "65532:65532",
   ExposedPorts: {"9115/tcp": {}},
   Labels: {
