@@ -65,9 +65,13 @@ func TestIntegrationHostileReloadFreesAFailingStartupHook(t *testing.T) {
 	}, o.logs.String)
 	_, body := o.get(t, "/readyz")
 	t.Logf("/readyz while fails.sh fails:\n%s", body)
-	if out := o.debug(t, "queues"); !strings.Contains(out, "fails.sh's failed run") || !strings.Contains(out, "holds queue main") || !strings.Contains(out, drop) {
-		t.Errorf("debug queues does not name what holds queue main and how to free it:\n%s", out)
-	}
+	// Between its retries the failed run holds the queue; while a retry
+	// runs, debug shows it running.
+	var queues string
+	waitUntil(t, "debug queues to name what holds queue main and how to free it", func() bool {
+		queues = o.debug(t, "queues")
+		return strings.Contains(queues, "fails.sh's failed run") && strings.Contains(queues, "holds queue main") && strings.Contains(queues, drop)
+	}, func() string { return queues })
 	if logs := o.logs.String(); !strings.Contains(logs, `"toDrop":"`+drop+`"`) {
 		t.Errorf("the log of the failed runs does not say toDrop=%q", drop)
 	}
