@@ -257,10 +257,7 @@ func startImage(t *testing.T, e engine, c *testcluster.Cluster, ns, mount, image
 	t.Helper()
 	dir := t.TempDir()
 	must(t, os.Chmod(dir, 0o755)) // the container's user reads what is mounted from it
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	flat, err := exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "config", "view", "--flatten", "--minify").Output()
-	must(t, err)
-	must(t, os.WriteFile(kubeconfig, flat, 0o644))
+	kubeconfig := flatKubeconfig(t, c, dir)
 	hooks := filepath.Join(dir, "hooks")
 	must(t, os.Mkdir(hooks, 0o755))
 	for name, content := range hookFiles {
@@ -289,6 +286,18 @@ func startImage(t *testing.T, e engine, c *testcluster.Cluster, ns, mount, image
 		return resp.StatusCode == http.StatusOK
 	}, ctr.logs)
 	return ctr
+}
+
+// flatKubeconfig writes c's kubeconfig to dir/kubeconfig with the client
+// certificates inline and readable by the container's user, for mounting
+// at /kube/config, and returns its path.
+func flatKubeconfig(t *testing.T, c *testcluster.Cluster, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "kubeconfig")
+	flat, err := exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "config", "view", "--flatten", "--minify").Output()
+	must(t, err)
+	must(t, os.WriteFile(path, flat, 0o644))
+	return path
 }
 
 // ackHook is a bash hook for ConfigMaps labelled ping=yes in ns: for each

@@ -61,14 +61,12 @@ else
   echo '{"allowed": true}' > "$VALIDATING_RESPONSE_PATH"
 fi
 `), 0o755))
-	flat, err := exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "config", "view", "--flatten", "--minify").Output()
-	must(t, err)
-	must(t, os.WriteFile(filepath.Join(dir, "kubeconfig"), flat, 0o644))
+	kubeconfig := flatKubeconfig(t, c, dir)
 	port := strings.TrimPrefix(freeAddress(t), "127.0.0.1:")
 	metrics := freeAddress(t)
 	service, config := "example-204-validating-svc", "example-204-"+ns
 	t.Cleanup(func() {
-		_, _ = exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "delete", "validatingwebhookconfiguration", config, "--ignore-not-found").CombinedOutput()
+		_, _ = kubectl(c, "delete", "validatingwebhookconfiguration", config, "--ignore-not-found")
 	})
 	out, err := kubectl(c, "-n", ns, "create", "service", "clusterip", service, "--tcp=443:"+port)
 	must(t, errOut(err, out))
@@ -76,7 +74,7 @@ fi
 	name := "hook-operator-example-204-" + ns
 	e.must(t, "run", "-d", "--name", name, "--network", "host",
 		"--user", "65532:65532", "--read-only", "--tmpfs", "/tmp", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
-		"-v", filepath.Join(dir, "kubeconfig")+":/kube/config:ro", "-e", "KUBECONFIG=/kube/config",
+		"-v", kubeconfig+":/kube/config:ro", "-e", "KUBECONFIG=/kube/config",
 		"-v", certs+":/validating-certs:ro", "-v", hooks+":/hooks:ro",
 		"-e", "SHELL_OPERATOR_NAMESPACE="+ns, "-e", "VALIDATING_WEBHOOK_SERVICE_NAME="+service,
 		"-e", "VALIDATING_WEBHOOK_CONFIGURATION_NAME="+config, "-e", "SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX=shell_operator_",
