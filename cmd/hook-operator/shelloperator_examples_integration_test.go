@@ -3,7 +3,6 @@ package main_test
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net/http"
 	"os"
@@ -128,11 +127,7 @@ func TestIntegrationConversionURLOfAnotherListener(t *testing.T) {
 // answer).
 func probeWebhook(t *testing.T, certs, port string) int {
 	t.Helper()
-	ca, err := os.ReadFile(filepath.Join(certs, "ca.crt"))
-	must(t, err)
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca)
-	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}}}
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: caPool(t, certs), ServerName: "127.0.0.1"}}}
 	resp, err := c.Get("https://127.0.0.1:" + port + "/healthz")
 	if err != nil {
 		return 0

@@ -148,16 +148,23 @@ func (s *shellOperatorSettings) checkWebhook(t *testing.T, kubeconfig string) {
 	if want := "shell-operator-validating-svc/" + s.ns + " Ignore"; err != nil || string(out) != want {
 		t.Errorf("the ValidatingWebhookConfiguration %s: %q, %v; want %q", s.configName, out, err, want)
 	}
-	ca, err := os.ReadFile(filepath.Join(s.certs, "ca.crt"))
-	must(t, err)
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca)
-	conn, err := tls.Dial("tcp", "127.0.0.1:"+s.webhookPort, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+	conn, err := tls.Dial("tcp", "127.0.0.1:"+s.webhookPort, &tls.Config{RootCAs: caPool(t, s.certs), ServerName: "127.0.0.1"})
 	if err != nil {
 		t.Errorf("the webhook listener on shell-operator's port %s: %v", s.webhookPort, err)
 		return
 	}
 	conn.Close()
+}
+
+// caPool holds the CA of the certificates in certs (servingSetup's
+// ca.crt).
+func caPool(t *testing.T, certs string) *x509.CertPool {
+	t.Helper()
+	ca, err := os.ReadFile(filepath.Join(certs, "ca.crt"))
+	must(t, err)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	return pool
 }
 
 // freePort returns a port that was free a moment ago
