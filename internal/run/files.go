@@ -23,7 +23,20 @@ const (
 	envValidatingResponse = "VALIDATING_RESPONSE_PATH"
 	envAdmissionResponse  = "ADMISSION_RESPONSE_PATH"
 	envConversionResponse = "CONVERSION_RESPONSE_PATH"
+	// With tracing on (Request.Trace): the run's W3C trace context, and
+	// the file a hook may record spans of its own in.
+	envTraceParent = "TRACEPARENT"
+	envTraceState  = "TRACESTATE"
+	envTraceSpans  = "TRACE_SPANS_PATH"
 )
+
+// spansFile is the base name of TRACE_SPANS_PATH in a one-shot run's dir
+// (a resident run's adds its token). The operator does not create it:
+// the hook does, when it records a span.
+const spansFile = "trace-spans"
+
+// MaxSpansBytes is the most the operator reads from TRACE_SPANS_PATH.
+const MaxSpansBytes = 1 << 20
 
 // runDirPrefix starts the name of every run dir.
 const runDirPrefix = "hook-run-"
@@ -36,6 +49,8 @@ const runDirPrefix = "hook-run-"
 type runDir struct {
 	path                                             string
 	contexts, patch, metrics, validating, conversion string
+	// spans is TRACE_SPANS_PATH, "" when tracing is off.
+	spans string
 }
 
 // newRunDir creates a 0700 dir under parent ("" = os.TempDir()) holding the
@@ -95,9 +110,10 @@ func createFile(name string, content []byte) error {
 	return f.Close()
 }
 
-// env returns base without any variables of the contract's names, plus those
-// variables pointing into d.
-func (d *runDir) env(base []string) []string {
+// env returns base without any variables of the contract's names (nor
+// the trace's: an operator started by a traced process must not hand its
+// own on), plus those variables pointing into d, and tr's when set.
+func (d *runDir) env(base []string, tr *Trace) []string {
 	own := map[string]string{
 		envBindingContext:     d.contexts,
 		envKubernetesPatch:    d.patch,
@@ -105,6 +121,9 @@ func (d *runDir) env(base []string) []string {
 		envValidatingResponse: d.validating,
 		envAdmissionResponse:  d.validating,
 		envConversionResponse: d.conversion,
+		envTraceParent:        "",
+		envTraceState:         "",
+		envTraceSpans:         "",
 	}
 	env := make([]string, 0, len(base)+len(own))
 	for _, kv := range base {
@@ -116,7 +135,31 @@ func (d *runDir) env(base []string) []string {
 	for _, name := range []string{envBindingContext, envKubernetesPatch, envMetrics, envValidatingResponse, envAdmissionResponse, envConversionResponse} {
 		env = append(env, name+"="+own[name])
 	}
+	if tr != nil {
+		env = append(env, envTraceParent+"="+tr.Parent, envTraceSpans+"="+d.spans)
+		if tr.State != "" {
+			env = append(env, envTraceState+"="+tr.State)
+		}
+	}
 	return env
+}
+
+// readSpans reads, then removes, the spans the hook recorded, when
+// tracing is on: the file goes whether the run succeeded or not, so that
+// a dir kept for a later run (ReuseDirs) holds only the contract's
+// files.
+func (d *runDir) readSpans(res *Result) {
+	if d.spans == "" {
+		return
+	}
+	res.Spans, res.SpansErr = readOutput(d.spans, envTraceSpans, MaxSpansBytes)
+	var tooLarge *OutputTooLargeError
+	if errors.As(res.SpansErr, &tooLarge) {
+		res.SpansErr = fmt.Errorf("$%s holds more than the %s the operator reads of it; record fewer spans (at most 1,000 a run)", envTraceSpans, limit.Size(MaxSpansBytes))
+	}
+	if err := os.Remove(d.spans); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		res.SpansErr = errors.Join(res.SpansErr, err)
+	}
 }
 
 // readOutputs fills res from the output files, each at most max bytes. A
@@ -229,7 +272,10 @@ var outputMeaning = map[string]string{
 // remove removes the dir: the run's own files one by one, then the dir,
 // and whatever else the hook left in it only when there is anything.
 func (d *runDir) remove() error {
-	for _, name := range []string{d.contexts, d.patch, d.metrics, d.validating, d.conversion} {
+	for _, name := range []string{d.contexts, d.patch, d.metrics, d.validating, d.conversion, d.spans} {
+		if name == "" {
+			continue
+		}
 		if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return os.RemoveAll(d.path) // e.g. the hook made a dir of that name
 		}

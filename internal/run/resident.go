@@ -368,7 +368,7 @@ func quoteReply(line string) string {
 
 // requestLine is the request of one run: its id and the contract's per-run
 // variables, in the contract's order, without spaces.
-func requestLine(id string, d *runDir) []byte {
+func requestLine(id string, d *runDir, tr *Trace) []byte {
 	var b strings.Builder
 	b.WriteString(`{"id":"` + id + `","env":{`)
 	for i, kv := range [][2]string{
@@ -380,6 +380,14 @@ func requestLine(id string, d *runDir) []byte {
 		}
 		v, _ := json.Marshal(kv[1])
 		b.WriteString(`"` + kv[0] + `":` + string(v))
+	}
+	if tr != nil {
+		for _, kv := range [][2]string{{envTraceParent, tr.Parent}, {envTraceState, tr.State}, {envTraceSpans, d.spans}} {
+			if kv[1] != "" {
+				v, _ := json.Marshal(kv[1])
+				b.WriteString(`,"` + kv[0] + `":` + string(v))
+			}
+		}
 	}
 	b.WriteString("}}\n")
 	return []byte(b.String())

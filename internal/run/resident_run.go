@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"syscall"
+	"path/filepath"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -52,15 +53,18 @@ func (r *Runner) runResident(ctx context.Context, req Request, log logrus.FieldL
 		if rp, err = r.takeResident(runCtx, h, log); err != nil {
 			return Result{}, fmt.Errorf("hook %s: resident process: %w", h.Name, err)
 		}
-		id := newRunID()
-		if dir, err = r.runFiles(rp, newFilesToken(), req.contextsWriter()); err != nil {
+		id, token := newRunID(), newFilesToken()
+		if dir, err = r.runFiles(rp, token, req.contextsWriter()); err != nil {
 			r.returnResident(h.Name, rp, h.Config.Settings, log)
 			return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
+		}
+		if req.Trace != nil {
+			dir.spans = dir.path + string(filepath.Separator) + spansFile + "." + token
 		}
 		rp.out.set(stdout)
 		rp.errOut.set(stderr)
 		start := time.Now()
-		exitCode, fault = rp.serve(runCtx, requestLine(id, dir), id)
+		exitCode, fault = rp.serve(runCtx, requestLine(id, dir, req.Trace), id)
 		res.Duration = time.Since(start)
 		rp.out.drain(limits.OutputGrace)
 		rp.errOut.drain(limits.OutputGrace)
@@ -77,6 +81,7 @@ func (r *Runner) runResident(ctx context.Context, req Request, log logrus.FieldL
 	if exitCode == 0 {
 		err = dir.readOutputs(&res, r.maxOutputBytes())
 	}
+	dir.readSpans(&res)
 	rp.dir.done()
 	r.returnResident(h.Name, rp, h.Config.Settings, log)
 	if exitCode != 0 {

@@ -348,8 +348,14 @@ func TestRequestLine(t *testing.T) {
 	d := &runDir{contexts: "/t/c", patch: "/t/p", metrics: "/t/m", validating: "/t/v", conversion: "/t/x"}
 	want := `{"id":"12","env":{"BINDING_CONTEXT_PATH":"/t/c","KUBERNETES_PATCH_PATH":"/t/p","METRICS_PATH":"/t/m",` +
 		`"VALIDATING_RESPONSE_PATH":"/t/v","ADMISSION_RESPONSE_PATH":"/t/v","CONVERSION_RESPONSE_PATH":"/t/x"}}` + "\n"
-	if got := string(requestLine("12", d)); got != want {
+	if got := string(requestLine("12", d, nil)); got != want {
 		t.Errorf("request\n got %s\nwant %s", got, want)
+	}
+	d.spans = "/t/s"
+	tr := &Trace{Parent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+	want = strings.TrimSuffix(want, "}}\n") + `,"TRACEPARENT":"` + tr.Parent + `","TRACE_SPANS_PATH":"/t/s"}}` + "\n"
+	if got := string(requestLine("12", d, tr)); got != want {
+		t.Errorf("request with a trace\n got %s\nwant %s", got, want)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -54,6 +55,15 @@ type Request struct {
 	// admission hook's answer must reach the API server before it gives
 	// up). The graces are cut to fit (Limits), and Timeout is ignored.
 	Within time.Duration
+	// Trace, when set (tracing is on), is the trace context the hook gets
+	// (TRACEPARENT, TRACESTATE), with a file for spans of its own
+	// (TRACE_SPANS_PATH, read into Result.Spans).
+	Trace *Trace
+}
+
+// Trace is the W3C trace context of a run.
+type Trace struct {
+	Parent, State string
 }
 
 // contextsWriter returns what writes the request's contexts file.
@@ -113,6 +123,12 @@ type Result struct {
 	// StderrTail holds the last lines of stderr, for error messages and
 	// Events.
 	StderrTail string
+	// Spans is what the hook wrote to TRACE_SPANS_PATH (Request.Trace),
+	// read whether the run succeeded or not, as long as the hook ran;
+	// SpansErr says why it could not be read (too large). Neither fails
+	// the run.
+	Spans    []byte
+	SpansErr error
 }
 
 // Runner runs hook processes. The zero value is usable; a Runner is safe for
@@ -191,6 +207,9 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
 	}
+	if req.Trace != nil {
+		dir.spans = dir.path + string(filepath.Separator) + spansFile
+	}
 	reusable := false // whether nothing of the run is left to write to dir
 	defer func() {
 		if err := r.releaseDir(dir, reusable); err != nil {
@@ -207,7 +226,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	defer cancel()
 	deadline.arm(limits.Timeout, cancel)
 	defer deadline.stop()
-	p, err := newProcess(runCtx, h, dir.env(r.baseEnv()), limits, stdout, stderr)
+	p, err := newProcess(runCtx, h, dir.env(r.baseEnv(), req.Trace), limits, stdout, stderr)
 	if err != nil {
 		return Result{}, fmt.Errorf("hook %s: %w", h.Name, err)
 	}
@@ -241,6 +260,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	stderr.flush()
 	res.StderrTail = stderr.tail()
 	setUsage(&res, cmd.ProcessState)
+	dir.readSpans(&res)
 	log.WithFields(logrus.Fields{"duration": res.Duration, "exit": cmd.ProcessState.String()}).Debug("hook finished")
 
 	switch {

@@ -243,3 +243,41 @@ func TestTimeoutPrecedence(t *testing.T) {
 		t.Errorf("request: %v", got)
 	}
 }
+
+// With tracing on, a hook's spans are read whether its run succeeded or
+// failed, and the file goes with the run: a dir kept for the next run
+// (ReuseDirs) holds none, and a run without them reads nothing.
+func TestRunReadsTheHooksSpans(t *testing.T) {
+	r, _ := testRunner(t)
+	r.ReuseDirs = true
+	t.Cleanup(func() { _ = r.Close() })
+	h := bashHook(t, `echo "${TRACEPARENT:-}" > "$KUBERNETES_PATCH_PATH"
+[[ -n ${SPAN:-} ]] && echo "$SPAN" >> "$TRACE_SPANS_PATH"
+exit "${CODE:-0}"`)
+	tr := &Trace{Parent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+	for _, tc := range []struct {
+		env, want string
+		fail      bool
+	}{
+		{"SPAN={\"a\":1}", "{\"a\":1}\n", false},
+		{"", "", false}, // the last run's file is gone
+		{"SPAN={\"b\":2} CODE=3", "{\"b\":2}\n", true},
+	} {
+		r.Env = append([]string{"PATH=" + os.Getenv("PATH")}, strings.Fields(tc.env)...)
+		res, err := r.Run(context.Background(), Request{Hook: h, Trace: tr})
+		if (err != nil) != tc.fail {
+			t.Fatalf("%s: err = %v", tc.env, err)
+		}
+		if string(res.Spans) != tc.want || res.SpansErr != nil {
+			t.Errorf("%s: spans %q (%v), want %q", tc.env, res.Spans, res.SpansErr, tc.want)
+		}
+		if !tc.fail && strings.TrimSpace(string(res.Operations)) != tr.Parent {
+			t.Errorf("%s: the hook's TRACEPARENT = %q", tc.env, res.Operations)
+		}
+	}
+	r.Env = []string{"PATH=" + os.Getenv("PATH")}
+	res, err := r.Run(context.Background(), Request{Hook: h})
+	if err != nil || res.Spans != nil || strings.TrimSpace(string(res.Operations)) != "" {
+		t.Errorf("without a trace: err %v, spans %q, TRACEPARENT %q", err, res.Spans, res.Operations)
+	}
+}
