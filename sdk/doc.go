@@ -48,6 +48,11 @@
 //   - Settings.Resident (extension) keeps the hook's process running: Run
 //     then serves each run as a request from the runtime, with the same
 //     handler, until the runtime closes the request pipe.
+//   - StartSpan, Span and TraceParent (extension) put the hook's own work
+//     into the run's trace when the runtime traces runs: spans go to
+//     $TRACE_SPANS_PATH, and TraceParent is the header that passes the
+//     trace on to the services the hook calls. Without tracing (or under
+//     shell-operator) they do nothing.
 //
 // A Go hook is built next to its source (go build -o hooks/x/x ./hooks/x);
 // hook-operator skips the .go files of a hooks folder and runs the binary.

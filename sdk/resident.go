@@ -111,14 +111,31 @@ func serve(handler Handler, requests io.Reader, replies io.Writer, stderr io.Wri
 	}
 }
 
+// traceEnv are the variables a request carries only when tracing is on.
+var traceEnv = []string{EnvTraceParent, EnvTraceState, EnvTraceSpansPath}
+
 // setRunEnv sets the run's variables and unsets those of the previous run
-// that this one does not set, so no path of an earlier run is used again.
+// that this one does not set, so no path of an earlier run is used again;
+// the trace variables too when the request lacks them, so that a run never
+// records spans in another run's trace.
 func setRunEnv(previous, current map[string]string) error {
+	unset := func(k string) error {
+		if _, ok := current[k]; ok {
+			return nil
+		}
+		if err := os.Unsetenv(k); err != nil {
+			return fmt.Errorf("unsetting $%s: %w", k, err)
+		}
+		return nil
+	}
 	for k := range previous {
-		if _, ok := current[k]; !ok {
-			if err := os.Unsetenv(k); err != nil {
-				return fmt.Errorf("unsetting $%s: %w", k, err)
-			}
+		if err := unset(k); err != nil {
+			return err
+		}
+	}
+	for _, k := range traceEnv {
+		if err := unset(k); err != nil {
+			return err
 		}
 	}
 	for k, v := range current {
