@@ -26,6 +26,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/ops"
 	"github.com/hook-operator/hook-operator/internal/queue"
 	"github.com/hook-operator/hook-operator/internal/run"
+	"github.com/hook-operator/hook-operator/internal/tracing"
 	"github.com/hook-operator/hook-operator/internal/watch"
 )
 
@@ -58,6 +59,8 @@ type Executor struct {
 	Metrics *metrics.Metrics
 	// Failed, when set, is told about every failed run (Kubernetes Events).
 	Failed func(t *queue.Task, err error)
+	// Tracer, when set, traces runs (nil: tracing off).
+	Tracer *tracing.Tracer
 	Log    logrus.FieldLogger
 
 	runs atomic.Uint64
@@ -123,8 +126,10 @@ func RunDeadline(ctx context.Context) *run.Deadline {
 func (e *Executor) Execute(ctx context.Context, t *queue.Task) error {
 	rep := Report{ID: e.runs.Add(1), Hook: t.Hook, Queue: t.Queue}
 	ctx = context.WithValue(ctx, runIDKey{}, rep.ID)
+	ctx, span := e.startRun(ctx, t)
 	start := time.Now()
 	err := e.contain(t.Hook, "run", func() error { return e.execute(ctx, t, &rep) })
+	tracing.End(span, err)
 	if e.Metrics != nil {
 		var user, system time.Duration
 		var rss int64
@@ -188,7 +193,7 @@ func (e *Executor) execute(ctx context.Context, t *queue.Task, rep *Report) erro
 	}
 	log := e.Log.WithFields(fields)
 	log.WithField("contexts", len(contexts)).Debug("running hook")
-	res, err := e.Runner.Run(ctx, req)
+	res, err := e.runProcess(ctx, req)
 	rep.ran(res)
 	if err != nil {
 		return fail(runStatus(err), err)
@@ -225,7 +230,10 @@ func (e *Executor) releaseFinalizers(ctx context.Context, h *hook.Hook, contexts
 			continue
 		}
 		t := finalizer.Target{Resource: b.Resource().GVR, Namespace: c.Object.Namespace, Name: c.Object.Name, Finalizer: b.Config().Finalizer}
-		if err := e.Sink.RemoveFinalizer(ctx, t); err != nil {
+		fctx, span := traceFinalizer(ctx, t)
+		err := e.Sink.RemoveFinalizer(fctx, t)
+		tracing.End(span, err)
+		if err != nil {
 			return fmt.Errorf("remove %s: %w", t, err)
 		}
 		e.Log.WithFields(logrus.Fields{"hook": h.Name, "object": t.String()}).Info("finalized; finalizer removed")

@@ -10,6 +10,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/metrics"
 	"github.com/hook-operator/hook-operator/internal/ops"
 	"github.com/hook-operator/hook-operator/internal/run"
+	"github.com/hook-operator/hook-operator/internal/tracing"
 )
 
 // afterRun is the post-run step of every successful hook process, a queued
@@ -22,7 +23,9 @@ import (
 // requeues, and last the requeues are armed. A failed check applies
 // nothing; a failed apply or finish arms no requeue. It returns the
 // operations, which rep.Parsed holds too once they parsed.
-func (e *Executor) afterRun(ctx context.Context, h *hook.Hook, res run.Result, rep *Report, finish func([]RequeueRequest) error) ([]ops.Operation, error) {
+func (e *Executor) afterRun(ctx context.Context, h *hook.Hook, res run.Result, rep *Report, finish func([]RequeueRequest) error) (_ []ops.Operation, err error) {
+	ctx, span := startOutput(ctx)
+	defer func() { tracing.End(span, err) }()
 	operations, err := ops.Parse(res.Operations)
 	if err != nil {
 		return nil, fail(invalidOps(err), fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", h.Name, err))
@@ -115,7 +118,7 @@ func (e *Executor) noteStatusWrites(h *hook.Hook, operations []ops.Operation) {
 // counts the run. It is the part of Admit and Convert before each reads
 // its own answer.
 func (e *Executor) runForRequest(ctx context.Context, h *hook.Hook, name string, data []byte, within time.Duration, rep *Report) (run.Result, error) {
-	res, err := e.Runner.Run(ctx, run.Request{Hook: h, Contexts: data, Binding: name, Queue: webhookQueue, Within: within})
+	res, err := e.runProcess(ctx, run.Request{Hook: h, Contexts: data, Binding: name, Queue: webhookQueue, Within: within})
 	rep.ran(res)
 	if e.Metrics != nil && res.Duration > 0 {
 		e.Metrics.RecordRun(metrics.HookRun{Hook: h.Name, Binding: name, Queue: webhookQueue, Duration: res.Duration,

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,6 +18,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/recorder"
+	"github.com/hook-operator/hook-operator/internal/tracing"
 	"github.com/hook-operator/hook-operator/internal/webhook"
 )
 
@@ -72,6 +75,12 @@ func (o *Operator) Convert(ctx context.Context, crd string, req webhook.Conversi
 	}
 	ctx, cancel := context.WithDeadline(ctx, start.Add(executor.ConversionTimeout))
 	defer cancel()
+	var span trace.Span
+	if o.opts.Tracer.On() {
+		ctx, span = o.opts.Tracer.Start(ctx, tracing.SpanConversion, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
+			attribute.String("k8s.review.uid", req.UID), attribute.String("k8s.crd.name", crd),
+			attribute.String("k8s.review.desired_api_version", req.DesiredAPIVersion), attribute.Int("k8s.review.objects", len(req.Objects))))
+	}
 	var last conversionTarget
 	objects, err := webhook.Convert(ctx, crd, c.rules, req, func(ctx context.Context, crd string, rule webhook.ConversionRule, req webhook.ConversionRequest) ([]json.RawMessage, error) {
 		last = c.targets[rule]
@@ -101,6 +110,10 @@ func (o *Operator) Convert(ctx context.Context, crd string, req webhook.Conversi
 		result, code = "error", http.StatusInternalServerError
 	}
 	o.opts.Metrics.Admission(hookName, bindingName, "conversion", result, code, time.Since(start), errors.As(err, &ce) && ce.TimedOut)
+	if span != nil {
+		span.SetAttributes(attribute.String("hook.name", hookName), attribute.String("hook.binding", bindingName), attribute.String("hook.result", result))
+		tracing.End(span, err)
+	}
 	if err != nil {
 		o.conversionFailed(crd, req, err)
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/run"
 	"github.com/hook-operator/hook-operator/internal/schedule"
 	"github.com/hook-operator/hook-operator/internal/shard"
+	"github.com/hook-operator/hook-operator/internal/tracing"
 	"github.com/hook-operator/hook-operator/internal/watch"
 )
 
@@ -84,6 +85,9 @@ type Options struct {
 	// Leader returns the identity of the replica seen to lead, for a
 	// standby's answer to a trigger; nil or "" when unknown.
 	Leader func() string
+	// Tracer, when set, traces each context from where it arose (a watch
+	// event, a tick, a review) to the operations applied; nil: off.
+	Tracer *tracing.Tracer
 }
 
 // PodRef names a Pod; Name is empty when the operator runs in none.
@@ -222,6 +226,7 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 		Report:   opts.Report,
 		Metrics:  opts.Metrics,
 		Failed:   o.failed,
+		Tracer:   opts.Tracer,
 		Log:      log,
 	}
 	if opts.Events {
@@ -356,6 +361,7 @@ func (o *Operator) runStartup(ctx context.Context, hooks []*hook.Hook) error {
 		}
 		wg.Add(1)
 		t := executor.StartupTask(h)
+		o.traceRoot(t, t.Contexts[0])
 		end := o.startupRuns.add(startupRun{hook: h.Name, binding: binding.OnStartup, queue: t.Queue})
 		t.Done = func(err error) { end(err); wg.Done() }
 		err := o.queues.Push(t)
@@ -453,6 +459,7 @@ func (o *Operator) push(h *hook.Hook, common *hook.Common, c binding.Context, do
 	}
 	t := executor.NewTask(h, common, c)
 	t.Done = done
+	o.traceRoot(t, c)
 	if err := o.queues.Push(t); err != nil {
 		if done != nil {
 			done(err) // never runs: nothing to wait for

@@ -161,6 +161,7 @@ func (o *Operator) pushTriggered(h *hook.Hook, common *hook.Common, c binding.Co
 	}
 	t := executor.NewTask(h, common, c)
 	t.Origin = OriginTrigger
+	o.traceRoot(t, c)
 	fields := logrus.Fields{"hook": h.Name, "binding": c.Binding, "type": c.Type, "origin": OriginTrigger}
 	if c.Object != nil {
 		fields["object"] = c.Object.Namespace + "/" + c.Object.Name

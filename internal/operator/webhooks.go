@@ -8,8 +8,12 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/tracing"
 	"github.com/hook-operator/hook-operator/internal/webhook"
 )
 
@@ -90,6 +94,11 @@ func (o *Operator) Admit(ctx context.Context, path string, review json.RawMessag
 		return nil, webhook.Admission{}, webhook.NotServed("no admission binding is served at %s", path)
 	}
 	a := webhook.Admission{Hook: t.hook.Name, Binding: t.binding}
+	var span trace.Span
+	if o.opts.Tracer.On() {
+		ctx, span = o.traceReview(ctx, tracing.SpanAdmission, t.hook.Name, t.binding.Name,
+			append(admissionAttributes(review), attribute.String("hook.webhook", kindOf(t.mutating)))...)
+	}
 	resp, err := o.exec.Admit(ctx, t.hook, t.binding, t.mutating, review, t.timeout)
 	result, code := "allowed", http.StatusOK
 	var ae *executor.AdmitError
@@ -98,6 +107,10 @@ func (o *Operator) Admit(ctx context.Context, path string, review json.RawMessag
 		result, code = "error", http.StatusInternalServerError
 	case !resp.Allowed:
 		result, code = "denied", http.StatusForbidden
+	}
+	if span != nil {
+		span.SetAttributes(attribute.String("hook.result", result))
+		tracing.End(span, err)
 	}
 	o.opts.Metrics.Admission(t.hook.Name, t.binding.Name, kindOf(t.mutating), result, code, time.Since(start), errors.As(err, &ae) && ae.TimedOut)
 	return resp, a, err

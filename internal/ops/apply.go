@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/limit"
+	"github.com/hook-operator/hook-operator/internal/tracing"
 )
 
 // DefaultFieldManager is the field manager of every write when
@@ -142,16 +145,18 @@ func (a *Applier) ApplyFor(ctx context.Context, hookName string, ops []Operation
 				return err
 			}
 		}
-		err := a.awaitServed(ctx, s)
+		sctx, span := traceStep(ctx, s)
+		err := a.awaitServed(sctx, s)
 		if err == nil && s.op.Type == Delete {
 			var started bool
-			if started, err = a.delete(ctx, s, metav1.DeletePropagationForeground); started {
+			if started, err = a.delete(sctx, s, metav1.DeletePropagationForeground); started {
 				deleting = append(deleting, s)
 				last = i
 			}
 		} else if err == nil {
-			err = a.apply(ctx, s, hookName)
+			err = a.apply(sctx, s, hookName)
 		}
+		endStep(span, err)
 		if errors.Is(err, errParentGone) {
 			// The parent was deleted (often while the run was pending or
 			// retried with its old contexts): children applied now would be
@@ -461,4 +466,42 @@ func subresources(s step) []string {
 		return nil
 	}
 	return []string{s.op.Subresource}
+}
+
+// traceStep starts the span of applying s when ctx's span records (with
+// tracing on), and otherwise returns ctx and a span that records nothing,
+// allocating nothing.
+func traceStep(ctx context.Context, s step) (context.Context, trace.Span) {
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("operation.type", s.op.Type), attribute.Int("operation.index", s.op.Index),
+		attribute.String("k8s.object.kind", s.res.GVK.Kind), attribute.String("k8s.object.api_version", s.res.APIVersion()),
+		attribute.String("k8s.namespace.name", s.op.Namespace), attribute.String("k8s.object.name", s.op.Name),
+	}
+	if s.op.Subresource != "" {
+		attrs = append(attrs, attribute.String("k8s.subresource", s.op.Subresource))
+	}
+	if s.op.Type == ApplySet {
+		attrs = append(attrs, attribute.Int("operation.children", len(s.children)))
+	}
+	return tracing.Child(ctx, tracing.SpanOperation, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+}
+
+// endStep ends a step's span with its result: applied, skipped (the
+// parent is gone) or failed.
+func endStep(span trace.Span, err error) {
+	if !span.IsRecording() {
+		return
+	}
+	result := "applied"
+	switch {
+	case errors.Is(err, errParentGone):
+		result, err = "skipped", nil
+	case err != nil:
+		result = "failed"
+	}
+	span.SetAttributes(attribute.String("operation.result", result))
+	tracing.End(span, err)
 }

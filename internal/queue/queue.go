@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
 	"github.com/hook-operator/hook-operator/internal/binding"
@@ -51,6 +52,15 @@ type Task struct {
 	// "trigger" for `hook-operator trigger`, "" otherwise. It goes to the
 	// run's log lines. A task merged into another passes its origin on.
 	Origin string
+	// Trace, with tracing on, is the span context of the task's root span
+	// (its watch event, schedule tick, ...), under which its wait and runs
+	// are traced. A task merged into another becomes one of its Links.
+	Trace trace.SpanContext
+
+	// links are the roots of the tasks merged into this one, the first
+	// MaxLinks of them; droppedLinks counts the rest.
+	links        []trace.SpanContext
+	droppedLinks int
 
 	done     []func(error)
 	attempts int
@@ -80,6 +90,13 @@ type OutageError struct {
 // Attempts returns how many runs of the task failed so far: more than zero
 // in a retry.
 func (t *Task) Attempts() int { return t.attempts }
+
+// MaxLinks is the most roots of merged tasks a task keeps (Links).
+const MaxLinks = 32
+
+// Links returns the roots of the tasks merged into t (the first MaxLinks)
+// and how many more were merged.
+func (t *Task) Links() ([]trace.SpanContext, int) { return t.links, t.droppedLinks }
 
 // Waited returns how long the task's current run waited in its queue
 // before it started: since the task was queued, or, for a retry, since the
@@ -463,6 +480,13 @@ func (s *Set) mergeLocked(q *fifo, head, t *Task) {
 	head.Contexts = append(head.Contexts, t.Contexts...)
 	head.AllowFailure = head.AllowFailure && t.AllowFailure
 	head.done = append(head.done, t.done...)
+	if t.Trace.IsValid() {
+		if len(head.links) < MaxLinks {
+			head.links = append(head.links, t.Trace)
+		} else {
+			head.droppedLinks++
+		}
+	}
 	if t.Origin != "" {
 		head.Origin = t.Origin
 	}

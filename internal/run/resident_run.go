@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"syscall"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"

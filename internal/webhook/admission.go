@@ -199,7 +199,7 @@ func (h *AdmissionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	resp := &reviewResponse{UID: review.Request.UID}
-	res, err := h.Run(r.Context(), r.URL.Path, body)
+	res, err := h.Run(requestContext(r), r.URL.Path, body)
 	switch {
 	case err != nil:
 		h.Log.WithError(err).WithField("path", r.URL.Path).Warn("admission request denied: the hook gave no answer")

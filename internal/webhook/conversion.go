@@ -253,7 +253,7 @@ func ServeConversion(w http.ResponseWriter, r *http.Request, convert func(ctx co
 	}
 	crd := strings.TrimPrefix(r.URL.Path, "/")
 	resp := &conversionResponse{UID: review.Request.UID, Result: conversionResult{Status: "Success"}}
-	objects, err := convert(r.Context(), crd, *review.Request)
+	objects, err := convert(requestContext(r), crd, *review.Request)
 	if err != nil {
 		logf(err, crd)
 		resp.Result = conversionResult{Status: "Failure", Message: err.Error()}

@@ -8,6 +8,8 @@ import (
 	"net/http"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/hook-operator/hook-operator/internal/tracing"
 )
 
 // Handler returns the handler of admission requests (at /hooks/...) and
@@ -110,4 +112,16 @@ func setAPIVersion(req ConversionRequest) ([]json.RawMessage, error) {
 		out[i] = data
 	}
 	return out, nil
+}
+
+// requestContext is r's context, with the API server's trace context when
+// its request carried one (a traceparent header: the API server's own
+// tracing is on), so that the spans of a review join the API server's
+// trace.
+func requestContext(r *http.Request) context.Context {
+	tp := r.Header.Get("traceparent")
+	if tp == "" {
+		return r.Context()
+	}
+	return tracing.Extract(r.Context(), tp, r.Header.Get("tracestate"))
 }

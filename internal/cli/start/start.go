@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 
+	"github.com/hook-operator/hook-operator/internal/buildinfo"
 	"github.com/hook-operator/hook-operator/internal/cli/envflag"
 	"github.com/hook-operator/hook-operator/internal/cli/kubeflags"
 	"github.com/hook-operator/hook-operator/internal/dryrun"
@@ -33,6 +34,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/metrics"
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/procs"
+	"github.com/hook-operator/hook-operator/internal/tracing"
 	"github.com/hook-operator/hook-operator/internal/transcript"
 )
 
@@ -80,6 +82,9 @@ type Flags struct {
 	// ShellMetricsPrefix, when not empty, serves shell-operator's own
 	// metric families beside the operator's, with this prefix.
 	ShellMetricsPrefix string
+	// TracingEndpoint is where traces go (see package tracing); empty:
+	// the standard OTEL_EXPORTER_OTLP_* variables, and without them none.
+	TracingEndpoint string
 	// HookMetricsMaxSeriesPerHook and HookMetricsMaxSeries cap the series
 	// of hooks' metrics, each hook's and all together; 0: no cap.
 	HookMetricsMaxSeriesPerHook, HookMetricsMaxSeries int
@@ -212,6 +217,10 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	if err := f.check(); err != nil {
 		return err
 	}
+	traces, err := tracing.FromEnv(f.TracingEndpoint, os.Getenv)
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
 	var w *transcript.Writer
 	if f.DryRun != "" {
 		var err error
@@ -270,6 +279,10 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	serverVersion(version, cfg.Host, log)
 	p := &parts{f: f, hooks: hooks, load: load, fingerprint: fingerprint, m: m, cfg: cfg, clients: clients, dryRun: w != nil, log: log}
 	opts := p.options(env)
+	if opts.Tracer, err = startTracing(ctx, traces, log); err != nil {
+		return err
+	}
+	defer stopTracing(opts.Tracer, log)
 	if w != nil {
 		dryRun(&opts, f, clients, w, log)
 		log.WithField("mode", f.DryRun).Warn("dry-run: nothing is written to the cluster")
@@ -288,6 +301,29 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// startTracing starts exporting traces when s says where to (nil: off).
+func startTracing(ctx context.Context, s tracing.Settings, log logrus.FieldLogger) (*tracing.Tracer, error) {
+	res := tracing.Resource{Version: buildinfo.Version, Pod: os.Getenv("POD_NAME"), Namespace: os.Getenv("POD_NAMESPACE")}
+	tr, err := tracing.New(ctx, s, res, log)
+	if err != nil || tr == nil {
+		return nil, err
+	}
+	log.WithFields(logrus.Fields{"to": s.Where(), "sampler": s.SamplerName, "service": s.ServiceName}).Info("tracing on")
+	if s.Warning != "" {
+		log.Warn("tracing: " + s.Warning)
+	}
+	return tr, nil
+}
+
+// stopTracing sends the spans still pending, for at most 5 s.
+func stopTracing(tr *tracing.Tracer, log logrus.FieldLogger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tr.Shutdown(ctx); err != nil {
+		log.WithError(err).Warn("tracing: the last spans could not be sent")
+	}
 }
 
 // newClients makes the clients of the cluster the flags name; it sends
