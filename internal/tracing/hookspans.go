@@ -40,9 +40,9 @@ func (t *Tracer) ExportHookSpans(run trace.SpanContext, hookName string, spans [
 		}
 		_, span := t.tracer.Start(ctx, s.Name, trace.WithTimestamp(s.Start), trace.WithSpanKind(trace.SpanKind(s.Kind)), trace.WithAttributes(attrs...))
 		switch s.StatusCode {
-		case 1:
+		case hookspan.StatusOK:
 			span.SetStatus(codes.Ok, "")
-		case 2:
+		case hookspan.StatusError:
 			span.SetStatus(codes.Error, s.StatusMessage)
 		}
 		span.End(trace.WithTimestamp(s.End))

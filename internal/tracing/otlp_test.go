@@ -256,3 +256,11 @@ func TestExporterHTTP(t *testing.T) {
 }
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// testTracer is a Tracer whose spans a recorder keeps.
+func testTracer(t *testing.T) (*Tracer, *tracetest.SpanRecorder) {
+	rec := tracetest.NewSpanRecorder()
+	p := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(idGenerator{}))
+	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	return &Tracer{provider: p, tracer: p.Tracer(Scope)}, rec
+}

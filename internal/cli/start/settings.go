@@ -89,7 +89,7 @@ func Settings(f *Flags) []envflag.Setting {
 			Doc:        "serves shell-operator " + metrics.ShellOperatorVersion + "'s own metric families on `/metrics` as it names them, with this prefix, beside the operator's own (`--metrics-prefix`, from which it must differ), so that shell-operator's dashboards and alerts keep working ([metrics.md](metrics.md#coming-from-shell-operator)); shell-operator's own default is `shell_operator_`",
 			DocDefault: "empty: not served",
 			Shell:      envflag.Shell{Flag: "prometheus-metrics-prefix", Env: []string{"SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX"}}},
-		{Name: "tracing-otlp-endpoint", Value: envflag.String(&f.TracingEndpoint, ""), Usage: "export traces over OTLP/gRPC to this host:port (no TLS) or http(s):// URL (empty: OTEL_EXPORTER_OTLP_*, else none)",
+		{Name: "tracing-otlp-endpoint", Value: envflag.String(&f.TracingEndpoint, ""), Usage: "send traces over OTLP/gRPC to this host:port (no TLS) or URL (empty: OTEL_EXPORTER_OTLP_*)",
 			Doc:        "exports OpenTelemetry traces of each event, from the watch to the operations applied and through the hook, over OTLP/gRPC to this `host:port` (without TLS, as shell-operator) or `http://`/`https://` URL; `TRACING_OTLP_AUTH_TOKEN` is sent as a Bearer token with it. Empty: the standard `OTEL_EXPORTER_OTLP_*` variables, and with none of them no tracing ([tracing](#tracing))",
 			DocDefault: "empty: no traces",
 			Shell:      envflag.Shell{Env: []string{"TRACING_OTLP_ENDPOINT"}}},
