@@ -24,6 +24,8 @@
 #   operations.sh  hook::apply, hook::status, ...  writing $KUBERNETES_PATCH_PATH
 #   resident.sh    hook::resident HANDLER          one run per call, or a loop
 #                                                  of runs (settings.resident)
+#   trace.sh       hook::span, hook::curl,         the hook's own spans in the
+#                  hook::traceparent               run's trace (tracing on)
 #
 # Every function checks its arguments and returns non-zero with a log line
 # naming the problem, so under `set -e` a mistake fails the run (and the
@@ -53,6 +55,8 @@ source "$_hook_lib_dir/contexts.sh"
 source "$_hook_lib_dir/operations.sh"
 # shellcheck source=resident.sh
 source "$_hook_lib_dir/resident.sh"
+# shellcheck source=trace.sh
+source "$_hook_lib_dir/trace.sh"
 unset _hook_lib_dir
 
 # hook::config "$@" <<'CONFIG' ... CONFIG

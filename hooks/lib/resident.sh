@@ -9,7 +9,8 @@
 #
 # and reads the end of the run, {"id":"7","exitCode":0}, from
 # $HOOK_OPERATOR_REPLY_FD. The paths hold no quotes, backslashes or
-# newlines, so a regular expression reads the line without jq.
+# newlines, so a regular expression reads the line without jq; a value with
+# JSON escapes (a TRACESTATE may have some) is decoded by jq.
 
 # hook::resident HANDLER
 #
@@ -23,7 +24,10 @@
 # Each run starts from the state the script had when it called
 # hook::resident: variables, the working directory, traps and shell options
 # a run changes are gone at its end (the subshell), and `exit` or
-# hook::die ends that run only. Files and background processes stay.
+# hook::die ends that run only. Files and background processes stay. The
+# trace variables (TRACEPARENT, TRACESTATE, TRACE_SPANS_PATH) are those of
+# the request, and unset when it has none: a run never joins another's
+# trace.
 # Define functions and read what every run needs once, before the call.
 #
 #   handle() {
@@ -60,6 +64,7 @@ hook::resident() {
       exec {request_fd}<&- {reply_fd}>&-
       [[ -n "$errexit" ]] && set -e
       local i
+      unset TRACEPARENT TRACESTATE TRACE_SPANS_PATH HOOK_SPAN_TRACEPARENT
       # Empty arrays are "unbound" to bash 4.3 under set -u.
       for i in ${_hook_request_names[@]+"${!_hook_request_names[@]}"}; do
         export "${_hook_request_names[i]}=${_hook_request_values[i]}"
@@ -80,7 +85,7 @@ hook::resident() {
 # _hook_request_values from a request line; returns 1 when LINE is not one.
 _hook::parse_request() {
   local request_re='^\{"id":"([0-9]+)","env":\{(.*)\}\}$'
-  local pair_re='^"([A-Za-z_][A-Za-z0-9_]*)":"([^"\\]*)"(,(.*))?$'
+  local pair_re='^"([A-Za-z_][A-Za-z0-9_]*)":"(([^"\\]|\\.)*)"(,(.*))?$'
   [[ "$1" =~ $request_re ]] || return 1
   _hook_request_id=${BASH_REMATCH[1]}
   _hook_request_names=()
@@ -88,11 +93,15 @@ _hook::parse_request() {
   local rest=${BASH_REMATCH[2]}
   while [[ -n "$rest" ]]; do
     [[ "$rest" =~ $pair_re ]] || return 1
-    _hook_request_names+=("${BASH_REMATCH[1]}")
-    _hook_request_values+=("${BASH_REMATCH[2]}")
-    rest=${BASH_REMATCH[4]}
-    # A trailing comma leaves BASH_REMATCH[3] set and the rest empty.
-    [[ -n "${BASH_REMATCH[3]}" && -z "$rest" ]] && return 1
+    local name=${BASH_REMATCH[1]} value=${BASH_REMATCH[2]} comma=${BASH_REMATCH[4]}
+    rest=${BASH_REMATCH[5]}
+    if [[ "$value" == *\\* ]]; then
+      value=$(jq -nr --argjson v "\"$value\"" '$v') || return 1
+    fi
+    _hook_request_names+=("$name")
+    _hook_request_values+=("$value")
+    # A trailing comma leaves the comma and the rest empty.
+    [[ -n "$comma" && -z "$rest" ]] && return 1
   done
   return 0
 }

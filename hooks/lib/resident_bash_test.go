@@ -125,7 +125,7 @@ func TestResidentBashErrors(t *testing.T) {
 		t.Errorf("exit %v, stderr %q", r.err, r.stderr)
 	}
 
-	for _, request := range []string{`{"id":"x","env":{}}`, `{"id":"1","env":{"A":"x",}}`, `{"id":"1","env":{"A":"a\"b"}}`, `not json`} {
+	for _, request := range []string{`{"id":"x","env":{}}`, `{"id":"1","env":{"A":"x",}}`, `{"id":"1","env":{"A":"a"b"}}`, `{"id":"1","env":{"A":"a\qb"}}`, `not json`} {
 		p := startResident(t, exec.Command(writeResidentHook(t, `handle() { :; }; hook::resident handle`)))
 		if _, err := fmt.Fprintln(p.requests, request); err != nil {
 			t.Fatal(err)

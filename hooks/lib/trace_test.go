@@ -1,0 +1,309 @@
+package lib_test
+
+// Tests of the trace helpers, hooks/lib/trace.sh: the spans hook::span
+// writes must parse with the runtime's own parser (internal/hookspan).
+
+import (
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hook-operator/hook-operator/internal/hookspan"
+	"github.com/hook-operator/hook-operator/internal/residenttest"
+)
+
+// The run's trace context in these tests.
+const (
+	testTrace       = "4bf92f3577b34da6a3ce929d0e0e4736"
+	testRunSpan     = "00f067aa0ba902b7"
+	testTraceParent = "00-" + testTrace + "-" + testRunSpan + "-01"
+)
+
+// tracing returns the lines a script starts with to be a traced run, and
+// the path of its spans file.
+func tracing(t *testing.T) (prelude, path string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "trace-spans")
+	return fmt.Sprintf("export TRACEPARENT=%s TRACE_SPANS_PATH=%s\n", testTraceParent, path), path
+}
+
+// readSpans reads a spans file with the runtime's parser; a missing file
+// has no span.
+func readSpans(t *testing.T, path string) []hookspan.Span {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans, err := hookspan.Parse(data, testTrace, testRunSpan)
+	if err != nil {
+		t.Fatalf("%v\nthe file:\n%s", err, data)
+	}
+	return spans
+}
+
+// byName indexes spans by name.
+func byName(spans []hookspan.Span) map[string]hookspan.Span {
+	m := map[string]hookspan.Span{}
+	for _, s := range spans {
+		m[s.Name] = s
+	}
+	return m
+}
+
+func spanID(id [8]byte) string { return hex.EncodeToString(id[:]) }
+
+// fakeCurl puts a curl on PATH that prints its arguments, one a line, and
+// returns the line that puts it there.
+func fakeCurl(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "curl"), []byte("#!/bin/sh\nprintf 'arg:%s\\n' \"$@\"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return "export PATH=" + dir + ":$PATH\n"
+}
+
+// TestSpanBash: spans nest (through functions and a program that sources
+// hook.sh), carry their attributes, and a failed command marks its span
+// failed and returns its status; hook::traceparent and hook::curl follow
+// the innermost span.
+func TestSpanBash(t *testing.T) {
+	prelude, path := tracing(t)
+	lib, _ := filepath.Abs("hook.sh")
+	child := filepath.Join(t.TempDir(), "child.sh")
+	if err := os.WriteFile(child, []byte("#!/usr/bin/env bash\nset -euo pipefail\nsource "+lib+"\nhook::span child-process -- hook::traceparent\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, `[]`, fakeCurl(t)+prelude+`
+echo "run: $(hook::traceparent)"
+inner() {
+  echo "inner: $(hook::traceparent)"
+  hook::span "call" -- hook::curl -fsS https://billing.example/
+  hook::span "fails" -- false || echo "fails returned $?"
+  `+child+`
+}
+hook::span "outer" ticket="ns/t1" note="a=b c" -- inner
+hook::span "exits 3" -- bash -c 'exit 3' || echo "exits 3 returned $?"
+out=$(hook::span "captured" -- echo "from the span")
+echo "captured: $out"
+`)
+	spans := readSpans(t, path)
+	s := byName(spans)
+	if len(spans) != 6 || len(s) != 6 {
+		t.Fatalf("spans %v\nstdout:\n%s", s, r.stdout)
+	}
+	outer := s["outer"]
+	if spanID(outer.ParentSpanID) != testRunSpan {
+		t.Errorf("outer's parent %x, want the run's", outer.ParentSpanID)
+	}
+	for _, name := range []string{"call", "fails", "child-process"} {
+		if s[name].ParentSpanID != outer.SpanID {
+			t.Errorf("%s: parent %x, want outer %x", name, s[name].ParentSpanID, outer.SpanID)
+		}
+	}
+	for _, name := range []string{"exits 3", "captured"} {
+		if spanID(s[name].ParentSpanID) != testRunSpan {
+			t.Errorf("%s: parent %x, want the run's", name, s[name].ParentSpanID)
+		}
+	}
+	if want := []hookspan.Attr{{Key: "ticket", Value: "ns/t1"}, {Key: "note", Value: "a=b c"}}; !reflect.DeepEqual(outer.Attributes, want) {
+		t.Errorf("outer's attributes %v, want %v", outer.Attributes, want)
+	}
+	for name, msg := range map[string]string{"fails": "exit 1", "exits 3": "exit 3"} {
+		if s[name].StatusCode != hookspan.StatusError || s[name].StatusMessage != msg {
+			t.Errorf("%s: status %d %q, want error %q", name, s[name].StatusCode, s[name].StatusMessage, msg)
+		}
+	}
+	for _, name := range []string{"outer", "call", "captured"} {
+		if s[name].StatusCode != hookspan.StatusUnset || s[name].Kind != hookspan.KindInternal {
+			t.Errorf("%s: status %d, kind %d", name, s[name].StatusCode, s[name].Kind)
+		}
+	}
+	outerTP := "00-" + testTrace + "-" + spanID(outer.SpanID) + "-01"
+	callTP := "00-" + testTrace + "-" + spanID(s["call"].SpanID) + "-01"
+	childTP := "00-" + testTrace + "-" + spanID(s["child-process"].SpanID) + "-01"
+	want := "run: " + testTraceParent + "\ninner: " + outerTP + "\narg:-H\narg:traceparent: " + callTP + "\narg:-fsS\narg:https://billing.example/\n" +
+		"fails returned 1\n" + childTP + "\nexits 3 returned 3\ncaptured: from the span\n"
+	if r.stdout != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s", r.stdout, want)
+	}
+	if s["outer"].End.Before(s["child-process"].End) || s["call"].Start.Before(s["outer"].Start) {
+		t.Errorf("times: outer %v–%v, call from %v, child process to %v", s["outer"].Start, s["outer"].End, s["call"].Start, s["child-process"].End)
+	}
+}
+
+// TestSpanBashSetE: under set -e a failing command in a hook::span
+// function stops there, as it would without hook::span, the span records
+// the failure, and the hook exits with the status.
+func TestSpanBashSetE(t *testing.T) {
+	prelude, path := tracing(t)
+	script := prelude + `
+work() { false; echo "not reached"; }
+hook::span "work" -- work
+echo "after"
+`
+	r := runScript(t, `[]`, script)
+	if exitCode(r.err) != 1 || strings.Contains(r.stdout, "not reached") || strings.Contains(r.stdout, "after") {
+		t.Errorf("exit %v, stdout %q", r.err, r.stdout)
+	}
+	if s := readSpans(t, path); len(s) != 1 || s[0].StatusMessage != "exit 1" {
+		t.Errorf("spans %+v", s)
+	}
+
+	// Off, the same: set -e and the subshell do not depend on tracing.
+	r = runScript(t, `[]`, "unset TRACEPARENT TRACE_SPANS_PATH\n"+script+"x=1\n")
+	if exitCode(r.err) != 1 || strings.Contains(r.stdout, "not reached") || strings.Contains(r.stdout, "after") {
+		t.Errorf("tracing off: exit %v, stdout %q", r.err, r.stdout)
+	}
+}
+
+// TestSpanBashOff: without TRACEPARENT or TRACE_SPANS_PATH (tracing off,
+// shell-operator) hook::span only runs its command, in a subshell as
+// always, and writes nothing; hook::curl adds no header.
+func TestSpanBashOff(t *testing.T) {
+	dir := t.TempDir()
+	for _, env := range []string{
+		"unset TRACEPARENT TRACE_SPANS_PATH",
+		"export TRACEPARENT=" + testTraceParent + "; unset TRACE_SPANS_PATH",
+		"unset TRACEPARENT; export TRACE_SPANS_PATH=" + dir + "/spans",
+		"export TRACEPARENT=not-one TRACE_SPANS_PATH=" + dir + "/spans",
+	} {
+		r := mustRun(t, `[]`, fakeCurl(t)+env+`
+x=before
+hook::span "s" k=v -- eval 'x=inside; echo "ran: $x"'
+hook::span "f" -- false || echo "returned $?"
+echo "x=$x span=${HOOK_SPAN_TRACEPARENT:-} traceparent=$(hook::traceparent)"
+hook::curl https://example/
+`)
+		tp := ""
+		if strings.Contains(env, "export TRACEPARENT="+testTraceParent) {
+			tp = testTraceParent
+		}
+		want := "ran: inside\nreturned 1\nx=before span= traceparent=" + tp + "\n"
+		if tp != "" {
+			want += "arg:-H\narg:traceparent: " + tp + "\n"
+		}
+		want += "arg:https://example/\n"
+		if r.stdout != want {
+			t.Errorf("%s:\nstdout:\n%s\nwant:\n%s", env, r.stdout, want)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("files written with tracing off: %v", entries)
+	}
+}
+
+// TestCurlBashTraceState: with $TRACESTATE, hook::curl sends it too.
+func TestCurlBashTraceState(t *testing.T) {
+	prelude, _ := tracing(t)
+	r := mustRun(t, `[]`, fakeCurl(t)+prelude+`export TRACESTATE='vendor=a&b'
+hook::curl -s https://example/`)
+	if want := "arg:-H\narg:traceparent: " + testTraceParent + "\narg:-H\narg:tracestate: vendor=a&b\narg:-s\narg:https://example/\n"; r.stdout != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s", r.stdout, want)
+	}
+}
+
+// TestSpanBashLimits: names, keys and values are cut to the contract's
+// limits at a character; with 1,000 spans in the file no more is added;
+// the time comes from date where bash has no EPOCHREALTIME.
+func TestSpanBashLimits(t *testing.T) {
+	prelude, path := tracing(t)
+	mustRun(t, `[]`, prelude+`
+long=$(printf 'é%.0s' {1..700})
+hook::span "$long" "$long=$long" "k=" -- true
+unset EPOCHREALTIME
+hook::span "by date" -- sleep 0.01
+`)
+	spans := readSpans(t, path)
+	if len(spans) != 2 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	s := spans[0]
+	if len(s.Name) != 256 || len(s.Attributes) != 2 || len(s.Attributes[0].Key) != 128 || len(s.Attributes[0].Value.(string)) != 1024 || s.Attributes[1].Value != "" {
+		t.Errorf("name of %d bytes, attributes %d: %v", len(s.Name), len(s.Attributes), s.Attributes[1:])
+	}
+	if d := spans[1].End.Sub(spans[1].Start); d < 10e6 || d > 10e9 {
+		t.Errorf("span timed with date lasted %v", d)
+	}
+
+	var lines strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&lines, `{"traceId":%q,"spanId":"%016x","parentSpanId":%q,"name":"n","startTimeUnixNano":1,"endTimeUnixNano":1}`+"\n", testTrace, i+1, testRunSpan)
+	}
+	if err := os.WriteFile(path, []byte(lines.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, `[]`, prelude+`hook::span "one too many" -- true`)
+	if spans := readSpans(t, path); len(spans) != 1000 {
+		t.Errorf("%d spans", len(spans))
+	}
+}
+
+// TestSpanBashUsage: a wrong call says how to call, runs nothing and
+// returns 2.
+func TestSpanBashUsage(t *testing.T) {
+	for _, args := range []string{``, `name`, `name -- `, `"" -- true`, `-- true`, `name k=v true`, `name novalue -- true`, `name =v -- true`,
+		`name $(printf 'k=v %.0s' {1..65}) -- true`} {
+		r := runScript(t, `[]`, `hook::span `+args+` || echo "returned $?"`)
+		if r.stdout != "returned 2\n" || !strings.Contains(r.stderr, "hook::span: ") {
+			t.Errorf("hook::span %s: stdout %q, stderr %q", args, r.stdout, r.stderr)
+		}
+	}
+}
+
+// TestResidentBashTrace: each resident run has the trace variables of its
+// request, decoded when escaped, and none when its request has none, not
+// even those the process started with.
+func TestResidentBashTrace(t *testing.T) {
+	seen := filepath.Join(t.TempDir(), "seen")
+	inherited := filepath.Join(t.TempDir(), "inherited")
+	cmd := exec.Command(writeResidentHook(t, `
+handle() {
+  printf '%s|%s|%s|%s\n' "${TRACEPARENT:-}" "${TRACESTATE:-}" "$(basename "${TRACE_SPANS_PATH:-}")" "${HOOK_SPAN_TRACEPARENT:-}" >>"$SEEN"
+  hook::span "run" -- true
+}
+hook::resident handle
+`))
+	p := startResident(t, cmd, "SEEN="+seen, "TRACEPARENT=00-"+strings.Repeat("1", 32)+"-"+strings.Repeat("2", 16)+"-01",
+		"TRACESTATE=inherited=1", "TRACE_SPANS_PATH="+inherited, "HOOK_SPAN_TRACEPARENT=00-"+strings.Repeat("1", 32)+"-"+strings.Repeat("3", 16)+"-01")
+	dir := t.TempDir()
+	request := func(id string, trace string) string {
+		env := residenttest.Files(t, `[]`)
+		var parts []string
+		for _, k := range residenttest.EnvKeys {
+			parts = append(parts, fmt.Sprintf("%q:%q", k, env[k]))
+		}
+		return `{"id":"` + id + `","env":{` + strings.Join(parts, ",") + trace + "}}\n"
+	}
+	requests := request("1", "") +
+		request("2", `,"TRACEPARENT":"`+testTraceParent+`","TRACESTATE":"v=a\u0026b\"c\\d","TRACE_SPANS_PATH":"`+dir+`/spans-2"`) +
+		request("3", "")
+	if _, err := p.requests.WriteString(requests); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.stop(t); err != nil {
+		t.Fatalf("exit %v\nlog:\n%s", err, p.log)
+	}
+	data, _ := os.ReadFile(seen)
+	if want := "|||\n" + testTraceParent + `|v=a&b"c\d|spans-2|` + "\n|||\n"; string(data) != want {
+		t.Errorf("runs saw\n%s\nwant\n%s\nlog:\n%s", data, want, p.log)
+	}
+	if spans := readSpans(t, filepath.Join(dir, "spans-2")); len(spans) != 1 {
+		t.Errorf("run 2 recorded %d spans", len(spans))
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("files in the runs' dir: %v", entries)
+	}
+	if _, err := os.Stat(inherited); !os.IsNotExist(err) {
+		t.Errorf("a run recorded spans in the trace the process started with: %v", err)
+	}
+}
