@@ -31,10 +31,14 @@ argument; raised out of the handler, it fails the run. docs/python.md is the
 reference.
 """
 
+import contextlib
 import json
+import math
 import os
 import re
 import sys
+import threading
+import time
 import traceback
 
 __all__ = [
@@ -43,11 +47,16 @@ __all__ = [
     "emit", "apply", "apply_set", "status", "create", "create_if_not_exists", "create_or_update",
     "merge_patch", "json_patch", "jq_patch", "delete", "requeue", "parent_ref", "owner_references",
     "metric", "expire_metrics",
+    "traceparent", "traced_headers", "span", "Span",
 ]
 
 # The per-run variables of the hook contract.
 RUN_VARIABLES = ("BINDING_CONTEXT_PATH", "KUBERNETES_PATCH_PATH", "METRICS_PATH",
                  "VALIDATING_RESPONSE_PATH", "ADMISSION_RESPONSE_PATH", "CONVERSION_RESPONSE_PATH")
+
+# The variables of a traced run (docs/hooks.md, "Traces"), set only when the
+# operator traces runs.
+TRACE_VARIABLES = ("TRACEPARENT", "TRACESTATE", "TRACE_SPANS_PATH")
 
 
 class HookError(Exception):
@@ -140,10 +149,11 @@ def _serve(handler):
         except (ValueError, KeyError, TypeError):
             _stderr_line('resident hook: request %d is not {"id":"DIGITS","env":{"NAME":"PATH",...}}: %r' % (number, line))
             return 2
-        for k in previous:
+        for k in list(previous) + list(TRACE_VARIABLES):
             if k not in env:
-                os.environ.pop(k, None)
+                os.environ.pop(k, None)  # a run never joins an earlier run's trace
         os.environ.update(env)
+        del _span_stack[:]
         previous = env
         code = _call(handler)
         try:
@@ -483,3 +493,175 @@ def expire_metrics(group):
 def _metric_line(fn, line):
     with open(_path("METRICS_PATH", fn), "a") as f:
         f.write(json.dumps(line, separators=(",", ":")) + "\n")
+
+
+# --- traces ----------------------------------------------------------------
+#
+# When the operator traces runs, each run gets TRACEPARENT (the W3C
+# traceparent of the run's span) and TRACE_SPANS_PATH (a file for spans of
+# the hook's own, one OTLP/JSON line each). span() records one;
+# traceparent() and traced_headers() pass the trace on to what the hook
+# calls. Without those variables (tracing off, or shell-operator) span()
+# records nothing and traced_headers() adds nothing.
+
+_TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
+# The contract's limits: beyond them the operator drops all of a run's spans.
+_MAX_SPANS, _MAX_SPANS_BYTES, _MAX_ATTRIBUTES = 1000, 1 << 20, 64
+_MAX_NAME, _MAX_KEY, _MAX_VALUE = 256, 128, 1024
+
+_span_stack = []  # the open spans of the run, innermost last
+_spans_file = {"path": None, "spans": 0}  # what this process wrote to the run's file
+_spans_lock = threading.Lock()
+
+
+def _run_traceparent():
+    """The match of $TRACEPARENT, or None when it is not a valid one."""
+    m = _TRACEPARENT.match(os.environ.get("TRACEPARENT", ""))
+    if not m or m.group(1) == "0" * 32 or m.group(2) == "0" * 16:
+        return None
+    return m
+
+
+def traceparent():
+    """The W3C traceparent to pass on: that of the innermost open span(),
+    else the run's ($TRACEPARENT); "" when tracing is off."""
+    if _span_stack:
+        return _span_stack[-1].traceparent
+    m = _run_traceparent()
+    return m.group(0) if m else ""
+
+
+def traced_headers(headers=None):
+    """A copy of headers (a dict) with "traceparent" (and "tracestate", from
+    $TRACESTATE) added when tracing is on, for a request to a service that
+    should join the run's trace:
+
+        urllib.request.Request(url, headers=hook.traced_headers({"Accept": "application/json"}))"""
+    out = dict(headers or {})
+    tp = traceparent()
+    if tp:
+        out["traceparent"] = tp
+        if os.environ.get("TRACESTATE"):
+            out["tracestate"] = os.environ["TRACESTATE"]
+    return out
+
+
+def _cut(text, n):
+    """text as valid UTF-8 of at most n bytes, cut between characters."""
+    return text.encode("utf-8", "replace")[:n].decode("utf-8", "ignore")
+
+
+def _any_value(v):
+    """An OTLP AnyValue of the kinds the contract allows."""
+    if isinstance(v, bool):
+        return {"boolValue": v}
+    if isinstance(v, int) and -(1 << 63) <= v < (1 << 63):
+        return {"intValue": str(v)}
+    if isinstance(v, float) and math.isfinite(v):
+        return {"doubleValue": v}
+    return {"stringValue": _cut(v if isinstance(v, str) else str(v), _MAX_VALUE)}
+
+
+class Span:
+    """An open span, as span() yields it. traceparent is its W3C
+    traceparent (empty with tracing off); set_attributes(**attrs) adds
+    attributes, replacing those of the same name."""
+
+    def __init__(self, trace_id="", parent_id="", flags="", path="", name=""):
+        self._recording = bool(path)
+        self._trace_id, self._parent_id, self._flags, self._path = trace_id, parent_id, flags, path
+        self._name = _cut(name, _MAX_NAME) or "unnamed"
+        self._id = ""
+        if self._recording:
+            while self._id.strip("0") == "":
+                self._id = os.urandom(8).hex()
+        self._attrs = {}
+        self._start = time.time_ns()
+        self._clock = time.perf_counter_ns()
+
+    @property
+    def traceparent(self):
+        if not self._recording:
+            return ""
+        return "00-%s-%s-%s" % (self._trace_id, self._id, self._flags)
+
+    def set_attributes(self, **attrs):
+        for k, v in attrs.items():
+            k = _cut(k, _MAX_KEY)
+            if k and (k in self._attrs or len(self._attrs) < _MAX_ATTRIBUTES):
+                self._attrs[k] = v
+
+    def _end(self, error):
+        if not self._recording:
+            return
+        end = self._start + max(0, time.perf_counter_ns() - self._clock)  # never before the start
+        line = {"traceId": self._trace_id, "spanId": self._id, "parentSpanId": self._parent_id,
+                "name": self._name, "kind": 1,  # SPAN_KIND_INTERNAL
+                "startTimeUnixNano": str(self._start), "endTimeUnixNano": str(end)}
+        if self._attrs:
+            line["attributes"] = [{"key": k, "value": _any_value(v)} for k, v in self._attrs.items()]
+        if error is not None:
+            line["status"] = {"code": 2, "message": _cut(error, 1024)}
+        data = (json.dumps(line, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+        _append_span(self._path, data)
+
+
+def _append_span(path, data):
+    """Appends one line to the spans file in one write, within the
+    contract's limits; never fails the run."""
+    with _spans_lock:
+        if _spans_file["path"] != path:  # a resident hook's next run
+            _spans_file["path"], _spans_file["spans"] = path, 0
+        if _spans_file["spans"] >= _MAX_SPANS:
+            return
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                if os.fstat(fd).st_size + len(data) <= _MAX_SPANS_BYTES:
+                    os.write(fd, data)
+                    _spans_file["spans"] += 1
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+
+
+@contextlib.contextmanager
+def span(name, **attrs):
+    """Records the block as a span named name of the run's trace, a child of
+    the innermost open span() or else of the run's span, with attrs as its
+    attributes (str, int, float or bool; others as str). An exception out
+    of the block marks the span failed with its message and goes on; so
+    does an exit (die) with a non-zero code. Yields the Span:
+
+        with hook.span("book flights", ticket=name) as s:
+            ...
+            s.set_attributes(seats=2)
+
+    With tracing off it records nothing. Spans nest through a stack of the
+    module: open them in the handler's thread."""
+    parent = _span_stack[-1] if _span_stack else None
+    if parent is not None:
+        s = Span(parent._trace_id, parent._id, parent._flags, parent._path, name)
+    else:
+        m, path = _run_traceparent(), os.environ.get("TRACE_SPANS_PATH", "")
+        s = Span(m.group(1), m.group(2), m.group(3), path, name) if m and path else Span(name=name)
+    s.set_attributes(**attrs)
+    if not s._recording:
+        yield s
+        return
+    _span_stack.append(s)
+    error = None
+    try:
+        yield s
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            error = "exit %s" % e.code
+        raise
+    except BaseException as e:
+        error = "%s: %s" % (type(e).__name__, e) if str(e) else type(e).__name__
+        raise
+    finally:
+        if s in _span_stack:
+            _span_stack.remove(s)
+        s._end(error)
