@@ -302,3 +302,16 @@ func sampler(name, arg string) (sdktrace.Sampler, string, error) {
 	}
 	return nil, "", fmt.Errorf("%s=%q: give always_on, always_off, traceidratio, parentbased_always_on (the default), parentbased_always_off or parentbased_traceidratio", envSampler, name)
 }
+
+// HookEnv returns environ without TRACING_OTLP_AUTH_TOKEN: hooks send
+// their spans through the operator (TRACE_SPANS_PATH) and need no
+// credentials of the collector's.
+func HookEnv(environ []string) []string {
+	out := environ[:0:0]
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, EnvAuthToken+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

@@ -95,3 +95,10 @@ func TestWhereHoldsNoCredentials(t *testing.T) {
 		t.Errorf("Where() = %q", w)
 	}
 }
+
+func TestHookEnvLeavesTheTokenOut(t *testing.T) {
+	got := HookEnv([]string{"A=1", EnvAuthToken + "=s3cret", "TRACING_OTLP_ENDPOINT=c:4317"})
+	if strings.Join(got, " ") != "A=1 TRACING_OTLP_ENDPOINT=c:4317" {
+		t.Errorf("HookEnv = %q", got)
+	}
+}

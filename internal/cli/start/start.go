@@ -229,7 +229,7 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 		}
 	}
 	adoptOrphans(ctx, log)
-	env := procs.HookEnv(os.Environ())
+	env := tracing.HookEnv(procs.HookEnv(os.Environ()))
 	load := hook.LoadOptions{
 		ConfigTimeout:  f.ConfigTimeout,
 		MaxConfigBytes: int64(f.MaxHookOutput),
