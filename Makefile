@@ -138,7 +138,7 @@ cosign: ## build the pinned cosign (hack/tools/cosign), which make release-check
 release-push: ## push the images make release wrote to REGISTRY:VERSION and REGISTRY:VERSION-python, with their signatures and attestations if signed (docker login first)
 	@hack/release/push.sh $(VERSION) $(REGISTRY) dist
 
-.PHONY: helm deploy shell-operator conformance monitoring promtool prometheus
+.PHONY: helm deploy shell-operator conformance monitoring promtool prometheus jaeger
 helm: ## build the pinned helm (hack/tools/helm) into the per-user cache (once); prints its path
 	@hack/tools/helm.sh
 
@@ -173,6 +173,9 @@ promtool: ## build the pinned promtool (hack/tools/promtool) into the per-user c
 
 prometheus: ## build the Prometheus server of promtool's pinned module into the per-user cache (once; the live monitoring test's); prints its path
 	@hack/tools/prometheus.sh
+
+jaeger: ## build the pinned Jaeger (hack/tools/jaeger), the tracing tests' trace backend, into the per-user cache (once); prints its path
+	@hack/tools/jaeger.sh
 
 monitoring: ## regenerate the PrometheusRule and the chart's copies from deploy/monitoring/alerts.yaml and dashboard.json
 	@hack/gen-monitoring.sh
