@@ -57,9 +57,18 @@ unit: ## unit tests only (no cluster)
 # 145 s on 2 cores (docs/development.md).
 TEST_PARALLEL ?= 4
 test: vet cross cluster image ## vet, cross-builds, the image, then unit and integration tests against the local cluster (the image's run with podman among them); removes the clusters the tests started for themselves when they end
-	rc=0; go test -race -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./... || rc=$$?; \
+	rc=0; go test -race -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) -skip '$(TRACING_TESTS)' ./... || rc=$$?; \
 	(cd hack/release/ociimage && go test -race -count=1 -skip '^TestCosign' ./...) || rc=$$?; \
 	(cd hack/crosscheck && go test -count=1 ./...) || rc=$$?; \
+	hack/cluster/down.sh --tests; exit $$rc
+
+# The tests that need Jaeger, which takes 13 minutes to build on a fresh
+# machine (760 CPU seconds): make test-tracing runs them, and CI runs it
+# after make test (.ci/run).
+TRACING_TESTS := ^TestIntegration(Tracing|Jaeger)
+.PHONY: test-tracing
+test-tracing: cluster ## the tracing tests, against a real Jaeger built from its Go module (make jaeger; CI runs them after make test)
+	rc=0; go test -race -count=1 -timeout 30m -run '$(TRACING_TESTS)' ./cmd/hook-operator/ ./internal/jaegertest/ || rc=$$?; \
 	hack/cluster/down.sh --tests; exit $$rc
 
 .PHONY: test-hostile
@@ -67,7 +76,7 @@ test-hostile: cluster ## only the hostile suite (part of make test): attacks on 
 	go test -race -count=1 -v -run 'TestIntegrationHostile' ./cmd/hook-operator/
 
 .PHONY: test-fresh test-loaded
-test-fresh: ## make test as on a new machine: a fresh clone of HEAD, empty caches (HOOK_OPERATOR_CACHE, GOCACHE, HOME, podman storage); prints its wall time
+test-fresh: ## make test, then make test-tracing (.ci/run), as on a new machine: a fresh clone of HEAD, empty caches (HOOK_OPERATOR_CACHE, GOCACHE, HOME, podman storage); prints its wall time
 	hack/test-fresh.sh
 
 TEST_RUNS ?= 3

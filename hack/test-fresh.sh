@@ -5,8 +5,9 @@
 # pinned shell-operator, the release's kubectl, Debian packages and roots),
 # GOCACHE and podman storage of its own.
 # Only the Go module cache is shared: it holds downloads, which a new machine
-# fetches from the proxy unchanged. Prints the wall time and exits with make
-# test's status. What the run started (its clusters, its podman storage, its
+# fetches from the proxy unchanged. Then, as CI (.ci/run) does, make
+# test-tracing, which builds Jaeger. Prints each one's wall time and exits
+# with the first failure's status. What the run started (its clusters, its podman storage, its
 # folder) is removed when it ends; TEST_FRESH_KEEP=1 keeps the folder.
 #
 # Podman itself is not uninstalled: a machine that has it runs with it (on a
@@ -72,4 +73,15 @@ if (( rc != 0 )); then
   TEST_FRESH_KEEP=1
 fi
 log "make test from empty caches: $( ((rc == 0)) && echo passed || echo "FAILED (exit $rc)") in $((wall / 60)) min $((wall % 60)) s"
+# Then what CI runs after it (.ci/run), with the caches make test left.
+start=$(date +%s)
+trc=0
+(cd "$base/src" && make test-tracing) > "$base/make-test-tracing.log" 2>&1 || trc=$?
+twall=$(( $(date +%s) - start ))
+if (( trc != 0 )); then
+  tail -n 60 "$base/make-test-tracing.log" >&2
+  TEST_FRESH_KEEP=1
+  rc=$trc
+fi
+log "make test-tracing after it: $( ((trc == 0)) && echo passed || echo "FAILED (exit $trc)") in $((twall / 60)) min $((twall % 60)) s"
 exit "$rc"
