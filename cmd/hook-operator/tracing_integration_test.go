@@ -69,6 +69,23 @@ CONFIG
 check() { echo '{"allowed": true}' > "$VALIDATING_RESPONSE_PATH"; }
 hook::span "check request" -- check
 `)
+	marks := t.TempDir()
+	writeHook(t, hooks, "flaky.sh", `#!/usr/bin/env bash
+set -euo pipefail
+source `+lib+`
+hook::config "$@" <<'CONFIG'
+configVersion: v1
+kubernetes:
+- name: cms
+  kind: ConfigMap
+  executeHookOnSynchronization: false
+  executeHookOnEvent: [Added]
+  namespace: {nameSelector: {matchNames: [`+ns+`]}}
+  labelSelector: {matchLabels: {trace: retry}}
+CONFIG
+if [[ ! -e `+marks+`/failed ]]; then touch `+marks+`/failed; echo "the first run fails" >&2; exit 1; fi
+hook::merge_patch ConfigMap "`+ns+`" retried '{"metadata":{"labels":{"traced":"retry"}}}'
+`)
 	goHook := filepath.Join(hooks, "tracehook")
 	if out, err := gobuild.Command("", "-o", goHook, "./testdata/tracehook").CombinedOutput(); err != nil {
 		t.Fatalf("building the Go hook: %v\n%s", err, out)
@@ -110,6 +127,29 @@ hook::span "check request" -- check
 		}
 	}
 
+	// A run that fails and its retry: two attempts in the event's trace,
+	// the first an error, each after its own wait.
+	create("retried", "retry")
+	tr := jaeger.WaitTrace(t, ctx, service, func(tr jaegertest.Trace) bool {
+		root := tr.Span("watch event")
+		return root != nil && root.Attributes["k8s.object.name"] == "retried" && tr.Span("operation") != nil
+	}, 60*time.Second)
+	var runs, waits []jaegertest.Span
+	for _, s := range tr.Spans {
+		switch s.Name {
+		case "hook run":
+			runs = append(runs, s)
+		case "queue wait":
+			waits = append(waits, s)
+		}
+	}
+	root := tr.Span("watch event")
+	if len(runs) != 2 || len(waits) != 2 || !runs[0].StatusError || runs[1].StatusError ||
+		runs[0].Attributes["hook.attempt"] != "1" || runs[1].Attributes["hook.attempt"] != "2" ||
+		!strings.Contains(runs[0].StatusMessage, "exit") || runs[0].ParentSpanID != root.SpanID || runs[1].ParentSpanID != root.SpanID {
+		t.Errorf("a failed run and its retry:\n%s", describe(tr))
+	}
+
 	// The admission review: a trace of its own.
 	waitUntil(t, "the webhook configuration", func() bool {
 		return strings.Contains(o.logs.String(), `"msg":"webhook configuration applied"`)
@@ -119,7 +159,7 @@ hook::span "check request" -- check
 		out, err = kubectlApply(c.Kubeconfig, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: admitted, namespace: %s, labels: {trace: admission}}\n", ns))
 		return err == nil && strings.Contains(o.logs.String(), `"msg":"admission hook answered"`)
 	}, func() string { return out + "\n" + o.logs.String() })
-	tr := jaeger.WaitTrace(t, ctx, service, func(tr jaegertest.Trace) bool {
+	tr = jaeger.WaitTrace(t, ctx, service, func(tr jaegertest.Trace) bool {
 		r := tr.Span("admission review")
 		return r != nil && r.Attributes["k8s.object.name"] == "admitted" && tr.Span("check request") != nil
 	}, 60*time.Second)

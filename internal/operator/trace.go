@@ -25,8 +25,8 @@ func (o *Operator) traceRoot(t *queue.Task, c binding.Context) {
 		return
 	}
 	name := tracing.SpanEvent
-	attrs := []attribute.KeyValue{attribute.String("hook.name", t.Hook.Name), attribute.String("hook.binding", c.Binding),
-		attribute.String("hook.queue", t.Queue), attribute.String("hook.context_type", cmpType(c))}
+	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs = append(attrs, attribute.String("hook.name", t.Hook.Name), attribute.String("hook.binding", c.Binding))
 	switch c.Type {
 	case binding.TypeSynchronization:
 		name = tracing.SpanSynchronization
@@ -58,13 +58,6 @@ func (o *Operator) traceRoot(t *queue.Task, c binding.Context) {
 		name = tracing.SpanTrigger
 	}
 	t.Trace = tr.Root(name, time.Now(), attrs...)
-}
-
-func cmpType(c binding.Context) string {
-	if c.Type == "" {
-		return "onStartup"
-	}
-	return c.Type
 }
 
 // traceReview starts, with tracing on, the span of an admission or

@@ -44,6 +44,9 @@ type exporter struct {
 	timeout time.Duration
 	client  *http.Client
 
+	// buf is the last export's encoding, kept for the next one's.
+	buf []byte
+
 	mu       sync.Mutex
 	shutdown bool
 }
@@ -88,21 +91,29 @@ func (e *exporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpa
 	if down {
 		return errors.New("the exporter is shut down")
 	}
-	body := encodeRequest(spans)
+	// The SDK calls ExportSpans from one goroutine at a time, so one
+	// buffer serves every export; gRPC's five-byte prefix is left room
+	// for before the message.
+	const prefix = 5
+	b := pb{buf: append(e.buf[:0], make([]byte, prefix)...)}
+	encodeRequest(&b, spans)
+	e.buf = b.buf
+	body := b.buf[prefix:]
 	if e.gzip {
-		var b bytes.Buffer
-		w := gzip.NewWriter(&b)
+		var z bytes.Buffer
+		z.Write(make([]byte, prefix))
+		w := gzip.NewWriter(&z)
 		_, _ = w.Write(body)
 		_ = w.Close()
-		body = b.Bytes()
+		b.buf = z.Bytes()
+		body = b.buf[prefix:]
 	}
 	if e.grpc {
-		frame := make([]byte, 5, 5+len(body))
 		if e.gzip {
-			frame[0] = 1
+			b.buf[0] = 1
 		}
-		binary.BigEndian.PutUint32(frame[1:], uint32(len(body)))
-		body = append(frame, body...)
+		binary.BigEndian.PutUint32(b.buf[1:prefix], uint32(len(body)))
+		body = b.buf
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
@@ -197,8 +208,7 @@ func (e *exporter) Shutdown(context.Context) error {
 // encodeRequest encodes an ExportTraceServiceRequest
 // (opentelemetry/proto/collector/trace/v1) of spans, grouped by their
 // resource and instrumentation scope.
-func encodeRequest(spans []sdktrace.ReadOnlySpan) []byte {
-	var b pb
+func encodeRequest(b *pb, spans []sdktrace.ReadOnlySpan) {
 	type group struct {
 		res   *resource.Resource
 		scope string
@@ -244,7 +254,6 @@ func encodeRequest(spans []sdktrace.ReadOnlySpan) []byte {
 		b.end(ss)
 		b.end(rs)
 	}
-	return b.buf
 }
 
 // pb appends protobuf's wire format. A message's length is written when

@@ -56,7 +56,9 @@ func recorded(t *testing.T) []sdktrace.ReadOnlySpan {
 func TestEncodeRequestIsOTLP(t *testing.T) {
 	spans := recorded(t)
 	var req coltracepb.ExportTraceServiceRequest
-	if err := proto.Unmarshal(encodeRequest(spans), &req); err != nil {
+	var b pb
+	encodeRequest(&b, spans)
+	if err := proto.Unmarshal(b.buf, &req); err != nil {
 		t.Fatal(err)
 	}
 	if len(req.ResourceSpans) != 1 || len(req.ResourceSpans[0].ScopeSpans) != 1 {
