@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -137,7 +138,8 @@ func (o *Operator) conversionFailed(crd string, req webhook.ConversionRequest, e
 		}
 		return string(u.GetUID()), nil
 	})}
-	o.events.Record(ref, "ConversionFailed", fmt.Sprintf("conversion of %d object(s) to %s failed: %v", len(req.Objects), req.DesiredAPIVersion, err))
+	// The desired apiVersion is the caller's: shown cut, quoted, escaped.
+	o.events.Record(ref, "ConversionFailed", fmt.Sprintf("conversion of %d object(s) to %q failed: %v", len(req.Objects), cutText(req.DesiredAPIVersion, 100), err))
 }
 
 // uidCache remembers the uids of CRDs, read once each.
@@ -161,4 +163,16 @@ func (c *uidCache) get(name string, read func() (string, error)) types.UID {
 	}
 	c.uids[name] = uid
 	return types.UID(uid)
+}
+
+// cutText cuts s to at most n bytes at a character's boundary, marking
+// the cut.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sirupsen/logrus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/hook-operator/hook-operator/internal/limit"
 )
 
 // The recorder's limits are client-go's (tools/record), so that Events
@@ -120,9 +123,33 @@ func New(client dynamic.Interface, log logrus.FieldLogger, count func(result str
 	return r
 }
 
-// Record queues a Warning Event about ref. It never blocks.
+// MaxMessage is the most bytes of an Event's message (the API server's
+// limit for events.k8s.io is 1 kB).
+const MaxMessage = 1024
+
+// Message is message as an Event shows it: every character that a
+// terminal would not show as itself (ANSI escapes, newlines, a
+// right-to-left override) written as a Go escape (limit.Printable), and
+// cut to MaxMessage bytes at a character's boundary. Messages hold text
+// from callers (a ConversionReview's desiredAPIVersion) and hooks, and
+// `kubectl get events` and `describe` print them raw.
+func Message(message string) string {
+	message = limit.Printable(message)
+	if len(message) <= MaxMessage {
+		return message
+	}
+	const more = "…"
+	n := MaxMessage - len(more)
+	for n > 0 && !utf8.RuneStart(message[n]) {
+		n--
+	}
+	return message[:n] + more
+}
+
+// Record queues a Warning Event about ref, its message made safe to show
+// (Message). It never blocks.
 func (r *Recorder) Record(ref ObjectRef, reason, message string) {
-	ev := queuedEvent{ref: ref, reason: reason, message: message, at: time.Now()}
+	ev := queuedEvent{ref: ref, reason: reason, message: Message(message), at: time.Now()}
 	select {
 	case <-r.stopping:
 		r.log.WithField("object", ref.String()).Debug("Event not recorded: stopping")

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sirupsen/logrus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -258,5 +259,28 @@ func TestEventRecorderNeverBlocks(t *testing.T) {
 	close(release)
 	if !strings.Contains(e.logs.String(), "Event dropped") {
 		t.Error("dropping Events from a full queue is not logged")
+	}
+}
+
+// An Event's message shows a caller's or a hook's text escaped and cut:
+// no terminal control reaches `kubectl describe`, and a 600 KB value
+// makes a 1 KB message.
+func TestMessageEscapedAndCut(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"conversion to v2 failed", "conversion to v2 failed"},
+		{"to \x1b[2J\x1b]0;title\x07 \u202e\r\nforged", `to \x1b[2J\x1b]0;title\a \u202e\r\nforged`},
+		{"ünïcode stays", "ünïcode stays"},
+	} {
+		if got := Message(tc.in); got != tc.want {
+			t.Errorf("Message(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	long := Message(strings.Repeat("é", 600<<10))
+	if len(long) > MaxMessage || !strings.HasSuffix(long, "…") || !utf8.ValidString(long) {
+		t.Errorf("a 1.2 MB message became %d bytes (valid UTF-8: %v)", len(long), utf8.ValidString(long))
+	}
+	escaped := Message(strings.Repeat("\x1b", 2000))
+	if len(escaped) > MaxMessage || strings.ContainsRune(escaped, 0x1b) {
+		t.Errorf("2000 ESCs became %d bytes", len(escaped))
 	}
 }
