@@ -43,7 +43,10 @@ func TestIntegrationWebhookBindingsReload(t *testing.T) {
 	rules := `"rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}]`
 	// validate denies every value but "ok" with the hook's version; the
 	// value "slow" leaves a mark and answers after 3 s. The version is
-	// in timeoutSeconds too, so that each is a change of the binding.
+	// in timeoutSeconds too, so that each is a change of the binding; 10
+	// and 11 s, not 5 and 6: with 5, the run's budget (3.8 s once the
+	// margin and graces are taken off) left jq and bash 0.8 s besides the
+	// sleep, which a loaded 2-core machine overran.
 	validate := func(version, timeout int) string {
 		config := fmt.Sprintf(`{"configVersion":"v1","kubernetesValidating":[{"name":"values.reload-test.example.com","timeoutSeconds":%d,%s,%s}]}`, timeout, rules, selectors)
 		return bashHook(config, fmt.Sprintf(`set -euo pipefail
@@ -82,7 +85,7 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 
 	// The first admission binding: the listener starts, the configuration
 	// is registered, and the API server calls the hook.
-	testoperator.ConfigMapVolume(t, hooks, "2", map[string]string{"startup.sh": startup, "validate.sh": validate(1, 5)})
+	testoperator.ConfigMapVolume(t, hooks, "2", map[string]string{"startup.sh": startup, "validate.sh": validate(1, 10)})
 	waitUntil(t, "the validating configuration", applied(1), o.logs.String)
 	waitUntil(t, "a denial by version 1", deniedBy("bad-1", 1), o.logs.String)
 
@@ -100,7 +103,7 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 		_, err := os.Stat(filepath.Join(marks, "slow-started"))
 		return err == nil
 	}, o.logs.String)
-	testoperator.ConfigMapVolume(t, hooks, "3", map[string]string{"startup.sh": startup, "validate.sh": validate(2, 6), "mutate.sh": mutate})
+	testoperator.ConfigMapVolume(t, hooks, "3", map[string]string{"startup.sh": startup, "validate.sh": validate(2, 11), "mutate.sh": mutate})
 	waitUntil(t, "both configurations applied again", applied(3), o.logs.String)
 	r := <-inFlight
 	if r.err == nil || !strings.Contains(r.out, "denied by version 1") && !strings.Contains(r.out, "denied by version 2") {
