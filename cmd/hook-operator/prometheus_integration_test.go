@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -136,38 +135,12 @@ func TestIntegrationMonitoringLivePrometheus(t *testing.T) {
 	}
 }
 
-var (
-	prometheusOnce sync.Once
-	prometheusPath string
-	prometheusErr  string
-)
-
 // prometheusBinary returns the Prometheus server of the pinned module,
 // built by hack/tools/prometheus.sh into the per-user cache the first time
 // (a few minutes), found there afterwards.
 func prometheusBinary(t *testing.T) string {
 	t.Helper()
-	prometheusOnce.Do(func() {
-		root, err := testcluster.RepoRoot()
-		if err != nil {
-			prometheusErr = err.Error()
-			return
-		}
-		script := filepath.Join(root, "hack", "tools", "prometheus.sh")
-		out, err := exec.Command(script).Output()
-		if err != nil {
-			prometheusErr = script + ": " + err.Error()
-			if ee, ok := err.(*exec.ExitError); ok {
-				prometheusErr += "\n" + string(ee.Stderr)
-			}
-			return
-		}
-		prometheusPath = strings.TrimSpace(string(out))
-	})
-	if prometheusErr != "" {
-		t.Fatal(prometheusErr)
-	}
-	return prometheusPath
+	return testcluster.ToolBinary(t, "prometheus.sh")
 }
 
 // startHealthyOperator starts an operator in ns with leader election

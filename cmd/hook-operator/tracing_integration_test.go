@@ -37,7 +37,10 @@ func TestIntegrationTracing(t *testing.T) {
 	must(t, err)
 
 	hooks := t.TempDir()
-	writeHook(t, hooks, "label.sh", `#!/usr/bin/env bash
+	// eventHook is a bash hook with the helpers, run for each ConfigMap of
+	// ns labelled trace=<label> that is added.
+	eventHook := func(name, label, body string) {
+		writeHook(t, hooks, name, `#!/usr/bin/env bash
 set -euo pipefail
 source `+lib+`
 hook::config "$@" <<'CONFIG'
@@ -48,9 +51,11 @@ kubernetes:
   executeHookOnSynchronization: false
   executeHookOnEvent: [Added]
   namespace: {nameSelector: {matchNames: [`+ns+`]}}
-  labelSelector: {matchLabels: {trace: bash}}
+  labelSelector: {matchLabels: {trace: `+label+`}}
 CONFIG
-label() { hook::merge_patch ConfigMap "`+ns+`" "$1" '{"metadata":{"labels":{"traced":"bash"}}}'; }
+`+body)
+	}
+	eventHook("label.sh", "bash", `label() { hook::merge_patch ConfigMap "`+ns+`" "$1" '{"metadata":{"labels":{"traced":"bash"}}}'; }
 for name in $(jq -r '.[] | select(.type == "Event") | .object.metadata.name' "$BINDING_CONTEXT_PATH"); do
   hook::span "label configmap" configmap="$name" -- label "$name"
 done
@@ -70,20 +75,7 @@ check() { echo '{"allowed": true}' > "$VALIDATING_RESPONSE_PATH"; }
 hook::span "check request" -- check
 `)
 	marks := t.TempDir()
-	writeHook(t, hooks, "flaky.sh", `#!/usr/bin/env bash
-set -euo pipefail
-source `+lib+`
-hook::config "$@" <<'CONFIG'
-configVersion: v1
-kubernetes:
-- name: cms
-  kind: ConfigMap
-  executeHookOnSynchronization: false
-  executeHookOnEvent: [Added]
-  namespace: {nameSelector: {matchNames: [`+ns+`]}}
-  labelSelector: {matchLabels: {trace: retry}}
-CONFIG
-if [[ ! -e `+marks+`/failed ]]; then touch `+marks+`/failed; echo "the first run fails" >&2; exit 1; fi
+	eventHook("flaky.sh", "retry", `if [[ ! -e `+marks+`/failed ]]; then touch `+marks+`/failed; echo "the first run fails" >&2; exit 1; fi
 hook::merge_patch ConfigMap "`+ns+`" retried '{"metadata":{"labels":{"traced":"retry"}}}'
 `)
 	goHook := filepath.Join(hooks, "tracehook")

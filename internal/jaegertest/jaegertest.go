@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -228,37 +227,11 @@ func (j *Jaeger) ready() error {
 	return nil
 }
 
-var (
-	binaryOnce sync.Once
-	binaryPath string
-	binaryErr  string
-)
-
 // binary returns Jaeger's binary, built by hack/tools/jaeger.sh into the
 // per-user cache the first time (minutes), found there afterwards.
 func binary(t testing.TB) string {
 	t.Helper()
-	binaryOnce.Do(func() {
-		root, err := testcluster.RepoRoot()
-		if err != nil {
-			binaryErr = err.Error()
-			return
-		}
-		script := filepath.Join(root, "hack", "tools", "jaeger.sh")
-		out, err := exec.Command(script).Output()
-		if err != nil {
-			binaryErr = script + ": " + err.Error()
-			if ee, ok := err.(*exec.ExitError); ok {
-				binaryErr += "\n" + string(ee.Stderr)
-			}
-			return
-		}
-		binaryPath = strings.TrimSpace(string(out))
-	})
-	if binaryErr != "" {
-		t.Fatal(binaryErr)
-	}
-	return binaryPath
+	return testcluster.ToolBinary(t, "jaeger.sh")
 }
 
 // tail returns the last lines of the file at path, or why it cannot.
