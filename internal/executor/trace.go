@@ -68,9 +68,8 @@ func (e *Executor) runProcess(ctx context.Context, req run.Request) (run.Result,
 }
 
 func (e *Executor) exportHookSpans(sc trace.SpanContext, h *hook.Hook, res run.Result) {
-	log := e.Log.WithField("hook", h.Name)
 	if res.SpansErr != nil {
-		log.WithError(res.SpansErr).Warn("the hook's spans ($TRACE_SPANS_PATH) could not be read; none of them is exported")
+		e.Log.WithField("hook", h.Name).WithError(res.SpansErr).Warn("the hook's spans ($TRACE_SPANS_PATH) could not be read; none of them is exported")
 		return
 	}
 	if len(res.Spans) == 0 {
@@ -78,7 +77,7 @@ func (e *Executor) exportHookSpans(sc trace.SpanContext, h *hook.Hook, res run.R
 	}
 	spans, err := hookspan.Parse(res.Spans, sc.TraceID().String(), sc.SpanID().String())
 	if err != nil {
-		log.WithError(err).Warn("the hook's spans ($TRACE_SPANS_PATH) are not valid; none of them is exported, the run goes on")
+		e.Log.WithField("hook", h.Name).WithError(err).Warn("the hook's spans ($TRACE_SPANS_PATH) are not valid; none of them is exported, the run goes on")
 		return
 	}
 	e.Tracer.ExportHookSpans(sc, h.Name, spans)
