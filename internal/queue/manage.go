@@ -136,6 +136,7 @@ func (s *Set) dropLocked(q *fifo, match func(*Task) bool) []*Task {
 	kept := q.tasks[:0:0]
 	for _, t := range q.tasks {
 		if match(t) {
+			q.forgetLocked(t)
 			dropped = append(dropped, t)
 		} else {
 			kept = append(kept, t)

@@ -17,11 +17,11 @@ func TestMergePassesTheOriginOn(t *testing.T) {
 
 	head, triggered := task(h, "x", nil), task(h, "y", nil)
 	triggered.Origin = "trigger"
-	s.mergeLocked(q, head, triggered)
+	s.mergeLocked(q, head, triggered, newObjectCap(head))
 	if head.Origin != "trigger" || len(head.Contexts) != 2 {
 		t.Errorf("a plain task merged with a triggered one: origin %q, %d contexts; want trigger, 2", head.Origin, len(head.Contexts))
 	}
-	s.mergeLocked(q, head, task(h, "z", nil))
+	s.mergeLocked(q, head, task(h, "z", nil), newObjectCap(head))
 	if head.Origin != "trigger" {
 		t.Errorf("a plain task merged into a triggered one cleared its origin: %q", head.Origin)
 	}

@@ -169,9 +169,11 @@ func (s *Set) parallelLocked() int {
 func (s *Set) takeKeyLocked(q *fifo, i int) *Task {
 	defer s.Metrics.QueueAction(q.name, "Remove", s.Metrics.QueueActionStart())
 	head := q.tasks[i]
+	q.forgetLocked(head)
 	rest := append(q.tasks[:i:i], q.tasks[i+1:]...)
 	kept := rest[:i:i]
 	barrier := false
+	var caps *objectCap
 	for _, t := range rest[i:] {
 		if t.Key == "" {
 			barrier = true
@@ -180,7 +182,10 @@ func (s *Set) takeKeyLocked(q *fifo, i int) *Task {
 			kept = append(kept, t)
 			continue
 		}
-		s.mergeLocked(q, head, t)
+		if caps == nil {
+			caps = newObjectCap(head)
+		}
+		s.mergeLocked(q, head, t, caps)
 	}
 	if len(kept) < len(rest) {
 		s.Metrics.Compacted(q.name, head.Hook.Name)

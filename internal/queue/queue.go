@@ -64,6 +64,9 @@ type Task struct {
 
 	done     []func(error)
 	attempts int
+	// waiting: t is pending, one object's Event context alone, and the
+	// last of its object's in its queue (objects.go).
+	waiting bool
 	// outages counts the failed runs that failed because the API server
 	// was away (see Outage): they do not make the backoff grow.
 	outages  int
@@ -192,11 +195,14 @@ type Set struct {
 	keyed    map[*hook.Hook]int
 	alone    map[*hook.Hook]int
 	stopping bool
-	runCtx   context.Context // handlers' context: ends after Stop's grace period
-	cancel   context.CancelFunc
-	stopCtx  context.Context // ends at Stop: ends waits for rate limits
-	stopNow  context.CancelFunc
-	wg       sync.WaitGroup
+	// supersededLog samples the warning that an object's contexts reached
+	// MaxObjectContexts.
+	supersededLog *rate.Limiter
+	runCtx        context.Context // handlers' context: ends after Stop's grace period
+	cancel        context.CancelFunc
+	stopCtx       context.Context // ends at Stop: ends waits for rate limits
+	stopNow       context.CancelFunc
+	wg            sync.WaitGroup
 }
 
 type fifo struct {
@@ -222,6 +228,11 @@ type fifo struct {
 	// runTime is each hook's recent run time in this queue (a moving
 	// average of its runs without a Key), by name, for AdaptiveBatch.
 	runTime map[string]time.Duration
+	// objects counts the Event contexts of each object waiting in the
+	// queue, and epochs each hook's contexts of other types queued
+	// (objects.go).
+	objects map[objectKey]*waitingObject
+	epochs  map[*hook.Hook]uint64
 	// serial holds the state of the tasks without a Key, parallel of those
 	// with one.
 	serial   serialMode
@@ -264,18 +275,19 @@ func NewSet(handler Handler, opts Options, log logrus.FieldLogger) *Set {
 	ctx, cancel := context.WithCancel(context.Background())
 	stopCtx, stopNow := context.WithCancel(context.Background())
 	return &Set{
-		stopCtx:  stopCtx,
-		stopNow:  stopNow,
-		handler:  handler,
-		opts:     opts,
-		clock:    wallClock{},
-		log:      log,
-		queues:   map[string]*fifo{},
-		limiters: map[*hook.Hook]*rate.Limiter{},
-		keyed:    map[*hook.Hook]int{},
-		alone:    map[*hook.Hook]int{},
-		runCtx:   ctx,
-		cancel:   cancel,
+		stopCtx:       stopCtx,
+		stopNow:       stopNow,
+		handler:       handler,
+		opts:          opts,
+		clock:         wallClock{},
+		log:           log,
+		queues:        map[string]*fifo{},
+		limiters:      map[*hook.Hook]*rate.Limiter{},
+		keyed:         map[*hook.Hook]int{},
+		alone:         map[*hook.Hook]int{},
+		supersededLog: rate.NewLimiter(rate.Every(20*time.Second), 3),
+		runCtx:        ctx,
+		cancel:        cancel,
 	}
 }
 
@@ -308,6 +320,9 @@ func (s *Set) Push(t *Task) error {
 	t.ready = t.enqueued
 	q.gap = t.enqueued.Sub(q.pushed)
 	q.pushed = t.enqueued
+	if s.supersedeLocked(q, t) {
+		return nil // its context replaced the last of its object's waiting
+	}
 	q.tasks = append(q.tasks, t)
 	s.Metrics.QueueLength(q.name, len(q.tasks))
 	q.signal()
@@ -474,10 +489,26 @@ func (s *Set) signalAllLocked() {
 	}
 }
 
-// mergeLocked adds the pending task t of q to head, which will run it.
-func (s *Set) mergeLocked(q *fifo, head, t *Task) {
+// mergeLocked adds the pending task t of q to head, which will run it;
+// caps keeps head's contexts within MaxObjectContexts an object.
+func (s *Set) mergeLocked(q *fifo, head, t *Task, caps *objectCap) {
+	q.forgetLocked(t)
 	s.Metrics.Combined(head.Hook.Name, q.name, len(t.Contexts))
-	head.Contexts = append(head.Contexts, t.Contexts...)
+	for i := range t.Contexts {
+		if at, ok := caps.place(head, &t.Contexts[i]); ok {
+			head.Contexts[at] = t.Contexts[i]
+			continue
+		}
+		head.Contexts = append(head.Contexts, t.Contexts[i])
+		caps.add(head, len(head.Contexts)-1)
+	}
+	s.takeOverLocked(head, t)
+}
+
+// takeOverLocked gives head, which takes t's contexts, the rest of t: its
+// callbacks, its trace as a link, its origin; head allows failure only if
+// both did.
+func (s *Set) takeOverLocked(head, t *Task) {
 	head.AllowFailure = head.AllowFailure && t.AllowFailure
 	head.done = append(head.done, t.done...)
 	if t.Trace.IsValid() {

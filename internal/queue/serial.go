@@ -220,13 +220,18 @@ func (q *fifo) noteRunTime(hook string, d time.Duration) {
 func (s *Set) takeLocked(q *fifo) *Task {
 	start := s.Metrics.QueueActionStart()
 	head := q.tasks[0]
+	q.forgetLocked(head)
 	rest := q.tasks[:0:0]
+	var caps *objectCap
 	for _, t := range q.tasks[1:] {
 		if t.Hook != head.Hook {
 			rest = append(rest, t)
 			continue
 		}
-		s.mergeLocked(q, head, t)
+		if caps == nil {
+			caps = newObjectCap(head)
+		}
+		s.mergeLocked(q, head, t, caps)
 	}
 	if len(rest) < len(q.tasks)-1 {
 		s.Metrics.Compacted(q.name, head.Hook.Name)

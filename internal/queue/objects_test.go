@@ -1,0 +1,189 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/hook-operator/hook-operator/internal/binding"
+	"github.com/hook-operator/hook-operator/internal/hook"
+)
+
+// runLog records what each run got, as "binding:event:name@version" (the
+// version is the object's Raw), and holds runs while held is open.
+type runLog struct {
+	mu   sync.Mutex
+	runs [][]string
+	// started gets a value as each run starts; release lets it go on,
+	// with the error it returns.
+	started chan struct{}
+	release chan error
+}
+
+func newRunLog() *runLog {
+	return &runLog{started: make(chan struct{}, 16), release: make(chan error)}
+}
+
+func (r *runLog) handle(ctx context.Context, t *Task) error {
+	var run []string
+	for _, c := range t.Contexts {
+		s := c.Binding + ":" + c.Type
+		if c.Object != nil {
+			s = fmt.Sprintf("%s:%s:%s@%s", c.Binding, c.WatchEvent, c.Object.Name, c.Object.Raw)
+		}
+		run = append(run, s)
+	}
+	r.mu.Lock()
+	r.runs = append(r.runs, run)
+	r.mu.Unlock()
+	r.started <- struct{}{}
+	select {
+	case err := <-r.release:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *runLog) run(t *testing.T, i int) []string {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i >= len(r.runs) {
+		t.Fatalf("run %d never started; runs: %q", i, r.runs)
+	}
+	return r.runs[i]
+}
+
+func event(h *hook.Hook, watchEvent, name string, version int, done chan<- error) *Task {
+	return &Task{Hook: h, Contexts: []binding.Context{{
+		Binding: "cms", Type: binding.TypeEvent, WatchEvent: watchEvent,
+		Object: &binding.Object{Namespace: "ns", Name: name, Raw: []byte(fmt.Sprint(version))},
+	}}, Done: func(err error) { done <- err }}
+}
+
+func objectSet(r *runLog) *Set {
+	l, _ := logtest.NewNullLogger()
+	return NewSet(r.handle, Options{RetryInitial: time.Millisecond, RetryMax: time.Millisecond}, logrus.NewEntry(l))
+}
+
+// expect lists "cms:<event>:<name>@<version>" for each version.
+func expect(event, name string, versions ...int) []string {
+	var out []string
+	for _, v := range versions {
+		out = append(out, fmt.Sprintf("cms:%s:%s@%d", event, name, v))
+	}
+	return out
+}
+
+// While a run holds the queue, 20 updates of one object leave
+// MaxObjectContexts of its contexts waiting: the first seven, and the
+// newest in the place of the eighth. Every task's Done is called, and
+// another object's contexts are not touched.
+func TestObjectContextsWaitingAreCapped(t *testing.T) {
+	r := newRunLog()
+	s := objectSet(r)
+	defer s.Stop(time.Second)
+	h := &hook.Hook{Name: "h"}
+	done := make(chan error, 64)
+
+	must(t, s.Push(event(h, "Added", "x", 0, done)))
+	receive(t, r.started, 5*time.Second, "the first run never started")
+	for v := 1; v <= 20; v++ {
+		must(t, s.Push(event(h, "Modified", "x", v, done)))
+		if v == 3 {
+			must(t, s.Push(event(h, "Modified", "y", 1, done)))
+		}
+	}
+	r.release <- nil
+	receive(t, r.started, 5*time.Second, "the second run never started")
+	r.release <- nil
+	for range 22 {
+		if err := waitDone(t, done); err != nil {
+			t.Fatalf("a task finished with %v", err)
+		}
+	}
+	want := append(expect("Modified", "x", 1, 2, 3), expect("Modified", "y", 1)...)
+	want = append(want, expect("Modified", "x", 4, 5, 6, 7, 20)...)
+	if got := r.run(t, 1); !slices.Equal(got, want) {
+		t.Errorf("the second run got\n  %q\nwant\n  %q", got, want)
+	}
+}
+
+// A context of another type (here a Synchronization) of the hook starts
+// an object's count again: no event moves before it.
+func TestObjectContextsCountAgainAfterAnotherType(t *testing.T) {
+	r := newRunLog()
+	s := objectSet(r)
+	defer s.Stop(time.Second)
+	h := &hook.Hook{Name: "h"}
+	done := make(chan error, 64)
+
+	must(t, s.Push(event(h, "Added", "x", 0, done)))
+	receive(t, r.started, 5*time.Second, "the first run never started")
+	for v := 1; v <= 8; v++ {
+		must(t, s.Push(event(h, "Modified", "x", v, done)))
+	}
+	must(t, s.Push(&Task{Hook: h, Contexts: []binding.Context{{Binding: "cms", Type: binding.TypeSynchronization}}}))
+	for v := 9; v <= 11; v++ {
+		must(t, s.Push(event(h, "Modified", "x", v, done)))
+	}
+	r.release <- nil
+	receive(t, r.started, 5*time.Second, "the second run never started")
+	r.release <- nil
+	want := append(expect("Modified", "x", 1, 2, 3, 4, 5, 6, 7, 8), "cms:Synchronization")
+	want = append(want, expect("Modified", "x", 9, 10, 11)...)
+	if got := r.run(t, 1); !slices.Equal(got, want) {
+		t.Errorf("the second run got\n  %q\nwant\n  %q", got, want)
+	}
+}
+
+// A failing run keeps its contexts for the retry; what waits meanwhile
+// joins it within MaxObjectContexts an object, the newest last, and the
+// event types kept in their order.
+func TestObjectContextsOfARetryAreCapped(t *testing.T) {
+	r := newRunLog()
+	s := objectSet(r)
+	defer s.Stop(time.Second)
+	h := &hook.Hook{Name: "h"}
+	done := make(chan error, 64)
+
+	must(t, s.Push(event(h, "Added", "x", 0, done)))
+	receive(t, r.started, 5*time.Second, "the first run never started")
+	for v := 1; v <= 5; v++ {
+		must(t, s.Push(event(h, "Modified", "x", v, done)))
+	}
+	r.release <- nil
+	receive(t, r.started, 5*time.Second, "the second run never started")
+	for v := 6; v <= 30; v++ {
+		must(t, s.Push(event(h, "Modified", "x", v, done)))
+	}
+	must(t, s.Push(event(h, "Deleted", "x", 31, done)))
+	r.release <- errors.New("boom") // held for its retry, which takes the rest
+	receive(t, r.started, 5*time.Second, "the retry never started")
+	r.release <- nil
+	want := expect("Modified", "x", 1, 2, 3, 4, 5, 6, 7)
+	want = append(want, expect("Deleted", "x", 31)...)
+	if got := r.run(t, 2); !slices.Equal(got, want) {
+		t.Errorf("the retry got\n  %q\nwant\n  %q", got, want)
+	}
+	for range 32 {
+		if err := waitDone(t, done); err != nil {
+			t.Fatalf("a task finished with %v", err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, q := range s.queues {
+		if len(q.objects) != 0 {
+			t.Errorf("queue %s still counts %d objects with nothing pending", q.name, len(q.objects))
+		}
+	}
+}
