@@ -187,3 +187,30 @@ func TestObjectContextsOfARetryAreCapped(t *testing.T) {
 		}
 	}
 }
+
+// The hooks with parallelism cap an object's contexts the same way: they
+// wait under its key.
+func TestObjectContextsOfAKeyAreCapped(t *testing.T) {
+	r := newRunLog()
+	s := objectSet(r)
+	defer s.Stop(time.Second)
+	h := parallelHook("p", 2)
+	done := make(chan error, 64)
+	keyedEvent := func(v int) *Task {
+		e := event(h, "Modified", "x", v, done)
+		e.Key = "ns/x"
+		return e
+	}
+
+	must(t, s.Push(keyedEvent(0)))
+	receive(t, r.started, 5*time.Second, "the first run never started")
+	for v := 1; v <= 12; v++ {
+		must(t, s.Push(keyedEvent(v)))
+	}
+	r.release <- nil
+	receive(t, r.started, 5*time.Second, "the second run never started")
+	r.release <- nil
+	if got, want := r.run(t, 1), expect("Modified", "x", 1, 2, 3, 4, 5, 6, 7, 12); !slices.Equal(got, want) {
+		t.Errorf("the second run got\n  %q\nwant\n  %q", got, want)
+	}
+}
