@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"golang.org/x/time/rate"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,10 +28,11 @@ import (
 // the token expires sooner; a user allowed to get a path for allowedTTL;
 // any refusal for deniedTTL), at most reviewCacheSize answers of each
 // kind, and the reviews not answered from memory are sent at reviewRate a
-// second at most (a burst of reviewBurst): a request over it is answered
-// 429 without asking. A caller repeating one token, good or bad, costs one
-// TokenReview per TTL; callers with ever new tokens cost reviewRate
-// reviews a second. The price: a token revoked, or a ClusterRoleBinding
+// second at most (a burst of reviewBurst), shared among the callers'
+// sources (see reviewBudget): a request over its source's share or the
+// whole is answered 429 without asking. A caller repeating one token,
+// good or bad, costs one TokenReview per TTL; callers with ever new
+// tokens cost reviewRate reviews a second. The price: a token revoked, or a ClusterRoleBinding
 // removed, still reads /metrics for up to authenticatedTTL or allowedTTL,
 // as with kube-apiserver's own webhook authenticator and authorizer
 // caches (2 and 5 minutes by default).
@@ -56,7 +56,7 @@ type reviewer struct {
 	client dynamic.Interface
 	tokens *reviewCache[tokenAnswer]
 	access *reviewCache[bool]
-	limit  *rate.Limiter
+	budget *reviewBudget
 	// reviewed is SecureMetrics.Reviewed.
 	reviewed func(review, result string)
 	// warn samples the warnings of refused callers: a flood of bad
@@ -71,7 +71,7 @@ func newReviewer(client dynamic.Interface, reviewed func(review, result string),
 		client:   client,
 		tokens:   newReviewCache[tokenAnswer](reviewCacheSize),
 		access:   newReviewCache[bool](reviewCacheSize),
-		limit:    rate.NewLimiter(reviewRate, reviewBurst),
+		budget:   newReviewBudget(time.Now),
 		reviewed: reviewed,
 		warn:     listen.NewSampler(5, 10*time.Second),
 		log:      log,
@@ -94,7 +94,8 @@ func (rv *reviewer) authorize(h http.Handler) http.Handler {
 		defer cancel()
 		// The token is never logged, only a short hash to tell callers apart.
 		log := rv.log.WithField("token", tokenID(token))
-		ans, err := rv.authenticate(ctx, token)
+		source := sourceOf(r.RemoteAddr)
+		ans, err := rv.authenticate(ctx, source, token)
 		switch {
 		case errors.Is(err, errThrottled):
 			rv.throttled(w, log)
@@ -109,7 +110,7 @@ func (rv *reviewer) authorize(h http.Handler) http.Handler {
 			return
 		}
 		log = log.WithField("user", ans.User.Username)
-		allowed, err := rv.authorized(ctx, ans.User, r.URL.Path)
+		allowed, err := rv.authorized(ctx, source, ans.User, r.URL.Path)
 		switch {
 		case errors.Is(err, errThrottled):
 			rv.throttled(w, log)
@@ -141,11 +142,11 @@ type tokenAnswer struct {
 }
 
 // authenticate returns what the API server says of token: remembered, or
-// asked with a TokenReview.
-func (rv *reviewer) authenticate(ctx context.Context, token string) (tokenAnswer, error) {
+// asked with a TokenReview charged to source's budget.
+func (rv *reviewer) authenticate(ctx context.Context, source, token string) (tokenAnswer, error) {
 	result := "cached"
 	ans, _, err := rv.tokens.lookup(ctx, sha256.Sum256([]byte(token)), func() (tokenAnswer, time.Duration, error) {
-		if !rv.limit.Allow() {
+		if !rv.budget.allow(source) {
 			return tokenAnswer{}, 0, errThrottled
 		}
 		// The answer is remembered for every caller: the one asking
@@ -172,11 +173,11 @@ func (rv *reviewer) authenticate(ctx context.Context, token string) (tokenAnswer
 }
 
 // authorized says whether user may GET path: remembered, or asked with a
-// SubjectAccessReview.
-func (rv *reviewer) authorized(ctx context.Context, user userInfo, path string) (bool, error) {
+// SubjectAccessReview charged to source's budget.
+func (rv *reviewer) authorized(ctx context.Context, source string, user userInfo, path string) (bool, error) {
 	result := "cached"
 	allowed, _, err := rv.access.lookup(ctx, accessKey(user, path), func() (bool, time.Duration, error) {
-		if !rv.limit.Allow() {
+		if !rv.budget.allow(source) {
 			return false, 0, errThrottled
 		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reviewTimeout)

@@ -1,0 +1,100 @@
+package main_test
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hook-operator/hook-operator/internal/testcluster"
+)
+
+// --metrics-secure while one pod (127.0.0.2) sprays ever new tokens
+// (issue 60: the review budget was global, and 10 of 10 new scrapers
+// were answered 429): the sprayer spends its own source's budget, and 10
+// new scrapers from 127.0.0.1, one a second, are each served.
+func TestIntegrationHostileMetricsSecureTokenSprayPerSource(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	bin := buildBinary(t)
+	addr := "127.0.0.1:" + freePort(t)
+	hooks := t.TempDir()
+	writeHook(t, hooks, "startup.sh", bashHook(`{"configVersion":"v1","onStartup":1}`, "exit 0\n"))
+	o := startObserved(t, bin, c.Kubeconfig, hooks, "--metrics-secure", "--metrics-secure-address", addr)
+	reader := metricsReader(t, c, ns)
+	// Each new scraper has a token of its own: a TokenReview and a
+	// SubjectAccessReview each (a ServiceAccount token's user carries the
+	// token's id, so no two tokens share an access answer).
+	var scrapers []string
+	for range 10 {
+		exp := int64(600)
+		tr, err := c.Client.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), "reader",
+			&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+		must(t, err)
+		scrapers = append(scrapers, tr.Status.Token)
+	}
+	client := func(src string) *http.Client {
+		return &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
+			DialContext:     (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}).DialContext,
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxIdleConnsPerHost: 16, MaxConnsPerHost: 16}}
+	}
+	get := func(cl *http.Client, token string) int {
+		req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/metrics", nil)
+		must(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := cl.Do(req)
+		if err != nil {
+			return 0
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode
+	}
+	waitUntil(t, "the reader served", func() bool { return get(client("127.0.0.1"), reader) == 200 }, o.logs.String)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	sprayer := client(attacker(0).String())
+	var sprayed, throttled atomic.Int64
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				code := get(sprayer, fmt.Sprintf("spray-%d", sprayed.Add(1)))
+				if code == http.StatusTooManyRequests {
+					throttled.Add(1)
+				}
+			}
+		}()
+	}
+	time.Sleep(2 * time.Second)
+	served := 0
+	var answers []int
+	for _, token := range scrapers {
+		code := get(client("127.0.0.1"), token)
+		answers = append(answers, code)
+		if code == http.StatusOK {
+			served++
+		}
+		time.Sleep(time.Second)
+	}
+	cancel()
+	wg.Wait()
+	t.Logf("a sprayer on %s sent %d new tokens (%d answered 429); 10 new scrapers on 127.0.0.1 answered %v", attacker(0), sprayed.Load(), throttled.Load(), answers)
+	if throttled.Load() == 0 {
+		t.Errorf("the sprayer was never answered 429: the budget did not hold")
+	}
+	if served != len(scrapers) {
+		t.Errorf("%d of %d new scrapers served while another address sprayed tokens, want every one", served, len(scrapers))
+	}
+}
