@@ -21,6 +21,11 @@ import (
 // container and their memory counts against the same limit.
 const Fraction = 0.75
 
+// HooksShare is what a container limit of container bytes leaves for the
+// hooks, beside Fraction for the Go runtime: the default bound of the
+// memory of the webhooks' hooks (--webhook-hook-memory).
+func HooksShare(container int64) int64 { return int64(float64(container) * (1 - Fraction)) }
+
 // Choice is what Set decided.
 type Choice struct {
 	// Container is the container's memory limit in bytes; zero when there

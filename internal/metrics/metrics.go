@@ -150,7 +150,7 @@ func New(prefix string) *Metrics {
 		webhookSeconds: f.histogram("webhook_request_seconds", "How long admission requests take to answer, waiting for a free slot included.",
 			[]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}, "hook", "binding", "kind"),
 		webhookTimeouts: f.counter("webhook_hook_timeouts_total", "Admission requests denied because the hook did not answer within the binding's timeoutSeconds.", "hook", "binding"),
-		webhookRejected: f.counter("webhook_rejected_requests_total", "Webhook requests answered with an error before any hook ran, and failed TLS handshakes, by reason (docs/metrics.md lists them).", "reason"),
+		webhookRejected: f.counter("webhook_rejected_requests_total", "Webhook requests answered with an error before any hook ran, and failed TLS handshakes, by listener (admission, conversion) and reason (docs/metrics.md lists them).", "listener", "reason"),
 		metricsReviews: f.counter("metrics_reviews_total", "Reviews the secure metrics listener needed (--metrics-secure), by review (token: TokenReview, access: SubjectAccessReview) and result: allowed, denied, error (the API server was asked), cached (it was not: a remembered answer), throttled (it was not: over the rate limit, answered 429).",
 			"review", "result"),
 		panics: f.counter("panics_recovered_total", "Panics recovered in one unit of work, which failed alone (a bug: the log has the stack), by where: run, admission, conversion or webhook.",
@@ -302,13 +302,14 @@ func (m *Metrics) Admission(hook, binding, kind, result string, code int, d time
 const WebhookPanic = "panic"
 
 // WebhookRejected counts one webhook request refused before a hook ran
-// (or a failed TLS handshake), by reason. Reason WebhookPanic counts as a
-// recovered panic (where "webhook") too.
-func (m *Metrics) WebhookRejected(reason string) {
+// (or a failed TLS handshake), by listener (admission or conversion: a
+// fixed set, as the reasons are) and reason. Reason WebhookPanic counts as
+// a recovered panic (where "webhook") too.
+func (m *Metrics) WebhookRejected(listener, reason string) {
 	if m == nil {
 		return
 	}
-	m.webhookRejected.add(1, reason)
+	m.webhookRejected.add(1, listener, reason)
 	if reason == WebhookPanic {
 		m.PanicRecovered("webhook")
 	}

@@ -13,14 +13,14 @@ func TestPanicsRecovered(t *testing.T) {
 	m := New("p_")
 	m.PanicRecovered("run")
 	m.PanicRecovered("run")
-	m.WebhookRejected(WebhookPanic)
-	m.WebhookRejected("busy")
+	m.WebhookRejected("admission", WebhookPanic)
+	m.WebhookRejected("admission", "busy")
 	var b strings.Builder
 	if err := WriteText(&b, m.Gather()); err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range []string{"# TYPE p_panics_recovered_total counter", `p_panics_recovered_total{where="run"} 2`, `p_panics_recovered_total{where="webhook"} 1`,
-		`p_webhook_rejected_requests_total{reason="panic"} 1`} {
+		`p_webhook_rejected_requests_total{listener="admission",reason="panic"} 1`} {
 		if !strings.Contains(b.String(), line+"\n") {
 			t.Errorf("no line %q in:\n%s", line, b.String())
 		}

@@ -61,7 +61,7 @@ jq '{convertedObjects: [.[0].review.request.objects[] | .apiVersion = "example.c
 	log := logrus.New()
 	log.SetOutput(e.logs)
 	addr, err := webhook.Serve(ctx, "127.0.0.1:0", srv.Handler(), webhook.ServeOptions{
-		Slots: webhook.NewSlots(3), Log: log,
+		Slots: webhook.NewSlots(3, 0), Log: log,
 		Certificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &tlsServer.TLS.Certificates[0], nil },
 	})
 	if err != nil {

@@ -14,26 +14,33 @@ import (
 // and the bodies waiting for a slot or whose hooks run. A request is
 // charged for what it has received, never for the length it announces,
 // so that requests that send a part of a body and wait cost little.
+//
+// The bodies of one client address hold at most SourceShare of the bytes,
+// so that while one address's reviews wait for their slots, another's
+// are still read.
 type Bodies struct {
 	size int64
 
 	mu      sync.Mutex
 	held    int64
+	sources map[string]int64
 	changed chan struct{} // closed and replaced when bytes are given back
 }
 
-// NewBodies returns a budget of n bytes; it is raised to hold at least
-// one review of the largest size.
+// NewBodies returns a budget of n bytes; it is raised so that one
+// address's share holds at least one review of the largest size.
 func NewBodies(n int64) *Bodies {
-	return &Bodies{size: max(n, maxReviewBytes+minBodyBuffer), changed: make(chan struct{})}
+	return &Bodies{size: max(n, int64(float64(maxReviewBytes+minBodyBuffer)/SourceShare)+1), sources: map[string]int64{}, changed: make(chan struct{})}
 }
 
-// take charges n bytes, waiting until they are free or ctx ends.
-func (b *Bodies) take(ctx context.Context, n int64) error {
+// take charges n bytes to source, waiting until they are free or ctx
+// ends.
+func (b *Bodies) take(ctx context.Context, source string, n int64) error {
 	for {
 		b.mu.Lock()
-		if b.held+n <= b.size {
+		if b.held+n <= b.size && b.sources[source]+n <= share(b.size) {
 			b.held += n
+			b.sources[source] += n
 			b.mu.Unlock()
 			return nil
 		}
@@ -47,13 +54,16 @@ func (b *Bodies) take(ctx context.Context, n int64) error {
 	}
 }
 
-// give gives back n bytes.
-func (b *Bodies) give(n int64) {
+// give gives back n bytes charged to source.
+func (b *Bodies) give(source string, n int64) {
 	if n == 0 {
 		return
 	}
 	b.mu.Lock()
 	b.held -= n
+	if b.sources[source] -= n; b.sources[source] <= 0 {
+		delete(b.sources, source)
+	}
 	close(b.changed)
 	b.changed = make(chan struct{})
 	b.mu.Unlock()
@@ -89,7 +99,7 @@ func (b *Bodies) read(ctx context.Context, r *http.Request) (body []byte, charge
 			}
 			next := min(max(2*int64(cap(buf)), minBodyBuffer), limit)
 			// The old buffer is garbage once copied: the charge is the new one's.
-			if err := b.take(ctx, next-charged); err != nil {
+			if err := b.take(ctx, sourceOf(r), next-charged); err != nil {
 				return nil, charged, err
 			}
 			charged = next

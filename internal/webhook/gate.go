@@ -5,12 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/hook-operator/hook-operator/internal/limit"
 	"github.com/hook-operator/hook-operator/internal/listen"
 )
 
@@ -36,8 +38,11 @@ type gate struct {
 	// clientCert: reviews need a client certificate that the client CAs
 	// signed (the TLS handshake checks one given, and asks for none, so
 	// that probes without one reach /healthz).
-	clientCert  bool
-	slots       Slots
+	clientCert bool
+	// served, when not nil, says whether a path is served; a request to
+	// another is answered 404 before its body is read.
+	served      func(path string) bool
+	slots       *Slots
 	bodies      *Bodies
 	bodyTimeout time.Duration
 	rejected    func(reason string)
@@ -60,6 +65,10 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reject(rec, r, http.StatusUnauthorized, "client_certificate", "a review needs a client certificate signed by one of the webhook's client CAs (--webhook-client-ca, --conversion-webhook-client-ca); only GET "+HealthPath+" is answered without one")
 		return
 	}
+	if g.served != nil && !g.served(r.URL.Path) {
+		reject(rec, r, http.StatusNotFound, "not_found", "no webhook is served at this path")
+		return
+	}
 	if r.ContentLength > maxReviewBytes {
 		reject(rec, r, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("a review is at most %d bytes; this one has %d", maxReviewBytes, r.ContentLength))
 		return
@@ -69,37 +78,50 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	body, charged, err := g.bodies.read(ctx, r)
 	cancel()
-	defer g.bodies.give(charged)
+	defer g.bodies.give(sourceOf(r), charged)
 	if err != nil {
 		rejectBody(rec, r, err)
 		return
 	}
 	r.Body = arrived{Reader: bytes.NewReader(body), data: body}
-	if !g.takeSlot(rec, r, slotWait(r)-time.Since(start)) {
+	give := g.takeSlot(rec, r, int64(len(body)), slotWait(r)-time.Since(start))
+	if give == nil {
 		return
 	}
-	defer func() { <-g.slots }()
+	defer give()
 	g.next.ServeHTTP(rec, r)
 }
 
-// takeSlot takes a slot for r, waiting at most wait, or answers r 503 and
-// returns false.
-func (g *gate) takeSlot(w http.ResponseWriter, r *http.Request, wait time.Duration) bool {
+// takeSlot takes a slot for r, whose body has size bytes, waiting at most
+// wait, and returns the function that gives it back; or answers r 503 and
+// returns nil.
+func (g *gate) takeSlot(w http.ResponseWriter, r *http.Request, size int64, wait time.Duration) (give func()) {
 	if r.Context().Err() != nil {
 		reject(w, r, http.StatusServiceUnavailable, "busy", "the client left before the request had a webhook slot")
-		return false
+		return nil
 	}
-	timer := time.NewTimer(max(wait, 0))
-	defer timer.Stop()
-	select {
-	case g.slots <- struct{}{}:
-		return true
-	case <-timer.C:
-		reject(w, r, http.StatusServiceUnavailable, "busy", fmt.Sprintf("every one of the %d webhook slots stayed busy for %s", cap(g.slots), wait.Round(time.Millisecond)))
-	case <-r.Context().Done():
+	ctx, cancel := context.WithTimeout(r.Context(), max(wait, 0))
+	defer cancel()
+	source := sourceOf(r)
+	give, err := g.slots.take(ctx, source, size)
+	switch {
+	case err == nil:
+		return give
+	case r.Context().Err() != nil:
 		reject(w, r, http.StatusServiceUnavailable, "busy", "the client left while the request waited for a webhook slot")
+	default:
+		reject(w, r, http.StatusServiceUnavailable, "busy", fmt.Sprintf("%s for %s", g.slots.busy(source, size), wait.Round(time.Millisecond)))
 	}
-	return false
+	return nil
+}
+
+// sourceOf is the address r came from, without its port: the key of the
+// per-source shares.
+func sourceOf(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
 }
 
 // slotWait is how long r may wait for a slot: what the API server says it
@@ -120,9 +142,12 @@ func (g *gate) report(rec *recorder, r *http.Request) {
 	if reason == "" {
 		reason = reasonOf(rec.code)
 	}
+	// The path and method are the client's: cut and escaped, so that a
+	// path of kilobytes or one holding control characters is a short line
+	// that shows what it is.
 	g.sampler.Log(g.log.WithFields(logrus.Fields{
-		"client": r.RemoteAddr, "method": r.Method, "path": r.URL.Path, "code": rec.code, "reason": reason,
-		"error": strings.TrimSpace(rec.text.String()),
+		"client": r.RemoteAddr, "method": limit.Printable(limit.Quote(r.Method)), "path": limit.Printable(limit.Quote(r.URL.Path)),
+		"code": rec.code, "reason": reason, "error": strings.TrimSpace(rec.text.String()),
 	}), logrus.WarnLevel, "webhook request rejected")
 	g.rejected(reason) // after the log line, so whoever sees the count can read it
 }

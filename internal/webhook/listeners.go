@@ -60,8 +60,8 @@ func (s *Server) listen(ctx context.Context, b Bindings, admission, conversion b
 			mux.Handle("/", s.conversionHandler())
 			what = "admission or conversion"
 		}
-		addr, err := s.serve(ctx, listener{flag: "webhook", what: what, address: s.o.ListenAddress,
-			cert: s.o.Cert, key: s.o.Key, clientCA: s.o.ClientCA}, mux)
+		addr, err := s.serve(ctx, listener{name: ListenerAdmission, flag: "webhook", what: what, address: s.o.ListenAddress,
+			cert: s.o.Cert, key: s.o.Key, clientCA: s.o.ClientCA, served: s.serves(true, !s.o.DryRun && !s.separate)}, mux)
 		if err != nil {
 			return err
 		}
@@ -78,8 +78,8 @@ func (s *Server) listen(ctx context.Context, b Bindings, admission, conversion b
 		}
 	}
 	if !s.conversionUp && conversion && s.separate {
-		addr, err := s.serve(ctx, listener{flag: "conversion-webhook", what: "conversion", address: s.conv.ListenAddress,
-			cert: s.conv.Cert, key: s.conv.Key, clientCA: s.conv.ClientCA}, s.conversionHandler())
+		addr, err := s.serve(ctx, listener{name: ListenerConversion, flag: "conversion-webhook", what: "conversion", address: s.conv.ListenAddress,
+			cert: s.conv.Cert, key: s.conv.Key, clientCA: s.conv.ClientCA, served: s.serves(false, true)}, s.conversionHandler())
 		if err != nil {
 			return err
 		}
@@ -89,20 +89,33 @@ func (s *Server) listen(ctx context.Context, b Bindings, admission, conversion b
 	return nil
 }
 
-// listener is one HTTPS listener of webhooks: its flags' prefix (webhook
-// or conversion-webhook), the bindings it serves (for messages), and its
-// settings.
+// The listeners, as Options.Rejected names them: the admission listener
+// (--webhook-listen-address, which serves the conversions too when no
+// second listener runs) and the second listener of conversions.
+const (
+	ListenerAdmission  = "admission"
+	ListenerConversion = "conversion"
+)
+
+// listener is one HTTPS listener of webhooks: its name (ListenerAdmission
+// or ListenerConversion), its flags' prefix (webhook or
+// conversion-webhook), the bindings it serves (for messages), its settings,
+// and which paths it serves.
 type listener struct {
-	flag, what, address string
-	cert, key           string
-	clientCA            []string
+	name, flag, what, address string
+	cert, key                 string
+	clientCA                  []string
+	served                    func(path string) bool
 }
 
 // serve starts the HTTPS server of l for handler until ctx ends, with its
 // certificate reloaded from disk (or held in memory), and returns the
 // address it listens on. Errors name the flag to change.
 func (s *Server) serve(ctx context.Context, l listener, handler http.Handler) (net.Addr, error) {
-	o := ServeOptions{TLS13Only: s.tls13, MaxConns: s.o.MaxConnections, Slots: s.slots, Bodies: s.bodies, Rejected: s.o.Rejected, Log: s.log}
+	o := ServeOptions{TLS13Only: s.tls13, MaxConns: s.o.MaxConnections, Slots: s.slots, Bodies: s.bodies, Served: l.served, Log: s.log}
+	if s.o.Rejected != nil {
+		o.Rejected = func(reason string) { s.o.Rejected(l.name, reason) }
+	}
 	if s.certs != nil {
 		o.Certificate = s.certs.GetCertificate
 	} else {

@@ -36,6 +36,10 @@ type Options struct {
 	// MaxConcurrent bounds the requests handled at once, all listeners
 	// together.
 	MaxConcurrent int
+	// HookMemory bounds the memory the hooks of the requests handled at
+	// once may use, each counted at HookMemory of its review's size, all
+	// listeners together; 0: not bounded (see Slots).
+	HookMemory int64
 	// SelfSigned makes the certificates and keeps them in the Secret
 	// CertSecret of Namespace, and in memory only here.
 	SelfSigned bool
@@ -58,9 +62,10 @@ type Options struct {
 	// Metadata reads the CRDs' metadata, to find the conversions this
 	// operator registered before and no binding names now.
 	Metadata metadata.Interface
-	// Rejected, when not nil, is told the reason of each request refused
-	// before a hook ran (a metric).
-	Rejected func(reason string)
+	// Rejected, when not nil, is told the listener (ListenerAdmission or
+	// ListenerConversion) and the reason of each request refused before a
+	// hook ran (a metric).
+	Rejected func(listener, reason string)
 	// StartRetry is how long the bindings found at start are tried again
 	// after transient errors before Start fails; 0 is DefaultStartRetry,
 	// less than 0 tries once.

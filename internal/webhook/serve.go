@@ -29,13 +29,16 @@ type ServeOptions struct {
 	// TLS13Only refuses TLS 1.2; otherwise TLS 1.2 is offered with AEAD
 	// suites only (see CipherSuites).
 	TLS13Only bool
-	// Slots bounds the requests whose handlers run at once (a request
+	// Slots bound the requests whose handlers run at once (a request
 	// takes one once its body has arrived); listeners of one operator
-	// share them. nil: 16 of its own.
-	Slots Slots
+	// share them. nil: 16 of its own, their hooks' memory not bounded.
+	Slots *Slots
 	// Bodies bounds the memory of request bodies; listeners of one
 	// operator share it. nil: 64 MiB of its own.
 	Bodies *Bodies
+	// Served, when not nil, says whether a path is served: a request to
+	// another is answered 404 (reason not_found) before its body is read.
+	Served func(path string) bool
 	// MaxConns caps the open connections (0: 256), and a quarter of them
 	// from one source address.
 	MaxConns int
@@ -48,13 +51,6 @@ type ServeOptions struct {
 	Rejected func(reason string)
 	Log      logrus.FieldLogger
 }
-
-// Slots bounds the webhook requests handled at once: a request takes one
-// once its body has arrived and gives it back when it is answered.
-type Slots chan struct{}
-
-// NewSlots returns n slots (at least 1).
-func NewSlots(n int) Slots { return make(Slots, max(n, 1)) }
 
 // CipherSuites are the TLS 1.2 suites the webhook server accepts: ECDHE
 // with AES-GCM or ChaCha20-Poly1305 (no CBC, no SHA-1, no RSA key
@@ -100,7 +96,7 @@ func Serve(ctx context.Context, address string, handler http.Handler, o ServeOpt
 		return nil, fmt.Errorf("listen on %s: %w", address, err)
 	}
 	if o.Slots == nil {
-		o.Slots = NewSlots(defaultSlots)
+		o.Slots = NewSlots(defaultSlots, 0)
 	}
 	if o.Bodies == nil {
 		o.Bodies = NewBodies(defaultBodyBytes)
@@ -115,7 +111,7 @@ func Serve(ctx context.Context, address string, handler http.Handler, o ServeOpt
 	if rejected == nil {
 		rejected = func(string) {}
 	}
-	g := &gate{next: handler, clientCert: o.ClientCAs != nil, slots: o.Slots, bodies: o.Bodies, bodyTimeout: o.BodyTimeout, rejected: rejected, log: o.Log, sampler: listen.NewSampler(10, time.Second)}
+	g := &gate{next: handler, clientCert: o.ClientCAs != nil, served: o.Served, slots: o.Slots, bodies: o.Bodies, bodyTimeout: o.BodyTimeout, rejected: rejected, log: o.Log, sampler: listen.NewSampler(10, time.Second)}
 	limits := webhookLimits
 	limits.MaxConns = o.MaxConns
 	closed := listen.NewSampler(10, time.Second)

@@ -153,7 +153,7 @@ func (b *bodyReader) wasRead() bool {
 	return b.read
 }
 
-func testGate(slots Slots, next http.Handler) (*gate, *reasons, *testoperator.Buffer) {
+func testGate(slots *Slots, next http.Handler) (*gate, *reasons, *testoperator.Buffer) {
 	log, logs := jsonLog()
 	r := &reasons{}
 	return &gate{next: next, slots: slots, bodies: NewBodies(defaultBodyBytes), bodyTimeout: time.Second, rejected: r.add, log: log, sampler: listen.NewSampler(10, time.Second)}, r, logs
@@ -167,7 +167,7 @@ func allow(context.Context, string, json.RawMessage) (*AdmissionResponse, error)
 // body stalls, another takes the only slot and is answered; the stalled
 // one is answered once its body arrives.
 func TestGateReadsTheBodyBeforeTakingASlot(t *testing.T) {
-	g, _, logs := testGate(NewSlots(1), &AdmissionHandler{Run: allow})
+	g, _, logs := testGate(NewSlots(1, 0), &AdmissionHandler{Run: allow})
 	g.bodyTimeout = time.Minute
 	stalled, send := io.Pipe()
 	first := make(chan int)
@@ -196,8 +196,8 @@ func TestGateReadsTheBodyBeforeTakingASlot(t *testing.T) {
 // A request that waits for a slot past the API server's timeout is
 // answered 503, logged and counted.
 func TestGateAnswersBusyWhenNoSlotFrees(t *testing.T) {
-	slots := NewSlots(1)
-	slots <- struct{}{} // every slot taken
+	slots := NewSlots(1, 0)
+	free := taken(t, slots, "198.51.100.1") // every slot taken
 	g, rejected, logs := testGate(slots, &AdmissionHandler{Run: allow})
 	req := httptest.NewRequest(http.MethodPost, "/hooks/x?timeout=200ms", strings.NewReader(review))
 	req.Header.Set("Content-Type", "application/json")
@@ -209,19 +209,19 @@ func TestGateAnswersBusyWhenNoSlotFrees(t *testing.T) {
 	if rejected.count("busy") != 1 || !strings.Contains(logs.String(), `"reason":"busy"`) {
 		t.Errorf("the busy answer: counted %d, logged:\n%s", rejected.count("busy"), logs.String())
 	}
-	<-slots // free
+	free()
 	rec = httptest.NewRecorder()
 	g.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/hooks/x", strings.NewReader(review)))
-	if rec.Code != http.StatusOK || len(slots) != 0 {
-		t.Errorf("a request with a free slot: %d, slots still taken %d", rec.Code, len(slots))
+	if n, _ := slots.Held(); rec.Code != http.StatusOK || n != 0 {
+		t.Errorf("a request with a free slot: %d, slots still taken %d", rec.Code, n)
 	}
 }
 
 // GET and HEAD /healthz are answered 200 while every slot is taken, and
 // reach no handler: a liveness probe never waits behind reviews.
 func TestGateAnswersHealthWithoutASlot(t *testing.T) {
-	slots := NewSlots(1)
-	slots <- struct{}{} // every slot taken
+	slots := NewSlots(1, 0)
+	taken(t, slots, "198.51.100.1") // every slot taken
 	handled := false
 	g, rejected, _ := testGate(slots, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { handled = true }))
 	for _, method := range []string{http.MethodGet, http.MethodHead} {
@@ -231,8 +231,8 @@ func TestGateAnswersHealthWithoutASlot(t *testing.T) {
 			t.Errorf("%s %s while every slot is taken: %d, want 200", method, HealthPath, rec.Code)
 		}
 	}
-	if handled || len(slots) != 1 || rejected.count("busy") != 0 {
-		t.Errorf("the probes reached the handler (%t) or took a slot (%d taken)", handled, len(slots))
+	if n, _ := slots.Held(); handled || n != 1 || rejected.count("busy") != 0 {
+		t.Errorf("the probes reached the handler (%t) or took a slot (%d taken)", handled, n)
 	}
 }
 
@@ -242,8 +242,8 @@ func TestGateAnswersHealthWithoutASlot(t *testing.T) {
 // waits, and is answered 503 when its time is up; every byte is given
 // back once the requests are answered.
 func TestGateChargesBodiesForWhatArrived(t *testing.T) {
-	g, rejected, logs := testGate(NewSlots(4), &AdmissionHandler{Run: allow})
-	g.bodies = &Bodies{size: 64 << 10, changed: make(chan struct{})}
+	g, rejected, logs := testGate(NewSlots(4, 0), &AdmissionHandler{Run: allow})
+	g.bodies = &Bodies{size: 64 << 10, sources: map[string]int64{}, changed: make(chan struct{})}
 	g.bodyTimeout = 300 * time.Millisecond
 	var stalls []*io.PipeWriter
 	var read atomic.Int64
@@ -312,7 +312,7 @@ func TestGateLogsAndCountsRejections(t *testing.T) {
 		t.Error("a hook ran for a refused request")
 		return nil, nil
 	}}
-	g, rejected, logs := testGate(NewSlots(4), handler)
+	g, rejected, logs := testGate(NewSlots(4, 0), handler)
 	serve := func(method, ct string, body io.Reader, length int64) int {
 		req := httptest.NewRequest(method, "/hooks/x", body)
 		req.RemoteAddr = "192.0.2.9:4711"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -89,7 +90,7 @@ type Server struct {
 	hooks    Hooks
 	log      logrus.FieldLogger
 	tls13    bool
-	slots    Slots
+	slots    *Slots
 	bodies   *Bodies
 	separate bool
 	conv     ConversionOptions
@@ -145,7 +146,10 @@ func NewServer(o Options, hooks Hooks) (*Server, error) {
 	if !o.DryRun && o.FailurePolicy != "Fail" && o.FailurePolicy != "Ignore" {
 		return nil, fmt.Errorf("--webhook-failure-policy=%s: use Fail or Ignore", o.FailurePolicy)
 	}
-	s.tls13, s.slots, s.bodies = tls13, NewSlots(o.MaxConcurrent), NewBodies(defaultBodyBytes)
+	if o.HookMemory < 0 {
+		return nil, fmt.Errorf("--webhook-hook-memory=%d: use 0 (not bounded) or more", o.HookMemory)
+	}
+	s.tls13, s.slots, s.bodies = tls13, NewSlots(o.MaxConcurrent, o.HookMemory), NewBodies(defaultBodyBytes)
 	s.separate = o.Conversion.separate()
 	s.conv = o.Conversion.withDefaults(o)
 	return s, nil
@@ -270,6 +274,38 @@ func (s *Server) servedBefore(path string) bool {
 	s.servedMu.Lock()
 	defer s.servedMu.Unlock()
 	return s.served[path]
+}
+
+// serves reports whether a request to path reaches a handler: a path of
+// admission (under /hooks/) or of conversion, as the listener serves
+// them, served since start or by a binding of the current hooks (one a
+// reload added a moment ago). The others are answered 404 by the gate,
+// counted and logged sampled, whatever their number.
+func (s *Server) serves(admission, conversion bool) func(path string) bool {
+	return func(path string) bool {
+		isAdmission := strings.HasPrefix(path, "/hooks/")
+		if isAdmission && !admission || !isAdmission && !conversion {
+			return false
+		}
+		if s.servedBefore(path) {
+			return true
+		}
+		b, err := s.hooks.WebhookBindings()
+		if err != nil {
+			return false
+		}
+		for _, a := range slices.Concat(b.Validating, b.Mutating) {
+			if Path(a.Binding.Name) == path {
+				return true
+			}
+		}
+		for _, c := range b.Conversions {
+			if ConversionPath(c.CRD) == path {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // warnUnserved says plainly which bindings will not run, instead of

@@ -24,6 +24,7 @@ func Settings(f *Flags) []envflag.Setting {
 	f.MaxHookOutput = limit.DefaultHookOutput
 	f.BatchWindow = BatchWindow{Fixed: MaxBatchWindow}
 	f.BatchFill = BatchFill{Auto: true}
+	f.Webhook.HookMemory = HookMemory{Auto: true}
 	w, c := &f.Webhook, &f.Webhook.Conversion
 	l, s, r := &f.Leader, &f.Shard, &f.Reload
 	table := append([]envflag.Setting{
@@ -159,6 +160,8 @@ func Settings(f *Flags) []envflag.Setting {
 			Doc: "the Secret of `--webhook-self-signed`"},
 		{Name: "webhook-max-concurrent", Value: envflag.Int(&w.MaxConcurrent, 16), Usage: "admission and conversion requests whose hooks run at once; more wait for a free slot",
 			Doc: "admission and conversion requests run at once, across the webhook listeners; a request takes its slot once its body has arrived, and the others wait for one as long as the API server waits (its `?timeout=`, 30s at most), then get 503"},
+		{Name: "webhook-hook-memory", Value: &w.HookMemory, Usage: "memory the hooks of the reviews in flight may use (auto: a quarter of the memory limit; 0: none)",
+			Doc: "the memory the hook processes of the admission and conversion reviews in flight may use together, all listeners: each review counts 8 MiB and 4 times its size, and waits for its slot while that does not fit (as for `--webhook-max-concurrent`; one larger than the bound runs alone). `auto`: a quarter of the container's memory limit (the Go runtime has the rest, see [deploy.md](deploy.md#memory-sizing)), not bounded without a limit; `0`: not bounded. One client address holds at most three quarters of it, and of the slots"},
 		{Name: "webhook-max-connections", Value: envflag.Int(&w.MaxConnections, 256), Usage: "open connections each webhook listener accepts at once; more wait",
 			Doc: "open connections each webhook listener accepts at once, more wait; a quarter of them from one address, more are closed at once ([listeners](#listeners-bounds-and-what-they-log))"},
 		{Name: "webhook-tls-min-version", Value: envflag.String(&w.TLSMinVersion, "1.2"), Usage: "1.2 (TLS 1.2 with ECDHE and AES-GCM or ChaCha20 suites, or 1.3) or 1.3 (TLS 1.3 only)",

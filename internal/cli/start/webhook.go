@@ -7,6 +7,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hook-operator/hook-operator/internal/kube"
+	"github.com/hook-operator/hook-operator/internal/limit"
+	"github.com/hook-operator/hook-operator/internal/memlimit"
 	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/webhook"
 )
@@ -29,6 +31,8 @@ type WebhookFlags struct {
 	Labels            map[string]string
 	Annotations       map[string]string
 	MaxConcurrent     int
+	// HookMemory bounds the memory of the reviews' hooks in flight.
+	HookMemory HookMemory
 	// SelfSigned: the operator makes its certificates and keeps them in
 	// the Secret CertSecret of the operator's namespace.
 	SelfSigned bool
@@ -73,16 +77,24 @@ func operatorNamespace(flag string) string {
 
 // webhookServer returns the server of the hooks' webhook bindings, with
 // the flags' settings.
-func webhookServer(f WebhookFlags, op *operator.Operator, clients *kube.Clients, dryRun bool, rejected func(string), log logrus.FieldLogger) (*webhook.Server, error) {
+func webhookServer(f WebhookFlags, op *operator.Operator, clients *kube.Clients, dryRun bool, rejected func(listener, reason string), log logrus.FieldLogger) (*webhook.Server, error) {
 	c := f.Conversion
 	if err := webhook.CheckConfigurationMode(f.ConfigurationMode); err != nil {
 		return nil, err
+	}
+	hookMemory, why := f.HookMemory.resolve(memlimit.CgroupRoot)
+	if f.ListenAddress != "" {
+		bound := "not bounded"
+		if hookMemory > 0 {
+			bound = limit.Size(hookMemory)
+		}
+		log.WithField("hookMemory", bound).Info("webhook hooks' memory: " + why)
 	}
 	return webhook.NewServer(webhook.Options{
 		ListenAddress: f.ListenAddress, Cert: f.Cert, Key: f.Key, CA: f.CA,
 		ConfigurationName: f.ConfigurationName, ConfigurationMode: f.ConfigurationMode, ServiceName: f.ServiceName, Namespace: operatorNamespace(f.Namespace), URL: f.URL,
 		FailurePolicy: f.FailurePolicy, Register: f.Register, Labels: f.Labels, Annotations: f.Annotations,
-		MaxConcurrent: f.MaxConcurrent, SelfSigned: f.SelfSigned, CertSecret: f.CertSecret, ClientCA: f.ClientCA,
+		MaxConcurrent: f.MaxConcurrent, HookMemory: hookMemory, SelfSigned: f.SelfSigned, CertSecret: f.CertSecret, ClientCA: f.ClientCA,
 		Conversion: webhook.ConversionOptions{ListenAddress: c.ListenAddress, Cert: c.Cert, Key: c.Key, CA: c.CA,
 			ServiceName: c.ServiceName, URL: c.URL, ClientCA: c.ClientCA},
 		MaxConnections: f.MaxConnections, TLSMinVersion: f.TLSMinVersion, DryRun: dryRun,
