@@ -2,7 +2,9 @@ package listen
 
 import (
 	"net"
+	"slices"
 	"sync"
+	"time"
 )
 
 // limitListener caps the connections open at once from one source (more
@@ -15,10 +17,13 @@ import (
 // ahead of one that could take one. Where a source may hold every place
 // (perSource >= max: a listener for one client), a newcomer waits for a
 // place instead, with the connections after it in the kernel's backlog.
+// A source banned for rapid resets (see resets.go) has its connections
+// closed as soon as they are accepted.
 type limitListener struct {
 	net.Listener
 	max, perSource int
 	refused        func(reason, client string)
+	resets         *resetBudgets
 
 	mu   sync.Mutex
 	open int
@@ -33,7 +38,7 @@ type limitListener struct {
 
 func newLimitListener(ln net.Listener, l Limits) *limitListener {
 	return &limitListener{Listener: ln, max: l.MaxConns, perSource: l.MaxConnsPerSource, refused: l.Refused,
-		bySource: map[string][]*limitConn{}, freed: make(chan struct{}), done: make(chan struct{})}
+		resets: newResetBudgets(time.Now), bySource: map[string][]*limitConn{}, freed: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Accept returns the next connection that has a place (see limitListener),
@@ -83,6 +88,9 @@ func (l *limitListener) admit(c net.Conn) (admitted, evicted *limitConn, freed c
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	mine := len(l.bySource[src])
+	if counted && l.resets.banned(src) {
+		return nil, nil, nil, ReasonResetFlood
+	}
 	if counted && fairShare && mine >= l.perSource {
 		return nil, nil, nil, ReasonPerSource
 	}
@@ -107,6 +115,21 @@ func (l *limitListener) admit(c net.Conn) (admitted, evicted *limitConn, freed c
 	l.bySource[src] = append(l.bySource[src], admitted)
 	l.open++
 	return admitted, evicted, nil, ""
+}
+
+// banSource closes src's open connections but cut (closed already), and
+// its next ones for resetBan (see resetBudgets).
+func (l *limitListener) banSource(src string, cut *limitConn) {
+	l.resets.ban(src)
+	l.mu.Lock()
+	conns := slices.Clone(l.bySource[src])
+	l.mu.Unlock()
+	for _, c := range conns {
+		if c != cut {
+			_ = c.Close()
+			l.tell(ReasonResetFlood, c)
+		}
+	}
 }
 
 // removeLocked takes c out of its source's connections, if it is there.

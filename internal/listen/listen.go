@@ -1,10 +1,10 @@
 // Package listen holds what every HTTP listener of the operator shares
 // (the metrics and health listener, the webhook listeners): a cap on open
 // connections, from one source and all together (where the sources with
-// the most give way to newcomers), timeouts on every
-// phase of a request, a small header limit, HTTP/2 limits (streams per
-// connection, receive buffers, and connections that cancel streams as fast
-// as they open them closed), and http.Server's own error messages (TLS
+// the most give way to newcomers), timeouts on every phase of a request,
+// a small header limit, HTTP/2 limits (streams per connection, receive
+// buffers, and the sources that cancel streams as fast as they open them
+// cut off for a while), and http.Server's own error messages (TLS
 // handshake failures among them) logged through logrus at a rate a flood
 // of bad connections cannot turn into a flood of lines.
 //
@@ -66,8 +66,10 @@ const (
 	// ReasonEvicted: the connection, the oldest of the source with the
 	// most, gave its place to one from a source with fewer.
 	ReasonEvicted = "evicted"
-	// ReasonResetFlood: the client cancelled HTTP/2 streams right after
-	// opening them, faster than a client with work to do does.
+	// ReasonResetFlood: the client's source cancelled HTTP/2 streams
+	// right after opening them, faster than a client with work to do
+	// does; its connections are closed, and its new ones for a few
+	// seconds.
 	ReasonResetFlood = "reset_flood"
 )
 
@@ -128,7 +130,7 @@ func (l Limits) Server(h http.Handler, logger logrus.FieldLogger, handshakeFaile
 		if l.Refused != nil {
 			l.Refused(ReasonResetFlood, client)
 		}
-		sampler.Log(logger.WithField("client", client), logrus.WarnLevel, "connection closed: it cancelled HTTP/2 streams as fast as it opened them")
+		sampler.Log(logger.WithField("client", client), logrus.WarnLevel, "connection closed: its source cancelled HTTP/2 streams as fast as it opened them (a TCP source's connections are refused for "+resetBan.String()+")")
 	}
 	return &http.Server{
 		Handler:           watchResets(h, resetFlood),
