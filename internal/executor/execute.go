@@ -62,8 +62,15 @@ type Executor struct {
 	// Tracer, when set, traces runs (nil: tracing off).
 	Tracer *tracing.Tracer
 	Log    logrus.FieldLogger
+	// RestrictWrites fails a run whose operations need access its hook's
+	// declared writes do not grant, none applied, and one whose hook
+	// declares no writes and writes (--restrict-writes). Without it such
+	// operations of a hook that declares writes are applied, counted and
+	// warned of.
+	RestrictWrites bool
 
-	runs atomic.Uint64
+	runs         atomic.Uint64
+	writesWarned writeWarnings
 }
 
 // Report describes one hook run.

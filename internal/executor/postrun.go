@@ -16,11 +16,12 @@ import (
 // afterRun is the post-run step of every successful hook process, a queued
 // run's and a webhook request's alike. Everything the hook wrote besides
 // its answer is checked before any of it is used: its object operations,
-// its metrics and the bindings its Requeue operations refer to. Then the
-// watch is told of the status writes to come, the operations are applied
-// and counted, the hook's metrics kept, finish (when not nil: what is left
-// for this kind of run, such as releasing finalizers) is called with the
-// requeues, and last the requeues are armed. A failed check applies
+// its metrics, the bindings its Requeue operations refer to, and the
+// operations against the writes the hook declares (see checkWrites). Then
+// the watch is told of the status writes to come, the operations are
+// applied and counted, the hook's metrics kept, finish (when not nil: what
+// is left for this kind of run, such as releasing finalizers) is called
+// with the requeues, and last the requeues are armed. A failed check applies
 // nothing; a failed apply or finish arms no requeue. It returns the
 // operations, which rep.Parsed holds too once they parsed.
 func (e *Executor) afterRun(ctx context.Context, h *hook.Hook, res run.Result, rep *Report, finish func([]RequeueRequest) error) (_ []ops.Operation, err error) {
@@ -41,6 +42,9 @@ func (e *Executor) afterRun(ctx context.Context, h *hook.Hook, res run.Result, r
 	requeues, err := e.resolveRequeues(h, operations)
 	if err != nil {
 		return nil, fail(invalidOps(err), fmt.Errorf("hook %s: invalid operations in $KUBERNETES_PATCH_PATH, none applied: %w", h.Name, err))
+	}
+	if err := e.checkWrites(h, operations); err != nil {
+		return nil, fail(writesStatus(err), fmt.Errorf("hook %s: operations outside its declared writes in $KUBERNETES_PATCH_PATH, none applied (--restrict-writes): %w", h.Name, err))
 	}
 	e.noteStatusWrites(h, operations)
 	if len(operations) > 0 {

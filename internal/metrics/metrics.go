@@ -71,6 +71,10 @@ type Metrics struct {
 	reloads    *vec
 	triggers   *vec
 
+	// writesOutside counts operations outside their hook's declared
+	// writes (internal/rbac's Outside).
+	writesOutside *vec
+
 	webhookRequests *vec
 	webhookSeconds  *vec
 	webhookTimeouts *vec
@@ -144,6 +148,9 @@ func New(prefix string) *Metrics {
 		reloads:    f.counter("hooks_reload_total", "Reloads of the hooks folder after it changed, by result: applied (hooks started, stopped or changed), unchanged (no configuration changed; changed scripts take effect at their next run), invalid (a configuration is not valid; the running hooks stay) or failed.", "result"),
 		triggers:   f.counter("hook_triggers_total", "Runs asked for by hook-operator trigger, by hook and context type (Synchronization, Event, Schedule), counted when queued; the run counts in hook_run_* as any run.", "hook", "type"),
 		events:     f.counter("kube_events_total", "Kubernetes Events about failed runs, by what became of them: sent, limited (folded into the next one sent) or dropped.", "result"),
+
+		writesOutside: f.counter("writes_outside_declared_total", "Object operations of hooks that need access the hook's declared writes do not grant, by reason: kind, namespace, verb, or no_writes (a hook that declares none, counted with --restrict-writes only). Applied, unless --restrict-writes failed the run.",
+			"hook", "reason"),
 
 		webhookRequests: f.counter("webhook_requests_total", "Admission requests by hook, binding, kind (validating, mutating), result (allowed, denied, error: the hook gave no valid answer) and the code of the answer (200, 403, 500).",
 			"hook", "binding", "kind", "result", "code"),
@@ -457,6 +464,16 @@ func (m *Metrics) Operation(hook, typ, result string) {
 		return
 	}
 	m.operations.add(1, hook, typ, result)
+}
+
+// WriteOutside counts an operation of hook that needs access the hook's
+// declared writes do not grant, by reason (internal/rbac's Reason
+// constants, a fixed set).
+func (m *Metrics) WriteOutside(hook, reason string) {
+	if m == nil {
+		return
+	}
+	m.writesOutside.add(1, hook, reason)
 }
 
 // KubeEvent counts a Kubernetes Event about a failed run by what became

@@ -66,6 +66,9 @@ type Options struct {
 	// WatchIdleTimeout restarts, with a fresh list, a watch that delivered
 	// no event and no bookmark for that long; zero: never.
 	WatchIdleTimeout time.Duration
+	// RestrictWrites fails runs whose operations write outside their
+	// hook's declared writes (see executor.Executor.RestrictWrites).
+	RestrictWrites bool
 	// Pod is the operator's own Pod, when it runs in one: Events about
 	// the operator itself (a reload that failed) are about it.
 	Pod PodRef
@@ -228,6 +231,8 @@ func New(hooks []*hook.Hook, clients *kube.Clients, opts Options, log logrus.Fie
 		Failed:   o.failed,
 		Tracer:   opts.Tracer,
 		Log:      log,
+
+		RestrictWrites: opts.RestrictWrites,
 	}
 	if opts.Events {
 		o.events = recorder.New(clients.Dynamic, log, opts.Metrics.KubeEvent)

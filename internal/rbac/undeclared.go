@@ -31,6 +31,25 @@ const maxScan = 256 << 20
 // what suggests a write.
 func UndeclaredWrites(hooks []*hook.Hook) []string {
 	var out []string
+	for _, u := range Undeclared(hooks) {
+		out = append(out, fmt.Sprintf("%s: %s, but its configuration declares no \"writes\": the RBAC below lets it write nothing, "+
+			"so its operations would be refused; declare what it writes under \"writes\" (docs/hooks.md#writes-extension)", u.Hook.Path, u.Sign))
+	}
+	return out
+}
+
+// UndeclaredHook is a hook that seems to write and declares no writes.
+type UndeclaredHook struct {
+	Hook *hook.Hook
+	// Sign says what suggests a write, such as "the hook's file uses
+	// kubectl apply".
+	Sign string
+}
+
+// Undeclared returns the hooks whose bindings or file suggest that they
+// write objects while their configurations declare no `writes`.
+func Undeclared(hooks []*hook.Hook) []UndeclaredHook {
+	var out []UndeclaredHook
 	for _, h := range hooks {
 		if len(h.Config.Writes) > 0 {
 			continue
@@ -40,8 +59,7 @@ func UndeclaredWrites(hooks []*hook.Hook) []string {
 			sign = fileSign(h.Path)
 		}
 		if sign != "" {
-			out = append(out, fmt.Sprintf("%s: %s, but its configuration declares no \"writes\": the RBAC below lets it write nothing, "+
-				"so its operations would be refused; declare what it writes under \"writes\" (docs/hooks.md#writes-extension)", h.Path, sign))
+			out = append(out, UndeclaredHook{Hook: h, Sign: sign})
 		}
 	}
 	return out

@@ -63,6 +63,7 @@ func (p *parts) options(env []string) operator.Options {
 		// A dry-run writes nothing, Events included.
 		Events:           !p.dryRun,
 		WatchIdleTimeout: f.WatchIdle,
+		RestrictWrites:   f.RestrictWrites,
 		Pod:              operator.PodRef{Namespace: os.Getenv("POD_NAMESPACE"), Name: os.Getenv("POD_NAME"), UID: os.Getenv("POD_UID")},
 	}
 }

@@ -50,6 +50,8 @@ func Settings(f *Flags) []envflag.Setting {
 		hookscmd.FolderSetting(&f.HooksFolder),
 		{Name: "max-hook-output", Value: &f.MaxHookOutput, Usage: "the most read from a file a hook writes or its --config output; a run writing more fails",
 			Doc: "the most the operator reads from one file a hook writes and from its `--config` output; a run that writes more fails (see [Limits on what hooks write](#limits-on-what-hooks-write))"},
+		{Name: "restrict-writes", Value: envflag.Bool(&f.RestrictWrites, false), Usage: "fail a run writing outside its hook's writes, applying none; a hook with no writes may not write",
+			Doc: "a run whose operations need access that its hook's `writes` do not grant (a kind, subresource, namespace or verb) fails before any of them is applied, and is retried as a run that wrote invalid operations is. A hook that declares no `writes` (no shell-operator hook does) may then write nothing, only `Requeue`; the hooks that seem to write and declare none are warned of at start. Without it, such operations of hooks that declare `writes` are applied, counted in `writes_outside_declared_total` and warned of ([hooks.md](hooks.md#what-the-runtime-checks))"},
 		{Name: "retry-initial-delay", Value: envflag.Duration(&f.RetryInitial, time.Second), Usage: "pause before the first retry of a failed run; doubles per failure",
 			Doc: "pause before retrying a failed run; doubles per failure"},
 		{Name: "retry-max-delay", Value: envflag.Duration(&f.RetryMax, time.Minute), Usage: "longest pause between retries of a failed run",

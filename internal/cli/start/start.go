@@ -88,6 +88,9 @@ type Flags struct {
 	// HookMetricsMaxSeriesPerHook and HookMetricsMaxSeries cap the series
 	// of hooks' metrics, each hook's and all together; 0: no cap.
 	HookMetricsMaxSeriesPerHook, HookMetricsMaxSeries int
+	// RestrictWrites fails runs whose operations write outside their
+	// hook's declared writes (--restrict-writes).
+	RestrictWrites bool
 	// MetricsSecure serves /metrics over HTTPS on MetricsSecureAddress to
 	// callers with a token allowed to get it (TokenReview and
 	// SubjectAccessReview), and not on ListenAddress.
@@ -267,6 +270,9 @@ func Run(ctx context.Context, f Flags, stdout io.Writer, log *logrus.Logger) err
 	}
 	warnParallelCap(hooks, f.MaxParallel, log)
 	warnExposures(f, hooks, log)
+	if f.RestrictWrites {
+		warnUndeclaredWrites(hooks, log)
+	}
 	if f.AdaptProcs {
 		pctx, stopProcs := context.WithCancel(ctx)
 		defer stopProcs()
