@@ -249,14 +249,20 @@ func Handler(ctx context.Context, op Operator, opts Options) http.Handler {
 }
 
 // handler returns the health and metrics routes (public) and the debug
-// routes (debug).
+// routes (debug): with the public ones on the TCP listener, behind
+// guardDebug.
 func handler(op Operator, ready *readiness, opts Options, public, debug bool) http.Handler {
 	mux := http.NewServeMux()
-	if debug {
-		addDebug(mux, op, opts.Pprof)
-	}
 	if !public {
+		if debug {
+			addDebug(mux, op, opts.Pprof)
+		}
 		return mux
+	}
+	if debug {
+		routes := http.NewServeMux()
+		addDebug(routes, op, opts.Pprof)
+		mux.Handle("/debug/", guardDebug(routes, opts.Address))
 	}
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", opts.Metrics)

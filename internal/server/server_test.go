@@ -60,7 +60,9 @@ func (f *fakeOperator) Snapshots(hook string) ([]operator.SnapshotState, error) 
 func get(t *testing.T, h http.Handler, path string) (int, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	req.Host = "127.0.0.1:9115" // the debug routes answer an IP address, not example.com
+	h.ServeHTTP(rec, req)
 	return rec.Code, rec.Body.String()
 }
 

@@ -207,7 +207,8 @@ func BindTarget(fs *pflag.FlagSet, f *Flags) {
 }
 
 // Request sends a request with method to path and returns the answer's
-// body when it is 200 OK.
+// body when it is 200 OK. It carries server.DebugHeader, which a POST to
+// --debug-http's listener needs.
 func Request(ctx context.Context, f Flags, method, path string) ([]byte, error) {
 	client := &http.Client{Timeout: 10 * time.Second}
 	base := "http://" + f.Address
@@ -224,6 +225,7 @@ func Request(ctx context.Context, f Flags, method, path string) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
+	req.Header.Set(server.DebugHeader, "1")
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach the operator at %s (is it running? set --socket or --address): %w", where, err)
