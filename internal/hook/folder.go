@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -76,6 +77,40 @@ func (f folder) external(p string, mode fs.FileMode) string {
 func within(root, path string) bool {
 	rel, err := filepath.Rel(root, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// CheckPath says why h must not run now, or nil: its path resolves
+// outside the hooks folder Load found it in, and links out are not
+// allowed. Load skipped such links, but one can be repointed after the
+// load, and with --hooks-reload=false nothing loads the folder again; so
+// whoever starts a hook process checks first, every time. The folder is
+// resolved again too, so that a folder swapped as a whole (a ConfigMap
+// volume's "..data", git-sync's link) is judged as it is now. A path that
+// no longer exists passes: starting it fails with its own error.
+//
+// What is executed is still the path, resolved again by exec: a link
+// swapped in the moment between the check and the exec is not caught.
+func (h *Hook) CheckPath() error {
+	f := h.folder
+	if f.dir == "" || f.opts.AllowExternalSymlinks {
+		return nil
+	}
+	target, err := resolve(h.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return printable(fmt.Errorf("%s: %w", h.Path, err))
+	}
+	root, err := resolve(f.dir)
+	if err != nil {
+		return printable(fmt.Errorf("hooks folder %s: %w", f.dir, err))
+	}
+	if within(root, target) {
+		return nil
+	}
+	return fmt.Errorf("not run: %s now leads to %s, outside the hooks folder %s (a symlink changed since the hook was loaded); %s",
+		limit.Printable(h.Path), limit.Printable(target), limit.Printable(root), outsideAdvice())
 }
 
 // outsideAdvice is what a message about a link out tells the user to do.

@@ -150,7 +150,7 @@ func Load(ctx context.Context, dir string, opts LoadOptions) ([]*Hook, error) {
 // loadHook runs one hook's --config and parses its output.
 func loadHook(ctx context.Context, root, name string, opts LoadOptions, builtin func() *kube.BuiltinKinds) (*Hook, ConfigErrors) {
 	p := filepath.Join(root, filepath.FromSlash(name))
-	h := &Hook{Name: name, Path: p, Dir: filepath.Dir(p)}
+	h := &Hook{Name: name, Path: p, Dir: filepath.Dir(p), folder: folder{dir: root, opts: opts.Folder}}
 	if ctx.Err() != nil {
 		return nil, nil
 	}

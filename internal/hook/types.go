@@ -24,6 +24,10 @@ type Hook struct {
 	// Dir is the hook's folder, the working directory of its runs.
 	Dir    string `json:"dir"`
 	Config Config `json:"config"`
+
+	// folder is the hooks folder Load found the hook in, which CheckPath
+	// checks Path against; zero for a hook made otherwise.
+	folder folder
 }
 
 // Event types of kubernetes bindings.

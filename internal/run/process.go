@@ -28,12 +28,15 @@ type process struct {
 	signalled atomic.Bool
 }
 
-// newProcess prepares h to run until ctx ends, with env, /dev/null as stdin
+// newProcess checks h's path (hook.CheckPath) and prepares h to run until ctx ends, with env, /dev/null as stdin
 // and its output going to stdout and stderr, then to get limits.KillGrace
 // between SIGTERM and SIGKILL. Once the hook has exited, output that
 // processes it left behind hold open is read for at most
 // limits.OutputGrace.
 func newProcess(ctx context.Context, h *hook.Hook, env []string, limits Limits, stdout, stderr io.Writer) (*process, error) {
+	if err := h.CheckPath(); err != nil {
+		return nil, err
+	}
 	stdin, err := hookStdin()
 	if err != nil {
 		return nil, err

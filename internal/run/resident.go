@@ -203,8 +203,13 @@ func sameFile(a, b os.FileInfo) bool {
 	return os.SameFile(a, b) && a.Size() == b.Size() && a.Mode() == b.Mode() && a.ModTime().Equal(b.ModTime())
 }
 
-// startResident starts h as a resident process.
+// startResident starts h as a resident process, once its path passes
+// hook.CheckPath. A process already started keeps what was checked: a
+// changed path makes it stale, and its replacement is checked.
 func (r *Runner) startResident(h *hook.Hook, log logrus.FieldLogger) (*resident, error) {
+	if err := h.CheckPath(); err != nil {
+		return nil, err
+	}
 	exe, err := os.Stat(h.Path)
 	if err != nil {
 		return nil, fmt.Errorf("start: %w", err)
