@@ -42,16 +42,19 @@ func NewSlots(n int, memory int64) *Slots {
 
 // The memory a review's hook is counted at: a process (bash, and jq or
 // python under it) takes a few MiB before it reads anything, and one that
-// parses the review holds it several times over. jq 1.6 held 2.4 times a
-// 7.8 MB review of one long string and 6.5 times one of 400,000 small
-// keys (18 and 56 MB); a bash hook that only copies the file, far less.
+// parses the review holds it many times over. jq 1.6 held a review of 7.8
+// MB 2.4 times when it was one long string, 6.5 times as 400,000 small
+// keys and 32 times as an array of small objects (18, 56 and 230 MB): the
+// last, which any client can send, is the bound. A review of the usual
+// few KiB counts a little over 8 MiB, so that the default of the chart
+// (128 MiB) runs about 15 of them at once.
 const (
 	hookProcessBytes = 8 << 20
-	hookBytesFactor  = 4
+	hookBytesFactor  = 32
 )
 
 // HookMemory is the memory the hook of a review of size bytes is counted
-// at: 8 MiB and 4 times the review.
+// at: 8 MiB and 32 times the review.
 func HookMemory(size int64) int64 { return hookProcessBytes + hookBytesFactor*size }
 
 // SourceShare is the share of the slots, and of the hooks' memory, that

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -63,42 +64,49 @@ func TestSlotsKeepAShareForOtherSources(t *testing.T) {
 	}
 }
 
-// Each review counts its hook at 8 MiB and 4 times its size against the
-// hooks' memory: with 128 MiB, one address's 7.8 MB reviews (39 MiB
-// each) run two at a time, while another address's small review still
-// finds room; a review counted above an address's share still runs, alone.
+// Each review counts its hook at 8 MiB and 32 times its size against the
+// hooks' memory: with 128 MiB, small reviews run 15 at once; one address's
+// 7.8 MB reviews, each counted at the address's share (96 MiB), run one
+// at a time, while another address's small review still finds room.
 func TestSlotsBoundTheHooksMemory(t *testing.T) {
 	const big = 7_800_000
-	if HookMemory(big) != 8<<20+4*big {
+	if HookMemory(big) != 8<<20+32*big {
 		t.Fatalf("HookMemory(%d) = %d", big, HookMemory(big))
 	}
 	slots := NewSlots(16, 128<<20)
-	ctx := context.Background()
-	first, err := slots.take(ctx, "10.0.0.2", big)
-	if err != nil {
-		t.Fatal(err)
+	var gives []func()
+	for i := range 16 {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		give, err := slots.take(ctx, fmt.Sprintf("10.0.0.%d", 10+i), 4<<10)
+		cancel()
+		if err != nil {
+			break
+		}
+		gives = append(gives, give)
 	}
-	second, err := slots.take(ctx, "10.0.0.2", big)
+	if len(gives) != 15 {
+		t.Errorf("%d small reviews ran at once within 128 MiB; want 15 (8 MiB and 128 KiB each)", len(gives))
+	}
+	for _, give := range gives {
+		give()
+	}
+	first, err := slots.take(context.Background(), "10.0.0.2", big)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tryTake(slots, "10.0.0.2", big) {
-		t.Errorf("a third 7.8 MB review of one address ran beside two: 117 MiB of its 96 MiB share")
+		t.Errorf("a second 7.8 MB review of one address ran beside the first")
 	}
 	if !tryTake(slots, "10.0.0.1", 10<<10) {
-		t.Errorf("another address's small review found no room while the first held 78 MiB of 128")
+		t.Errorf("another address's small review found no room while the first held its share")
 	}
-	if n, m := slots.Held(); n != 2 || m != 2*HookMemory(big) {
-		t.Errorf("held %d slots, %d bytes; want 2 and %d", n, m, 2*HookMemory(big))
+	if n, m := slots.Held(); n != 1 || m != 96<<20 {
+		t.Errorf("held %d slots, %d bytes; want 1 and 96 MiB", n, m)
 	}
 	first()
 	first() // twice gives back once
 	if !tryTake(slots, "10.0.0.2", big) {
-		t.Errorf("a 7.8 MB review found no room once one of two was answered")
-	}
-	second()
-	if !tryTake(slots, "10.0.0.2", 64<<20) {
-		t.Errorf("a review counted above the address's share did not run alone")
+		t.Errorf("a 7.8 MB review found no room once the one before was answered")
 	}
 	if n, m := slots.Held(); n != 0 || m != 0 {
 		t.Errorf("after every slot was given back: %d held, %d bytes", n, m)
@@ -115,7 +123,7 @@ func TestSlotsSayWhyTheyAreBusy(t *testing.T) {
 	if got := slots.busy("10.0.0.2", 1<<10); got != "the client's address held its 3 of the 4 webhook slots the whole time" {
 		t.Errorf("busy for the address at its share: %q", got)
 	}
-	if got := slots.busy("10.0.0.1", 8<<20); got != "the hooks of the reviews in flight held the 64 MiB of --webhook-hook-memory the whole time (this review's hook counts 40 MiB)" {
+	if got := slots.busy("10.0.0.1", 8<<20); got != "the hooks of the reviews in flight held the 64 MiB of --webhook-hook-memory the whole time (this review's hook counts 48 MiB)" {
 		t.Errorf("busy for the hooks' memory: %q", got)
 	}
 	taken(t, slots, "10.0.0.1")
