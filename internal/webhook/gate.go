@@ -25,11 +25,13 @@ const HealthPath = "/healthz"
 // configuration's timeoutSeconds is less.
 const maxSlotWait = 30 * time.Second
 
-// gate is in front of the webhook handlers: it reads a request's body
-// whole, in the body's own time and within the memory for bodies, and
-// only then takes a slot to run the handler, so that clients that send a
-// part of a body and wait hold no slot and little memory; and it logs and
-// counts the requests answered with an error before a hook ran. It answers
+// gate is in front of the webhook handlers: it answers a request to a
+// path that no binding serves 404 before reading anything more; it reads
+// a request's body whole, in the body's own time and within the memory
+// for bodies, and only then takes a slot to run the handler (see Slots),
+// so that clients that send a part of a body and wait hold no slot and
+// little memory; and it logs (sampled) and counts the requests answered
+// with an error before a hook ran. It answers
 // GET /healthz itself, before any of that: liveness probes (shell-operator's
 // Deployments probe its webhook ports over HTTPS) take no slot and send no
 // client certificate.
