@@ -85,9 +85,10 @@ test-loaded: ## make test TEST_RUNS times in a row (default 3) beside a CPU burn
 
 .PHONY: test-matrix
 # The Kubernetes releases make test-matrix runs on; empty: its default list
-# (hack/test-matrix.sh: the oldest supported, two between, the pinned one).
+# (hack/test-matrix.sh: the oldest supported, two between, the one before
+# the pinned one, the pinned one).
 KUBE_VERSIONS ?=
-test-matrix: ## the integration, conformance, fault and deploy suites on each Kubernetes release of KUBE_VERSIONS (default v1.31.13 v1.33.5 v1.35.0 v1.36.3), each on a cluster of its own; writes the table into docs/compatibility.md (not part of make test; about 15 min a release on 2 cores, plus 10 to build one not cached)
+test-matrix: ## the integration, conformance, fault and deploy suites on each Kubernetes release of KUBE_VERSIONS (default v1.31.13 v1.33.5 v1.35.0 v1.36.3 v1.37.2), each on a cluster of its own; writes the table into docs/compatibility.md (not part of make test; about 15 min a release on 2 cores, plus 10 to build one not cached)
 	KUBE_VERSIONS='$(KUBE_VERSIONS)' hack/test-matrix.sh
 
 cluster-binaries: ## build the pinned cluster binaries into the per-user cache (once)

@@ -29,8 +29,9 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-# The default list: the oldest release supported, two between, the pinned one.
-default_versions="v1.31.13 v1.33.5 v1.35.0 v1.36.3"
+# The default list: the oldest release supported, two between, the one
+# before the pinned one, and the pinned one.
+default_versions="v1.31.13 v1.33.5 v1.35.0 v1.36.3 v1.37.2"
 read -r -a versions <<<"${*:-${KUBE_VERSIONS:-$default_versions}}"
 read -r -a suites <<<"${MATRIX_SUITES:-integration conformance faults deploy}"
 logs=${MATRIX_LOGS:-$(mktemp -d /var/tmp/hook-operator-matrix-XXXXXX)}

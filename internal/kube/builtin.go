@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// builtinJSON is the discovery data of a Kubernetes v1.36 API server with
+// builtinJSON is the discovery data of a Kubernetes v1.37 API server with
 // its default API groups enabled; hack/gen-builtin-resources.sh writes it.
 //
 //go:embed builtin_resources.json
@@ -51,7 +51,7 @@ func weakly[T any](build func() *T) func() *T {
 	}
 }
 
-// BuiltinResources returns the API resources Kubernetes v1.36 serves out of
+// BuiltinResources returns the API resources Kubernetes v1.37 serves out of
 // the box (the core group, apps, batch, the *.k8s.io groups, ...; no CRDs),
 // as discovery lists them: core v1 first, then the groups in the API
 // server's order, which decides what an ambiguous name such as "events"
