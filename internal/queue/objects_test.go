@@ -69,9 +69,27 @@ func event(h *hook.Hook, watchEvent, name string, version int, done chan<- error
 	}}, Done: func(err error) { done <- err }}
 }
 
-func objectSet(r *runLog) *Set {
+// objectFixture returns a run log, a set that runs with it (stopped when
+// the test ends), the hook h and a channel for the tasks' Done.
+func objectFixture(t *testing.T, h *hook.Hook) (*runLog, *Set, *hook.Hook, chan error) {
+	r := newRunLog()
 	l, _ := logtest.NewNullLogger()
-	return NewSet(r.handle, Options{RetryInitial: time.Millisecond, RetryMax: time.Millisecond}, logrus.NewEntry(l))
+	s := NewSet(r.handle, Options{RetryInitial: time.Millisecond, RetryMax: time.Millisecond}, logrus.NewEntry(l))
+	t.Cleanup(func() { s.Stop(time.Second) })
+	return r, s, h, make(chan error, 64)
+}
+
+// awaitStart waits for the next run to start.
+func (r *runLog) awaitStart(t *testing.T, what string) {
+	t.Helper()
+	receive(t, r.started, 5*time.Second, what+" never started")
+}
+
+// next ends the run in progress with err and waits for the next to start.
+func (r *runLog) next(t *testing.T, err error, what string) {
+	t.Helper()
+	r.release <- err
+	r.awaitStart(t, what)
 }
 
 // expect lists "cms:<event>:<name>@<version>" for each version.
@@ -88,22 +106,17 @@ func expect(event, name string, versions ...int) []string {
 // newest in the place of the eighth. Every task's Done is called, and
 // another object's contexts are not touched.
 func TestObjectContextsWaitingAreCapped(t *testing.T) {
-	r := newRunLog()
-	s := objectSet(r)
-	defer s.Stop(time.Second)
-	h := &hook.Hook{Name: "h"}
-	done := make(chan error, 64)
+	r, s, h, done := objectFixture(t, &hook.Hook{Name: "h"})
 
 	must(t, s.Push(event(h, "Added", "x", 0, done)))
-	receive(t, r.started, 5*time.Second, "the first run never started")
+	r.awaitStart(t, "the first run")
 	for v := 1; v <= 20; v++ {
 		must(t, s.Push(event(h, "Modified", "x", v, done)))
 		if v == 3 {
 			must(t, s.Push(event(h, "Modified", "y", 1, done)))
 		}
 	}
-	r.release <- nil
-	receive(t, r.started, 5*time.Second, "the second run never started")
+	r.next(t, nil, "the second run")
 	r.release <- nil
 	for range 22 {
 		if err := waitDone(t, done); err != nil {
@@ -120,14 +133,10 @@ func TestObjectContextsWaitingAreCapped(t *testing.T) {
 // A context of another type (here a Synchronization) of the hook starts
 // an object's count again: no event moves before it.
 func TestObjectContextsCountAgainAfterAnotherType(t *testing.T) {
-	r := newRunLog()
-	s := objectSet(r)
-	defer s.Stop(time.Second)
-	h := &hook.Hook{Name: "h"}
-	done := make(chan error, 64)
+	r, s, h, done := objectFixture(t, &hook.Hook{Name: "h"})
 
 	must(t, s.Push(event(h, "Added", "x", 0, done)))
-	receive(t, r.started, 5*time.Second, "the first run never started")
+	r.awaitStart(t, "the first run")
 	for v := 1; v <= 8; v++ {
 		must(t, s.Push(event(h, "Modified", "x", v, done)))
 	}
@@ -135,8 +144,7 @@ func TestObjectContextsCountAgainAfterAnotherType(t *testing.T) {
 	for v := 9; v <= 11; v++ {
 		must(t, s.Push(event(h, "Modified", "x", v, done)))
 	}
-	r.release <- nil
-	receive(t, r.started, 5*time.Second, "the second run never started")
+	r.next(t, nil, "the second run")
 	r.release <- nil
 	want := append(expect("Modified", "x", 1, 2, 3, 4, 5, 6, 7, 8), "cms:Synchronization")
 	want = append(want, expect("Modified", "x", 9, 10, 11)...)
@@ -149,25 +157,19 @@ func TestObjectContextsCountAgainAfterAnotherType(t *testing.T) {
 // joins it within MaxObjectContexts an object, the newest last, and the
 // event types kept in their order.
 func TestObjectContextsOfARetryAreCapped(t *testing.T) {
-	r := newRunLog()
-	s := objectSet(r)
-	defer s.Stop(time.Second)
-	h := &hook.Hook{Name: "h"}
-	done := make(chan error, 64)
+	r, s, h, done := objectFixture(t, &hook.Hook{Name: "h"})
 
 	must(t, s.Push(event(h, "Added", "x", 0, done)))
-	receive(t, r.started, 5*time.Second, "the first run never started")
+	r.awaitStart(t, "the first run")
 	for v := 1; v <= 5; v++ {
 		must(t, s.Push(event(h, "Modified", "x", v, done)))
 	}
-	r.release <- nil
-	receive(t, r.started, 5*time.Second, "the second run never started")
+	r.next(t, nil, "the second run")
 	for v := 6; v <= 30; v++ {
 		must(t, s.Push(event(h, "Modified", "x", v, done)))
 	}
 	must(t, s.Push(event(h, "Deleted", "x", 31, done)))
-	r.release <- errors.New("boom") // held for its retry, which takes the rest
-	receive(t, r.started, 5*time.Second, "the retry never started")
+	r.next(t, errors.New("boom"), "the retry") // held for its retry, which takes the rest
 	r.release <- nil
 	want := expect("Modified", "x", 1, 2, 3, 4, 5, 6, 7)
 	want = append(want, expect("Deleted", "x", 31)...)
@@ -191,11 +193,7 @@ func TestObjectContextsOfARetryAreCapped(t *testing.T) {
 // The hooks with parallelism cap an object's contexts the same way: they
 // wait under its key.
 func TestObjectContextsOfAKeyAreCapped(t *testing.T) {
-	r := newRunLog()
-	s := objectSet(r)
-	defer s.Stop(time.Second)
-	h := parallelHook("p", 2)
-	done := make(chan error, 64)
+	r, s, h, done := objectFixture(t, parallelHook("p", 2))
 	keyedEvent := func(v int) *Task {
 		e := event(h, "Modified", "x", v, done)
 		e.Key = "ns/x"
@@ -203,12 +201,11 @@ func TestObjectContextsOfAKeyAreCapped(t *testing.T) {
 	}
 
 	must(t, s.Push(keyedEvent(0)))
-	receive(t, r.started, 5*time.Second, "the first run never started")
+	r.awaitStart(t, "the first run")
 	for v := 1; v <= 12; v++ {
 		must(t, s.Push(keyedEvent(v)))
 	}
-	r.release <- nil
-	receive(t, r.started, 5*time.Second, "the second run never started")
+	r.next(t, nil, "the second run")
 	r.release <- nil
 	if got, want := r.run(t, 1), expect("Modified", "x", 1, 2, 3, 4, 5, 6, 7, 12); !slices.Equal(got, want) {
 		t.Errorf("the second run got\n  %q\nwant\n  %q", got, want)
