@@ -128,18 +128,12 @@ func TestIntegrationHostileRapidResetReconnecting(t *testing.T) {
 	cpu0 := cpuTime(t, pid)
 	start := time.Now()
 	underAttack(t, pid, addr, legit, func(ctx context.Context, i int) {
+		reset := rapidReset(&sent)
 		h2Attack(ctx, attacker(0), addr, func(fr *http2.Framer, id uint32) error {
 			if id == 1 {
 				conns.Add(1)
 			}
-			if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: postHeaders(1000), EndHeaders: true}); err != nil {
-				return err
-			}
-			if err := fr.WriteRSTStream(id, http2.ErrCodeCancel); err != nil {
-				return err
-			}
-			sent.Add(1)
-			return nil
+			return reset(fr, id)
 		}, 100000, time.Hour, nil)
 	}, 4)
 	cpu, took := cpuTime(t, pid)-cpu0, time.Since(start)

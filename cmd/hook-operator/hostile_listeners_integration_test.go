@@ -108,16 +108,7 @@ func TestIntegrationHostileListeners(t *testing.T) {
 		var sent, cut atomic.Int64
 		cpu0 := cpuTime(t, pid)
 		underAttack(t, pid, addr, legit, func(ctx context.Context, i int) {
-			h2Attack(ctx, attacker(0), addr, func(fr *http2.Framer, id uint32) error {
-				if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: postHeaders(1000), EndHeaders: true}); err != nil {
-					return err
-				}
-				if err := fr.WriteRSTStream(id, http2.ErrCodeCancel); err != nil {
-					return err
-				}
-				sent.Add(1)
-				return nil
-			}, 100000, time.Hour, func() { cut.Add(1) })
+			h2Attack(ctx, attacker(0), addr, rapidReset(&sent), 100000, time.Hour, func() { cut.Add(1) })
 		}, 1)
 		t.Logf("rapid reset: %d streams sent before the connection was cut (%d cut); operator CPU %s", sent.Load(), cut.Load(), cpuTime(t, pid)-cpu0)
 		if cut.Load() == 0 || sent.Load() >= 100000 {
@@ -317,6 +308,21 @@ func h2Attack(ctx context.Context, ip net.IP, addr string, open func(fr *http2.F
 			cut()
 			return
 		}
+	}
+}
+
+// rapidReset returns h2Attack's open for a rapid reset: each stream's
+// HEADERS, then at once its RST_STREAM, counted in sent.
+func rapidReset(sent *atomic.Int64) func(*http2.Framer, uint32) error {
+	return func(fr *http2.Framer, id uint32) error {
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: postHeaders(1000), EndHeaders: true}); err != nil {
+			return err
+		}
+		if err := fr.WriteRSTStream(id, http2.ErrCodeCancel); err != nil {
+			return err
+		}
+		sent.Add(1)
+		return nil
 	}
 }
 
