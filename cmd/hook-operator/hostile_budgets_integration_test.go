@@ -25,14 +25,7 @@ import (
 // were answered 429): the sprayer spends its own source's budget, and 10
 // new scrapers from 127.0.0.1, one a second, are each served.
 func TestIntegrationHostileMetricsSecureTokenSprayPerSource(t *testing.T) {
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	addr := "127.0.0.1:" + freePort(t)
-	hooks := t.TempDir()
-	writeHook(t, hooks, "startup.sh", bashHook(`{"configVersion":"v1","onStartup":1}`, "exit 0\n"))
-	o := startObserved(t, bin, c.Kubeconfig, hooks, "--metrics-secure", "--metrics-secure-address", addr)
-	reader := metricsReader(t, c, ns)
+	c, ns, addr, o, reader := startSecureMetrics(t)
 	// Each new scraper has a token of its own: a TokenReview and a
 	// SubjectAccessReview each (a ServiceAccount token's user carries the
 	// token's id, so no two tokens share an access answer).

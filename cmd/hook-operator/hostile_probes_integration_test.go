@@ -115,14 +115,7 @@ func TestIntegrationHostileProbesPastIdleConnections(t *testing.T) {
 // the rate limit's reviews, the rest answered 429, while the reader's
 // token is still served; TLS 1.2 with a CBC suite is refused.
 func TestIntegrationHostileMetricsSecureTokenFlood(t *testing.T) {
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	addr := "127.0.0.1:" + freePort(t)
-	hooks := t.TempDir()
-	writeHook(t, hooks, "startup.sh", bashHook(`{"configVersion":"v1","onStartup":1}`, "exit 0\n"))
-	o := startObserved(t, bin, c.Kubeconfig, hooks, "--metrics-secure", "--metrics-secure-address", addr)
-	reader := metricsReader(t, c, ns)
+	_, _, addr, o, reader := startSecureMetrics(t)
 
 	// The flood tests tokens, not connections: at most 16 connections,
 	// half the listener's cap per source (32 of its 128). Without

@@ -84,6 +84,23 @@ func TestIntegrationMetricsSecure(t *testing.T) {
 	}
 }
 
+// startSecureMetrics starts an operator with an onStartup hook and
+// --metrics-secure on a free port, and makes a ServiceAccount allowed to
+// read its metrics: the cluster, the test's namespace, the address, the
+// operator and the reader's token.
+func startSecureMetrics(t *testing.T) (*testcluster.Cluster, string, string, *observed, string) {
+	t.Helper()
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	bin := buildBinary(t)
+	addr := "127.0.0.1:" + freePort(t)
+	hooks := t.TempDir()
+	writeHook(t, hooks, "startup.sh", bashHook(`{"configVersion":"v1","onStartup":1}`, "exit 0\n"))
+	o := startObserved(t, bin, c.Kubeconfig, hooks, "--metrics-secure", "--metrics-secure-address", addr)
+	reader := metricsReader(t, c, ns)
+	return c, ns, addr, o, reader
+}
+
 // metricsReader makes the ServiceAccount "reader" in ns, allowed to get
 // /metrics, and returns its token.
 func metricsReader(t *testing.T, c *testcluster.Cluster, ns string) string {
