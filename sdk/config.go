@@ -26,7 +26,7 @@ const (
 )
 
 // Config is a hook's configuration: what `<hook> --config` prints. Its
-// fields mirror the top-level keys of configVersion v1 (docs/hooks.md,
+// fields mirror the top-level keys of configVersion v1 (docs/bindings.md,
 // "Discovery and configuration"); a field left at its zero value is left out
 // of the printed configuration, so the runtime's default applies.
 //
@@ -50,7 +50,7 @@ type Config struct {
 
 // Write declares one kind of write of the hook's operations (extension):
 // verbs on a kind (or one of its subresources), in some namespaces or all.
-// docs/hooks.md lists the verbs each operation needs.
+// docs/bindings.md lists the verbs each operation needs.
 type Write struct {
 	APIVersion  string   `json:"apiVersion,omitempty"`
 	Kind        string   `json:"kind"`

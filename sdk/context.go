@@ -25,7 +25,7 @@ const BindingOnStartup = "onStartup"
 
 // BindingContext is one element of the array the runtime writes to
 // $BINDING_CONTEXT_PATH: why the hook runs. Which fields are set depends on
-// Type (docs/hooks.md, "Binding contexts"):
+// Type (docs/binding-contexts.md):
 //
 //   - onStartup: Binding only ("onStartup").
 //   - Schedule: Binding, Type.

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// docsContexts are the binding contexts of every shape, as docs/hooks.md
+// docsContexts are the binding contexts of every shape, as docs/binding-contexts.md
 // shows them.
 const docsContexts = `[
   {"binding": "onStartup"},

@@ -6,7 +6,7 @@
 // objects it watches and when it runs); and with no arguments, when it must
 // read the binding contexts from the file named by $BINDING_CONTEXT_PATH and
 // write the object operations it wants applied to $KUBERNETES_PATCH_PATH.
-// The contract is described in docs/hooks.md.
+// The contract is described in docs/hooks.md and the pages it links.
 //
 // With this package a Go hook declares its configuration as a Config, gets
 // the binding contexts as typed values, and builds its operations with

@@ -49,7 +49,7 @@ func (r Ref) String() string {
 // Operation is one object operation for the runtime to apply after the hook
 // succeeds. Make it with the function of its type (Create, MergePatch,
 // Apply, ...), which fills the fields the type needs; the With... methods
-// set the optional ones. It marshals exactly as docs/hooks.md ("Object
+// set the optional ones. It marshals exactly as docs/operations.md ("Object
 // operations") specifies, with only the fields its type uses.
 //
 // Objects, patches and statuses may be any value that marshals to a JSON
@@ -253,7 +253,7 @@ func (op Operation) ForBinding(name string) Operation {
 }
 
 // wire is an operation as written to $KUBERNETES_PATCH_PATH, in the field
-// order of docs/hooks.md.
+// order of docs/operations.md.
 type wire struct {
 	Operation           string          `json:"operation"`
 	APIVersion          string          `json:"apiVersion,omitempty"`

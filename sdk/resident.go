@@ -11,7 +11,7 @@ import (
 )
 
 // The environment variables of a resident hook's process (extension; see
-// Settings.Resident and docs/hooks.md, "Resident hooks").
+// Settings.Resident and docs/running.md, "Resident hooks").
 const (
 	// EnvResident is "1" when the runtime started the hook to serve runs
 	// as requests instead of handling one run.

@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 )
 
-// The environment variables of a traced run (extension; docs/hooks.md,
+// The environment variables of a traced run (extension; docs/running.md,
 // "Traces"). The runtime sets them only when tracing is on; shell-operator
 // never does, and then the functions below do nothing.
 const (
@@ -241,7 +241,7 @@ func appendSpanLine(path string, line []byte) {
 	}
 }
 
-// appendJSON appends the span's line of the spans file (docs/hooks.md,
+// appendJSON appends the span's line of the spans file (docs/running.md,
 // "Traces": OTLP/JSON, ids in hex, times as strings).
 func (s *Span) appendJSON(b []byte, end time.Time, err error) []byte {
 	b = append(b, `{"traceId":"`...)

@@ -54,7 +54,7 @@ __all__ = [
 RUN_VARIABLES = ("BINDING_CONTEXT_PATH", "KUBERNETES_PATCH_PATH", "METRICS_PATH",
                  "VALIDATING_RESPONSE_PATH", "ADMISSION_RESPONSE_PATH", "CONVERSION_RESPONSE_PATH")
 
-# The variables of a traced run (docs/hooks.md, "Traces"), set only when the
+# The variables of a traced run (docs/running.md, "Traces"), set only when the
 # operator traces runs.
 TRACE_VARIABLES = ("TRACEPARENT", "TRACESTATE", "TRACE_SPANS_PATH")
 

@@ -3,7 +3,7 @@
 #
 # Each function appends one operation, as a line of compact JSON, to
 # $KUBERNETES_PATCH_PATH. The runtime applies them in order after the hook
-# exits 0, and only then; a hook that fails applies nothing. docs/hooks.md
+# exits 0, and only then; a hook that fails applies nothing. docs/operations.md
 # ("Object operations") describes each operation.
 #
 # KIND arguments are a kind (ConfigMap, cm, configmaps), optionally with

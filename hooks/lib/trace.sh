@@ -1,7 +1,7 @@
 # shellcheck shell=bash disable=SC2016 # jq programs in single quotes use jq $variables
 # trace.sh: a hook's own spans in the run's trace. Sourced by hook.sh.
 #
-# When the operator traces runs (docs/hooks.md, "Traces"), each run gets
+# When the operator traces runs (docs/running.md, "Traces"), each run gets
 # TRACEPARENT, the W3C traceparent of the run's span, and TRACE_SPANS_PATH,
 # a file for spans of the hook's own, one OTLP/JSON line each. hook::span
 # records such a span around a command; hook::curl and hook::traceparent

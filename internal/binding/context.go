@@ -1,7 +1,7 @@
 // Package binding holds binding contexts: what a hook is told about why it
 // runs, written as a JSON array to the file at $BINDING_CONTEXT_PATH. The
 // live runtime, dry-run and replay build them with this package alone, so
-// the shape below is the contract (docs/hooks.md, "Binding context").
+// the shape below is the contract (docs/binding-contexts.md).
 package binding
 
 import (

@@ -76,7 +76,7 @@ type Settings struct {
 	// replica; hooks without it run on the leader alone.
 	Sharded bool `json:"sharded,omitempty"`
 	// Resident (EXT): the hook's process stays between runs and each run is
-	// a request on its fd 3 (docs/hooks.md, Resident hooks).
+	// a request on its fd 3 (docs/running.md, Resident hooks).
 	Resident bool `json:"resident,omitempty"`
 	// ResidentMaxRuns recycles a resident process after this many runs;
 	// DefaultResidentMaxRuns when resident and not given, zero otherwise.
@@ -96,7 +96,7 @@ type Settings struct {
 // MinStaleAfter is the shortest staleAfter: as --watch-idle-timeout, it
 // leaves room for a watch's first bytes. Well below the API server's
 // bookmark period (about a minute) a quiet but healthy watch is restarted
-// each time, which docs/hooks.md warns of.
+// each time, which docs/bindings.md warns of.
 const MinStaleAfter = time.Second
 
 // Defaults of a resident hook's limits (docs/operating.md says why).

@@ -43,7 +43,7 @@ func (c *checker) writes(top *object) []Write {
 		verbs, ok := o.strings("verbs")
 		switch {
 		case !ok && !o.has("verbs"):
-			c.errorf(o.at("verbs"), "missing; list the API verbs the hook's operations need (%s); docs/hooks.md lists them per operation", strings.Join(Verbs, ", "))
+			c.errorf(o.at("verbs"), "missing; list the API verbs the hook's operations need (%s); docs/bindings.md lists them per operation", strings.Join(Verbs, ", "))
 		case ok && len(verbs) == 0:
 			c.errorf(o.at("verbs"), "is empty; list at least one verb, or remove the entry")
 		}

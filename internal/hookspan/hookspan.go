@@ -1,5 +1,5 @@
 // Package hookspan reads the spans a hook recorded in its TRACE_SPANS_PATH
-// file (docs/hooks.md, "Traces"): one OpenTelemetry span per line, in
+// file (docs/running.md, "Traces"): one OpenTelemetry span per line, in
 // OTLP/JSON encoding, each a child of the run's span (TRACEPARENT) or of
 // another span of the file.
 //

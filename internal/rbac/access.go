@@ -18,7 +18,7 @@ type Access struct {
 }
 
 // The verbs each operation type needs on the kind of its object, as
-// docs/hooks.md's table "The verbs each operation needs" lists them
+// docs/bindings.md's table "The verbs each operation needs" lists them
 // (TestAccessAsDocumented keeps the two equal). Only what an operation
 // always needs is listed: Delete's list and watch only save reads, Apply
 // needs create only when the object does not exist yet, and update on a

@@ -131,17 +131,17 @@ func TestOutsideError(t *testing.T) {
 	}
 }
 
-// docs/hooks.md's table of the verbs each operation needs lists, in its
+// docs/bindings.md's table of the verbs each operation needs lists, in its
 // verbs column, exactly the verbs AccessOf gives.
 func TestAccessAsDocumented(t *testing.T) {
-	data, err := os.ReadFile("../../docs/hooks.md")
+	data, err := os.ReadFile("../../docs/bindings.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := string(data)
 	start := strings.Index(doc, "| operation | verbs | and sometimes |")
 	if start < 0 {
-		t.Fatal("docs/hooks.md has no table of the verbs each operation needs")
+		t.Fatal("docs/bindings.md has no table of the verbs each operation needs")
 	}
 	table := doc[start:]
 	table = table[:strings.Index(table, "\n\n")]
@@ -169,7 +169,7 @@ func TestAccessAsDocumented(t *testing.T) {
 			}
 		}
 		if row == "" {
-			t.Errorf("%s: no row in docs/hooks.md's table", typ)
+			t.Errorf("%s: no row in docs/bindings.md's table", typ)
 			continue
 		}
 		var documented []string
@@ -189,7 +189,7 @@ func TestAccessAsDocumented(t *testing.T) {
 		slices.Sort(documented)
 		slices.Sort(got)
 		if !slices.Equal(documented, got) {
-			t.Errorf("%s: docs/hooks.md lists %v, AccessOf gives %v", typ, documented, got)
+			t.Errorf("%s: docs/bindings.md lists %v, AccessOf gives %v", typ, documented, got)
 		}
 	}
 }

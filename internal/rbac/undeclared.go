@@ -33,7 +33,7 @@ func UndeclaredWrites(hooks []*hook.Hook) []string {
 	var out []string
 	for _, u := range Undeclared(hooks) {
 		out = append(out, fmt.Sprintf("%s: %s, but its configuration declares no \"writes\": the RBAC below lets it write nothing, "+
-			"so its operations would be refused; declare what it writes under \"writes\" (docs/hooks.md#writes-extension)", u.Hook.Path, u.Sign))
+			"so its operations would be refused; declare what it writes under \"writes\" (docs/bindings.md#writes-extension)", u.Hook.Path, u.Sign))
 	}
 	return out
 }

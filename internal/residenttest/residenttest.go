@@ -1,7 +1,7 @@
 // Package residenttest drives a resident hook as the runtime does, for the
 // tests of the hook side (the Go SDK, the bash and Python helpers): it
 // starts the hook with the request pipe on fd 3 and the reply pipe on fd 4
-// (docs/hooks.md, Resident hooks), prepares each run's files, sends the
+// (docs/running.md, Resident hooks), prepares each run's files, sends the
 // request line and checks the reply's shape.
 package residenttest
 

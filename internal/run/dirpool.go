@@ -88,7 +88,7 @@ func (r *Runner) releaseDir(d *runDir, reusable bool) error {
 	return d.remove()
 }
 
-// Close stops the resident hook processes (each as docs/hooks.md says:
+// Close stops the resident hook processes (each as docs/running.md says:
 // fd 3 closed, SIGTERM after 5 s, SIGKILL after the kill grace; a process
 // busy with a run is stopped when its run returns it) and waits for them,
 // then removes the run dirs kept for later runs (ReuseDirs) and the

@@ -23,7 +23,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/hook"
 )
 
-// The protocol of resident hooks (docs/hooks.md, Resident hooks): the
+// The protocol of resident hooks (docs/running.md, Resident hooks): the
 // environment that tells a hook it is resident and where its pipes are.
 const (
 	envResident = "HOOK_OPERATOR_RESIDENT"

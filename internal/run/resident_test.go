@@ -20,7 +20,7 @@ import (
 )
 
 // residentBody is a resident bash hook speaking the protocol with regexes,
-// as docs/hooks.md shows. It appends its pid to "starts" when it starts, and
+// as docs/running.md shows. It appends its pid to "starts" when it starts, and
 // the paths of the run's contexts and patch files and the size of the patch
 // file at the run's start ("none": no file) to "dirs"; its binding contexts say what a run
 // does: ok, fail, crash, hang, bad (reply), quit (reply, then exit) or

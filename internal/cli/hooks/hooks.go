@@ -60,7 +60,7 @@ func ConfigTimeoutSetting(p *time.Duration) envflag.Setting {
 func DisabledHooksSetting(p *[]string) envflag.Setting {
 	return envflag.Setting{Name: "disabled-hooks", Value: envflag.StringSlice(p, nil),
 		Usage:      "hook names or globs (debug/*) not to load, comma-separated; hooks list shows them",
-		Doc:        "comma-separated hook names or globs (`debug/*`, `**/x-*`) not to load; their `--config` is not run ([choosing which hooks run](hooks.md#choosing-which-hooks-run))",
+		Doc:        "comma-separated hook names or globs (`debug/*`, `**/x-*`) not to load; their `--config` is not run ([choosing which hooks run](bindings.md#choosing-which-hooks-run))",
 		DocDefault: "none"}
 }
 
@@ -70,7 +70,7 @@ func DisabledHooksSetting(p *[]string) envflag.Setting {
 func FolderSetting(p *hook.FolderOptions) envflag.Setting {
 	return envflag.Setting{Name: strings.TrimPrefix(hook.AllowExternalSymlinksFlag, "--"), Value: envflag.Bool(&p.AllowExternalSymlinks, false),
 		Usage: "follow symlinks in the hooks folder that lead outside it (off: skipped with a warning)",
-		Doc:   "follow symlinks in the hooks folder whose target resolves outside it; off, each is skipped with a warning naming it and its target, and nothing behind it runs or is watched. Links that resolve inside (a ConfigMap volume's keys through `..data`) are followed either way ([finding hooks](hooks.md#finding-hooks))"}
+		Doc:   "follow symlinks in the hooks folder whose target resolves outside it; off, each is skipped with a warning naming it and its target, and nothing behind it runs or is watched. Links that resolve inside (a ConfigMap volume's keys through `..data`) are followed either way ([finding hooks](bindings.md#finding-hooks))"}
 }
 
 // BindHooksDir, BindConfigTimeout, BindDisabledHooks and BindFolder add

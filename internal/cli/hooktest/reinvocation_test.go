@@ -10,7 +10,7 @@ import (
 )
 
 // A mutating hook that the API server may call again (reinvocationPolicy
-// IfNeeded) is tested as docs/hooks.md says: a second admission request
+// IfNeeded) is tested as docs/webhooks.md says: a second admission request
 // with the object as the hook's own patch left it must get no patch.
 const defaultsHook = `#!/usr/bin/env bash
 set -euo pipefail

@@ -14,6 +14,6 @@ func warnUndeclaredWrites(hooks []*hook.Hook, log logrus.FieldLogger) {
 	for _, u := range rbac.Undeclared(hooks) {
 		log.WithFields(logrus.Fields{"hook": u.Hook.Name, "path": u.Hook.Path}).Warn(
 			"--restrict-writes, and this hook declares no \"writes\" though " + u.Sign +
-				": each of its runs that writes will fail, none of its operations applied; declare what it writes under \"writes\" (docs/hooks.md#writes-extension)")
+				": each of its runs that writes will fail, none of its operations applied; declare what it writes under \"writes\" (docs/bindings.md#writes-extension)")
 	}
 }

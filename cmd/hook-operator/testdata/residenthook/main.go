@@ -1,5 +1,5 @@
 // Command residenthook is a resident hook for the integration tests,
-// written with the standard library only to the protocol in docs/hooks.md.
+// written with the standard library only to the protocol in docs/running.md.
 // It watches the ConfigMaps of namespace $RESIDENT_NS with label
 // resident=yes, appends its pid to $RESIDENT_MARKS/starts when it starts and
 // "name pid" to records for each Event, and acts on a ConfigMap's data.mode:
