@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Loads the release's image of this machine's architecture into the
 # container engine under TAG, so that what make test and a developer run is
-# what make release ships (docs/decisions.md, "One image build path: the
+# what make release ships (docs/design/releasing.md, "One image build path: the
 # release's; the Dockerfile goes"). hack/release/release.sh builds it into
 # a temporary folder, not dist/ (RELEASE_ARCHES=<this machine's>,
 # RELEASE_SBOMS=0, RELEASE_IMAGE_ONLY=1: the image alone, the same bytes as

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes the release VERSION into OUTDIR (default dist/), on this machine,
 # for linux/amd64 and linux/arm64 alike, without a container engine and
-# without emulation (docs/decisions.md, "Release images: ..."):
+# without emulation (docs/design/releasing.md, "Release images: ..."):
 #   oci/                       an OCI image layout: the index tagged VERSION
 #                              (the image) and VERSION-python (with python3),
 #                              each with one image per architecture

@@ -227,7 +227,7 @@ func Encode(contexts []Context) ([]byte, error) {
 // Write writes what Encode returns to w, through a small buffer of its
 // own: a Synchronization of 100,000 full objects is about 45 MB of JSON,
 // and held whole, it was the largest part of the start-up memory peak
-// (docs/decisions.md, "The start-up memory peak").
+// (docs/design/process.md, "The start-up memory peak").
 func Write(w io.Writer, contexts []Context) error {
 	b := bufio.NewWriterSize(w, 64<<10)
 	if err := encode(b, contexts); err != nil {

@@ -17,7 +17,7 @@ const armAfter = 10000
 // at a start) cost one small allocation instead of a context, a timer and
 // a channel each. At start-up that was a sixth of what the process
 // allocated, and each allocation is work for the garbage collector
-// (docs/decisions.md, "The start-up memory peak").
+// (docs/design/process.md, "The start-up memory peak").
 //
 // It is used by one goroutine, the one running the program, as gojq does.
 type runContext struct {

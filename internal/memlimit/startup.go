@@ -15,7 +15,7 @@ import (
 // while the initial lists fill the cache what it holds grows the whole
 // time: the peak came to 1.7 to 3 times the memory the process settles at,
 // and a container sized for the settled figure was OOM-killed at its first
-// start (docs/decisions.md, "The start-up memory peak").
+// start (docs/design/process.md, "The start-up memory peak").
 const StartupGCPercent = 25
 
 // starting counts the starts under way (operators in one process, as in
@@ -70,7 +70,7 @@ func LowerGCWhileStarting() (restore func()) {
 // far, the goal of each collection is the live heap plus StartupHeadroom of
 // the heap the lists will end at, estimated from the heap per object stored
 // so far. That is GOGC 25 at the end, as before, and far higher early,
-// where it costs nothing in peak (docs/decisions.md, "The start-up memory
+// where it costs nothing in peak (docs/design/process.md, "The start-up memory
 // peak").
 const (
 	// StartupHeadroom is the heap the collector lets grow above what is
