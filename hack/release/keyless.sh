@@ -14,7 +14,7 @@
 # are the layout's (DIST/oci), which push.sh pushed unchanged.
 #
 # Usage: keyless.sh VERSION REPOSITORY [DIST]   (in GitHub Actions, with
-#        permissions: id-token: write; verify as docs/deploy.md shows)
+#        permissions: id-token: write; verify as docs/releases.md shows)
 set -euo pipefail
 if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
   sed -n '2,/^set -euo/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"

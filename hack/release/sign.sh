@@ -9,7 +9,7 @@
 #                                       each Debian root's package sources and
 #                                       packages
 # and, when HOOK_OPERATOR_SIGNING_KEY names a signing key, in cosign's
-# formats (docs/deploy.md, "Verifying a release"):
+# formats (docs/releases.md, "Verifying a release"):
 #   oci/ sha256-HEX.sig, sha256-HEX.att the signature of each index and
 #                                       image, and their attestations (the
 #                                       provenance, the CycloneDX SBOMs),
@@ -46,7 +46,7 @@ repository=${REGISTRY:-ghcr.io/hook-operator/hook-operator}
 key=${HOOK_OPERATOR_SIGNING_KEY:-}
 log() { printf '%s sign.sh: %s\n' "$(date +%T)" "$*" >&2; }
 if [[ -n "$key" && ! -f "$key" ]]; then
-  echo "sign.sh: HOOK_OPERATOR_SIGNING_KEY=$key is not a file: give the path of cosign.key (docs/deploy.md)" >&2
+  echo "sign.sh: HOOK_OPERATOR_SIGNING_KEY=$key is not a file: give the path of cosign.key (docs/releases.md)" >&2
   exit 1
 fi
 
@@ -89,7 +89,7 @@ for variant in base python; do
   fi
 done
 if [[ -z "$key" ]]; then
-  log "unsigned: HOOK_OPERATOR_SIGNING_KEY is not set (the provenance is written; docs/deploy.md says how to sign)"
+  log "unsigned: HOOK_OPERATOR_SIGNING_KEY is not set (the provenance is written; docs/releases.md says how to sign)"
   exit 0
 fi
 "$ociimage" sign-blob -key "$key" "$out"/hook-operator-*.tgz >/dev/null

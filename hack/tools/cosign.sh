@@ -3,7 +3,7 @@
 # proxy, once per user and version, and prints the path of the binary. A
 # second call with the same version only prints the path. make release-check
 # verifies the release's signatures and attestations with it, as a user
-# would (docs/deploy.md); the release workflow signs keyless with it.
+# would (docs/releases.md); the release workflow signs keyless with it.
 #
 # Cache: ${HOOK_OPERATOR_CACHE:-~/.cache/hook-operator}/bin/cosign-<version>/cosign
 # Usage: cosign.sh [--path]   (--path prints where the binary goes, building nothing)

@@ -67,7 +67,7 @@ func cosignSubject(t *testing.T, cosign, repository string) cosignRelease {
 }
 
 // The cosign CLI (HOOK_OPERATOR_COSIGN; make release-check builds the pinned
-// one) verifies what sign wrote as a user does (docs/deploy.md): the
+// one) verifies what sign wrote as a user does (docs/releases.md): the
 // signature of each tag's index and of each of its images, their SLSA
 // provenance and CycloneDX SBOM attestations, pushed to an in-process
 // registry; and the chart's signature. It refuses an image whose layer was
