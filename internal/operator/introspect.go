@@ -9,78 +9,27 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hook-operator/hook-operator/internal/debugapi"
 	"github.com/hook-operator/hook-operator/internal/queue"
 	"github.com/hook-operator/hook-operator/internal/redact"
 	"github.com/hook-operator/hook-operator/internal/watch"
 )
 
-// HookState describes one hook for the debug routes: its bindings and how
-// its runs went.
-type HookState struct {
-	Name      string         `json:"name"`
-	Bindings  []BindingState `json:"bindings"`
-	Runs      int            `json:"runs"`
-	Failures  int            `json:"failures"`
-	LastRun   time.Time      `json:"lastRun,omitzero"`
-	LastError string         `json:"lastError,omitempty"`
-}
-
-// BindingState describes one binding of a hook.
-type BindingState struct {
-	Name string `json:"name"`
-	// Kind is "kubernetes", "schedule" or "onStartup".
-	Kind string `json:"kind"`
-	// Watches is what a kubernetes binding watches ("apps/v1, Resource=deployments").
-	Watches string `json:"watches,omitempty"`
-	// Objects is how many objects a kubernetes binding holds.
-	Objects int `json:"objects"`
-	// Synced says a kubernetes binding delivered its Synchronization.
-	Synced bool `json:"synced"`
-	// Phase is where a kubernetes binding is on its way to delivering
-	// events (watch.Phase: resolving, unserved, listing, held, delivering,
-	// synced).
-	Phase string `json:"phase,omitempty"`
-	// Waiting says why a kubernetes binding does not watch yet.
-	Waiting string `json:"waiting,omitempty"`
-	// HeldBy names the bindings a held kubernetes binding waits for (see
-	// watch.Held), and Held says why, naming the binding whose kind is not
-	// served when one holds it.
-	HeldBy []string `json:"heldBy,omitempty"`
-	Held   string   `json:"held,omitempty"`
-	// Crontab is a schedule binding's crontab.
-	Crontab string `json:"crontab,omitempty"`
-	// ViewAgeSeconds is how long ago a watching kubernetes binding's view
-	// was last known current (its latest event, bookmark or successful
-	// list); StaleAfterSeconds is the age above which it is stale (absent:
-	// never), and Stale says it is above. See watch.Watcher.Freshness.
-	ViewAgeSeconds    *float64 `json:"viewAgeSeconds,omitempty"`
-	StaleAfterSeconds float64  `json:"staleAfterSeconds,omitempty"`
-	Stale             bool     `json:"stale,omitempty"`
-}
-
-// SnapshotState is the current snapshot of one kubernetes binding: its
-// objects as the hook would see them (Secret data masked), each with its
-// namespace and name added.
-type SnapshotState struct {
-	Binding string `json:"binding"`
-	Objects []any  `json:"objects"`
-}
-
 // runStats counts the runs of each hook.
 type runStats struct {
 	mu    sync.Mutex
-	hooks map[string]*HookState
+	hooks map[string]*debugapi.HookState
 }
 
 func (s *runStats) record(hook string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.hooks == nil {
-		s.hooks = map[string]*HookState{}
+		s.hooks = map[string]*debugapi.HookState{}
 	}
 	st := s.hooks[hook]
 	if st == nil {
-		st = &HookState{}
+		st = &debugapi.HookState{}
 		s.hooks[hook] = st
 	}
 	st.Runs++
@@ -95,37 +44,11 @@ func (s *runStats) record(hook string, err error) {
 // Queues describes every queue.
 func (o *Operator) Queues() []queue.QueueState { return o.queues.State() }
 
-// RoleState is the operator's part in leader election.
-type RoleState struct {
-	// Role is leader or standby with --leader-elect, single without.
-	Role string `json:"role"`
-	// Identity is this replica's name in the Lease; empty without
-	// election.
-	Identity string `json:"identity,omitempty"`
-	// Ring is the sharding ring as this replica sees it (--sharding).
-	Ring *RingMembers `json:"ring,omitempty"`
-}
-
-// RingMembers is the sharding ring as this replica sees it.
-type RingMembers struct {
-	// ShardBy is what an object's owner is chosen by: uid or namespace.
-	ShardBy string `json:"shardBy"`
-	// Members are the live members, sorted, with the fraction of the
-	// hash space each owns.
-	Members []RingMember `json:"members"`
-}
-
-// RingMember is one member of the ring.
-type RingMember struct {
-	Identity string  `json:"identity"`
-	Share    float64 `json:"share"`
-}
-
 // Role reports the operator's part in leader election.
-func (o *Operator) Role() RoleState {
-	st := RoleState{Role: "single"}
+func (o *Operator) Role() debugapi.RoleState {
+	st := debugapi.RoleState{Role: "single"}
 	if o.opts.Leading != nil {
-		st = RoleState{Role: "leader", Identity: o.opts.Identity}
+		st = debugapi.RoleState{Role: "leader", Identity: o.opts.Identity}
 		if o.standby() {
 			st.Role = "standby"
 		}
@@ -136,35 +59,35 @@ func (o *Operator) Role() RoleState {
 	return st
 }
 
-// describe is the ring as RoleState shows it.
-func (s *Sharding) describe() *RingMembers {
+// describe is the ring as debugapi.RoleState shows it.
+func (s *Sharding) describe() *debugapi.RingMembers {
 	r := s.Members.Ring()
-	out := &RingMembers{ShardBy: s.By, Members: []RingMember{}}
+	out := &debugapi.RingMembers{ShardBy: s.By, Members: []debugapi.RingMember{}}
 	for _, id := range r.Members() {
-		out.Members = append(out.Members, RingMember{Identity: id, Share: r.Share(id)})
+		out.Members = append(out.Members, debugapi.RingMember{Identity: id, Share: r.Share(id)})
 	}
 	return out
 }
 
 // Hooks describes every hook, sorted by name.
-func (o *Operator) Hooks() []HookState {
-	out := make([]HookState, 0, len(o.current()))
+func (o *Operator) Hooks() []debugapi.HookState {
+	out := make([]debugapi.HookState, 0, len(o.current()))
 	for _, h := range o.current() {
-		st := HookState{Name: h.Name, Bindings: []BindingState{}}
+		st := debugapi.HookState{Name: h.Name, Bindings: []debugapi.BindingState{}}
 		o.stats.mu.Lock()
 		if s := o.stats.hooks[h.Name]; s != nil {
 			st.Runs, st.Failures, st.LastRun, st.LastError = s.Runs, s.Failures, s.LastRun, s.LastError
 		}
 		o.stats.mu.Unlock()
 		if h.Config.OnStartup != nil {
-			st.Bindings = append(st.Bindings, BindingState{Name: "onStartup", Kind: "onStartup"})
+			st.Bindings = append(st.Bindings, debugapi.BindingState{Name: "onStartup", Kind: "onStartup"})
 		}
 		for _, b := range o.watcher.Bindings() {
 			if b.Hook.Name != h.Name {
 				continue
 			}
 			p := b.Phase()
-			bs := BindingState{Name: b.Name(), Kind: "kubernetes", Synced: p == watch.Synced, Phase: p.String(), Waiting: b.Waiting()}
+			bs := debugapi.BindingState{Name: b.Name(), Kind: "kubernetes", Synced: p == watch.Synced, Phase: p.String(), Waiting: b.Waiting()}
 			bs.HeldBy, _ = b.HeldBy()
 			bs.Held = heldWhy(o.watcher, b)
 			if bs.Waiting == "" {
@@ -178,7 +101,7 @@ func (o *Operator) Hooks() []HookState {
 			st.Bindings = append(st.Bindings, bs)
 		}
 		for _, s := range h.Config.Schedule {
-			st.Bindings = append(st.Bindings, BindingState{Name: s.Name, Kind: "schedule", Crontab: s.Crontab})
+			st.Bindings = append(st.Bindings, debugapi.BindingState{Name: s.Name, Kind: "schedule", Crontab: s.Crontab})
 		}
 		out = append(out, st)
 	}
@@ -187,11 +110,11 @@ func (o *Operator) Hooks() []HookState {
 }
 
 // Snapshots returns the snapshots of the kubernetes bindings of hook.
-func (o *Operator) Snapshots(hook string) ([]SnapshotState, error) {
+func (o *Operator) Snapshots(hook string) ([]debugapi.SnapshotState, error) {
 	if o.hook(hook) == nil {
 		return nil, fmt.Errorf("no hook %q (hook-operator debug hooks lists them)", hook)
 	}
-	out := []SnapshotState{}
+	out := []debugapi.SnapshotState{}
 	for _, b := range o.watcher.Bindings() {
 		if b.Hook.Name != hook {
 			continue
@@ -212,7 +135,7 @@ func (o *Operator) Snapshots(hook string) ([]SnapshotState, error) {
 			}
 		}
 		k := b.Resource().GVK
-		out = append(out, SnapshotState{Binding: b.Name(), Objects: redactObjects(b.Name(), decoded, k.Group == "" && k.Kind == "Secret")})
+		out = append(out, debugapi.SnapshotState{Binding: b.Name(), Objects: redactObjects(b.Name(), decoded, k.Group == "" && k.Kind == "Secret")})
 	}
 	return out, nil
 }

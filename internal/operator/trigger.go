@@ -8,6 +8,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hook-operator/hook-operator/internal/binding"
+	"github.com/hook-operator/hook-operator/internal/debugapi"
 	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/watch"
@@ -17,43 +18,6 @@ import (
 // for: the log's origin field and queue.Task.Origin.
 const OriginTrigger = "trigger"
 
-// TriggerRequest names what `hook-operator trigger` asks to run.
-type TriggerRequest struct {
-	// Hook is the hook's name. Binding names one of its kubernetes or
-	// schedule bindings; it may be empty when the hook has exactly one.
-	Hook, Binding string
-	// Object, "namespace/name" (or "name" for a cluster-scoped kind), asks
-	// for an Event of that object instead of the binding's
-	// Synchronization; kubernetes bindings only.
-	Object string
-}
-
-// TriggerAnswer says what was queued.
-type TriggerAnswer struct {
-	Hook    string `json:"hook"`
-	Binding string `json:"binding"`
-	// Type is the context's type: Synchronization, Event or Schedule.
-	Type  string `json:"type"`
-	Queue string `json:"queue"`
-	// Objects is how many objects the Synchronization carries.
-	Objects int `json:"objects"`
-}
-
-// StandbyError is the answer of a standby replica: it runs no hooks.
-type StandbyError struct {
-	// Identity is this replica's; Leader the replica seen to lead, or ""
-	// when none has been seen yet.
-	Identity, Leader string
-}
-
-func (e *StandbyError) Error() string {
-	leader := "no leader has been seen yet"
-	if e.Leader != "" {
-		leader = "the leader is " + e.Leader
-	}
-	return fmt.Sprintf("this replica (%s) is a standby and runs no hooks; %s: run trigger in the leader's Pod", e.Identity, leader)
-}
-
 // Trigger queues a run of a hook's binding as its watch or schedule would:
 // a kubernetes binding's Synchronization of the objects it holds now, or an
 // Event (watchEvent Modified) of one of them, or a schedule binding's
@@ -61,44 +25,44 @@ func (e *StandbyError) Error() string {
 // pending there, combines and retries as any run does, and logs
 // origin=trigger. A sharded hook's Event must be asked of the replica that
 // owns the object.
-func (o *Operator) Trigger(r TriggerRequest) (TriggerAnswer, error) {
+func (o *Operator) Trigger(r debugapi.TriggerRequest) (debugapi.TriggerAnswer, error) {
 	h := o.hook(r.Hook)
 	if h == nil {
 		var names []string
 		for _, h := range o.current() {
 			names = append(names, h.Name)
 		}
-		return TriggerAnswer{}, fmt.Errorf("no hook %q; the hooks are: %s", r.Hook, strings.Join(names, ", "))
+		return debugapi.TriggerAnswer{}, fmt.Errorf("no hook %q; the hooks are: %s", r.Hook, strings.Join(names, ", "))
 	}
 	if o.opts.Leading != nil && !o.opts.Leading() && (o.opts.Sharding == nil || !h.Config.Settings.Sharded) {
-		return TriggerAnswer{}, &StandbyError{Identity: o.opts.Identity, Leader: o.leader()}
+		return debugapi.TriggerAnswer{}, &debugapi.StandbyError{Identity: o.opts.Identity, Leader: o.leader()}
 	}
 	name, err := triggerBinding(h, r.Binding)
 	if err != nil {
-		return TriggerAnswer{}, err
+		return debugapi.TriggerAnswer{}, err
 	}
 	for i := range h.Config.Schedule {
 		if s := &h.Config.Schedule[i]; s.Name == name {
 			if r.Object != "" {
-				return TriggerAnswer{}, fmt.Errorf("hook %s: binding %q is a schedule binding, which has no objects; --object needs a kubernetes binding", h.Name, name)
+				return debugapi.TriggerAnswer{}, fmt.Errorf("hook %s: binding %q is a schedule binding, which has no objects; --object needs a kubernetes binding", h.Name, name)
 			}
 			if err := o.pushTriggered(h, &s.Common, executor.ScheduleContext(s)); err != nil {
-				return TriggerAnswer{}, err
+				return debugapi.TriggerAnswer{}, err
 			}
-			return TriggerAnswer{Hook: h.Name, Binding: name, Type: string(binding.TypeSchedule), Queue: s.Queue}, nil
+			return debugapi.TriggerAnswer{Hook: h.Name, Binding: name, Type: string(binding.TypeSchedule), Queue: s.Queue}, nil
 		}
 	}
 	b := o.liveBinding(h.Name, name)
 	if b == nil || !b.Synced() {
-		return TriggerAnswer{}, fmt.Errorf("hook %s: binding %q has not synchronized yet (its kind may not be served, or it is still listing); see hook-operator debug hooks, and try again", h.Name, name)
+		return debugapi.TriggerAnswer{}, fmt.Errorf("hook %s: binding %q has not synchronized yet (its kind may not be served, or it is still listing); see hook-operator debug hooks, and try again", h.Name, name)
 	}
 	cfg := b.Config()
 	objects := b.Snapshot()
 	if r.Object == "" {
 		if err := o.pushTriggered(b.Hook, &cfg.Common, binding.Context{Binding: name, Type: binding.TypeSynchronization, Objects: objects}); err != nil {
-			return TriggerAnswer{}, err
+			return debugapi.TriggerAnswer{}, err
 		}
-		return TriggerAnswer{Hook: h.Name, Binding: name, Type: string(binding.TypeSynchronization), Queue: cfg.Queue, Objects: len(objects)}, nil
+		return debugapi.TriggerAnswer{Hook: h.Name, Binding: name, Type: string(binding.TypeSynchronization), Queue: cfg.Queue, Objects: len(objects)}, nil
 	}
 	ns, objName, _ := strings.Cut(r.Object, "/")
 	if !strings.Contains(r.Object, "/") {
@@ -106,14 +70,14 @@ func (o *Operator) Trigger(r TriggerRequest) (TriggerAnswer, error) {
 	}
 	i := slices.IndexFunc(objects, func(x binding.Object) bool { return x.Namespace == ns && x.Name == objName })
 	if i < 0 {
-		return TriggerAnswer{}, fmt.Errorf("hook %s: binding %q holds no %s %q (write NAMESPACE/NAME, or NAME for a cluster-scoped kind; hook-operator debug snapshots %s lists what it holds)",
+		return debugapi.TriggerAnswer{}, fmt.Errorf("hook %s: binding %q holds no %s %q (write NAMESPACE/NAME, or NAME for a cluster-scoped kind; hook-operator debug snapshots %s lists what it holds)",
 			h.Name, name, cfg.Kind, r.Object, h.Name)
 	}
 	obj := objects[i]
 	if err := o.pushTriggered(b.Hook, &cfg.Common, binding.Context{Binding: name, Type: binding.TypeEvent, WatchEvent: "Modified", Object: &obj}); err != nil {
-		return TriggerAnswer{}, err
+		return debugapi.TriggerAnswer{}, err
 	}
-	return TriggerAnswer{Hook: h.Name, Binding: name, Type: string(binding.TypeEvent), Queue: cfg.Queue, Objects: 1}, nil
+	return debugapi.TriggerAnswer{Hook: h.Name, Binding: name, Type: string(binding.TypeEvent), Queue: cfg.Queue, Objects: 1}, nil
 }
 
 // triggerBinding resolves the binding a trigger names: name itself when the

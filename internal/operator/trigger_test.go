@@ -33,12 +33,3 @@ func TestTriggerBinding(t *testing.T) {
 		}
 	}
 }
-
-func TestStandbyErrorNamesTheLeader(t *testing.T) {
-	if got := (&StandbyError{Identity: "b", Leader: "a"}).Error(); !strings.Contains(got, "this replica (b) is a standby") || !strings.Contains(got, "the leader is a") {
-		t.Errorf("with a leader seen: %q", got)
-	}
-	if got := (&StandbyError{Identity: "b"}).Error(); !strings.Contains(got, "no leader has been seen yet") {
-		t.Errorf("with none seen: %q", got)
-	}
-}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/hook-operator/hook-operator/internal/operator"
+	"github.com/hook-operator/hook-operator/internal/debugapi"
 )
 
 // Debug routes that change a queue, as `hook-operator debug retry` and
@@ -19,7 +19,7 @@ const (
 
 // Triggerer is what the trigger route acts on: *operator.Operator.
 type Triggerer interface {
-	Trigger(operator.TriggerRequest) (operator.TriggerAnswer, error)
+	Trigger(debugapi.TriggerRequest) (debugapi.TriggerAnswer, error)
 }
 
 // QueueActor is what the action routes act on: *operator.Operator.
@@ -42,8 +42,8 @@ func addActions(mux *http.ServeMux, op Operator) {
 				http.Error(w, "name the hook: ?hook=NAME[&binding=NAME][&object=NS/NAME]", http.StatusBadRequest)
 				return
 			}
-			a, err := tr.Trigger(operator.TriggerRequest{Hook: q.Get("hook"), Binding: q.Get("binding"), Object: q.Get("object")})
-			var standby *operator.StandbyError
+			a, err := tr.Trigger(debugapi.TriggerRequest{Hook: q.Get("hook"), Binding: q.Get("binding"), Object: q.Get("object")})
+			var standby *debugapi.StandbyError
 			switch {
 			case errors.As(err, &standby):
 				http.Error(w, err.Error(), http.StatusServiceUnavailable)

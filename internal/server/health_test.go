@@ -15,8 +15,8 @@ import (
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
+	"github.com/hook-operator/hook-operator/internal/debugapi"
 	"github.com/hook-operator/hook-operator/internal/listen"
-	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/queue"
 )
 
@@ -25,9 +25,9 @@ type aliveOperator struct{}
 func (aliveOperator) Alive() error                                       { return nil }
 func (aliveOperator) Ready(context.Context) (bool, []string)             { return true, nil }
 func (aliveOperator) Queues() []queue.QueueState                         { return nil }
-func (aliveOperator) Hooks() []operator.HookState                        { return nil }
-func (aliveOperator) Snapshots(string) ([]operator.SnapshotState, error) { return nil, nil }
-func (aliveOperator) Role() operator.RoleState                           { return operator.RoleState{} }
+func (aliveOperator) Hooks() []debugapi.HookState                        { return nil }
+func (aliveOperator) Snapshots(string) ([]debugapi.SnapshotState, error) { return nil, nil }
+func (aliveOperator) Role() debugapi.RoleState                           { return debugapi.RoleState{} }
 
 func quietLog() logrus.FieldLogger {
 	log := logrus.New()

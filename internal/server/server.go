@@ -29,9 +29,9 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/hook-operator/hook-operator/internal/debugapi"
 	"github.com/hook-operator/hook-operator/internal/limit"
 	"github.com/hook-operator/hook-operator/internal/listen"
-	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/queue"
 )
 
@@ -48,9 +48,9 @@ type Operator interface {
 	Alive() error
 	Ready(ctx context.Context) (bool, []string)
 	Queues() []queue.QueueState
-	Hooks() []operator.HookState
-	Snapshots(hook string) ([]operator.SnapshotState, error)
-	Role() operator.RoleState
+	Hooks() []debugapi.HookState
+	Snapshots(hook string) ([]debugapi.SnapshotState, error)
+	Role() debugapi.RoleState
 }
 
 // Options configure the listeners.

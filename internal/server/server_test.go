@@ -18,8 +18,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/hook-operator/hook-operator/internal/debugapi"
 	"github.com/hook-operator/hook-operator/internal/listen"
-	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/queue"
 	"github.com/hook-operator/hook-operator/internal/server"
 )
@@ -45,16 +45,16 @@ func (f *fakeOperator) Ready(context.Context) (bool, []string) {
 	return false, []string{"binding x/y has not synchronized", "hook b\x1b[2J.sh waits"}
 }
 func (f *fakeOperator) Queues() []queue.QueueState { return []queue.QueueState{{Name: "main"}} }
-func (f *fakeOperator) Hooks() []operator.HookState {
-	return []operator.HookState{{Name: "a.sh"}}
+func (f *fakeOperator) Hooks() []debugapi.HookState {
+	return []debugapi.HookState{{Name: "a.sh"}}
 }
-func (f *fakeOperator) Role() operator.RoleState { return operator.RoleState{Role: "single"} }
+func (f *fakeOperator) Role() debugapi.RoleState { return debugapi.RoleState{Role: "single"} }
 
-func (f *fakeOperator) Snapshots(hook string) ([]operator.SnapshotState, error) {
+func (f *fakeOperator) Snapshots(hook string) ([]debugapi.SnapshotState, error) {
 	if hook != "a.sh" {
 		return nil, errors.New("no hook")
 	}
-	return []operator.SnapshotState{{Binding: "b"}}, nil
+	return []debugapi.SnapshotState{{Binding: "b"}}, nil
 }
 
 func get(t *testing.T, h http.Handler, path string) (int, string) {

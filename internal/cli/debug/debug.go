@@ -21,9 +21,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/hook-operator/hook-operator/internal/cli/envflag"
-	"github.com/hook-operator/hook-operator/internal/cli/start"
+	"github.com/hook-operator/hook-operator/internal/debugapi"
 	"github.com/hook-operator/hook-operator/internal/limit"
-	"github.com/hook-operator/hook-operator/internal/operator"
 	"github.com/hook-operator/hook-operator/internal/queue"
 	"github.com/hook-operator/hook-operator/internal/server"
 	"github.com/hook-operator/hook-operator/internal/watch"
@@ -95,14 +94,14 @@ start's --debug-socket), so in a Pod run it with
 		&cobra.Command{
 			Use: "hooks", Short: "Show every hook's bindings and runs", Args: cobra.NoArgs, SuggestFor: []string{"hook"},
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				var hs []operator.HookState
+				var hs []debugapi.HookState
 				return show(cmd.Context(), f, server.HooksPath, &hs, stdout, func(w *tabwriter.Writer) { hooksTable(w, hs) })
 			},
 		},
 		&cobra.Command{
 			Use: "role", Short: "Show whether the operator leads, stands by, or runs without leader election; with --sharding, the ring's members and shares", Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				var r operator.RoleState
+				var r debugapi.RoleState
 				return show(cmd.Context(), f, server.RolePath, &r, stdout, func(w *tabwriter.Writer) {
 					fmt.Fprintln(w, "ROLE\tIDENTITY")
 					fmt.Fprintf(w, "%s\t%s\n", r.Role, r.Identity)
@@ -120,7 +119,7 @@ start's --debug-socket), so in a Pod run it with
 		&cobra.Command{
 			Use: "snapshots HOOK", Short: "Show the objects the kubernetes bindings of HOOK hold", Args: cobra.ExactArgs(1), SuggestFor: []string{"snapshot"},
 			RunE: func(cmd *cobra.Command, args []string) error {
-				var ss []operator.SnapshotState
+				var ss []debugapi.SnapshotState
 				path := server.SnapshotsPath + "?hook=" + url.QueryEscape(args[0])
 				return show(cmd.Context(), f, path, &ss, stdout, func(w *tabwriter.Writer) { snapshotsTable(w, ss) })
 			},
@@ -201,7 +200,7 @@ func BindTarget(fs *pflag.FlagSet, f *Flags) {
 	envflag.Define(fs,
 		// The variable of start's --debug-socket, so that both find the
 		// same socket.
-		envflag.Setting{Name: "socket", Value: envflag.String(&f.Socket, start.DefaultDebugSocket()), Usage: "the operator's debug socket (start --debug-socket)", Env: start.EnvDebugSocket,
+		envflag.Setting{Name: "socket", Value: envflag.String(&f.Socket, debugapi.DefaultSocket()), Usage: "the operator's debug socket (start --debug-socket)", Env: debugapi.EnvSocket,
 			Shell: envflag.Shell{Flag: "debug-unix-socket", Env: []string{"DEBUG_UNIX_SOCKET"}}},
 		envflag.Setting{Name: "address", Value: envflag.String(&f.Address, ""), Usage: "host:port of an operator started with --debug-http; used instead of --socket", Env: envflag.NoEnv})
 }
@@ -311,7 +310,7 @@ func hookAndKey(t queue.TaskState) string {
 	return t.Hook + " [" + t.Key + "]"
 }
 
-func hooksTable(w *tabwriter.Writer, hs []operator.HookState) {
+func hooksTable(w *tabwriter.Writer, hs []debugapi.HookState) {
 	fmt.Fprintln(w, "HOOK\tBINDING\tKIND\tOBJECTS\tSTATE\tVIEW AGE\tRUNS\tFAILURES\tLAST RUN\tLAST ERROR")
 	for _, h := range hs {
 		for i, b := range h.Bindings {
@@ -346,7 +345,7 @@ func hooksTable(w *tabwriter.Writer, hs []operator.HookState) {
 // viewAge is a watching kubernetes binding's view age, marked when it is
 // above the binding's stale threshold: "4s", "STALE 5m3s > 3m0s"; "-" for
 // the others.
-func viewAge(b operator.BindingState) string {
+func viewAge(b debugapi.BindingState) string {
 	if b.ViewAgeSeconds == nil {
 		return "-"
 	}
@@ -357,7 +356,7 @@ func viewAge(b operator.BindingState) string {
 	return age.String()
 }
 
-func snapshotsTable(w *tabwriter.Writer, ss []operator.SnapshotState) {
+func snapshotsTable(w *tabwriter.Writer, ss []debugapi.SnapshotState) {
 	fmt.Fprintln(w, "BINDING\tNAMESPACE\tNAME\tFILTER RESULT")
 	for _, s := range ss {
 		for _, o := range s.Objects {

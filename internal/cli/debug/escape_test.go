@@ -6,16 +6,16 @@ import (
 	"testing"
 	"text/tabwriter"
 
-	"github.com/hook-operator/hook-operator/internal/operator"
+	"github.com/hook-operator/hook-operator/internal/debugapi"
 )
 
 // Hook and binding names, and errors, reach `debug hooks` escaped: a
 // binding named with ESC must not drive the terminal of whoever looks.
 func TestTablesEscapeControlCharacters(t *testing.T) {
-	hs := []operator.HookState{{
+	hs := []debugapi.HookState{{
 		Name:      "evil\x1b[2J.sh",
 		LastError: "exit 1: \x1b]0;owned\a",
-		Bindings:  []operator.BindingState{{Name: "nul\x00del\x7f", Kind: "schedule", Crontab: "* * * * *"}},
+		Bindings:  []debugapi.BindingState{{Name: "nul\x00del\x7f", Kind: "schedule", Crontab: "* * * * *"}},
 	}}
 	var out bytes.Buffer
 	must(t, printTable(&out, func(w *tabwriter.Writer) { hooksTable(w, hs) }))

@@ -6,14 +6,14 @@ import (
 	"testing"
 	"text/tabwriter"
 
-	"github.com/hook-operator/hook-operator/internal/operator"
+	"github.com/hook-operator/hook-operator/internal/debugapi"
 )
 
 // debug hooks shows each watching kubernetes binding's view age, marked
 // STALE with its threshold once above it, and "-" for other bindings.
 func TestHooksTableViewAge(t *testing.T) {
 	fresh, old := 4.2, 312.0
-	hs := []operator.HookState{{Name: "cms.sh", Bindings: []operator.BindingState{
+	hs := []debugapi.HookState{{Name: "cms.sh", Bindings: []debugapi.BindingState{
 		{Name: "fresh", Kind: "kubernetes", Synced: true, ViewAgeSeconds: &fresh, StaleAfterSeconds: 180},
 		{Name: "frozen", Kind: "kubernetes", Synced: true, ViewAgeSeconds: &old, StaleAfterSeconds: 3, Stale: true},
 		{Name: "unserved", Kind: "kubernetes", Waiting: "kind Thing is not served"},

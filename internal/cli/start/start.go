@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -115,13 +114,6 @@ type Flags struct {
 	// envflag.GivenAs): "" when it has its default. Nil: by its flag.
 	givenAs func(flag string) string
 }
-
-// EnvDebugSocket sets the debug socket of start and of debug.
-var EnvDebugSocket = envflag.EnvName("debug-socket")
-
-// DefaultDebugSocket is where start serves the debug routes and debug
-// looks for them: hook-operator-debug.sock in the system temp dir.
-func DefaultDebugSocket() string { return filepath.Join(os.TempDir(), "hook-operator-debug.sock") }
 
 // New returns the start command. log is configured by the root command
 // before the command runs.

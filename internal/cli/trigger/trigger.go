@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hook-operator/hook-operator/internal/cli/debug"
-	"github.com/hook-operator/hook-operator/internal/operator"
+	"github.com/hook-operator/hook-operator/internal/debugapi"
 	"github.com/hook-operator/hook-operator/internal/server"
 )
 
@@ -56,7 +56,7 @@ replica that leads. See docs/operating.md.`,
 			if err != nil {
 				return err
 			}
-			var a operator.TriggerAnswer
+			var a debugapi.TriggerAnswer
 			if err := json.Unmarshal(body, &a); err != nil {
 				return fmt.Errorf("the operator's answer is not what this version of trigger reads: %w", err)
 			}
