@@ -7,7 +7,6 @@ import (
 	"github.com/hook-operator/hook-operator/internal/cli/envflag"
 	hookscmd "github.com/hook-operator/hook-operator/internal/cli/hooks"
 	"github.com/hook-operator/hook-operator/internal/cli/kubeflags"
-	"github.com/hook-operator/hook-operator/internal/debugapi"
 	"github.com/hook-operator/hook-operator/internal/election"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/limit"
@@ -32,7 +31,7 @@ func Settings(f *Flags) []envflag.Setting {
 		// run
 		hookscmd.HooksDirSetting(&f.HooksDir),
 		{Name: "tmp-dir", Value: envflag.String(&f.TmpDir, ""), Usage: "folder of the operator's own dir of per-run private temp dirs (default: the system temp dir)",
-			Doc:        "made (0700) when missing, as shell-operator makes its own; where the operator makes its own dir (`hook-operator-runs-*`, 0700, held with a file lock while it runs), which holds each run's private temp dir (0700); up to 8 are kept between runs and removed at stop, and an operator's start removes the dirs that operators killed before it left (one of that name whose lock is free and that holds nothing but run dirs; nothing else in the folder is touched) ([running a hook](running.md#running-a-hook))",
+			Doc:        "made (0700) when missing; holds the operator's own dir of per-run private temp dirs (`hook-operator-runs-*`), whose leftovers a later start removes ([running a hook](running.md#running-a-hook))",
 			DocDefault: "the system temp dir",
 			Shell:      envflag.Shell{Flag: "tmp-dir", Env: []string{"SHELL_OPERATOR_TMP_DIR"}}},
 	}, kubeflags.Settings(&f.Kube)...)
@@ -52,7 +51,7 @@ func Settings(f *Flags) []envflag.Setting {
 		{Name: "max-hook-output", Value: &f.MaxHookOutput, Usage: "the most read from a file a hook writes or its --config output; a run writing more fails",
 			Doc: "the most the operator reads from one file a hook writes and from its `--config` output; a run that writes more fails (see [Limits on what hooks write](#limits-on-what-hooks-write))"},
 		{Name: "restrict-writes", Value: envflag.Bool(&f.RestrictWrites, false), Usage: "fail a run writing outside its hook's writes, applying none; a hook with no writes may not write",
-			Doc: "a run whose operations need access that its hook's `writes` do not grant (a kind, subresource, namespace or verb) fails before any of them is applied, and is retried as a run that wrote invalid operations is. A hook that declares no `writes` (no shell-operator hook does) may then write nothing, only `Requeue`; the hooks that seem to write and declare none are warned of at start. Without it, such operations of hooks that declare `writes` are applied, counted in `writes_outside_declared_total` and warned of ([bindings.md](bindings.md#what-the-runtime-checks))"},
+			Doc: "a run whose operations need access its hook's `writes` do not grant fails before any is applied; without it they are applied, counted and warned of ([what the runtime checks](bindings.md#what-the-runtime-checks))"},
 		{Name: "retry-initial-delay", Value: envflag.Duration(&f.RetryInitial, time.Second), Usage: "pause before the first retry of a failed run; doubles per failure",
 			Doc: "pause before retrying a failed run; doubles per failure"},
 		{Name: "retry-max-delay", Value: envflag.Duration(&f.RetryMax, time.Minute), Usage: "longest pause between retries of a failed run",
@@ -60,17 +59,17 @@ func Settings(f *Flags) []envflag.Setting {
 		{Name: "watch-idle-timeout", Value: envflag.Duration(&f.WatchIdle, 3*time.Minute), Usage: "list again and restart a watch with no event and no bookmark for this long (0: never)",
 			Doc: "a watch that delivers no event and no bookmark for this long is restarted with a fresh list (the API server sends a bookmark about every minute), and the bindings on it count as stale (`binding_view_age_seconds` above `binding_stale_after_seconds`); a hook's or binding's `staleAfter` sets its own ([bindings.md](bindings.md#freshness-staleafter-extension)); `0`: never"},
 		{Name: "batch-window", Value: &f.BatchWindow, Usage: "wait between a queue's runs while events stream in (0: none; auto: the hook's run time, <= 40ms)",
-			Doc: "while events stream in (each less than half a window after the one before), a queue waits this long after a run before the next, or for half of it without a new event; events arriving meanwhile join that run. An event more than half a window after the one before, and one that finds its queue idle for a window, run at once; `0`: no window, each run starts as soon as the last ends. `auto`: each hook's window is its own recent run time in the queue (a moving average), at most 40ms: far lower latency in a burst for fast hooks, at the cost of more runs, and so more CPU per event on a small machine ([running.md](running.md#queues-ordering-and-failures), [decisions.md](design/running-hooks.md#batch-window-between-a-queues-runs))"},
+			Doc: "while events stream in, a queue waits this long after a run before the next, so that the events join one run; `0`: no window; `auto`: each hook's own recent run time, at most 40ms ([queues](running.md#queues-ordering-and-failures), [why](design/running-hooks.md#batch-window-between-a-queues-runs))"},
 		{Name: "batch-fill", Value: &f.BatchFill, Usage: "end a batch window once this many events of its hook wait (auto: 32, resident hooks 16; 0: none)",
-			Doc: "a run waiting for its batch window starts at once when this many events of its hook wait for it: a run's own cost in the operator spread over that many events is small beside what each event costs it otherwise, so where events arrive fast (a large machine, a busy cluster) waiting longer only adds latency. `auto`: 32 for a one-shot hook (a process start per run), 16 for a resident one (no process start: in a burst on 2 cores its wait fell from 21 to 10.5 ms for no more CPU per event); a count applies to every hook; `0`: the window alone decides ([decisions.md](design/running-hooks.md#batch-window-between-a-queues-runs))"},
+			Doc: "a run waiting for its batch window starts at once when this many contexts of its hook wait; `auto`: 32, 16 for a resident hook; `0`: the window alone decides ([queues](running.md#queues-ordering-and-failures), [why](design/running-hooks.md#batch-window-between-a-queues-runs))"},
 		{Name: "max-parallel-hooks", Value: envflag.Int(&f.MaxParallel, 4*runtime.NumCPU()), Usage: "the most runs at once of hooks with settings.parallelism above 1, across the operator",
 			Doc:        "the most runs of hooks with `settings.parallelism` above 1 at once, across the operator; runs of other hooks (one per queue at a time) are not counted; a hook whose `settings.parallelism` is above it is warned of at start and reload ([running.md](running.md#parallel-runs-extension))",
 			DocDefault: "4 per CPU"},
 		// process
 		{Name: "adapt-gomaxprocs", Value: envflag.Bool(&f.AdaptProcs, true), Usage: "run Go code on one processor while the operator uses under 0.35 of a core (GOMAXPROCS set: off)",
-			Doc: "Go code runs on one processor while the operator uses under 0.35 of a core for a second, and on the Go runtime's default (the CPUs and cgroup quota it has) from the moment it uses half a core, so that the many small wake-ups of watch events do not each wake a second thread; a `GOMAXPROCS` environment variable fixes the count and turns this off (see [decisions.md](design/process.md#gomaxprocs-follows-the-load)); the current setting is the metric `go_sched_gomaxprocs_threads`"},
+			Doc: "Go code runs on one processor while the operator uses under 0.35 of a core, on all it has from half a core; a `GOMAXPROCS` variable turns this off; the metric `go_sched_gomaxprocs_threads` shows it ([why](design/process.md#gomaxprocs-follows-the-load))"},
 		{Name: "steady-sysmon", Value: envflag.Bool(&f.SteadySysmon, true), Usage: "keep the Go runtime's monitor on a steady 10 ms tick: less CPU per event (GODEBUG schedtrace)",
-			Doc: "`start` starts itself again in place with `GODEBUG=schedtrace=2147483647` (added to any `GODEBUG` that does not set `schedtrace`), which keeps the Go runtime's monitor thread checking every 10 ms instead of being woken after every idle moment: about a quarter less CPU per event, about 2 ms of CPU a second more while idle; on a machine up for more than 24.8 days, one `SCHED` line of the scheduler's state on stderr at start and every 24.8 days; hooks do not get the setting ([decisions.md](design/process.md#the-runtimes-monitor-kept-steady-godebug-schedtrace))"},
+			Doc: "`start` starts itself again with `GODEBUG=schedtrace=2147483647`, which keeps the Go runtime's monitor on a steady 10 ms tick: about a quarter less CPU per event; hooks do not get the setting ([why, and its cost](design/process.md#the-runtimes-monitor-kept-steady-godebug-schedtrace))"},
 		{Name: "shutdown-grace-period", Value: envflag.Duration(&f.ShutdownGrace, 30*time.Second), Usage: "how long running hooks may finish after SIGTERM/SIGINT",
 			Doc: "how long running hooks may finish after SIGTERM/SIGINT"},
 		{Name: "listen-address", Value: envflag.String(&f.ListenAddress, ":9115"), Usage: "serve /metrics, /healthz and /readyz on this host:port (empty: no listener)",
@@ -80,7 +79,7 @@ func Settings(f *Flags) []envflag.Setting {
 			Doc:        "serves `/healthz` and `/readyz` alone, apart from the load of `--listen-address` (which serves them too), with tight bounds: 8 connections per source address, more closed at once ([listeners](#listeners-bounds-and-what-they-log)); the chart's probes use it; empty: no listener. Not given, it listens on port 9116 of `--listen-address`'s host, and when that port is taken (a second operator on the host) the operator warns and starts without it, its probes on `--listen-address` alone; given, a taken port fails the start",
 			DocDefault: "`:9116` (port 9116 on `--listen-address`'s host)"},
 		{Name: "metrics-secure", Value: envflag.Bool(&f.MetricsSecure, false), Usage: "serve /metrics over HTTPS on --metrics-secure-address, to tokens allowed to get it",
-			Doc: "serve `/metrics` and `/metrics/hooks` over HTTPS on `--metrics-secure-address` only, to callers whose bearer token the API server authenticates (TokenReview) and whose user may `get` the path (SubjectAccessReview: a ClusterRole with `nonResourceURLs: [/metrics]`), answers remembered and at most 10 reviews a second sent (429 beyond); `--health-listen-address` and `--listen-address` keep `/healthz` and `/readyz` ([metrics.md](metrics.md#secure-metrics)). Needs one of them set, and RBAC to create `tokenreviews` and `subjectaccessreviews`"},
+			Doc: "serve `/metrics` and `/metrics/hooks` over HTTPS on `--metrics-secure-address` only, to callers whose token the API server authenticates and authorizes for the path; needs RBAC to create `tokenreviews` and `subjectaccessreviews` ([secure metrics](metrics.md#secure-metrics))"},
 		{Name: "metrics-secure-address", Value: envflag.String(&f.MetricsSecureAddress, ":8443"), Usage: "host:port of the HTTPS /metrics listener of --metrics-secure",
 			Doc: "host:port of that HTTPS listener"},
 		{Name: "metrics-cert", Value: envflag.String(&f.MetricsCert, ""), Usage: "PEM certificate of the HTTPS /metrics listener (empty: self-signed)",
@@ -101,7 +100,7 @@ func Settings(f *Flags) []envflag.Setting {
 			Doc: "the most series of metrics one hook holds ([running.md](running.md#metrics-from-hooks)); a new series over it is dropped, counted in `hook_metrics_dropped_total{hook,reason}` and logged once per hook; the series held keep being updated; `0`: no cap"},
 		{Name: "hook-metrics-max-series", Value: envflag.Int(&f.HookMetricsMaxSeries, metrics.DefaultMaxSeries), Usage: "the most series of metrics all hooks hold together; a new one over it is dropped (0: no cap)",
 			Doc: "the same for all hooks together; with one series at most 4 KiB (name, labels, 8 bytes per histogram bucket; a larger one is dropped the same way), this bounds the memory hooks' metrics take to about 40 MB; `0`: no cap"},
-		{Name: "debug-socket", Value: envflag.String(&f.DebugSocket, debugapi.DefaultSocket()), Usage: "unix socket serving the debug routes that hook-operator debug reads (empty: none)",
+		{Name: "debug-socket", Value: envflag.String(&f.DebugSocket, DefaultDebugSocket()), Usage: "unix socket serving the debug routes that hook-operator debug reads (empty: none)",
 			Doc:        "unix socket (mode 0600) of the debug routes that `hook-operator debug` reads; empty: none. A stale socket is replaced; one another process answers on fails the start when given, and when not given (a second operator on the host) is left to it with a warning",
 			DocDefault: "`hook-operator-debug.sock` in the system temp dir",
 			Shell:      envflag.Shell{Flag: "debug-unix-socket", Env: []string{"DEBUG_UNIX_SOCKET"}}},
@@ -139,13 +138,13 @@ func Settings(f *Flags) []envflag.Setting {
 			Env:        envflag.Prefix + "NAMESPACE",
 			Shell:      envflag.Shell{Flag: "namespace", Env: []string{"SHELL_OPERATOR_NAMESPACE"}}},
 		{Name: "webhook-url", Value: envflag.String(&w.URL, ""), Usage: "register the webhooks by URL, https://HOST:PORT, not by Service (an operator outside the cluster)",
-			Doc: "register the webhooks by URL, `https://HOST:PORT`, instead of by Service: an operator outside the cluster",
+			Doc: "register the webhooks by URL, `https://HOST:PORT`, instead of by Service: an operator outside the cluster, such as a local run ([webhooks.md](webhooks.md))",
 		},
 		{Name: "webhook-failure-policy", Value: envflag.String(&w.FailurePolicy, "Fail"), Usage: "failurePolicy of admission bindings that set none: Fail or Ignore",
 			Doc:   "`failurePolicy` of admission bindings that set none",
 			Shell: envflag.Shell{Flag: "validating-webhook-failure-policy", Env: []string{"VALIDATING_WEBHOOK_FAILURE_POLICY"}}},
 		{Name: "webhook-configuration-mode", Value: envflag.String(&w.ConfigurationMode, webhook.ModeManaged), Usage: "managed (create and delete the webhook configurations) or existing (only fill in the chart's)",
-			Doc: "`managed`: the operator creates the configurations of `--webhook-configuration-name` when a binding of their kind appears and deletes them when the last goes (its RBAC needs `create` on the kinds, which RBAC cannot limit to a name); `existing`: the configurations are made beforehand (by the chart) and the operator only fills in their webhooks (rules, `clientConfig` with the `caBundle`) with a merge patch, empties them when the last binding goes, and never creates or deletes one: a missing one fails the registration with an error naming it, and the RBAC needs only `get` and `patch` on those names ([deploy.md](deploy.md#webhook-configurations-made-by-the-chart))"},
+			Doc: "`managed`: the operator creates and deletes the webhook configurations; `existing`: they are made beforehand (by the chart) and the operator only fills in and empties their webhooks, with RBAC for `get` and `patch` on their names alone ([deploy.md](deploy.md#webhook-configurations-made-by-the-chart))"},
 		{Name: "webhook-register", Value: envflag.Bool(&w.Register, true), Usage: "create and update the webhook configurations (false: the manifests register them)",
 			Doc: "create and keep up to date the webhook configurations; false leaves registration to the manifests"},
 		{Name: "webhook-labels", Value: envflag.StringToString(&w.Labels, nil), Usage: "labels of the webhook configurations, key=value,...",
@@ -164,7 +163,7 @@ func Settings(f *Flags) []envflag.Setting {
 		{Name: "webhook-max-concurrent", Value: envflag.Int(&w.MaxConcurrent, 16), Usage: "admission and conversion requests whose hooks run at once; more wait for a free slot",
 			Doc: "admission and conversion requests run at once, across the webhook listeners; a request takes its slot once its body has arrived, and the others wait for one as long as the API server waits (its `?timeout=`, 30s at most), then get 503"},
 		{Name: "webhook-hook-memory", Value: &w.HookMemory, Usage: "memory the hooks of the reviews in flight may use (auto: a quarter of the memory limit; 0: none)",
-			Doc: "the memory the hook processes of the admission and conversion reviews in flight may use together, all listeners: each review counts 8 MiB and 32 times its size (jq holds a review of small objects at up to 32 times its size), and waits for its slot while that does not fit (as for `--webhook-max-concurrent`; one counted above an address's share counts as that share, and runs alone of its address). `auto`: a quarter of the container's memory limit (the Go runtime has the rest, see [deploy.md](deploy.md#memory-sizing)), not bounded without a limit; `0`: not bounded. One client address holds at most three quarters of it, and of the slots"},
+			Doc: "the memory the hook processes of the admission and conversion reviews in flight may use together; a review waits for room; `auto`: a quarter of the container's memory limit; `0`: not bounded ([listeners](#listeners-bounds-and-what-they-log), [memory sizing](deploy.md#memory-sizing))"},
 		{Name: "webhook-max-connections", Value: envflag.Int(&w.MaxConnections, 256), Usage: "open connections each webhook listener accepts at once; more wait",
 			Doc: "open connections each webhook listener accepts at once, more wait; a quarter of them from one address, more are closed at once ([listeners](#listeners-bounds-and-what-they-log))"},
 		{Name: "webhook-tls-min-version", Value: envflag.String(&w.TLSMinVersion, "1.2"), Usage: "1.2 (TLS 1.2 with ECDHE and AES-GCM or ChaCha20 suites, or 1.3) or 1.3 (TLS 1.3 only)",
@@ -198,7 +197,7 @@ func Settings(f *Flags) []envflag.Setting {
 			DocDefault: "— (`--webhook-url`)"},
 		// leader
 		{Name: "leader-elect", Value: envflag.Bool(&l.Enabled, false), Usage: "run hooks only while this replica holds the Lease; standbys serve webhooks and wait",
-			Doc: "run hooks only while this replica holds the Lease `--leader-elect-lease-name` in `--operator-namespace` (Kubernetes' own coordination: the Lease and rules of client-go's leader election, in a small elector of our own, see [decisions.md](design/replicas.md#leader-election-client-gos-rules-on-a-lease-in-our-own-small-elector-watched-by-the-standbys)). A standby loads its hooks, serves `/healthz`, `/metrics` and the webhooks, is ready (`/readyz` 200 once the API server answers, so that rolling updates go on), and runs no hook. The replica that takes the Lease starts as a fresh start does: onStartup hooks, then every binding's Synchronization. On SIGTERM the leader lets its hooks finish within the grace period and then releases the Lease, and a standby, which watches the Lease, takes over at once (0.2 s); when a leader dies without releasing it, a standby takes it the moment it expires (the lease duration after the last renewal it saw: 15 s or less after the death); a leader that cannot renew within the renew deadline stops its hooks at once and exits to start again as a standby ([guarantees.md](guarantees.md#leader-election))"},
+			Doc: "run hooks only while this replica holds the Lease `--leader-elect-lease-name`; a standby loads its hooks, serves probes, metrics and webhooks, is ready, and takes over when the leader stops or dies ([guarantees](guarantees.md#leader-election), [why](design/replicas.md#leader-election-client-gos-rules-on-a-lease-in-our-own-small-elector-watched-by-the-standbys))"},
 		{Name: "leader-elect-lease-name", Value: envflag.String(&l.LeaseName, election.DefaultLeaseName), Usage: "the Lease of leader election",
 			Doc: "the Lease"},
 		{Name: "leader-elect-identity", Value: envflag.String(&l.Identity, ""), Usage: "this replica's name in the Lease (default $POD_NAME, else the hostname and a random suffix)",
