@@ -7,6 +7,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/cli/envflag"
 	hookscmd "github.com/hook-operator/hook-operator/internal/cli/hooks"
 	"github.com/hook-operator/hook-operator/internal/cli/kubeflags"
+	"github.com/hook-operator/hook-operator/internal/debugapi"
 	"github.com/hook-operator/hook-operator/internal/election"
 	"github.com/hook-operator/hook-operator/internal/hook"
 	"github.com/hook-operator/hook-operator/internal/limit"
@@ -100,7 +101,7 @@ func Settings(f *Flags) []envflag.Setting {
 			Doc: "the most series of metrics one hook holds ([running.md](running.md#metrics-from-hooks)); a new series over it is dropped, counted in `hook_metrics_dropped_total{hook,reason}` and logged once per hook; the series held keep being updated; `0`: no cap"},
 		{Name: "hook-metrics-max-series", Value: envflag.Int(&f.HookMetricsMaxSeries, metrics.DefaultMaxSeries), Usage: "the most series of metrics all hooks hold together; a new one over it is dropped (0: no cap)",
 			Doc: "the same for all hooks together; with one series at most 4 KiB (name, labels, 8 bytes per histogram bucket; a larger one is dropped the same way), this bounds the memory hooks' metrics take to about 40 MB; `0`: no cap"},
-		{Name: "debug-socket", Value: envflag.String(&f.DebugSocket, DefaultDebugSocket()), Usage: "unix socket serving the debug routes that hook-operator debug reads (empty: none)",
+		{Name: "debug-socket", Value: envflag.String(&f.DebugSocket, debugapi.DefaultSocket()), Usage: "unix socket serving the debug routes that hook-operator debug reads (empty: none)",
 			Doc:        "unix socket (mode 0600) of the debug routes that `hook-operator debug` reads; empty: none. A stale socket is replaced; one another process answers on fails the start when given, and when not given (a second operator on the host) is left to it with a warning",
 			DocDefault: "`hook-operator-debug.sock` in the system temp dir",
 			Shell:      envflag.Shell{Flag: "debug-unix-socket", Env: []string{"DEBUG_UNIX_SOCKET"}}},
