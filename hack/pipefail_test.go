@@ -43,6 +43,11 @@ func TestNoEarlyExitingReaderUnderPipefail(t *testing.T) {
 		if strings.HasSuffix(path, ".md") || strings.HasPrefix(path, "bench/results/") || path == "hack/pipefail_test.go" {
 			continue
 		}
+		// A tracked symlink (examples/tutorial/lib) leads to files checked
+		// under their own paths.
+		if fi, err := os.Lstat(filepath.Join(root, path)); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			continue
+		}
 		data, err := os.ReadFile(filepath.Join(root, path))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // deleted in the work tree, not yet in the index
