@@ -216,6 +216,17 @@ SOAK_DURATION ?= 30m
 soak: build ## 3 sharded replicas, churn and faults for SOAK_DURATION (default 30m) on a cluster of their own; checks and plots in soak/results/ (not part of make test; docs/soak.md)
 	go run ./soak --duration $(SOAK_DURATION)
 
+# The results make bench-report draws: a bench's JSON (only a full run
+# writes latest.json; name another, e.g. bench/results/<time>.json) and a
+# soak's (default: the newest in soak/results/).
+BENCH_RESULTS ?= bench/results/latest.json
+SOAK_RESULTS ?= $(lastword $(sort $(wildcard soak/results/*.json)))
+
+.PHONY: bench-report
+bench-report: ## draw the charts of docs/benchmarks.md into docs/img/ from saved results: the burst's latency distribution from BENCH_RESULTS (default bench/results/latest.json), the soak's memory from SOAK_RESULTS (default the newest soak/results/*.json)
+	go run ./bench chart --out docs/img/bench-burst-latency.svg $(BENCH_RESULTS)
+	go run ./soak chart --out docs/img/soak-memory.svg $(SOAK_RESULTS)
+
 clean: ## remove build output (not the cluster or its cached binaries)
 	rm -rf bin/
 	@for pkg in $$(go list -f '{{if .GoFiles}}{{.ImportPath}}{{end}}' ./hooks/... 2>/dev/null); do d=$${pkg#$(MODULE)/}; rm -f "$$d/$$(basename $$d)"; done

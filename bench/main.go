@@ -6,7 +6,9 @@
 // It runs the built binary (bin/hook-operator) with a bash hook and a Go
 // hook (bench/hooks), and writes bench/results/<time>.json with every
 // sample and <time>.md with the medians against the targets. `make bench`
-// runs it; bench/README.md explains the scenarios and the report.
+// runs it; bench/README.md explains the scenarios and the report. `bench
+// chart` draws a results file's burst latencies as an SVG (make
+// bench-report).
 package main
 
 import (
@@ -26,6 +28,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "chart" {
+		if err := runChart(os.Args[2:]); err != nil && !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	cfg, err := parseFlags(os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		return

@@ -6,7 +6,8 @@
 // stopping its control plane disturbs no test), while the harness creates,
 // updates and deletes source ConfigMaps. `make soak` runs it
 // (SOAK_DURATION, default 30m); docs/soak.md explains the checks, the
-// bounds and the report written to soak/results/.
+// bounds and the report written to soak/results/. `soak chart` draws a
+// saved run's memory over time as an SVG (make bench-report).
 package main
 
 import (
@@ -52,6 +53,13 @@ const (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "chart" {
+		if err := runChart(os.Args[2:]); err != nil && !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "soak:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	duration := flag.Duration("duration", 30*time.Minute, "how long the soak runs, faults and churn included")
 	warmup := flag.Duration("warmup", 0, "time before faults start and resource growth is fitted (0: 5m, or a sixth of --duration if less)")
 	binary := flag.String("binary", "bin/hook-operator", "the operator binary")
