@@ -74,6 +74,32 @@ kubernetes:
 %s`, group, extra)
 }
 
+// testFinalizer is the finalizer of the tests' finalizer bindings.
+const testFinalizer = "test.hook-operator.dev/cleanup"
+
+// newAppEnv is a test's env with appCRD installed: the App resource and
+// the test namespace's Apps.
+func newAppEnv(t *testing.T) (*env, schema.GroupVersionResource, dynamic.ResourceInterface) {
+	e := newEnv(t)
+	gvr := e.c.InstallCRD(t, appCRD)
+	return e, gvr, e.c.Dynamic.Resource(gvr).Namespace(e.ns)
+}
+
+// waitFinalizer waits until the App name holds testFinalizer.
+func waitFinalizer(e *env, apps dynamic.ResourceInterface, name string) {
+	e.t.Helper()
+	e.eventually(15*time.Second, "the finalizer", func() bool {
+		got, err := apps.Get(context.Background(), name, metav1.GetOptions{})
+		return err == nil && slices.Contains(got.GetFinalizers(), testFinalizer)
+	})
+}
+
+// count is what a hook's counter file holds, "" before it writes one.
+func count(file string) string {
+	data, _ := os.ReadFile(file)
+	return strings.TrimSpace(string(data))
+}
+
 // releaseAtEnd removes every finalizer from the test's objects of gvr when
 // the test ends, after its operator has stopped (cleanups run last-in,
 // first-out, so call it before e.start): objects left holding the test's
@@ -116,10 +142,8 @@ func cmNames(t *testing.T, e *env) []string {
 // and writing it does not run the hook again.
 func TestIntegrationChildrenStatusAndGarbageCollection(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e, gvr, apps := newAppEnv(t)
 	ctx := context.Background()
-	gvr := e.c.InstallCRD(t, appCRD)
-	apps := e.c.Dynamic.Resource(gvr).Namespace(e.ns)
 	_, err := e.c.Client.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bystander"}}, metav1.CreateOptions{})
 	must(t, err)
 	e.bashHook("app.sh", appHookConfig(gvr.Group, ""), appHookBody)
@@ -164,13 +188,11 @@ func TestIntegrationChildrenStatusAndGarbageCollection(t *testing.T) {
 // Finalize run succeeds; failures are retried.
 func TestIntegrationFinalizerHoldsDeletion(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e, gvr, apps := newAppEnv(t)
 	ctx := context.Background()
-	gvr := e.c.InstallCRD(t, appCRD)
-	apps := e.c.Dynamic.Resource(gvr).Namespace(e.ns)
 	counter := filepath.Join(t.TempDir(), "finalize-count")
 	releaseAtEnd(t, e, gvr)
-	e.bashHook("fin.sh", appHookConfig(gvr.Group, "  finalizer: test.hook-operator.dev/cleanup\n"), fmt.Sprintf(`
+	e.bashHook("fin.sh", appHookConfig(gvr.Group, "  finalizer: "+testFinalizer+"\n"), fmt.Sprintf(`
 if jq -e 'any(.[]; .watchEvent == "Finalize")' "$BINDING_CONTEXT_PATH" >/dev/null; then
   n=$(cat %[1]q 2>/dev/null || echo 0); echo $((n+1)) > %[1]q
   if (( n < 2 )); then echo "cleanup not done yet" >&2; exit 1; fi
@@ -178,14 +200,10 @@ fi`, counter))
 	e.start()
 	_, err := apps.Create(ctx, newApp(gvr, "held"), metav1.CreateOptions{})
 	must(t, err)
-	e.eventually(15*time.Second, "the finalizer", func() bool {
-		got, err := apps.Get(ctx, "held", metav1.GetOptions{})
-		return err == nil && slices.Contains(got.GetFinalizers(), "test.hook-operator.dev/cleanup")
-	})
+	waitFinalizer(e, apps, "held")
 	must(t, apps.Delete(ctx, "held", metav1.DeleteOptions{}))
 	e.eventually(15*time.Second, "the first failed Finalize run", func() bool {
-		data, _ := os.ReadFile(counter)
-		return strings.TrimSpace(string(data)) == "1"
+		return count(counter) == "1"
 	})
 	if _, err := apps.Get(ctx, "held", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the object is gone although its Finalize run failed: %v", err)
@@ -194,9 +212,8 @@ fi`, counter))
 		_, err := apps.Get(ctx, "held", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
-	data, _ := os.ReadFile(counter)
-	if strings.TrimSpace(string(data)) != "3" {
-		t.Errorf("Finalize ran %s times, want 3 (two failures, one success)", strings.TrimSpace(string(data)))
+	if n := count(counter); n != "3" {
+		t.Errorf("Finalize ran %s times, want 3 (two failures, one success)", n)
 	}
 }
 
@@ -205,13 +222,11 @@ fi`, counter))
 // run that does not requeue releases it.
 func TestIntegrationFinalizeRequeueKeepsFinalizer(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e, gvr, apps := newAppEnv(t)
 	ctx := context.Background()
-	gvr := e.c.InstallCRD(t, appCRD)
-	apps := e.c.Dynamic.Resource(gvr).Namespace(e.ns)
 	counter := filepath.Join(t.TempDir(), "finalize-count")
 	releaseAtEnd(t, e, gvr)
-	e.bashHook("fin.sh", appHookConfig(gvr.Group, "  finalizer: test.hook-operator.dev/cleanup\n"), fmt.Sprintf(`
+	e.bashHook("fin.sh", appHookConfig(gvr.Group, "  finalizer: "+testFinalizer+"\n"), fmt.Sprintf(`
 jq -c '.[] | select(.watchEvent == "Finalize") | .object.metadata' "$BINDING_CONTEXT_PATH" | while read -r md; do
   n=$(cat %[1]q 2>/dev/null || echo 0); echo $((n+1)) > %[1]q
   if (( n < 2 )); then
@@ -221,18 +236,14 @@ done`, counter))
 	e.start()
 	_, err := apps.Create(ctx, newApp(gvr, "waiting"), metav1.CreateOptions{})
 	must(t, err)
-	e.eventually(15*time.Second, "the finalizer", func() bool {
-		got, err := apps.Get(ctx, "waiting", metav1.GetOptions{})
-		return err == nil && slices.Contains(got.GetFinalizers(), "test.hook-operator.dev/cleanup")
-	})
+	waitFinalizer(e, apps, "waiting")
 	must(t, apps.Delete(ctx, "waiting", metav1.DeleteOptions{}))
 	e.eventually(30*time.Second, "deletion after the third Finalize run", func() bool {
 		_, err := apps.Get(ctx, "waiting", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
-	data, _ := os.ReadFile(counter)
-	if strings.TrimSpace(string(data)) != "3" {
-		t.Errorf("Finalize ran %s times, want 3 (two that requeued, then the one that released)", strings.TrimSpace(string(data)))
+	if n := count(counter); n != "3" {
+		t.Errorf("Finalize ran %s times, want 3 (two that requeued, then the one that released)", n)
 	}
 	var finalizes int
 	for _, c := range e.contexts("fin.sh") {
@@ -254,15 +265,9 @@ func TestIntegrationRequeue(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	e.bashHook("poll.sh", `
-configVersion: v1
-kubernetes:
-- name: cms
-  kind: ConfigMap
-  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
-  labelSelector: {matchLabels: {owner: test}}
+	e.bashHook("poll.sh", cmsConfig(`  labelSelector: {matchLabels: {owner: test}}
   executeHookOnSynchronization: false
-`, `
+`), `
 jq -c '.[] | select(.watchEvent == "Added") | {operation: "Requeue", after: "2s", namespace: .object.metadata.namespace, name: .object.metadata.name}' \
   "$BINDING_CONTEXT_PATH" >> "$KUBERNETES_PATCH_PATH"
 `)
@@ -295,12 +300,10 @@ jq -c '.[] | select(.watchEvent == "Added") | {operation: "Requeue", after: "2s"
 // when it comes back.
 func TestIntegrationRestartKeepsInventoryAndFinalizers(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e, gvr, apps := newAppEnv(t)
 	ctx := context.Background()
-	gvr := e.c.InstallCRD(t, appCRD)
-	apps := e.c.Dynamic.Resource(gvr).Namespace(e.ns)
 	releaseAtEnd(t, e, gvr)
-	e.bashHook("app.sh", appHookConfig(gvr.Group, "  finalizer: test.hook-operator.dev/cleanup\n"), appHookBody)
+	e.bashHook("app.sh", appHookConfig(gvr.Group, "  finalizer: "+testFinalizer+"\n"), appHookBody)
 	e.start()
 	_, err := apps.Create(ctx, newApp(gvr, "app1", "a", "b"), metav1.CreateOptions{})
 	must(t, err)
@@ -308,7 +311,7 @@ func TestIntegrationRestartKeepsInventoryAndFinalizers(t *testing.T) {
 	must(t, err)
 	e.eventually(20*time.Second, "children and finalizers", func() bool {
 		a2, err := apps.Get(ctx, "app2", metav1.GetOptions{})
-		return err == nil && slices.Contains(a2.GetFinalizers(), "test.hook-operator.dev/cleanup") &&
+		return err == nil && slices.Contains(a2.GetFinalizers(), testFinalizer) &&
 			slices.Equal(cmNames(t, e), []string{"a", "b", "x"})
 	})
 	e.stop()

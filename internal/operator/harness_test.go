@@ -258,3 +258,39 @@ func must(t *testing.T, err error) {
 type syncBuffer struct{ testoperator.Buffer }
 
 func (s *syncBuffer) contains(sub string) bool { return strings.Contains(s.String(), sub) }
+
+// cmsConfig is the configuration of a hook with one kubernetes binding,
+// cms, of the ConfigMaps in the test's namespace; extra adds fields to that
+// binding (indented two spaces) or more bindings and keys after it.
+func cmsConfig(extra string) string {
+	return "\nconfigVersion: v1\nkubernetes:\n- name: cms\n  kind: ConfigMap\n  namespace: {nameSelector: {matchNames: [NAMESPACE]}}\n" + extra
+}
+
+// gate is a file a hook waits for: its runs hang until the test opens it.
+type gate string
+
+func newGate(t *testing.T) gate { return gate(filepath.Join(t.TempDir(), "gate")) }
+
+// wait is the bash that waits until the gate is open.
+func (g gate) wait() string { return fmt.Sprintf("while [[ ! -e %q ]]; do sleep 0.1; done", string(g)) }
+
+// open lets every waiting run go on.
+func (g gate) open(t *testing.T) { must(t, os.WriteFile(string(g), nil, 0o644)) }
+
+// waitReady waits until the operator reports itself ready.
+func (e *env) waitReady(timeout time.Duration) {
+	e.t.Helper()
+	e.eventually(timeout, "readiness", func() bool {
+		ok, _ := e.op.Ready(context.Background())
+		return ok
+	})
+}
+
+// wantLogged reports an error, what the log lacks, when the operator's log
+// does not hold sub.
+func (e *env) wantLogged(sub, lacks string) {
+	e.t.Helper()
+	if !e.logs.contains(sub) {
+		e.t.Errorf("%s", lacks)
+	}
+}

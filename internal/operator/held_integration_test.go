@@ -33,13 +33,7 @@ func TestIntegrationGroupWaitsForUnservedMember(t *testing.T) {
 	must(t, err)
 	_, err = e.c.Client.CoreV1().ConfigMaps(e.ns).Create(ctx, cm("c1", nil), metav1.CreateOptions{})
 	must(t, err)
-	e.bashHook("group.sh", fmt.Sprintf(`
-configVersion: v1
-kubernetes:
-- name: cms
-  kind: ConfigMap
-  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
-  labelSelector: {matchLabels: {owner: test}}
+	e.bashHook("group.sh", cmsConfig(fmt.Sprintf(`  labelSelector: {matchLabels: {owner: test}}
   group: g
 - name: lates
   apiVersion: %s/v2
@@ -50,8 +44,8 @@ schedule:
 - name: tick
   crontab: "* * * * * *"
   group: g
-`, gvr.Group), "")
-	e.bashHook("other.sh", "configVersion: v1\nkubernetes:\n- name: cms\n  kind: ConfigMap\n  namespace: {nameSelector: {matchNames: [NAMESPACE]}}\n", "")
+`, gvr.Group)), "")
+	e.bashHook("other.sh", cmsConfig(""), "")
 	e.events = true
 	e.pod = operator.PodRef{Namespace: e.ns, Name: "operator-0"}
 	e.start()

@@ -34,15 +34,9 @@ func TestIntegrationEventsAndJQFilter(t *testing.T) {
 	cms := e.c.Client.CoreV1().ConfigMaps(e.ns)
 	_, err := cms.Create(ctx, cm("pre", map[string]string{"k": "v"}), metav1.CreateOptions{})
 	must(t, err)
-	e.bashHook("cm.sh", `
-configVersion: v1
-kubernetes:
-- name: cms
-  kind: ConfigMap
-  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
-  labelSelector: {matchLabels: {owner: test}}
+	e.bashHook("cm.sh", cmsConfig(`  labelSelector: {matchLabels: {owner: test}}
   jqFilter: .data
-`, "")
+`), "")
 	e.start()
 	e.eventually(20*time.Second, "Synchronization", func() bool { return len(e.contexts("cm.sh")) >= 1 })
 	sync := e.contexts("cm.sh")[0]
@@ -105,9 +99,7 @@ kubernetes:
 	e.eventually(20*time.Second, "early Synchronization", func() bool {
 		return slices.Contains(describe(e.contexts("crs.sh")), "early:Synchronization")
 	})
-	if !e.logs.contains("waiting for it") {
-		t.Errorf("no log says the late binding waits for its kind")
-	}
+	e.wantLogged("waiting for it", "no log says the late binding waits for its kind")
 	_, err := e.c.Dynamic.Resource(testcluster.CRDGVR).Create(ctx, lateCRD, metav1.CreateOptions{})
 	must(t, err)
 	t.Cleanup(func() {
@@ -320,9 +312,7 @@ func TestIntegrationGoHookAppliesOperations(t *testing.T) {
 		got, err := e.c.Client.CoreV1().ConfigMaps(e.ns).Get(ctx, "x", metav1.GetOptions{})
 		return err == nil && got.Labels["seen-by-go"] == "x"
 	})
-	if !e.logs.contains(`go hook done`) {
-		t.Errorf("the Go hook's JSON log line did not reach the operator log")
-	}
+	e.wantLogged(`go hook done`, "the Go hook's JSON log line did not reach the operator log")
 }
 
 // A failing hook is retried (with backoff) until it succeeds and holds its
@@ -335,21 +325,9 @@ func TestIntegrationRetryAndAllowFailure(t *testing.T) {
 n=$(cat %[1]q 2>/dev/null || echo 0); echo $((n+1)) > %[1]q
 if (( n < 2 )); then echo "failing on purpose, attempt $((n+1))" >&2; exit 3; fi`, counter))
 	e.bashHook("after.sh", "configVersion: v1\nonStartup: 2\n", "")
-	e.bashHook("broken.sh", `
-configVersion: v1
-kubernetes:
-- name: cms
-  kind: ConfigMap
-  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
-  allowFailure: true
-`, "exit 1")
-	e.bashHook("watcher.sh", `
-configVersion: v1
-kubernetes:
-- name: cms
-  kind: ConfigMap
-  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
-`, "")
+	e.bashHook("broken.sh", cmsConfig(`  allowFailure: true
+`), "exit 1")
+	e.bashHook("watcher.sh", cmsConfig(""), "")
 	e.start()
 	e.eventually(20*time.Second, "after.sh to run", func() bool { return len(e.runs("after.sh")) == 1 })
 	if n := len(e.runs("flaky.sh")); n != 3 {
@@ -368,9 +346,7 @@ kubernetes:
 	if n := len(e.runs("broken.sh")); n != 1 {
 		t.Errorf("broken.sh ran %d times; a failure with allowFailure is not retried", n)
 	}
-	if !e.logs.contains("allowFailure is set") {
-		t.Errorf("the allowed failure was not logged")
-	}
+	e.wantLogged("allowFailure is set", "the allowed failure was not logged")
 }
 
 // A hook that outlives its timeout is killed and counts as failed.
@@ -388,9 +364,7 @@ settings: {timeout: 1s}
 	if el := time.Since(start); el > 15*time.Second {
 		t.Errorf("two timed-out runs took %v; the 1s timeout did not end them", el)
 	}
-	if !e.logs.contains("timed out") {
-		t.Errorf("the log does not say the hook timed out")
-	}
+	e.wantLogged("timed out", "the log does not say the hook timed out")
 }
 
 // An operations file with an invalid operation applies none of them, and the
@@ -409,9 +383,7 @@ OPS`, e.ns, e.ns))
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("the valid operation before the invalid one was applied (get: %v)", err)
 	}
-	if !e.logs.contains("operation 1") {
-		t.Errorf("the log does not name the invalid operation's index")
-	}
+	e.wantLogged("operation 1", "the log does not name the invalid operation's index")
 }
 
 // Namespaces that start matching namespace.labelSelector while running are
@@ -471,14 +443,8 @@ kubernetes:
 func TestIntegrationResynchronizationPeriod(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.bashHook("resync.sh", `
-configVersion: v1
-kubernetes:
-- name: cms
-  kind: ConfigMap
-  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
-  resynchronizationPeriod: 1s
-`, "")
+	e.bashHook("resync.sh", cmsConfig(`  resynchronizationPeriod: 1s
+`), "")
 	e.start()
 	e.eventually(15*time.Second, "three Synchronizations", func() bool {
 		n := 0
@@ -496,16 +462,10 @@ kubernetes:
 func TestIntegrationNoWaitForSynchronizationAndUnservedBindings(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	gate := filepath.Join(t.TempDir(), "gate")
-	e.bashHook("slow-sync.sh", `
-configVersion: v1
-kubernetes:
-- name: cms
-  kind: ConfigMap
-  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
-  queue: slow
+	gate := newGate(t)
+	e.bashHook("slow-sync.sh", cmsConfig(`  queue: slow
   waitForSynchronization: false
-`, fmt.Sprintf("while [[ ! -e %q ]]; do sleep 0.1; done", gate))
+`), gate.wait())
 	e.bashHook("tick.sh", `
 configVersion: v1
 schedule:
@@ -525,7 +485,7 @@ kubernetesValidating:
 	e.eventually(20*time.Second, "a Schedule run while the Synchronization is held", func() bool {
 		return len(e.runs("tick.sh")) >= 1
 	})
-	must(t, os.WriteFile(gate, nil, 0o644))
+	gate.open(t)
 	e.eventually(10*time.Second, "the held Synchronization to finish", func() bool {
 		return e.logs.contains(`"hook":"slow-sync.sh","level":"info","msg":"hook run succeeded"`)
 	})
@@ -540,15 +500,9 @@ kubernetesValidating:
 func TestIntegrationStartupWaitsForSynchronizationRuns(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	gate := filepath.Join(t.TempDir(), "gate")
-	e.bashHook("sync.sh", `
-configVersion: v1
-kubernetes:
-- name: cms
-  kind: ConfigMap
-  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
-  group: g
-`, fmt.Sprintf("while [[ ! -e %q ]]; do sleep 0.1; done", gate))
+	gate := newGate(t)
+	e.bashHook("sync.sh", cmsConfig(`  group: g
+`), gate.wait())
 	e.bashHook("tick.sh", "configVersion: v1\nschedule:\n- name: tick\n  crontab: \"* * * * * *\"\n", "")
 	e.start()
 	e.eventually(20*time.Second, "the group's Synchronization", func() bool {
@@ -561,14 +515,11 @@ kubernetes:
 	if ok, why := e.op.Ready(context.Background()); ok || !strings.Contains(strings.Join(why, "; "), "starting") {
 		t.Errorf("ready while the Synchronization runs: %v %q", ok, why)
 	}
-	must(t, os.WriteFile(gate, nil, 0o644))
+	gate.open(t)
 	e.eventually(20*time.Second, "a Schedule run after the Synchronization run", func() bool {
 		return len(e.runs("tick.sh")) >= 1
 	})
-	e.eventually(10*time.Second, "readiness", func() bool {
-		ok, _ := e.op.Ready(context.Background())
-		return ok
-	})
+	e.waitReady(10 * time.Second)
 }
 
 // A retried run sees the present: an object deleted while its run waited
@@ -578,16 +529,10 @@ kubernetes:
 func TestIntegrationRetrySeesThePresent(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	gate := filepath.Join(t.TempDir(), "gate")
-	e.bashHook("label.sh", `
-configVersion: v1
-kubernetes:
-- name: cms
-  kind: ConfigMap
-  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
-  labelSelector: {matchLabels: {owner: test}}
+	gate := newGate(t)
+	e.bashHook("label.sh", cmsConfig(`  labelSelector: {matchLabels: {owner: test}}
   executeHookOnSynchronization: false
-`, fmt.Sprintf(`[[ -e %q ]] || { echo "not yet" >&2; exit 1; }
+`), fmt.Sprintf(`[[ -e %q ]] || { echo "not yet" >&2; exit 1; }
 jq -c '.[] | select(.type == "Event" and .watchEvent != "Deleted")
   | {operation: "MergePatch", kind: "ConfigMap", namespace: .object.metadata.namespace,
      name: .object.metadata.name, mergePatch: {metadata: {labels: {seen: "yes"}}}}' \
@@ -615,7 +560,7 @@ jq -c '.[] | select(.type == "Event" and .watchEvent != "Deleted")
 		}
 		return false
 	})
-	must(t, os.WriteFile(gate, nil, 0o600))
+	gate.open(t)
 	_, err = cms.Create(ctx, cm("later", nil), metav1.CreateOptions{})
 	must(t, err)
 	e.eventually(20*time.Second, "later to be labelled", func() bool {
@@ -632,15 +577,9 @@ func TestIntegrationIdleWatchRestarts(t *testing.T) {
 	// The API server sends a bookmark about every minute: with one second,
 	// the watch goes idle between the objects made here.
 	e.watchIdle = time.Second
-	e.bashHook("idle.sh", `
-configVersion: v1
-kubernetes:
-- name: cms
-  kind: ConfigMap
-  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
-  labelSelector: {matchLabels: {owner: test}}
+	e.bashHook("idle.sh", cmsConfig(`  labelSelector: {matchLabels: {owner: test}}
   executeHookOnSynchronization: false
-`, "")
+`), "")
 	e.start()
 	e.eventually(20*time.Second, "start-up", func() bool { return e.logs.contains("all bindings started") })
 	ctx := context.Background()

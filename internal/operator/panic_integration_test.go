@@ -58,13 +58,7 @@ func TestIntegrationPanicInARunIsRetried(t *testing.T) {
 	e.events = true
 	sink := &panicOnce{}
 	e.sink, e.metrics = sink, metrics.New(metrics.DefaultPrefix)
-	e.bashHook("writer.sh", `
-configVersion: v1
-kubernetes:
-- name: cms
-  kind: ConfigMap
-  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
-`, `jq -e 'any(.[]; .type == "Event")' "$BINDING_CONTEXT_PATH" >/dev/null || exit 0
+	e.bashHook("writer.sh", cmsConfig(""), `jq -e 'any(.[]; .type == "Event")' "$BINDING_CONTEXT_PATH" >/dev/null || exit 0
 echo '{"operation": "Delete", "kind": "ConfigMap", "namespace": "elsewhere", "name": "x"}' >"$KUBERNETES_PATCH_PATH"`)
 	e.start()
 	e.eventually(30*time.Second, "the Synchronization run", func() bool { return len(e.runs("writer.sh")) == 1 })

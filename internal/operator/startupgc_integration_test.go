@@ -1,10 +1,7 @@
 package operator_test
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"path/filepath"
 	"runtime/metrics"
 	"slices"
 	"testing"
@@ -33,14 +30,8 @@ func TestIntegrationStartupLowersGOGCUntilSynchronized(t *testing.T) {
 		t.Fatalf("GOGC is %d before the start, the start-up's own value: the test cannot tell them apart", before)
 	}
 	e := newEnv(t)
-	gate := filepath.Join(t.TempDir(), "gate")
-	e.bashHook("sync.sh", `
-configVersion: v1
-kubernetes:
-- name: cms
-  kind: ConfigMap
-  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
-`, fmt.Sprintf("while [[ ! -e %q ]]; do sleep 0.1; done", gate))
+	gate := newGate(t)
+	e.bashHook("sync.sh", cmsConfig(""), gate.wait())
 	e.start()
 	e.eventually(20*time.Second, "the Synchronization run", func() bool {
 		return slices.Contains(describe(e.contexts("sync.sh")), "cms:Synchronization")
@@ -48,10 +39,7 @@ kubernetes:
 	if got := gogc(); got != memlimit.StartupGCPercent {
 		t.Errorf("GOGC during the Synchronization run = %d, want %d", got, memlimit.StartupGCPercent)
 	}
-	must(t, os.WriteFile(gate, nil, 0o644))
-	e.eventually(20*time.Second, "readiness", func() bool {
-		ok, _ := e.op.Ready(context.Background())
-		return ok
-	})
+	gate.open(t)
+	e.waitReady(20 * time.Second)
 	e.eventually(10*time.Second, "GOGC back to its setting before the start", func() bool { return gogc() == before })
 }
