@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -70,6 +71,29 @@ func (g *gated) handle(ctx context.Context, t *Task) error {
 
 func (g *gated) open(label string) { close(g.gates[label]) }
 
+// holdsAtOnce waits until n runs have started and checks that, a moment
+// later, no more did: what caps them (limit, for the message) holds.
+func (g *gated) holdsAtOnce(t *testing.T, n int, limit string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d runs at once", n), func() bool { return len(g.snapshot()) == n })
+	time.Sleep(50 * time.Millisecond) // one more would have started by now
+	if got := len(g.snapshot()); got != n {
+		t.Fatalf("%d runs at once with %s", got, limit)
+	}
+}
+
+// openAll opens the gates of labels and waits for as many tasks to end,
+// each without an error.
+func (g *gated) openAll(t *testing.T, labels []string, done <-chan error) {
+	t.Helper()
+	for _, l := range labels {
+		g.open(l)
+	}
+	for range labels {
+		must(t, waitDone(t, done))
+	}
+}
+
 func (g *gated) started(label string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -125,17 +149,8 @@ func TestParallelRunsUpToTheHooksParallelism(t *testing.T) {
 	for _, l := range labels {
 		must(t, s.Push(keyed(p, l, l, done)))
 	}
-	eventually(t, "three runs at once", func() bool { return len(g.snapshot()) == 3 })
-	time.Sleep(50 * time.Millisecond) // a fourth would have started by now
-	if n := len(g.snapshot()); n != 3 {
-		t.Fatalf("%d runs started with parallelism 3", n)
-	}
-	for _, l := range labels {
-		g.open(l)
-	}
-	for range labels {
-		must(t, waitDone(t, done))
-	}
+	g.holdsAtOnce(t, 3, "parallelism 3")
+	g.openAll(t, labels, done)
 	if g.maxHook["p"] != 3 {
 		t.Errorf("at most %d runs at once, want 3", g.maxHook["p"])
 	}
@@ -237,17 +252,8 @@ func TestParallelCapAcrossHooks(t *testing.T) {
 		}
 		must(t, s.Push(&Task{Hook: h, Queue: "queue-" + h.Name, Key: l, Contexts: []binding.Context{{Binding: l}}, Done: func(err error) { done <- err }}))
 	}
-	eventually(t, "four runs", func() bool { return len(g.snapshot()) == 4 })
-	time.Sleep(50 * time.Millisecond)
-	if n := len(g.snapshot()); n != 4 {
-		t.Fatalf("%d runs at once with MaxParallel 4", n)
-	}
-	for _, l := range labels {
-		g.open(l)
-	}
-	for range labels {
-		must(t, waitDone(t, done))
-	}
+	g.holdsAtOnce(t, 4, "MaxParallel 4")
+	g.openAll(t, labels, done)
 	if g.max != 4 {
 		t.Errorf("at most %d runs at once, want 4", g.max)
 	}
