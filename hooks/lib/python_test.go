@@ -300,31 +300,11 @@ func TestPythonResident(t *testing.T) {
 // BenchmarkPythonOneShot times a run of a Python hook that does nothing,
 // started for the run: the interpreter's start and the helper's import.
 func BenchmarkPythonOneShot(b *testing.B) {
-	hookPath := writePythonHook(b, "hook.run(lambda: None)")
-	for b.Loop() {
-		cmd := exec.Command(hookPath)
-		cmd.Env = os.Environ()
-		for k, v := range runFiles(b, ticketContext("tickets")) {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("%v: %s", err, out)
-		}
-	}
+	benchOneShot(b, writePythonHook(b, "hook.run(lambda: None)"))
 }
 
 // BenchmarkPythonResident times a run of the same hook served by run()'s
 // resident loop.
 func BenchmarkPythonResident(b *testing.B) {
-	p := startResident(b, exec.Command(writePythonHook(b, "hook.run(lambda: None)")))
-	i := 0
-	for b.Loop() {
-		i++
-		if r := p.run(b, fmt.Sprint(i), ticketContext("tickets")); r.exitCode != 0 {
-			b.Fatalf("run %d failed: %s", i, p.log)
-		}
-	}
-	if err := p.stop(b); err != nil {
-		b.Fatal(err)
-	}
+	benchResident(b, exec.Command(writePythonHook(b, "hook.run(lambda: None)")))
 }

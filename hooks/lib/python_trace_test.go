@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/hook-operator/hook-operator/internal/hookspan"
-	"github.com/hook-operator/hook-operator/internal/residenttest"
 )
 
 // TestPythonSpan: spans nest, carry attributes of every type, and an
@@ -121,23 +120,10 @@ def handle():
 hook.run(handle)
 `)), "SEEN="+seen, "TRACEPARENT=00-"+strings.Repeat("1", 32)+"-"+strings.Repeat("2", 16)+"-01", "TRACESTATE=inherited=1", "TRACE_SPANS_PATH="+inherited)
 	dir := t.TempDir()
-	request := func(id string, trace string) string {
-		env := residenttest.Files(t, `[]`)
-		var parts []string
-		for _, k := range residenttest.EnvKeys {
-			parts = append(parts, fmt.Sprintf("%q:%q", k, env[k]))
-		}
-		return `{"id":"` + id + `","env":{` + strings.Join(parts, ",") + trace + "}}\n"
-	}
-	requests := request("1", "") +
-		request("2", `,"TRACEPARENT":"`+testTraceParent+`","TRACESTATE":"v=a\u0026b","TRACE_SPANS_PATH":"`+dir+`/spans-2"`) +
-		request("3", "")
-	if _, err := p.requests.WriteString(requests); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.stop(t); err != nil {
-		t.Fatalf("exit %v\nlog:\n%s", err, p.log)
-	}
+	requests := request(t, "1", "") +
+		request(t, "2", `,"TRACEPARENT":"`+testTraceParent+`","TRACESTATE":"v=a\u0026b","TRACE_SPANS_PATH":"`+dir+`/spans-2"`) +
+		request(t, "3", "")
+	p.serve(t, requests)
 	data, _ := os.ReadFile(seen)
 	if want := "||\n" + testTraceParent + "|v=a&b|spans-2\n||\n"; string(data) != want {
 		t.Errorf("runs saw\n%s\nwant\n%s\nlog:\n%s", data, want, p.log)

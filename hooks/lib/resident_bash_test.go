@@ -165,17 +165,7 @@ var benchHandlers = []struct{ name, body string }{
 func BenchmarkBashOneShot(b *testing.B) {
 	for _, h := range benchHandlers {
 		b.Run(h.name, func(b *testing.B) {
-			hookPath := writeResidentHook(b, benchScript(h.body))
-			for b.Loop() {
-				cmd := exec.Command(hookPath)
-				cmd.Env = os.Environ()
-				for k, v := range runFiles(b, ticketContext("tickets")) {
-					cmd.Env = append(cmd.Env, k+"="+v)
-				}
-				if out, err := cmd.CombinedOutput(); err != nil {
-					b.Fatalf("%v: %s", err, out)
-				}
-			}
+			benchOneShot(b, writeResidentHook(b, benchScript(h.body)))
 		})
 	}
 }
@@ -185,17 +175,7 @@ func BenchmarkBashOneShot(b *testing.B) {
 func BenchmarkBashResident(b *testing.B) {
 	for _, h := range benchHandlers {
 		b.Run(h.name, func(b *testing.B) {
-			p := startResident(b, exec.Command(writeResidentHook(b, benchScript(h.body))))
-			i := 0
-			for b.Loop() {
-				i++
-				if r := p.run(b, fmt.Sprint(i), ticketContext("tickets")); r.exitCode != 0 {
-					b.Fatalf("run %d failed: %s", i, p.log)
-				}
-			}
-			if err := p.stop(b); err != nil {
-				b.Fatal(err)
-			}
+			benchResident(b, exec.Command(writeResidentHook(b, benchScript(h.body))))
 		})
 	}
 }

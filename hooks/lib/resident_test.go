@@ -4,8 +4,10 @@ package lib_test
 // internal/residenttest; this file fits it to the tests' shorthand.
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/hook-operator/hook-operator/internal/residenttest"
@@ -47,4 +49,58 @@ func (p *residentProcess) stop(t testing.TB) error { return p.Stop(t) }
 // run's variables.
 func runFiles(t testing.TB, contexts string) map[string]string {
 	return residenttest.Files(t, contexts)
+}
+
+// request is a run's request line, its files prepared as the runtime does;
+// extra is added to its env object as is (`,"NAME":"value"...`).
+func request(t testing.TB, id, extra string) string {
+	env := residenttest.Files(t, `[]`)
+	var parts []string
+	for _, k := range residenttest.EnvKeys {
+		parts = append(parts, fmt.Sprintf("%q:%q", k, env[k]))
+	}
+	return `{"id":"` + id + `","env":{` + strings.Join(parts, ",") + extra + "}}\n"
+}
+
+// serve writes requests to the process and waits for it to exit, which
+// must be without an error.
+func (p *residentProcess) serve(t testing.TB, requests string) {
+	t.Helper()
+	if _, err := p.requests.WriteString(requests); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.stop(t); err != nil {
+		t.Fatalf("exit %v\nlog:\n%s", err, p.log)
+	}
+}
+
+// benchOneShot times runs of the hook at hookPath, each started for its
+// run, as one-shot runs are.
+func benchOneShot(b *testing.B, hookPath string) {
+	for b.Loop() {
+		cmd := exec.Command(hookPath)
+		cmd.Env = os.Environ()
+		for k, v := range runFiles(b, ticketContext("tickets")) {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+}
+
+// benchResident times runs of a hook that cmd starts as a resident one,
+// each a request.
+func benchResident(b *testing.B, cmd *exec.Cmd) {
+	p := startResident(b, cmd)
+	i := 0
+	for b.Loop() {
+		i++
+		if r := p.run(b, fmt.Sprint(i), ticketContext("tickets")); r.exitCode != 0 {
+			b.Fatalf("run %d failed: %s", i, p.log)
+		}
+	}
+	if err := p.stop(b); err != nil {
+		b.Fatal(err)
+	}
 }

@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/hook-operator/hook-operator/internal/hookspan"
-	"github.com/hook-operator/hook-operator/internal/residenttest"
 )
 
 // The run's trace context in these tests.
@@ -276,23 +275,10 @@ hook::resident handle
 	p := startResident(t, cmd, "SEEN="+seen, "TRACEPARENT=00-"+strings.Repeat("1", 32)+"-"+strings.Repeat("2", 16)+"-01",
 		"TRACESTATE=inherited=1", "TRACE_SPANS_PATH="+inherited, "HOOK_SPAN_TRACEPARENT=00-"+strings.Repeat("1", 32)+"-"+strings.Repeat("3", 16)+"-01")
 	dir := t.TempDir()
-	request := func(id string, trace string) string {
-		env := residenttest.Files(t, `[]`)
-		var parts []string
-		for _, k := range residenttest.EnvKeys {
-			parts = append(parts, fmt.Sprintf("%q:%q", k, env[k]))
-		}
-		return `{"id":"` + id + `","env":{` + strings.Join(parts, ",") + trace + "}}\n"
-	}
-	requests := request("1", "") +
-		request("2", `,"TRACEPARENT":"`+testTraceParent+`","TRACESTATE":"v=a\u0026b\"c\\d","TRACE_SPANS_PATH":"`+dir+`/spans-2"`) +
-		request("3", "")
-	if _, err := p.requests.WriteString(requests); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.stop(t); err != nil {
-		t.Fatalf("exit %v\nlog:\n%s", err, p.log)
-	}
+	requests := request(t, "1", "") +
+		request(t, "2", `,"TRACEPARENT":"`+testTraceParent+`","TRACESTATE":"v=a\u0026b\"c\\d","TRACE_SPANS_PATH":"`+dir+`/spans-2"`) +
+		request(t, "3", "")
+	p.serve(t, requests)
 	data, _ := os.ReadFile(seen)
 	if want := "|||\n" + testTraceParent + `|v=a&b"c\d|spans-2|` + "\n|||\n"; string(data) != want {
 		t.Errorf("runs saw\n%s\nwant\n%s\nlog:\n%s", data, want, p.log)
