@@ -142,11 +142,14 @@ func burstChart(r *Report) (*plot.Plot, error) {
 	}
 	p := plot.New()
 	p.Title.Text = burstTitle(r)
-	p.X.Label.Text = "latency, create to hook start (ms)"
+	p.X.Label.Text = "latency, create to hook start (ms, log scale)"
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.X.Min = minChartMS
 	p.Y.Label.Text = "fraction of events"
 	p.Y.Min, p.Y.Max = 0, 1
-	p.Legend.Top, p.Legend.Left = false, false
-	p.Legend.YOffs = vg.Points(-40)
+	// Top left, where every line is still near 0 on a log axis.
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs, p.Legend.YOffs = vg.Points(8), vg.Points(-8)
 	p.Add(plotter.NewGrid())
 	var hooks []string
 	for _, c := range cdfs {
@@ -155,7 +158,7 @@ func burstChart(r *Report) (*plot.Plot, error) {
 		}
 	}
 	for _, c := range cdfs {
-		l, err := plotter.NewLine(c.Points)
+		l, err := plotter.NewLine(raisedTo(c.Points, minChartMS))
 		if err != nil {
 			return nil, err
 		}
@@ -168,6 +171,21 @@ func burstChart(r *Report) (*plot.Plot, error) {
 		p.Legend.Add(fmt.Sprintf("%s, %s hook (p50 %.0f ms, p99 %.0f ms)", operatorLabel(r, c.Operator), c.Hook, c.P50, c.P99), l)
 	}
 	return p, nil
+}
+
+// minChartMS is the least latency the log-scale axis shows; latencies
+// below it are drawn at it. A latency can be zero or slightly negative
+// (the event reached the hook before the create's response reached the
+// harness), and none of a burst's is much below a millisecond.
+const minChartMS = 1.0
+
+// raisedTo returns xys with every X below least raised to it.
+func raisedTo(xys plotter.XYs, least float64) plotter.XYs {
+	out := make(plotter.XYs, len(xys))
+	for i, pt := range xys {
+		out[i] = plotter.XY{X: max(pt.X, least), Y: pt.Y}
+	}
+	return out
 }
 
 // operatorLabel names an operator with its version where the report has

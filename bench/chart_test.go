@@ -155,3 +155,17 @@ func TestReadReport(t *testing.T) {
 		t.Errorf("a missing file: %v, want an error saying what writes one", err)
 	}
 }
+
+func TestRaisedTo(t *testing.T) {
+	in := plotter.XYs{{X: -2, Y: 0.1}, {X: 0, Y: 0.2}, {X: 0.5, Y: 0.3}}
+	got := raisedTo(in, 0.1)
+	want := plotter.XYs{{X: 0.1, Y: 0.1}, {X: 0.1, Y: 0.2}, {X: 0.5, Y: 0.3}}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("point %d: %v, want %v (a log axis cannot show 0 or less)", i, got[i], want[i])
+		}
+	}
+	if in[0].X != -2 {
+		t.Error("raisedTo changed its argument")
+	}
+}
