@@ -3,78 +3,29 @@ package main_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hook-operator/hook-operator/internal/testcert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
-
-// testCA is a CA that signs serving certificates for 127.0.0.1.
-type testCA struct {
-	key  *ecdsa.PrivateKey
-	cert *x509.Certificate
-	pem  []byte
-}
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	must(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "hook-operator test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	must(t, err)
-	cert, err := x509.ParseCertificate(der)
-	must(t, err)
-	return &testCA{key: key, cert: cert, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// serve writes a serving certificate for 127.0.0.1 with serial, signed by
-// the CA, and its key, to dir/tls.crt and dir/tls.key.
-func (ca *testCA) serve(t *testing.T, dir string, serial int64) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	must(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	must(t, err)
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	must(t, err)
-	// The key first: a reader that sees the new certificate sees its key.
-	must(t, os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
-}
 
 // servingSetup writes a test CA (ca.crt) and a serving certificate for
 // 127.0.0.1 it signs (tls.crt, tls.key) to a new folder, and picks a free
 // port: what an operator serving webhooks by URL needs.
-func servingSetup(t *testing.T) (ca *testCA, certs, port string) {
+func servingSetup(t *testing.T) (ca *testcert.CA, certs, port string) {
 	t.Helper()
 	certs = t.TempDir()
-	ca = newTestCA(t)
-	must(t, os.WriteFile(filepath.Join(certs, "ca.crt"), ca.pem, 0o600))
-	ca.serve(t, certs, 100)
+	ca = testcert.NewCA(t)
+	must(t, os.WriteFile(filepath.Join(certs, "ca.crt"), ca.PEM, 0o600))
+	ca.WriteServing(t, certs, 100)
 	return ca, certs, freePort(t)
 }
 
@@ -105,46 +56,30 @@ func TestIntegrationAdmissionWebhooks(t *testing.T) {
 	selectors := fmt.Sprintf(`
   namespace: {labelSelector: {matchLabels: {kubernetes.io/metadata.name: %s}}}
   labelSelector: {matchLabels: {admission-test: "yes"}}`, ns)
-	hooks := t.TempDir()
-	writeHook(t, hooks, "validate.sh", `#!/usr/bin/env bash
-set -euo pipefail
-if [[ "${1:-}" == "--config" ]]; then
-cat <<EOF
-configVersion: v1
+
+	w.hook(t, "validate.sh", yamlHook(`configVersion: v1
 kubernetesValidating:
 - name: values.admission-test.example.com
   timeoutSeconds: 2
-  rules: [{apiGroups: [""], apiVersions: [v1], resources: [configmaps], operations: [CREATE, UPDATE]}]`+selectors+`
-EOF
-exit 0
-fi
-value=$(jq -r '.[0].review.request.object.data.value // ""' "$BINDING_CONTEXT_PATH")
+  rules: [{apiGroups: [""], apiVersions: [v1], resources: [configmaps], operations: [CREATE, UPDATE]}]`+selectors, `value=$(jq -r '.[0].review.request.object.data.value // ""' "$BINDING_CONTEXT_PATH")
 case $value in
   bad)  echo '{"allowed": false, "message": "value bad is not allowed here"}' >"$VALIDATING_RESPONSE_PATH" ;;
   hang) sleep 20 ;;
   deaf) trap '' TERM; sleep 20 & while :; do wait || true; done ;;
   *)    echo '{"allowed": true, "warnings": ["checked by validate.sh"]}' >"$VALIDATING_RESPONSE_PATH" ;;
 esac
-`)
-	writeHook(t, hooks, "mutate.sh", `#!/usr/bin/env bash
-set -euo pipefail
-if [[ "${1:-}" == "--config" ]]; then
-cat <<EOF
-configVersion: v1
+`))
+	w.hook(t, "mutate.sh", yamlHook(`configVersion: v1
 kubernetesMutating:
 - name: labels.admission-test.example.com
-  rules: [{apiGroups: [""], apiVersions: [v1], resources: [configmaps], operations: [CREATE]}]`+selectors+`
-EOF
-exit 0
-fi
-patch=$(echo '[{"op": "add", "path": "/metadata/labels/mutated", "value": "by-hook"}]' | base64 -w0)
+  rules: [{apiGroups: [""], apiVersions: [v1], resources: [configmaps], operations: [CREATE]}]`+selectors, `patch=$(echo '[{"op": "add", "path": "/metadata/labels/mutated", "value": "by-hook"}]' | base64 -w0)
 echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
-`)
+`))
 	deleteConfigurationsAtEnd(t, c, configName)
-	o := w.start(t, hooks, configName)
-	waitUntil(t, "both webhook configurations", func() bool {
+	o := w.startWebhooks(t, configName)
+	o.waitFor(t, "both webhook configurations", func() bool {
 		return strings.Count(o.logs.String(), `"msg":"webhook configuration applied"`) == 2
-	}, o.logs.String)
+	})
 
 	cm := func(name, value string) string {
 		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: %s, labels: {admission-test: \"yes\"}}\ndata: {value: %s}\n", name, ns, value)
@@ -196,17 +131,16 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 
 	// A certificate swapped on disk (signed by the same CA) is served from
 	// the next handshake after the reloader looks again, without a restart.
-	ca.serve(t, certs, 200)
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca.pem)
-	waitUntil(t, "the new certificate", func() bool {
+	ca.WriteServing(t, certs, 200)
+	pool := ca.Pool()
+	o.waitFor(t, "the new certificate", func() bool {
 		conn, err := tls.Dial("tcp", "127.0.0.1:"+port, &tls.Config{RootCAs: pool})
 		if err != nil {
 			return false
 		}
 		defer conn.Close()
 		return conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64() == 200
-	}, o.logs.String)
+	})
 	out, err = kubectlApply(c.Kubeconfig, cm("after-rotation", "fine"))
 	if err != nil {
 		t.Errorf("a create after the certificate was swapped: %v\n%s", err, out)
@@ -221,41 +155,28 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 // the operator's namespace, its CA registered.
 func TestIntegrationAdmissionDryRun(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
+	h := newHarness(t)
 	port := freePort(t)
-	configName := "hook-operator-test-" + ns
+	configName := "hook-operator-test-" + h.ns
 	gvr := validatingConfigurations
-	deleteConfigurationsAtEnd(t, c, configName+"-dry-run")
+	deleteConfigurationsAtEnd(t, h.c, configName+"-dry-run")
 
-	hooks := t.TempDir()
-	writeHook(t, hooks, "validate.sh", `#!/usr/bin/env bash
-set -euo pipefail
-if [[ "${1:-}" == "--config" ]]; then
-cat <<EOF
-configVersion: v1
+	h.hook(t, "validate.sh", yamlHook(`configVersion: v1
 kubernetesValidating:
 - name: dry.admission-test.example.com
   failurePolicy: Fail
   rules: [{apiGroups: [""], apiVersions: [v1], resources: [configmaps], operations: [CREATE]}]
-  namespace: {labelSelector: {matchLabels: {kubernetes.io/metadata.name: `+ns+`}}}
-EOF
-exit 0
-fi
-echo '{"allowed": false, "message": "nothing may be created here"}' >"$VALIDATING_RESPONSE_PATH"
-`)
+  namespace: {labelSelector: {matchLabels: {kubernetes.io/metadata.name: `+h.ns+`}}}`, `echo '{"allowed": false, "message": "nothing may be created here"}' >"$VALIDATING_RESPONSE_PATH"
+`))
 	// The certificates are the operator's own (--webhook-self-signed).
-	o := startObserved(t, bin, c.Kubeconfig, hooks, "--dry-run",
+	o := h.start(t, "--dry-run",
 		"--webhook-listen-address", "127.0.0.1:"+port, "--webhook-url", "https://127.0.0.1:"+port,
-		"--webhook-self-signed", "--operator-namespace", ns, "--webhook-configuration-name", configName)
-	waitUntil(t, "the dry run's webhook configuration", func() bool {
-		return strings.Contains(o.logs.String(), `"msg":"webhook configuration applied"`)
-	}, o.logs.String)
-	u, err := c.Dynamic.Resource(gvr).Get(context.Background(), configName+"-dry-run", metav1.GetOptions{})
+		"--webhook-self-signed", "--operator-namespace", h.ns, "--webhook-configuration-name", configName)
+	o.waitLog(t, `"msg":"webhook configuration applied"`)
+	u, err := h.c.Dynamic.Resource(gvr).Get(context.Background(), configName+"-dry-run", metav1.GetOptions{})
 	must(t, err)
 	webhooks, _ := u.Object["webhooks"].([]any)
-	secret, err := c.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace(ns).Get(context.Background(), "hook-operator-webhook-certs", metav1.GetOptions{})
+	secret, err := h.c.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace(h.ns).Get(context.Background(), "hook-operator-webhook-certs", metav1.GetOptions{})
 	must(t, err)
 	if len(webhooks) == 1 {
 		cc, _ := webhooks[0].(map[string]any)["clientConfig"].(map[string]any)
@@ -269,13 +190,12 @@ echo '{"allowed": false, "message": "nothing may be created here"}' >"$VALIDATIN
 
 	var out string
 	waitUntil(t, "the create allowed with the hook's answer as a warning", func() bool {
-		out, err = kubectlApply(c.Kubeconfig, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tried, namespace: %s}\n", ns))
+		out, err = kubectlApply(h.c.Kubeconfig, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tried, namespace: %s}\n", h.ns))
 		return err == nil && strings.Contains(out, "hook-operator dry run: validate.sh, binding dry.admission-test.example.com would deny it: nothing may be created here")
 	}, func() string { return out + "\n" + o.logs.String() })
 
-	must(t, o.cmd.Process.Signal(syscall.SIGTERM))
-	_ = o.cmd.Wait()
-	if _, err := c.Dynamic.Resource(gvr).Get(context.Background(), configName+"-dry-run", metav1.GetOptions{}); err == nil {
+	_ = o.stop(t)
+	if _, err := h.c.Dynamic.Resource(gvr).Get(context.Background(), configName+"-dry-run", metav1.GetOptions{}); err == nil {
 		t.Errorf("the dry run's configuration is still there after it stopped")
 	}
 }

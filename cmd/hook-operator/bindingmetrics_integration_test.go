@@ -1,11 +1,8 @@
 package main_test
 
 import (
-	"net/http"
 	"testing"
 	"time"
-
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // The three metrics shell-operator v1.20 serves about kubernetes bindings
@@ -17,17 +14,14 @@ import (
 // was listed again.
 func TestIntegrationShellOperatorBindingMetrics(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	hooks := t.TempDir()
-	inNs := `"namespace":{"nameSelector":{"matchNames":["` + ns + `"]}}`
-	writeHook(t, hooks, "two.sh", bashHook(`{"configVersion":"v1","kubernetes":[`+
+	h := newHarness(t)
+	inNs := `"namespace":{"nameSelector":{"matchNames":["` + h.ns + `"]}}`
+	h.hook(t, "two.sh", bashHook(`{"configVersion":"v1","kubernetes":[`+
 		`{"name":"cms","kind":"ConfigMap",`+inNs+`},`+
 		`{"name":"secrets","kind":"Secret",`+inNs+`,"includeSnapshotsFrom":["cms"]}]}`, ""))
 	began := time.Now()
-	o := startObserved(t, bin, c.Kubeconfig, hooks, "--metrics-prefix", "shell_operator_", "--watch-idle-timeout", "2s")
-	waitUntil(t, "ready after start-up", func() bool { code, _ := o.get(t, "/readyz"); return code == http.StatusOK }, o.logs.String)
+	o := h.start(t, "--metrics-prefix", "shell_operator_", "--watch-idle-timeout", "2s")
+	o.waitReady(t)
 	startup := time.Since(began).Seconds()
 
 	if v := o.metric(t, `shell_operator_hook_enable_kubernetes_bindings_seconds{hook="two.sh"}`); v <= 0 || v > startup {
@@ -38,11 +32,11 @@ func TestIntegrationShellOperatorBindingMetrics(t *testing.T) {
 			t.Errorf("binding_monitor_missing_total of %s = %v, want 0 (served, at 0)", b, v)
 		}
 	}
-	dead := `shell_operator_factory_informer_dead_total{gvr="/v1, Resource=configmaps",namespace="` + ns + `"}`
+	dead := `shell_operator_factory_informer_dead_total{gvr="/v1, Resource=configmaps",namespace="` + h.ns + `"}`
 	if v := o.metric(t, dead); v < 0 {
 		t.Fatalf("%s not served", dead)
 	}
 	// Nothing changes in the namespace: its watches go idle after 2 s,
 	// before the API server's next bookmark (about a minute).
-	waitUntil(t, "an idle watch counted as a dead informer", func() bool { return o.metric(t, dead) >= 1 }, o.logs.String)
+	o.waitFor(t, "an idle watch counted as a dead informer", func() bool { return o.metric(t, dead) >= 1 })
 }

@@ -50,19 +50,19 @@ jq -r '.[] | if .type == "Synchronization" then "S " + ([.objects[].filterResult
 		}
 	}
 	writeHook(t, dir, "x.sh", hookFor("x", "x"))
-	o := startObserved(t, buildBinary(t), c.Kubeconfig, dir)
-	waitUntil(t, "the Synchronization of a, b and c", saw("x", "S a,b,c"), o.logs.String)
+	o := startOperator(t, dir, operatorOpts{kubeconfig: c.Kubeconfig})
+	o.waitFor(t, "the Synchronization of a, b and c", saw("x", "S a,b,c"))
 	create("d", "x")
-	waitUntil(t, "the event of d", saw("x", "E d"), o.logs.String)
+	o.waitFor(t, "the event of d", saw("x", "E d"))
 	refused := o.metric(t, `hook_operator_kube_requests_total{code="422",method="GET"}`)
 	if refused < 1 {
 		t.Errorf("no streaming list was refused (kube_requests_total 422: %v): is the WatchList gate off?", refused)
 	}
 
 	writeHook(t, dir, "y.sh", hookFor("y", "y")) // a reload: an informer started after the refusal
-	waitUntil(t, "the added hook's Synchronization of e", saw("y", "S e"), o.logs.String)
+	o.waitFor(t, "the added hook's Synchronization of e", saw("y", "S e"))
 	create("f", "y")
-	waitUntil(t, "the added hook's event of f", saw("y", "E f"), o.logs.String)
+	o.waitFor(t, "the added hook's event of f", saw("y", "E f"))
 	if again := o.metric(t, `hook_operator_kube_requests_total{code="422",method="GET"}`); again != refused {
 		t.Errorf("requests refused with 422: %v before the reload, %v after; an informer started after the refusal asked for a streaming list again", refused, again)
 	}

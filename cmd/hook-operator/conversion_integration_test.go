@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,57 +22,38 @@ import (
 func TestIntegrationConversionWebhook(t *testing.T) {
 	t.Parallel()
 	w := newWebhookTest(t)
-	c, ns, bin := w.c, w.ns, w.bin
+	c, ns := w.c, w.ns
 	group := ns + ".conversion-test.example.com"
 	crd := w.installCRD(t, group, "crontabs", "CronTab", "v1alpha1", "v1alpha2", "v1")
 
-	hooks := t.TempDir()
-	writeHook(t, hooks, "alpha.sh", `#!/usr/bin/env bash
-set -euo pipefail
-if [[ "${1:-}" == "--config" ]]; then
-cat <<EOF
-configVersion: v1
+	w.hook(t, "alpha.sh", yamlHook(`configVersion: v1
 kubernetesCustomResourceConversion:
 - name: alpha1_to_alpha2
   crdName: `+crd+`
   conversions:
-  - {fromVersion: `+group+`/v1alpha1, toVersion: `+group+`/v1alpha2}
-EOF
-exit 0
-fi
-if jq -e '.[0].review.request.objects | any(.spec.fail == true)' "$BINDING_CONTEXT_PATH" >/dev/null; then
+  - {fromVersion: `+group+`/v1alpha1, toVersion: `+group+`/v1alpha2}`, `if jq -e '.[0].review.request.objects | any(.spec.fail == true)' "$BINDING_CONTEXT_PATH" >/dev/null; then
   echo '{"failedMessage": "spec.fail is set: this object cannot be converted"}' >"$CONVERSION_RESPONSE_PATH"
   exit 0
 fi
 jq '{convertedObjects: [.[0] as $c | $c.review.request.objects[] |
   if .apiVersion == $c.fromVersion then .apiVersion = $c.toVersion | .spec.cron = (.spec.cron | join(" ")) else . end]}' \
   "$BINDING_CONTEXT_PATH" >"$CONVERSION_RESPONSE_PATH"
-`)
-	writeHook(t, hooks, "stable.sh", `#!/usr/bin/env bash
-set -euo pipefail
-if [[ "${1:-}" == "--config" ]]; then
-cat <<EOF
-configVersion: v1
+`))
+	w.hook(t, "stable.sh", yamlHook(`configVersion: v1
 kubernetesCustomResourceConversion:
 - name: alpha2_to_v1
   crdName: `+crd+`
   conversions:
-  - {fromVersion: v1alpha2, toVersion: v1}
-EOF
-exit 0
-fi
-jq '{convertedObjects: [.[0].review.request.objects[] |
+  - {fromVersion: v1alpha2, toVersion: v1}`, `jq '{convertedObjects: [.[0].review.request.objects[] |
   if (.apiVersion | endswith("/v1alpha2")) then .apiVersion = "`+group+`/v1" | .spec.schedule = .spec.cron | del(.spec.cron) else . end]}' \
   "$BINDING_CONTEXT_PATH" >"$CONVERSION_RESPONSE_PATH"
-`)
+`))
 	// A configuration name of the test's own: operators of other tests,
 	// running at the same time with the default name and no conversion
 	// bindings, would otherwise give this conversion back.
 	configName := "conversion-" + ns
-	o := w.start(t, hooks, configName)
-	waitUntil(t, "the conversion registered in the CRD", func() bool {
-		return strings.Contains(o.logs.String(), `"msg":"conversion webhook registered in the CRD"`)
-	}, o.logs.String)
+	o := w.startWebhooks(t, configName)
+	o.waitLog(t, `"msg":"conversion webhook registered in the CRD"`)
 
 	out, err := kubectlApply(c.Kubeconfig, fmt.Sprintf(`apiVersion: %s/v1alpha1
 kind: CronTab
@@ -125,23 +105,19 @@ spec: {cron: ["*"], fail: true}
 
 	// Another operator (another configuration name) without conversion
 	// bindings leaves this one's conversion alone.
-	other := startObserved(t, bin, c.Kubeconfig, t.TempDir(), "--webhook-configuration-name", "other-"+ns)
-	waitUntil(t, "the other operator running", func() bool {
-		return strings.Contains(other.logs.String(), `"msg":"all bindings started; running"`)
-	}, other.logs.String)
+	other := startOperator(t, t.TempDir(), operatorOpts{flags: []string{"--webhook-configuration-name", "other-" + ns}})
+	other.waitLog(t, `"msg":"all bindings started; running"`)
 	u, err := c.Dynamic.Resource(crdGVR).Get(context.Background(), crd, metav1.GetOptions{})
 	must(t, err)
 	if strategy, _, _ := unstructured.NestedString(u.Object, "spec", "conversion", "strategy"); strategy != "Webhook" {
 		t.Errorf("another operator's start changed the CRD's conversion strategy to %q", strategy)
 	}
-	_ = other.cmd.Process.Signal(syscall.SIGTERM)
-	_ = other.cmd.Wait()
+	_ = other.stop(t)
 
 	// Without conversion bindings for the CRD, the operator gives back the
 	// spec.conversion it set.
-	_ = o.cmd.Process.Signal(syscall.SIGTERM)
-	_ = o.cmd.Wait()
-	w.start(t, t.TempDir(), configName)
+	_ = o.stop(t)
+	startOperator(t, t.TempDir(), operatorOpts{flags: webhookFlags(w.certs, w.port, configName)})
 	waitUntil(t, "the CRD's conversion strategy back to None", func() bool {
 		u, err := c.Dynamic.Resource(crdGVR).Get(context.Background(), crd, metav1.GetOptions{})
 		if err != nil {

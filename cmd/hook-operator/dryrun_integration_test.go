@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hook-operator/hook-operator/internal/testcluster"
+	"github.com/hook-operator/hook-operator/internal/testoperator"
 	"github.com/hook-operator/hook-operator/internal/transcript"
 )
 
@@ -140,7 +141,7 @@ func change(run transcript.Run, action, object string) (transcript.Change, bool)
 func TestIntegrationDryRunClient(t *testing.T) {
 	t.Parallel()
 	c, ns, hooksDir, crd := dryRunSetup(t)
-	bin := buildBinary(t)
+	bin := testoperator.Binary(t)
 	before := resourceVersions(t, c, ns)
 	run := firstRun(t, bin, c.Kubeconfig, hooksDir, "client")
 	assertUnchanged(t, c, ns, crd, before)
@@ -171,7 +172,7 @@ func TestIntegrationDryRunClient(t *testing.T) {
 func TestIntegrationDryRunServer(t *testing.T) {
 	t.Parallel()
 	c, ns, hooksDir, crd := dryRunSetup(t)
-	bin := buildBinary(t)
+	bin := testoperator.Binary(t)
 	before := resourceVersions(t, c, ns)
 	run := firstRun(t, bin, c.Kubeconfig, hooksDir, "server")
 	assertUnchanged(t, c, ns, crd, before)

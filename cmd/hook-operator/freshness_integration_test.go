@@ -117,25 +117,23 @@ func (s *silenceable) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 // reaches the hook.
 func TestIntegrationStalledBindingIsStaleAndRestarted(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	p := newStallingProxy(t, c, "/namespaces/"+ns+"/configmaps")
-	hooks, marks := t.TempDir(), t.TempDir()
+	h := newHarness(t)
+	p := newStallingProxy(t, h.c, "/namespaces/"+h.ns+"/configmaps")
+	marks := t.TempDir()
 	seen := filepath.Join(marks, "seen")
-	inNs := `"namespace":{"nameSelector":{"matchNames":["` + ns + `"]}}`
-	writeHook(t, hooks, "fresh.sh", bashHook(`{"configVersion":"v1","settings":{"staleAfter":"10m"},"kubernetes":[`+
+	inNs := `"namespace":{"nameSelector":{"matchNames":["` + h.ns + `"]}}`
+	h.hook(t, "fresh.sh", bashHook(`{"configVersion":"v1","settings":{"staleAfter":"10m"},"kubernetes":[`+
 		`{"name":"cms","kind":"ConfigMap",`+inNs+`,"staleAfter":"3s","executeHookOnEvent":["Added"],"executeHookOnSynchronization":false},`+
 		`{"name":"secrets","kind":"Secret",`+inNs+`,"executeHookOnEvent":[]}]}`,
 		`jq -r '.[] | select(.type == "Event") | .object.metadata.name' "$BINDING_CONTEXT_PATH" >>`+seen+"\n"))
-	o := startObserved(t, bin, p.kubeconfig, hooks)
-	waitUntil(t, "ready", func() bool { code, _ := o.get(t, "/readyz"); return code == http.StatusOK }, o.logs.String)
+	o := startOperator(t, h.hooks, operatorOpts{kubeconfig: p.kubeconfig})
+	o.waitReady(t)
 
 	// A heartbeat keeps the ConfigMaps' watch busy, so that it never goes
 	// idle by itself, as a watch of objects that change often would not.
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	cms := c.Client.CoreV1().ConfigMaps(ns)
+	cms := h.c.Client.CoreV1().ConfigMaps(h.ns)
 	_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "heartbeat"}}, metav1.CreateOptions{})
 	must(t, err)
 	go func() {
@@ -156,7 +154,7 @@ func TestIntegrationStalledBindingIsStaleAndRestarted(t *testing.T) {
 	if v := o.metric(t, secretsAfter); v != 600 {
 		t.Errorf("%s = %v, want the hook's settings.staleAfter, 600", secretsAfter, v)
 	}
-	waitUntil(t, "the heartbeat seen", func() bool { v := o.metric(t, age); return v >= 0 && v < 3 }, o.logs.String)
+	o.waitFor(t, "the heartbeat seen", func() bool { v := o.metric(t, age); return v >= 0 && v < 3 })
 	before := max(o.metric(t, restarts), 0)
 
 	// A real Prometheus scrapes the operator and evaluates the shipped
@@ -166,7 +164,7 @@ func TestIntegrationStalledBindingIsStaleAndRestarted(t *testing.T) {
 		"global":     map[string]any{"scrape_interval": liveInterval.String(), "evaluation_interval": liveInterval.String()},
 		"rule_files": []string{liveRules(t, dir)},
 		"scrape_configs": []any{map[string]any{"job_name": "hook-operator-metrics", "static_configs": []any{map[string]any{
-			"targets": []string{o.addr}, "labels": map[string]string{"namespace": ns, "pod": "hook-operator-fresh-1"}}}}},
+			"targets": []string{o.addr}, "labels": map[string]string{"namespace": h.ns, "pod": "hook-operator-fresh-1"}}}}},
 	})
 	staleAlerts := func() (out []promAlert) {
 		for _, a := range prom.alerts(t) {
@@ -187,8 +185,8 @@ func TestIntegrationStalledBindingIsStaleAndRestarted(t *testing.T) {
 	p.freeze()
 	_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "during-the-freeze"}}, metav1.CreateOptions{})
 	must(t, err)
-	waitUntil(t, "the view older than its threshold", func() bool { return o.metric(t, age) > o.metric(t, after) }, o.logs.String)
-	waitUntil(t, "the silent watch restarted and counted", func() bool { return o.metric(t, restarts) > before }, o.logs.String)
+	o.waitFor(t, "the view older than its threshold", func() bool { return o.metric(t, age) > o.metric(t, after) })
+	o.waitFor(t, "the silent watch restarted and counted", func() bool { return o.metric(t, restarts) > before })
 	if p.held.Load() == 0 {
 		t.Fatal("the proxy held no request: the test froze nothing")
 	}
@@ -216,7 +214,7 @@ func TestIntegrationStalledBindingIsStaleAndRestarted(t *testing.T) {
 	waitSlowly(t, "HookOperatorBindingStale firing for fresh.sh's cms", func() bool {
 		return slices.ContainsFunc(staleAlerts(), func(a promAlert) bool {
 			return a.State == "firing" && a.Labels["hook"] == "fresh.sh" && a.Labels["binding"] == "cms" &&
-				a.Labels["namespace"] == ns && a.Labels["pod"] == "hook-operator-fresh-1"
+				a.Labels["namespace"] == h.ns && a.Labels["pod"] == "hook-operator-fresh-1"
 		})
 	}, promDiag)
 	for _, a := range staleAlerts() {
@@ -226,10 +224,10 @@ func TestIntegrationStalledBindingIsStaleAndRestarted(t *testing.T) {
 	}
 
 	p.unfreeze()
-	waitUntil(t, "the view fresh again", func() bool { v := o.metric(t, age); return v >= 0 && v < 3 }, o.logs.String)
+	o.waitFor(t, "the view fresh again", func() bool { v := o.metric(t, age); return v >= 0 && v < 3 })
 	waitSlowly(t, "HookOperatorBindingStale resolved after the thaw", func() bool { return len(staleAlerts()) == 0 }, promDiag)
-	waitUntil(t, "the change made during the freeze delivered", func() bool {
+	o.waitFor(t, "the change made during the freeze delivered", func() bool {
 		data, _ := os.ReadFile(seen)
 		return strings.Contains(string(data), "during-the-freeze")
-	}, o.logs.String)
+	})
 }

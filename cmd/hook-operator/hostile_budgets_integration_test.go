@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,8 +15,6 @@ import (
 	"golang.org/x/net/http2"
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // --metrics-secure while one pod (127.0.0.2) sprays ever new tokens
@@ -54,7 +51,7 @@ func TestIntegrationHostileMetricsSecureTokenSprayPerSource(t *testing.T) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return resp.StatusCode
 	}
-	waitUntil(t, "the reader served", func() bool { return get(client("127.0.0.1"), reader) == 200 }, o.logs.String)
+	o.waitFor(t, "the reader served", func() bool { return get(client("127.0.0.1"), reader) == 200 })
 
 	ctx, cancel := context.WithCancel(context.Background())
 	sprayer := client(attacker(0).String())
@@ -104,17 +101,14 @@ func TestIntegrationHostileMetricsSecureTokenSprayPerSource(t *testing.T) {
 // 208k streams on 69 connections, 1.5 s; now 7k on 8, 110 ms), and a
 // review from 127.0.0.1 is answered (see underAttack).
 func TestIntegrationHostileRapidResetReconnecting(t *testing.T) {
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	hooks := t.TempDir()
-	writeHook(t, hooks, "allow.sh", bashHook(`{"configVersion":"v1","kubernetesValidating":[{"name":"hostile.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}]}]}`,
+	h := newHarness(t)
+	h.hook(t, "allow.sh", bashHook(`{"configVersion":"v1","kubernetesValidating":[{"name":"hostile.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}]}]}`,
 		`echo '{"allowed": true}' >"$VALIDATING_RESPONSE_PATH"`+"\n"))
 	addr := "127.0.0.1:" + freePort(t)
-	o := startObserved(t, bin, c.Kubeconfig, hooks, "--webhook-listen-address", addr,
-		"--webhook-self-signed", "--operator-namespace", ns, "--webhook-register=false")
-	waitUntil(t, "the webhook listener", func() bool { return strings.Contains(o.logs.String(), `"msg":"serving webhooks"`) }, o.logs.String)
-	pid := o.cmd.Process.Pid
+	o := h.start(t, "--webhook-listen-address", addr,
+		"--webhook-self-signed", "--operator-namespace", h.ns, "--webhook-register=false")
+	o.waitLog(t, `"msg":"serving webhooks"`)
+	pid := o.pid()
 	legit := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
 
 	var sent, conns atomic.Int64

@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hook-operator/hook-operator/internal/queue"
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // Anyone allowed to update one watched object, while its hook fails
@@ -32,13 +31,11 @@ import (
 // the object's contexts in it, and a run after the patches sees the
 // newest state last.
 func TestIntegrationHostileOneObjectsContextsPileUp(t *testing.T) {
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	hooks, out := t.TempDir(), t.TempDir()
+	h := newHarness(t)
+	out := t.TempDir()
 	runs := filepath.Join(out, "runs")
-	writeHook(t, hooks, "fails.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap",`+
-		`"namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"nameSelector":{"matchNames":["big"]}}]}`, `
+	h.hook(t, "fails.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap",`+
+		`"namespace":{"nameSelector":{"matchNames":["`+h.ns+`"]}},"nameSelector":{"matchNames":["big"]}}]}`, `
 size=$(stat -c %s "$BINDING_CONTEXT_PATH")
 events=$(jq '[.[] | select(.type == "Event")] | length' "$BINDING_CONTEXT_PATH")
 last=$(jq -r '.[-1] | (.object // .objects[-1].object // {}) | .data.marker // ""' "$BINDING_CONTEXT_PATH")
@@ -51,11 +48,11 @@ exit 1
 		_, _ = rand.Read(b)
 		return map[string]string{"v": base64.StdEncoding.EncodeToString(b), "marker": marker} // 300 KB
 	}
-	_, err := c.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "big"}, Data: big("first")}, metav1.CreateOptions{})
+	_, err := h.c.Client.CoreV1().ConfigMaps(h.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "big"}, Data: big("first")}, metav1.CreateOptions{})
 	must(t, err)
 
-	o := startObserved(t, bin, c.Kubeconfig, hooks)
-	pid := o.cmd.Process.Pid
+	o := h.start(t)
+	pid := o.pid()
 	read := func() (lines []string) {
 		f, err := os.Open(runs)
 		if err != nil {
@@ -67,7 +64,7 @@ exit 1
 		}
 		return lines
 	}
-	waitUntil(t, "two failed runs of the Synchronization", func() bool { return len(read()) >= 2 }, o.logs.String)
+	o.waitFor(t, "two failed runs of the Synchronization", func() bool { return len(read()) >= 2 })
 	before := rss(t, pid)
 
 	var peak atomic.Int64
@@ -94,14 +91,14 @@ exit 1
 		}
 		patch, err := json.Marshal(map[string]any{"data": big(marker)})
 		must(t, err)
-		_, err = c.Client.CoreV1().ConfigMaps(ns).Patch(ctx, "big", types.MergePatchType, patch, metav1.PatchOptions{})
+		_, err = h.c.Client.CoreV1().ConfigMaps(h.ns).Patch(ctx, "big", types.MergePatchType, patch, metav1.PatchOptions{})
 		must(t, err)
 	}
 	patched := len(read())
-	waitUntil(t, "a run after the patches that sees the final state last", func() bool {
+	o.waitFor(t, "a run after the patches that sees the final state last", func() bool {
 		lines := read()
 		return len(lines) > patched && strings.HasSuffix(lines[len(lines)-1], " final")
-	}, o.logs.String)
+	})
 	time.Sleep(2 * time.Second) // the retries that follow, with what they hold
 	close(stop)
 	<-sampled

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -10,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // --debug-http against a web page in a browser on the operator's host
@@ -22,13 +19,12 @@ import (
 // under a rebound name are each answered 403 and run nothing, while
 // `hook-operator trigger --address` from 127.0.0.1 still runs the hook.
 func TestIntegrationHostileDebugHTTPRebinding(t *testing.T) {
-	c := testcluster.Get(t)
-	bin := buildBinary(t)
-	hooks, records := t.TempDir(), t.TempDir()
+	h := newHarness(t)
+	records := t.TempDir()
 	record := filepath.Join(records, "runs")
-	writeHook(t, hooks, "h.sh", bashHook(`{"configVersion":"v1","schedule":[{"name":"nightly","crontab":"0 3 * * *"}]}`,
+	h.hook(t, "h.sh", bashHook(`{"configVersion":"v1","schedule":[{"name":"nightly","crontab":"0 3 * * *"}]}`,
 		`echo run >>`+record+"\n"))
-	o := startObserved(t, bin, c.Kubeconfig, hooks, "--debug-http")
+	o := h.start(t, "--debug-http")
 	runs := func() int { data, _ := os.ReadFile(record); return strings.Count(string(data), "run\n") }
 	_, port, err := net.SplitHostPort(o.addr)
 	must(t, err)
@@ -43,13 +39,8 @@ func TestIntegrationHostileDebugHTTPRebinding(t *testing.T) {
 			req.Header.Set("Origin", origin)
 		}
 		req.Header.Set("Content-Type", "text/plain") // a "simple" request: no CORS preflight
-		resp, err := browser.Do(req)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, strings.TrimSpace(string(body))
+		code, body := send(browser, req)
+		return code, strings.TrimSpace(body)
 	}
 	trigger := "/debug/trigger?hook=h.sh&binding=nightly"
 	rebound := "rebind.attacker.example:" + port
@@ -69,9 +60,9 @@ func TestIntegrationHostileDebugHTTPRebinding(t *testing.T) {
 		t.Errorf("the hook ran %d times on a web page's requests, want none", n)
 	}
 
-	out, err := exec.Command(bin, "trigger", "--address", o.addr, "h.sh", "--binding", "nightly").CombinedOutput()
+	out, err := exec.Command(h.bin, "trigger", "--address", o.addr, "h.sh", "--binding", "nightly").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "Schedule queued") {
 		t.Fatalf("hook-operator trigger --address %s: %v\n%s", o.addr, err, out)
 	}
-	waitUntil(t, "the triggered run", func() bool { return runs() == 1 }, o.logs.String)
+	o.waitFor(t, "the triggered run", func() bool { return runs() == 1 })
 }

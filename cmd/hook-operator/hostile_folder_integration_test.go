@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // A hooks folder that leads out of itself, and a .hookignore that is no
@@ -23,17 +21,16 @@ import (
 // reload.
 func TestIntegrationHostileHooksFolder(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	bin := buildBinary(t)
-	hooks, outside, marks := t.TempDir(), t.TempDir(), t.TempDir()
+	h := newHarness(t)
+	outside, marks := t.TempDir(), t.TempDir()
 	// A folder of programs outside the hooks folder, as /usr/bin is; each
 	// leaves a marker however it is run, --config included.
 	marker := filepath.Join(marks, "outside-ran")
 	writeHook(t, outside, "program", "#!/usr/bin/env bash\ntouch "+marker+"\necho '{\"configVersion\":\"v1\",\"onStartup\":1}'\n")
-	writeHook(t, hooks, "ok.sh", bashHook(`{"configVersion":"v1","onStartup":1}`, "touch "+filepath.Join(marks, "ok")+"\n"))
-	must(t, os.Symlink(outside, filepath.Join(hooks, "bin")))
-	must(t, os.Symlink(filepath.Join(outside, "program"), filepath.Join(hooks, "tool.sh")))
-	ignore := filepath.Join(hooks, ".hookignore")
+	h.hook(t, "ok.sh", bashHook(`{"configVersion":"v1","onStartup":1}`, "touch "+filepath.Join(marks, "ok")+"\n"))
+	must(t, os.Symlink(outside, filepath.Join(h.hooks, "bin")))
+	must(t, os.Symlink(filepath.Join(outside, "program"), filepath.Join(h.hooks, "tool.sh")))
+	ignore := filepath.Join(h.hooks, ".hookignore")
 	must(t, syscall.Mkfifo(ignore, 0o644))
 
 	// The named pipe: start ends with an error instead of waiting for a
@@ -41,7 +38,7 @@ func TestIntegrationHostileHooksFolder(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, "start", "--hooks-dir", hooks, "--kubeconfig", c.Kubeconfig, "--log-format", "json",
+	cmd := exec.CommandContext(ctx, h.bin, "start", "--hooks-dir", h.hooks, "--kubeconfig", h.c.Kubeconfig, "--log-format", "json",
 		"--listen-address", "", "--health-listen-address", "", "--debug-socket", "")
 	cmd.Stderr = &stderr
 	began := time.Now()
@@ -59,8 +56,8 @@ func TestIntegrationHostileHooksFolder(t *testing.T) {
 	// links out.
 	must(t, os.Remove(ignore))
 	must(t, os.WriteFile(ignore, []byte("# nothing ignored\n"), 0o644))
-	o := startObserved(t, bin, c.Kubeconfig, hooks)
-	waitUntil(t, "ok.sh's onStartup run", func() bool { _, err := os.Stat(filepath.Join(marks, "ok")); return err == nil }, o.logs.String)
+	o := h.start(t)
+	o.waitFor(t, "ok.sh's onStartup run", func() bool { _, err := os.Stat(filepath.Join(marks, "ok")); return err == nil })
 	logs := o.logs.String()
 	for _, want := range []string{
 		"skipping bin: symlink to " + outside + ", outside the hooks folder",
@@ -78,10 +75,8 @@ func TestIntegrationHostileHooksFolder(t *testing.T) {
 	}
 
 	// A link out added while it runs: the reload names it too.
-	must(t, os.Symlink(outside, filepath.Join(hooks, "more")))
-	waitUntil(t, "the reload's warning about the new link", func() bool {
-		return strings.Contains(o.logs.String(), "skipping more: symlink to "+outside)
-	}, o.logs.String)
+	must(t, os.Symlink(outside, filepath.Join(h.hooks, "more")))
+	o.waitLog(t, "skipping more: symlink to "+outside)
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("a program outside the hooks folder was run at the reload")
 	}

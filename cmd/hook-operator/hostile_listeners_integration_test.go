@@ -3,15 +3,9 @@ package main_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -27,7 +21,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/hook-operator/hook-operator/internal/procfs"
-	"github.com/hook-operator/hook-operator/internal/testcluster"
+	"github.com/hook-operator/hook-operator/internal/testcert"
 )
 
 // The attacks on the webhook listener of the issue of November 2026, each
@@ -38,18 +32,15 @@ import (
 // reviewBound.
 // The attacks are scaled to run in a minute or two on two cores.
 func TestIntegrationHostileListeners(t *testing.T) {
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	hooks := t.TempDir()
-	writeHook(t, hooks, "allow.sh", bashHook(`{"configVersion":"v1","kubernetesValidating":[{"name":"hostile.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}]}]}`,
+	h := newHarness(t)
+	h.hook(t, "allow.sh", bashHook(`{"configVersion":"v1","kubernetesValidating":[{"name":"hostile.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}]}]}`,
 		`echo '{"allowed": true}' >"$VALIDATING_RESPONSE_PATH"`+"\n"))
 	start := func(t *testing.T, extra ...string) (pid int, addr string) {
 		addr = "127.0.0.1:" + freePort(t)
-		o := startObserved(t, bin, c.Kubeconfig, hooks, append([]string{"--webhook-listen-address", addr,
-			"--webhook-self-signed", "--operator-namespace", ns, "--webhook-register=false"}, extra...)...)
-		waitUntil(t, "the webhook listener", func() bool { return strings.Contains(o.logs.String(), `"msg":"serving webhooks"`) }, o.logs.String)
-		return o.cmd.Process.Pid, addr
+		o := h.start(t, append([]string{"--webhook-listen-address", addr,
+			"--webhook-self-signed", "--operator-namespace", h.ns, "--webhook-register=false"}, extra...)...)
+		o.waitLog(t, `"msg":"serving webhooks"`)
+		return o.pid(), addr
 	}
 	pid, addr := start(t)
 	legit := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} // the self-signed certificate
@@ -119,10 +110,10 @@ func TestIntegrationHostileListeners(t *testing.T) {
 		// 1,000 connections from one address that never start their TLS
 		// handshake, while the listener requires a client certificate.
 		dir := t.TempDir()
-		ca := newTestCA(t)
-		must(t, os.WriteFile(filepath.Join(dir, "client-ca.crt"), ca.pem, 0o600))
+		ca := testcert.NewCA(t)
+		must(t, os.WriteFile(filepath.Join(dir, "client-ca.crt"), ca.PEM, 0o600))
 		pid, addr := start(t, "--webhook-client-ca", filepath.Join(dir, "client-ca.crt"))
-		withCert := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{ca.client(t)}}}
+		withCert := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{ca.Client(t)}}}
 		underAttack(t, pid, addr, withCert, func(ctx context.Context, i int) {
 			for ctx.Err() == nil {
 				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: attacker(0)}}
@@ -336,17 +327,4 @@ func postHeaders(length int) []byte {
 		_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
 	}
 	return buf.Bytes()
-}
-
-// client returns a client certificate the CA signed.
-func (ca *testCA) client(t *testing.T) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	must(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	must(t, err)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }

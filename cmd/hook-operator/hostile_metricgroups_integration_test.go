@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // A hook that writes 100,000 metric lines, each in a group of its own
@@ -23,21 +21,20 @@ import (
 // loaded 2-core machine does not fail the test), and the operator spends
 // under 5 s of CPU per run (about 0.5 s here).
 func TestIntegrationHostileMetricsGroupFlood(t *testing.T) {
-	c := testcluster.Get(t)
-	bin := buildBinary(t)
-	hooks, marks := t.TempDir(), t.TempDir()
+	h := newHarness(t)
+	marks := t.TempDir()
 	started := filepath.Join(marks, "started")
-	writeHook(t, hooks, "flood.sh", bashHook(`{"configVersion":"v1","schedule":[{"name":"every-3s","crontab":"*/3 * * * * *"}]}`, `
+	h.hook(t, "flood.sh", bashHook(`{"configVersion":"v1","schedule":[{"name":"every-3s","crontab":"*/3 * * * * *"}]}`, `
 echo run >> `+started+`
 awk 'BEGIN { for (i = 0; i < 100000; i++) printf "{\"name\":\"g\",\"set\":1,\"group\":\"g%d\"}\n", i }' >> "$METRICS_PATH"
 `))
-	o := startObserved(t, bin, c.Kubeconfig, hooks)
-	pid := o.cmd.Process.Pid
+	o := h.start(t)
+	pid := o.pid()
 	runs := func() int {
 		b, _ := os.ReadFile(started)
 		return strings.Count(string(b), "run\n")
 	}
-	waitUntil(t, "the flooding hook's first run", func() bool { return runs() >= 1 }, o.logs.String)
+	o.waitFor(t, "the flooding hook's first run", func() bool { return runs() >= 1 })
 
 	// The legitimate scraper, from 127.0.0.1, one scrape every 250 ms for
 	// 15 s: five runs of the hook.

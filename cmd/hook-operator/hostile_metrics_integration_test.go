@@ -3,8 +3,6 @@ package main_test
 import (
 	"strings"
 	"testing"
-
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // A hook that writes 20,000 metric series with fresh label values every
@@ -14,19 +12,17 @@ import (
 // once, the operator's own metrics are served all along, and its memory
 // stays under 256 MB.
 func TestIntegrationHostileMetricsSeriesFlood(t *testing.T) {
-	c := testcluster.Get(t)
-	bin := buildBinary(t)
-	hooks := t.TempDir()
-	writeHook(t, hooks, "flood.sh", bashHook(`{"configVersion":"v1","schedule":[{"name":"every-second","crontab":"* * * * * *"}]}`, `
+	h := newHarness(t)
+	h.hook(t, "flood.sh", bashHook(`{"configVersion":"v1","schedule":[{"name":"every-second","crontab":"* * * * * *"}]}`, `
 run=$(date +%s%N)
 awk -v run="$run" 'BEGIN { for (i = 0; i < 20000; i++) printf "{\"name\":\"flood_ids\",\"set\":1,\"labels\":{\"id\":\"%s-%d\"}}\n", run, i }' >> "$METRICS_PATH"
 `))
-	o := startObserved(t, bin, c.Kubeconfig, hooks)
+	o := h.start(t)
 
 	runs := func() float64 {
 		return o.metric(t, `hook_operator_hook_runs_total{binding="every-second",hook="flood.sh",queue="main"}`)
 	}
-	waitUntil(t, "ten runs of the flooding hook", func() bool { return runs() >= 10 }, o.logs.String)
+	o.waitFor(t, "ten runs of the flooding hook", func() bool { return runs() >= 10 })
 
 	code, page := o.get(t, "/metrics")
 	if code != 200 {

@@ -14,8 +14,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // holdIdleConns opens n TCP connections to addr and holds them, sending
@@ -60,17 +58,15 @@ func timedGet(src, url string) (int, time.Duration, error) {
 // and /readyz on the probe port are answered at once, median under
 // 100 ms, every one within 1 s.
 func TestIntegrationHostileProbesPastIdleConnections(t *testing.T) {
-	c := testcluster.Get(t)
-	bin := buildBinary(t)
-	hooks := t.TempDir()
-	writeHook(t, hooks, "startup.sh", bashHook(`{"configVersion":"v1","onStartup":1}`, "exit 0\n"))
-	o := startObserved(t, bin, c.Kubeconfig, hooks)
+	h := newHarness(t)
+	h.hook(t, "startup.sh", bashHook(`{"configVersion":"v1","onStartup":1}`, "exit 0\n"))
+	o := h.start(t)
 	m := regexp.MustCompile(`"healthAddress":"([^"]+)"`).FindStringSubmatch(o.logs.String())
 	if m == nil {
 		t.Fatalf("no probe listener logged:\n%s", o.logs.String())
 	}
 	health := m[1]
-	waitUntil(t, "ready", func() bool { code, _ := o.get(t, "/readyz"); return code == 200 }, o.logs.String)
+	o.waitReady(t)
 
 	metricsHeld := holdIdleConns(t, o.addr, 1000)
 	healthHeld := holdIdleConns(t, health, 1000)
@@ -123,19 +119,8 @@ func TestIntegrationHostileMetricsSecureTokenFlood(t *testing.T) {
 	// dial that loses the race to an idle connection still joins the
 	// pool), and the listener rightly closes the 33rd.
 	client := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxIdleConnsPerHost: 16, MaxConnsPerHost: 16}}
-	get := func(path, token string) (int, string) {
-		req, err := http.NewRequest(http.MethodGet, "https://"+addr+path, nil)
-		must(t, err)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
-	}
-	waitUntil(t, "the reader served", func() bool { code, _ := get("/metrics", reader); return code == 200 }, o.logs.String)
+	get := func(path, token string) (int, string) { return fetch(client, "https://"+addr+path, token) }
+	o.waitFor(t, "the reader served", func() bool { code, _ := get("/metrics", reader); return code == 200 })
 	reviews := func(result string) float64 {
 		_, page := get("/metrics", reader)
 		series := `hook_operator_metrics_reviews_total{result="` + result + `",review="token"} `

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // The RBAC `hook-operator rbac` generates for a folder with only a
@@ -37,17 +34,14 @@ import (
 // regression leaves no webhook behind that other tests' requests reach.
 func TestIntegrationHostileRBACCannotCreateWebhookConfigurations(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
+	h := newHarness(t)
 	ctx := context.Background()
-	configName := "hook-operator-test-" + ns
+	configName := "hook-operator-test-" + h.ns
 	validating, mutating := validatingConfigurations, mutatingConfigurations
-	deleteConfigurationsAtEnd(t, c, configName)
+	deleteConfigurationsAtEnd(t, h.c, configName)
 
-	hooks := t.TempDir()
-	selectors := fmt.Sprintf(`"namespace":{"labelSelector":{"matchLabels":{"kubernetes.io/metadata.name":%q}}},"labelSelector":{"matchLabels":{"rbac-test":"yes"}}`, ns)
-	writeHook(t, hooks, "policy.sh", bashHook(`{"configVersion":"v1","kubernetesValidating":[{"name":"values.rbac-test.example.com",`+
+	selectors := fmt.Sprintf(`"namespace":{"labelSelector":{"matchLabels":{"kubernetes.io/metadata.name":%q}}},"labelSelector":{"matchLabels":{"rbac-test":"yes"}}`, h.ns)
+	h.hook(t, "policy.sh", bashHook(`{"configVersion":"v1","kubernetesValidating":[{"name":"values.rbac-test.example.com",`+
 		`"rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}],`+selectors+`}]}`, `
 echo '{"allowed": false, "message": "denied by the policy hook"}' >"$VALIDATING_RESPONSE_PATH"
 `))
@@ -67,24 +61,24 @@ echo '{"allowed": false, "message": "denied by the policy hook"}' >"$VALIDATING_
 	}
 
 	// Managed mode (the default).
-	out, err := exec.Command(bin, "rbac", "--hooks-dir", hooks, "--kubeconfig", c.Kubeconfig, "--webhook-configuration-name", configName).Output()
+	out, err := exec.Command(h.bin, "rbac", "--hooks-dir", h.hooks, "--kubeconfig", h.c.Kubeconfig, "--webhook-configuration-name", configName).Output()
 	must(t, err)
 	if strings.Contains(string(out), "mutatingwebhookconfigurations") || !strings.Contains(string(out), "# SENSITIVE: create on validatingwebhookconfigurations") {
 		t.Errorf("managed mode's RBAC for a validating hook:\n%s", out)
 	}
-	kubeconfig := leastPrivilege(t, c, bin, hooks, ns, "--webhook-configuration-name", configName)
-	if err := createAs(kubeconfig, mutating, "MutatingWebhookConfiguration", "takeover-"+ns); !apierrors.IsForbidden(err) {
+	kubeconfig := leastPrivilege(t, h.c, h.bin, h.hooks, h.ns, "--webhook-configuration-name", configName)
+	if err := createAs(kubeconfig, mutating, "MutatingWebhookConfiguration", "takeover-"+h.ns); !apierrors.IsForbidden(err) {
 		t.Errorf("the ServiceAccount of a validating-only folder creates a MutatingWebhookConfiguration: %v", err)
 	}
 
 	// Existing mode: no create at all. The same roles, applied again with
 	// the existing mode's rules.
-	kubeconfig = leastPrivilege(t, c, bin, hooks, ns, "--webhook-configuration-name", configName, "--webhook-configuration-mode", "existing")
+	kubeconfig = leastPrivilege(t, h.c, h.bin, h.hooks, h.ns, "--webhook-configuration-name", configName, "--webhook-configuration-mode", "existing")
 	for _, k := range []struct {
 		gvr  schema.GroupVersionResource
 		kind string
 	}{{mutating, "MutatingWebhookConfiguration"}, {validating, "ValidatingWebhookConfiguration"}} {
-		if err := createAs(kubeconfig, k.gvr, k.kind, "takeover-"+ns); !apierrors.IsForbidden(err) {
+		if err := createAs(kubeconfig, k.gvr, k.kind, "takeover-"+h.ns); !apierrors.IsForbidden(err) {
 			t.Errorf("existing mode: the ServiceAccount creates a %s: %v", k.kind, err)
 		}
 		if err := createAs(kubeconfig, k.gvr, k.kind, configName); !apierrors.IsForbidden(err) {
@@ -96,12 +90,9 @@ echo '{"allowed": false, "message": "denied by the policy hook"}' >"$VALIDATING_
 	args := append(webhookFlags(certs, port, configName), "--webhook-configuration-mode", "existing")
 
 	// Missing: start fails, naming the configuration.
-	runCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	failed, err := exec.CommandContext(runCtx, bin, append([]string{"start", "--hooks-dir", hooks, "--kubeconfig", kubeconfig,
-		"--listen-address", "127.0.0.1:0", "--health-listen-address", "127.0.0.1:0", "--debug-socket", filepath.Join(t.TempDir(), "debug.sock")}, args...)...).CombinedOutput()
-	if err == nil || runCtx.Err() != nil || !strings.Contains(string(failed), "ValidatingWebhookConfiguration "+configName+" does not exist") {
-		t.Fatalf("start without the configuration: %v\n%s", err, failed)
+	failed := startFails(t, h.hooks, operatorOpts{kubeconfig: kubeconfig, flags: args}, 60*time.Second)
+	if !strings.Contains(failed, "ValidatingWebhookConfiguration "+configName+" does not exist") {
+		t.Fatalf("start without the configuration:\n%s", failed)
 	}
 
 	// Made beforehand, as the chart makes it.
@@ -110,23 +101,21 @@ echo '{"allowed": false, "message": "denied by the policy hook"}' >"$VALIDATING_
 		"metadata": map[string]any{"name": configName, "labels": map[string]any{"app.kubernetes.io/managed-by": "Helm"}},
 		"webhooks": []any{},
 	}}
-	_, err = c.Dynamic.Resource(validating).Create(ctx, made, metav1.CreateOptions{})
+	_, err = h.c.Dynamic.Resource(validating).Create(ctx, made, metav1.CreateOptions{})
 	must(t, err)
-	o := startObserved(t, bin, kubeconfig, hooks, args...)
-	waitUntil(t, "the configuration filled in", func() bool {
-		return strings.Contains(o.logs.String(), `"msg":"webhook configuration applied"`)
-	}, o.logs.String)
-	cm := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: checked, namespace: %s, labels: {rbac-test: \"yes\"}}\n", ns)
-	waitUntil(t, "the hook's denial", func() bool {
-		msg, err := kubectlApply(c.Kubeconfig, cm)
+	o := startOperator(t, h.hooks, operatorOpts{kubeconfig: kubeconfig, flags: args})
+	o.waitLog(t, `"msg":"webhook configuration applied"`)
+	cm := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: checked, namespace: %s, labels: {rbac-test: \"yes\"}}\n", h.ns)
+	o.waitFor(t, "the hook's denial", func() bool {
+		msg, err := kubectlApply(h.c.Kubeconfig, cm)
 		return err != nil && strings.Contains(msg, "denied by the policy hook")
-	}, o.logs.String)
-	got, err := c.Dynamic.Resource(validating).Get(ctx, configName, metav1.GetOptions{})
+	})
+	got, err := h.c.Dynamic.Resource(validating).Get(ctx, configName, metav1.GetOptions{})
 	must(t, err)
 	if got.GetLabels()["app.kubernetes.io/managed-by"] != "Helm" {
 		t.Errorf("the configuration's labels changed: %v", got.GetLabels())
 	}
-	if _, err := c.Dynamic.Resource(mutating).Get(ctx, configName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := h.c.Dynamic.Resource(mutating).Get(ctx, configName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a MutatingWebhookConfiguration %s exists: %v", configName, err)
 	}
 	if strings.Contains(o.logs.String(), "forbidden") {

@@ -46,23 +46,21 @@ func retriesOf(logs, hook string) int {
 // such file or directory"), the reload blocked, /readyz named nothing.
 func TestIntegrationHostileReloadFreesAFailingStartupHook(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	hooks, records := t.TempDir(), t.TempDir()
-	writeHook(t, hooks, "fails.sh", bashHook(`{"configVersion":"v1","onStartup":1}`,
+	h := newHarness(t)
+	records := t.TempDir()
+	h.hook(t, "fails.sh", bashHook(`{"configVersion":"v1","onStartup":1}`,
 		"echo run >>"+filepath.Join(records, "fails")+"\necho 'cannot start' >&2\nexit 1\n"))
-	writeHook(t, hooks, "ok.sh", bashHook(`{"configVersion":"v1","kubernetes":[`+strings.ReplaceAll(cmBinding("cms", "ok"), "NS", ns)+`]}`,
+	h.hook(t, "ok.sh", bashHook(`{"configVersion":"v1","kubernetes":[`+strings.ReplaceAll(cmBinding("cms", "ok"), "NS", h.ns)+`]}`,
 		`jq -r '.[] | .type' "$BINDING_CONTEXT_PATH" >>`+filepath.Join(records, "ok")+"\n"))
-	o := startObserved(t, bin, c.Kubeconfig, hooks)
-	waitUntil(t, "fails.sh's third failed run", func() bool { return lines(records, "fails", "run") >= 3 }, o.logs.String)
+	o := h.start(t)
+	o.waitFor(t, "fails.sh's third failed run", func() bool { return lines(records, "fails", "run") >= 3 })
 
 	// What holds start-up is named, in /readyz, debug and the log.
 	drop := "hook-operator debug drop main fails.sh"
-	waitUntil(t, "/readyz to name the failing onStartup run", func() bool {
+	o.waitFor(t, "/readyz to name the failing onStartup run", func() bool {
 		code, body := o.get(t, "/readyz")
 		return code == 503 && strings.Contains(body, "fails.sh's onStartup run (queue main), which failed") && strings.Contains(body, "`"+drop+"` drops it")
-	}, o.logs.String)
+	})
 	_, body := o.get(t, "/readyz")
 	t.Logf("/readyz while fails.sh fails:\n%s", body)
 	// Between its retries the failed run holds the queue; while a retry
@@ -80,14 +78,14 @@ func TestIntegrationHostileReloadFreesAFailingStartupHook(t *testing.T) {
 	}
 
 	// The hook is deleted: its retries end, start-up and the reload go on.
-	must(t, os.Remove(filepath.Join(hooks, "fails.sh")))
+	must(t, os.Remove(filepath.Join(h.hooks, "fails.sh")))
 	removed := time.Now()
-	waitUntil(t, "ready after fails.sh was removed", func() bool { code, _ := o.get(t, "/readyz"); return code == 200 }, o.logs.String)
+	o.waitReady(t)
 	readyAfter := time.Since(removed)
-	waitUntil(t, "the reload that removed fails.sh", func() bool {
+	o.waitFor(t, "the reload that removed fails.sh", func() bool {
 		return o.metric(t, `hook_operator_hooks_reload_total{result="applied"}`) >= 1
-	}, o.logs.String)
-	waitUntil(t, "ok.sh's Synchronization", func() bool { return lines(records, "ok", "Synchronization") == 1 }, o.logs.String)
+	})
+	o.waitFor(t, "ok.sh's Synchronization", func() bool { return lines(records, "ok", "Synchronization") == 1 })
 	before := retriesOf(o.logs.String(), "fails.sh")
 	time.Sleep(3 * time.Second) // retries are 0.5-1 s apart: three would show
 	if after := retriesOf(o.logs.String(), "fails.sh"); after != before {
@@ -114,22 +112,18 @@ func greetingHook(ns, records, name, apiVersion, kind string) string {
 // it" alone, /readyz 200.
 func TestIntegrationHostileTypoKindDidYouMean(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	gvr := c.InstallCRD(t, testcluster.CRD{Kind: "Greeting"})
-	bin := buildBinary(t)
-	hooks, records := t.TempDir(), t.TempDir()
-	writeHook(t, hooks, "typo.sh", greetingHook(ns, records, "typo", gvr.Group+"/v1", "Greting"))
-	writeHook(t, hooks, "later.sh", greetingHook(ns, records, "later", testcluster.Unique()+"/v1", "Later"))
-	o := startObserved(t, bin, c.Kubeconfig, hooks)
-	waitUntil(t, "the did-you-mean in the log", func() bool {
-		return strings.Contains(o.logs.String(), `did you mean \"Greeting\"?`)
-	}, o.logs.String)
-	waitUntil(t, "/readyz to name the misspelled kind", func() bool {
+	h := newHarness(t)
+	records := t.TempDir()
+	gvr := h.c.InstallCRD(t, testcluster.CRD{Kind: "Greeting"})
+	h.hook(t, "typo.sh", greetingHook(h.ns, records, "typo", gvr.Group+"/v1", "Greting"))
+	h.hook(t, "later.sh", greetingHook(h.ns, records, "later", testcluster.Unique()+"/v1", "Later"))
+	o := h.start(t)
+	o.waitLog(t, `did you mean \"Greeting\"?`)
+	o.waitFor(t, "/readyz to name the misspelled kind", func() bool {
 		code, body := o.get(t, "/readyz")
 		return code == 503 && strings.Contains(body, "binding typo.sh/greetings waits for a kind its group/version does not serve") &&
 			strings.Contains(body, `did you mean "Greeting"?`)
-	}, o.logs.String)
+	})
 	code, body := o.get(t, "/readyz")
 	t.Logf("/readyz (%d):\n%s", code, body)
 	if strings.Contains(body, "later.sh") {
@@ -147,22 +141,20 @@ func TestIntegrationHostileTypoKindDidYouMean(t *testing.T) {
 // and the working binding was replaced by one waiting forever.
 func TestIntegrationHostileReloadTypoKindKeepsTheBinding(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
+	h := newHarness(t)
+	records := t.TempDir()
 	ctx := context.Background()
-	gvr := c.InstallCRD(t, testcluster.CRD{Kind: "Greeting"})
-	bin := buildBinary(t)
-	hooks, records := t.TempDir(), t.TempDir()
+	gvr := h.c.InstallCRD(t, testcluster.CRD{Kind: "Greeting"})
 	apiVersion := gvr.Group + "/v1"
-	writeHook(t, hooks, "greet.sh", greetingHook(ns, records, "greet", apiVersion, "Greeting"))
-	o := startObserved(t, bin, c.Kubeconfig, hooks)
-	waitUntil(t, "ready", func() bool { code, _ := o.get(t, "/readyz"); return code == 200 }, o.logs.String)
-	waitUntil(t, "greet.sh's Synchronization", func() bool { return lines(records, "greet", "Synchronization") == 1 }, o.logs.String)
+	h.hook(t, "greet.sh", greetingHook(h.ns, records, "greet", apiVersion, "Greeting"))
+	o := h.start(t)
+	o.waitReady(t)
+	o.waitFor(t, "greet.sh's Synchronization", func() bool { return lines(records, "greet", "Synchronization") == 1 })
 
-	writeHook(t, hooks, "greet.sh", greetingHook(ns, records, "greet", apiVersion, "Greting"))
-	waitUntil(t, `hooks_reload_total{result="invalid"}`, func() bool {
+	h.hook(t, "greet.sh", greetingHook(h.ns, records, "greet", apiVersion, "Greting"))
+	o.waitFor(t, `hooks_reload_total{result="invalid"}`, func() bool {
 		return o.metric(t, `hook_operator_hooks_reload_total{result="invalid"}`) >= 1
-	}, o.logs.String)
+	})
 	if logs := o.logs.String(); !strings.Contains(logs, `did you mean \"Greeting\"?`) || !strings.Contains(logs, "kubernetes[0].kind") {
 		t.Errorf("the refused reload's error does not name greet.sh's kubernetes[0].kind with a did-you-mean:\n%s", logs)
 	}
@@ -173,11 +165,11 @@ func TestIntegrationHostileReloadTypoKindKeepsTheBinding(t *testing.T) {
 	// The binding loaded before still delivers.
 	hello := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": apiVersion, "kind": "Greeting",
-		"metadata": map[string]any{"name": "hello", "namespace": ns},
+		"metadata": map[string]any{"name": "hello", "namespace": h.ns},
 	}}
-	_, err := c.Dynamic.Resource(gvr).Namespace(ns).Create(ctx, hello, metav1.CreateOptions{})
+	_, err := h.c.Dynamic.Resource(gvr).Namespace(h.ns).Create(ctx, hello, metav1.CreateOptions{})
 	must(t, err)
-	waitUntil(t, "greet.sh's event for the new Greeting", func() bool { return lines(records, "greet", "Event hello") == 1 }, o.logs.String)
+	o.waitFor(t, "greet.sh's event for the new Greeting", func() bool { return lines(records, "greet", "Event hello") == 1 })
 	if code, body := o.get(t, "/readyz"); code != 200 {
 		t.Errorf("/readyz %d after the refused reload:\n%s", code, body)
 	}

@@ -12,8 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // hostileResidentConfig binds a resident hook to the ConfigMaps of ns
@@ -31,27 +29,21 @@ func hostileResidentConfig(ns string) string {
 // returned the Delete, and it was applied.
 func TestIntegrationHostileResidentLateWriteIsNeverApplied(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	hooks, marks := t.TempDir(), t.TempDir()
-	del := `{"operation":"Delete","kind":"ConfigMap","namespace":"` + ns + `","name":"victim"}`
-	writeHook(t, hooks, "late.sh", residentLoop(hostileResidentConfig(ns), marks, `
+	h := newHarness(t)
+	marks := t.TempDir()
+	del := `{"operation":"Delete","kind":"ConfigMap","namespace":"` + h.ns + `","name":"victim"}`
+	h.hook(t, "late.sh", residentLoop(hostileResidentConfig(h.ns), marks, `
 jq -r '.[] | .object.metadata.name // empty' "$BINDING_CONTEXT_PATH" >> `+marks+`/records
 if jq -e 'any(.[]; .object.metadata.name == "bait")' "$BINDING_CONTEXT_PATH" >/dev/null; then
   patch=$KUBERNETES_PATCH_PATH
   ( sleep 0.5; mkdir -p "${patch%/*}"; echo '`+del+`' >> "$patch"; touch `+marks+`/late-path ) >/dev/null 2>&1 &
   { sleep 0.5; echo '`+del+`'; touch `+marks+`/late-fd; } >> "$patch" 2>/dev/null &
 fi`))
-	o := startObserved(t, bin, c.Kubeconfig, hooks)
-	waitUntil(t, "the operator running", func() bool { return strings.Contains(o.logs.String(), "all bindings started; running") }, o.logs.String)
+	o := h.start(t)
+	o.waitRunning(t)
 
-	cms := c.Client.CoreV1().ConfigMaps(ns)
-	create := func(name string, labels map[string]string) {
-		t.Helper()
-		_, err := cms.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
-		must(t, err)
-	}
+	cms := h.c.Client.CoreV1().ConfigMaps(h.ns)
+	create := func(name string, labels map[string]string) { h.configMap(t, name, labels, nil) }
 	handled := func(name string) bool {
 		data, _ := os.ReadFile(filepath.Join(marks, "records"))
 		return strings.Contains("\n"+string(data), "\n"+name+"\n")
@@ -62,16 +54,16 @@ fi`))
 	}
 	create("victim", nil)
 	create("bait", map[string]string{"hostile": "yes"})
-	waitUntil(t, "the bait's run", func() bool { return handled("bait") }, o.logs.String)
-	waitUntil(t, "the late writes", func() bool {
+	o.waitFor(t, "the bait's run", func() bool { return handled("bait") })
+	o.waitFor(t, "the late writes", func() bool {
 		_, e1 := os.Stat(filepath.Join(marks, "late-path"))
 		_, e2 := os.Stat(filepath.Join(marks, "late-fd"))
 		return e1 == nil && e2 == nil
-	}, o.logs.String)
+	})
 	for i := range 3 {
 		name := fmt.Sprintf("after-%d", i)
 		create(name, map[string]string{"hostile": "yes"})
-		waitUntil(t, name+"'s run", func() bool { return handled(name) }, o.logs.String)
+		o.waitFor(t, name+"'s run", func() bool { return handled(name) })
 	}
 	time.Sleep(2 * time.Second) // an operation applied late would show by now
 	if !exists("victim") {
@@ -89,22 +81,20 @@ fi`))
 // some 50, five times the 10 allowed).
 func TestIntegrationHostileResidentExtraLinesLeakNoFDs(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	hooks, marks := t.TempDir(), t.TempDir()
-	writeHook(t, hooks, "chatty.sh", residentLoop(hostileResidentConfig(ns), marks, `
+	h := newHarness(t)
+	marks := t.TempDir()
+	h.hook(t, "chatty.sh", residentLoop(hostileResidentConfig(h.ns), marks, `
 jq -r '.[] | .object.metadata.name // empty' "$BINDING_CONTEXT_PATH" >> `+marks+`/records
 # Lines on fd 4 after the reply the loop writes: the subshell's child.
 ( sleep 0.05; printf 'more 1\nmore 2\nmore 3\n' >&4 ) &`))
-	o := startObserved(t, bin, c.Kubeconfig, hooks)
-	waitUntil(t, "the operator running", func() bool { return strings.Contains(o.logs.String(), "all bindings started; running") }, o.logs.String)
+	o := h.start(t)
+	o.waitRunning(t)
 	fds := func() int {
-		entries, err := os.ReadDir("/proc/" + strconv.Itoa(o.cmd.Process.Pid) + "/fd")
+		entries, err := os.ReadDir("/proc/" + strconv.Itoa(o.pid()) + "/fd")
 		must(t, err)
 		return len(entries)
 	}
-	cms := c.Client.CoreV1().ConfigMaps(ns)
+	cms := h.c.Client.CoreV1().ConfigMaps(h.ns)
 	runs := func() int {
 		data, _ := os.ReadFile(filepath.Join(marks, "records"))
 		return strings.Count(string(data), "\n")
@@ -115,7 +105,7 @@ jq -r '.[] | .object.metadata.name // empty' "$BINDING_CONTEXT_PATH" >> `+marks+
 			_, err := cms.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 				Name: fmt.Sprintf("cm-%d", i), Labels: map[string]string{"hostile": "yes"}}}, metav1.CreateOptions{})
 			must(t, err)
-			waitUntil(t, fmt.Sprintf("cm-%d's run", i), func() bool { return runs() > i }, o.logs.String)
+			o.waitFor(t, fmt.Sprintf("cm-%d's run", i), func() bool { return runs() > i })
 		}
 	}
 	handle(0, 10)

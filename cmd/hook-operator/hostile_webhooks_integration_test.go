@@ -17,31 +17,28 @@ import (
 	"time"
 
 	"github.com/hook-operator/hook-operator/internal/procfs"
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // The attacks on the webhook listeners of issue 60 (items 1 and 2), each
 // against a live operator from an attacker address of its own
 // (127.0.0.2) while the API server, the legitimate client, is 127.0.0.1.
 
-// hostileWebhooks starts an operator with the hooks in hooks, serving
+// hostileWebhooks starts an operator on h's hooks, serving
 // admission on one listener and, when conversion is set, conversions on a
 // second; it returns the operator and the listeners' addresses.
-func hostileWebhooks(t *testing.T, hooks string, conversion bool, env []string, extra ...string) (o *observed, admission, conv string) {
+func hostileWebhooks(t *testing.T, h *harness, conversion bool, env []string, extra ...string) (o *observed, admission, conv string) {
 	t.Helper()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
 	admission = "127.0.0.1:" + freePort(t)
-	args := []string{"--webhook-listen-address", admission, "--webhook-self-signed", "--operator-namespace", ns, "--webhook-register=false"}
+	args := []string{"--webhook-listen-address", admission, "--webhook-self-signed", "--operator-namespace", h.ns, "--webhook-register=false"}
 	if conversion {
 		conv = "127.0.0.1:" + freePort(t)
 		args = append(args, "--conversion-webhook-listen-address", conv)
 	}
-	o = startObservedEnv(t, buildBinary(t), c.Kubeconfig, hooks, env, append(args, extra...)...)
-	waitUntil(t, "the webhook listeners", func() bool {
+	o = h.startEnv(t, env, append(args, extra...)...)
+	o.waitFor(t, "the webhook listeners", func() bool {
 		logs := o.logs.String()
 		return strings.Contains(logs, `"msg":"serving webhooks"`) && (!conversion || strings.Contains(logs, `"msg":"serving conversion webhooks"`))
-	}, o.logs.String)
+	})
 	return o, admission, conv
 }
 
@@ -73,12 +70,12 @@ func post(client *http.Client, url string, body []byte) int {
 // by 256 KB at most for each 3,000 (before: 12 MB, every request logged
 // in full and none counted). A review sent meanwhile is answered.
 func TestIntegrationHostileUnknownWebhookPaths(t *testing.T) {
-	hooks := t.TempDir()
-	writeHook(t, hooks, "allow.sh", bashHook(`{"configVersion":"v1","kubernetesValidating":[{"name":"hostile.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}]}]}`,
+	h := newHarness(t)
+	h.hook(t, "allow.sh", bashHook(`{"configVersion":"v1","kubernetesValidating":[{"name":"hostile.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}]}]}`,
 		`echo '{"allowed": true}' >"$VALIDATING_RESPONSE_PATH"`+"\n"))
-	writeHook(t, hooks, "convert.sh", bashHook(`{"configVersion":"v1","kubernetesCustomResourceConversion":[{"name":"to_v2","crdName":"things.hostile.example.com","conversions":[{"fromVersion":"hostile.example.com/v1","toVersion":"hostile.example.com/v2"}]}]}`,
+	h.hook(t, "convert.sh", bashHook(`{"configVersion":"v1","kubernetesCustomResourceConversion":[{"name":"to_v2","crdName":"things.hostile.example.com","conversions":[{"fromVersion":"hostile.example.com/v1","toVersion":"hostile.example.com/v2"}]}]}`,
 		`echo '{"failedMessage": "no"}' >"$CONVERSION_RESPONSE_PATH"`+"\n"))
-	o, admission, conversion := hostileWebhooks(t, hooks, true, nil)
+	o, admission, conversion := hostileWebhooks(t, h, true, nil)
 	legit := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} // the self-signed certificate
 	const n = 3000
 	pad := "-\x1b[2J\x1b]0;owned\x07\r\n" + strings.Repeat("a", 2048)
@@ -163,12 +160,12 @@ func bigReview(size int) []byte {
 // with its 14 jq processes 660 MB), and a review from the API server's
 // address is answered meanwhile.
 func TestIntegrationHostileWebhookHookMemory(t *testing.T) {
-	hooks := t.TempDir()
-	writeHook(t, hooks, "jq.sh", bashHook(`{"configVersion":"v1","kubernetesValidating":[{"name":"hostile.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}]}]}`,
+	h := newHarness(t)
+	h.hook(t, "jq.sh", bashHook(`{"configVersion":"v1","kubernetesValidating":[{"name":"hostile.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}]}]}`,
 		`jq -c '[.[0].review.request.object.data | length]' "$BINDING_CONTEXT_PATH" >/dev/null
 echo '{"allowed": true}' >"$VALIDATING_RESPONSE_PATH"`+"\n"))
-	o, admission, _ := hostileWebhooks(t, hooks, false, []string{"GOMEMLIMIT=384MiB"}, "--webhook-hook-memory", "128Mi")
-	pid := o.cmd.Process.Pid
+	o, admission, _ := hostileWebhooks(t, h, false, []string{"GOMEMLIMIT=384MiB"}, "--webhook-hook-memory", "128Mi")
+	pid := o.pid()
 	body := bigReview(7_800_000)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -226,11 +223,11 @@ echo '{"allowed": true}' >"$VALIDATING_RESPONSE_PATH"`+"\n"))
 // machine).
 func TestIntegrationHostileWebhookSlotShare(t *testing.T) {
 	const shareBound = 2500 * time.Millisecond
-	hooks := t.TempDir()
-	writeHook(t, hooks, "slow.sh", bashHook(`{"configVersion":"v1","kubernetesValidating":[{"name":"hostile.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}]}]}`,
+	h := newHarness(t)
+	h.hook(t, "slow.sh", bashHook(`{"configVersion":"v1","kubernetesValidating":[{"name":"hostile.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}]}]}`,
 		`sleep 0.5
 echo '{"allowed": true}' >"$VALIDATING_RESPONSE_PATH"`+"\n"))
-	_, admission, _ := hostileWebhooks(t, hooks, false, nil)
+	_, admission, _ := hostileWebhooks(t, h, false, nil)
 	legit := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
 	quiet, _ := review(admission, legit)
 	ctx, cancel := context.WithCancel(context.Background())

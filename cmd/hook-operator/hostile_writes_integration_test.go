@@ -7,12 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // A hook that declares writes to ConfigMaps of its own namespace and
@@ -27,16 +24,14 @@ import (
 //     (the declared ConfigMap is not written either), and is retried, its
 //     error naming both operations and the declared writes.
 func TestIntegrationHostileRestrictWrites(t *testing.T) {
-	c := testcluster.Get(t)
-	bin := buildBinary(t)
-	t.Run("warned", func(t *testing.T) { restrictWrites(t, c, bin, false) })
-	t.Run("refused", func(t *testing.T) { restrictWrites(t, c, bin, true) })
+	t.Run("warned", func(t *testing.T) { restrictWrites(t, false) })
+	t.Run("refused", func(t *testing.T) { restrictWrites(t, true) })
 }
 
-func restrictWrites(t *testing.T, c *testcluster.Cluster, bin string, restrict bool) {
-	own, other := c.Namespace(t), c.Namespace(t)
+func restrictWrites(t *testing.T, restrict bool) {
+	h := newHarness(t)
+	own, other := h.ns, h.c.Namespace(t)
 	ctx := context.Background()
-	hooks := t.TempDir()
 	config := fmt.Sprintf(`{"configVersion":"v1","kubernetes":[{"name":"trigger","kind":"ConfigMap",`+
 		`"namespace":{"nameSelector":{"matchNames":[%q]}},"nameSelector":{"matchNames":["trigger"]}}],`+
 		`"writes":[{"kind":"ConfigMap","verbs":["create"],"namespaces":[%q]}]}`, own, own)
@@ -46,22 +41,21 @@ func restrictWrites(t *testing.T, c *testcluster.Cluster, bin string, restrict b
 		must(t, err)
 		return string(op)
 	}
-	writeHook(t, hooks, "writer.sh", bashHook(config, fmt.Sprintf("cat >\"$KUBERNETES_PATCH_PATH\" <<'EOF'\n%s\n%s\n%s\nEOF\n",
+	h.hook(t, "writer.sh", bashHook(config, fmt.Sprintf("cat >\"$KUBERNETES_PATCH_PATH\" <<'EOF'\n%s\n%s\n%s\nEOF\n",
 		create("ConfigMap", own, "declared"), create("Secret", own, "stolen"), create("ConfigMap", other, "planted"))))
-	_, err := c.Client.CoreV1().ConfigMaps(own).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "trigger"}}, metav1.CreateOptions{})
-	must(t, err)
+	h.configMap(t, "trigger", nil, nil)
 
 	var extra []string
 	if restrict {
 		extra = append(extra, "--restrict-writes")
 	}
-	o := startObserved(t, bin, c.Kubeconfig, hooks, extra...)
+	o := h.start(t, extra...)
 	exists := func(kind, ns, name string) bool {
 		var err error
 		if kind == "Secret" {
-			_, err = c.Client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+			_, err = h.c.Client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 		} else {
-			_, err = c.Client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+			_, err = h.c.Client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 		}
 		if err != nil && !apierrors.IsNotFound(err) {
 			t.Fatal(err)
@@ -73,16 +67,16 @@ func restrictWrites(t *testing.T, c *testcluster.Cluster, bin string, restrict b
 	}
 
 	if !restrict {
-		waitUntil(t, "the three objects written", func() bool {
+		o.waitFor(t, "the three objects written", func() bool {
 			return exists("ConfigMap", own, "declared") && exists("Secret", own, "stolen") && exists("ConfigMap", other, "planted")
-		}, o.logs.String)
+		})
 		// Three more runs write the same again, one after the other.
 		for i := range 3 {
 			before := counted("kind")
 			patch := fmt.Sprintf(`{"data":{"run":"%d"}}`, i)
-			_, err := c.Client.CoreV1().ConfigMaps(own).Patch(ctx, "trigger", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+			_, err := h.c.Client.CoreV1().ConfigMaps(own).Patch(ctx, "trigger", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 			must(t, err)
-			waitUntil(t, "the run of the patch", func() bool { return counted("kind") > before }, o.logs.String)
+			o.waitFor(t, "the run of the patch", func() bool { return counted("kind") > before })
 		}
 		warnings := 0
 		for _, line := range strings.Split(o.logs.String(), "\n") {
@@ -122,7 +116,7 @@ func restrictWrites(t *testing.T, c *testcluster.Cluster, bin string, restrict b
 		}
 		return lines
 	}
-	waitUntil(t, "two refused runs (the first and a retry)", func() bool { return len(failures()) >= 2 }, o.logs.String)
+	o.waitFor(t, "two refused runs (the first and a retry)", func() bool { return len(failures()) >= 2 })
 	failure := failures()[0]
 	for _, want := range []string{
 		fmt.Sprintf("operation 1 (CreateIfNotExists v1/Secret %s/stolen): needs create on v1 Secret in namespace %s, a kind the hook does not declare", own, own),

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -29,13 +28,11 @@ import (
 // Synchronization.
 func TestIntegrationLeaderElection(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
+	h := newHarness(t)
 	records := t.TempDir()
 	hooksFor := func(name string) string {
 		dir := t.TempDir()
-		writeHook(t, dir, "watch.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"jqFilter":".metadata.name"}]}`, `set -euo pipefail
+		writeHook(t, dir, "watch.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+h.ns+`"]}},"jqFilter":".metadata.name"}]}`, `set -euo pipefail
 jq -r '.[] | .type + " " + (.filterResult // "" | tostring)' "$BINDING_CONTEXT_PATH" >>`+filepath.Join(records, name)+`
 `))
 		return dir
@@ -45,12 +42,12 @@ jq -r '.[] | .type + " " + (.filterResult // "" | tostring)' "$BINDING_CONTEXT_P
 		return string(data)
 	}
 	hooksA := hooksFor("a")
-	kubeconfig := leastPrivilege(t, c, bin, hooksA, ns, "--leader-elect", "--leader-elect-lease-name", "lease-"+ns)
-	a := startObserved(t, bin, kubeconfig, hooksA, electionArgs(ns, "a")...)
-	waitUntil(t, "a leading and running", func() bool { return strings.Contains(a.logs.String(), "all bindings started; running") }, a.logs.String)
-	b := startObserved(t, bin, kubeconfig, hooksFor("b"), electionArgs(ns, "b")...)
-	waitUntil(t, "b a standby", func() bool { return strings.Contains(b.logs.String(), "leader election: standby") }, b.logs.String)
-	waitUntil(t, "b ready as a standby", func() bool { code, _ := b.get(t, "/readyz"); return code == 200 }, b.logs.String)
+	kubeconfig := leastPrivilege(t, h.c, h.bin, hooksA, h.ns, "--leader-elect", "--leader-elect-lease-name", "lease-"+h.ns)
+	a := startOperator(t, hooksA, operatorOpts{kubeconfig: kubeconfig, flags: electionArgs(h.ns, "a")})
+	a.waitRunning(t)
+	b := startOperator(t, hooksFor("b"), operatorOpts{kubeconfig: kubeconfig, flags: electionArgs(h.ns, "b")})
+	b.waitLog(t, "leader election: standby")
+	b.waitReady(t)
 	if out := b.debug(t, "role"); !strings.Contains(out, "standby") || !strings.Contains(out, "b") {
 		t.Errorf("debug role of the standby:\n%s", out)
 	}
@@ -58,9 +55,8 @@ jq -r '.[] | .type + " " + (.filterResult // "" | tostring)' "$BINDING_CONTEXT_P
 		t.Errorf("debug role of the leader:\n%s", out)
 	}
 
-	_, err := c.Client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "first"}}, metav1.CreateOptions{})
-	must(t, err)
-	waitUntil(t, "a's hook seeing first", func() bool { return strings.Contains(read("a"), "Event first") }, a.logs.String)
+	h.configMap(t, "first", nil, nil)
+	a.waitFor(t, "a's hook seeing first", func() bool { return strings.Contains(read("a"), "Event first") })
 	if got := read("b"); got != "" {
 		t.Errorf("the standby ran its hook:\n%s", got)
 	}
@@ -73,7 +69,7 @@ jq -r '.[] | .type + " " + (.filterResult // "" | tostring)' "$BINDING_CONTEXT_P
 
 	start := time.Now()
 	must(t, a.cmd.Process.Signal(syscall.SIGTERM))
-	waitUntil(t, "b's Synchronization after a stopped", func() bool { return strings.Contains(read("b"), "Synchronization") }, b.logs.String)
+	b.waitFor(t, "b's Synchronization after a stopped", func() bool { return strings.Contains(read("b"), "Synchronization") })
 	took := time.Since(start)
 	t.Logf("handover after SIGTERM: %s", took.Round(10*time.Millisecond))
 	if err := a.cmd.Wait(); err != nil {
@@ -85,9 +81,8 @@ jq -r '.[] | .type + " " + (.filterResult // "" | tostring)' "$BINDING_CONTEXT_P
 	if strings.Contains(a.logs.String()+b.logs.String(), "forbidden") {
 		t.Errorf("an operator was refused something that hook-operator rbac did not grant:\n%s\n%s", a.logs.String(), b.logs.String())
 	}
-	_, err = c.Client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "second"}}, metav1.CreateOptions{})
-	must(t, err)
-	waitUntil(t, "b's hook seeing second", func() bool { return strings.Contains(read("b"), "Event second") }, b.logs.String)
+	h.configMap(t, "second", nil, nil)
+	b.waitFor(t, "b's hook seeing second", func() bool { return strings.Contains(read("b"), "Event second") })
 	if strings.Contains(read("a"), "second") {
 		t.Errorf("the stopped leader ran for an object made after it stopped")
 	}
@@ -103,15 +98,13 @@ jq -r '.[] | .type + " " + (.filterResult // "" | tostring)' "$BINDING_CONTEXT_P
 // the new leader and reach its hook as Finalize, after which they are gone.
 func TestIntegrationLeaderKilled(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
+	h := newHarness(t)
 	records := t.TempDir()
 	hooksFor := func(name string) string {
 		dir := t.TempDir()
 		writeHook(t, dir, "watch.sh", bashHook(`{"configVersion":"v1","kubernetes":[
-    {"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"jqFilter":".metadata.name","labelSelector":{"matchLabels":{"churn":"yes"}}},
-    {"name":"held","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"labelSelector":{"matchLabels":{"held":"yes"}},
+    {"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+h.ns+`"]}},"jqFilter":".metadata.name","labelSelector":{"matchLabels":{"churn":"yes"}}},
+    {"name":"held","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+h.ns+`"]}},"labelSelector":{"matchLabels":{"held":"yes"}},
      "executeHookOnSynchronization":false,"finalizer":"test.hook-operator.dev/held"}]}`, `set -euo pipefail
 jq -r '.[] | select(.binding == "cms") | if .type == "Synchronization" then .objects[].filterResult else .filterResult end' "$BINDING_CONTEXT_PATH" >>`+filepath.Join(records, name)+`
 jq -r '.[] | select(.watchEvent == "Finalize") | .object.metadata.name' "$BINDING_CONTEXT_PATH" >>`+filepath.Join(records, name+".finalized")+`
@@ -126,25 +119,22 @@ jq -r '.[] | select(.watchEvent == "Finalize") | .object.metadata.name' "$BINDIN
 		}
 		return out
 	}
-	a := startObserved(t, bin, c.Kubeconfig, hooksFor("a"), electionArgs(ns, "a")...)
-	waitUntil(t, "a leading", func() bool { return strings.Contains(a.logs.String(), "leader election: leading") }, a.logs.String)
-	b := startObserved(t, bin, c.Kubeconfig, hooksFor("b"), electionArgs(ns, "b")...)
-	waitUntil(t, "b a standby", func() bool { return strings.Contains(b.logs.String(), "leader election: standby") }, b.logs.String)
+	a := startOperator(t, hooksFor("a"), operatorOpts{flags: electionArgs(h.ns, "a")})
+	a.waitLog(t, "leader election: leading")
+	b := startOperator(t, hooksFor("b"), operatorOpts{flags: electionArgs(h.ns, "b")})
+	b.waitLog(t, "leader election: standby")
 
 	create := func(from, to int) {
 		for i := from; i < to; i++ {
-			_, err := c.Client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-				Name: "cm-" + strconv.Itoa(i), Labels: map[string]string{"churn": "yes"}}}, metav1.CreateOptions{})
-			must(t, err)
+			h.configMap(t, "cm-"+strconv.Itoa(i), map[string]string{"churn": "yes"}, nil)
 		}
 	}
-	cms := c.Client.CoreV1().ConfigMaps(ns)
+	cms := h.c.Client.CoreV1().ConfigMaps(h.ns)
 	held := []string{"held-0", "held-1", "held-2"}
 	for _, name := range held {
-		_, err := cms.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"held": "yes"}}}, metav1.CreateOptions{})
-		must(t, err)
+		h.configMap(t, name, map[string]string{"held": "yes"}, nil)
 	}
-	waitUntil(t, "a's finalizer on the held objects", func() bool {
+	a.waitFor(t, "a's finalizer on the held objects", func() bool {
 		for _, name := range held {
 			cm, err := cms.Get(context.Background(), name, metav1.GetOptions{})
 			if err != nil || len(cm.Finalizers) == 0 {
@@ -152,7 +142,7 @@ jq -r '.[] | select(.watchEvent == "Finalize") | .object.metadata.name' "$BINDIN
 			}
 		}
 		return true
-	}, a.logs.String)
+	})
 	create(0, 250)
 	must(t, a.cmd.Process.Kill())
 	killed := time.Now()
@@ -161,7 +151,7 @@ jq -r '.[] | select(.watchEvent == "Finalize") | .object.metadata.name' "$BINDIN
 		must(t, cms.Delete(context.Background(), name, metav1.DeleteOptions{}))
 	}
 	create(250, 500)
-	waitUntil(t, "b's first run after the kill", func() bool { return len(seen("b")) > 0 }, b.logs.String)
+	b.waitFor(t, "b's first run after the kill", func() bool { return len(seen("b")) > 0 })
 	t.Logf("failover after SIGKILL: %s", time.Since(killed).Round(10*time.Millisecond))
 	if !strings.Contains(b.logs.String(), "the Lease expired") || !strings.Contains(b.logs.String(), "took the Lease") {
 		t.Errorf("b did not see the Lease expire through its watch and take it then (it waited for its next retry):\n%s", b.logs.String())
@@ -169,10 +159,10 @@ jq -r '.[] | select(.watchEvent == "Finalize") | .object.metadata.name' "$BINDIN
 	waitUntil(t, "b seeing all 500 objects", func() bool { return len(seen("b")) == 500 }, func() string {
 		return fmt.Sprintf("b saw %d of 500\n%s", len(seen("b")), b.logs.String())
 	})
-	waitUntil(t, "the held objects finalized by b and gone", func() bool {
+	b.waitFor(t, "the held objects finalized by b and gone", func() bool {
 		list, err := cms.List(context.Background(), metav1.ListOptions{LabelSelector: "held=yes"})
 		return err == nil && len(list.Items) == 0
-	}, b.logs.String)
+	})
 	if got := seen("b.finalized"); len(got) != len(held) {
 		t.Errorf("b's Finalize runs were for %v, want %v", got, held)
 	}
@@ -187,28 +177,25 @@ jq -r '.[] | select(.watchEvent == "Finalize") | .object.metadata.name' "$BINDIN
 // the Lease to another replica.
 func TestIntegrationLeaderLosesAPIServer(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	p, kubeconfig := proxiedKubeconfig(t, c.Kubeconfig)
+	h := newHarness(t)
+	p, kubeconfig := proxiedKubeconfig(t, h.c.Kubeconfig)
 
-	hooks, marks := t.TempDir(), t.TempDir()
-	writeHook(t, hooks, "slow.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","executeHookOnSynchronization":false,"namespace":{"nameSelector":{"matchNames":["`+ns+`"]}}}]}`, `echo $$ >`+marks+`/pid
+	marks := t.TempDir()
+	h.hook(t, "slow.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","executeHookOnSynchronization":false,"namespace":{"nameSelector":{"matchNames":["`+h.ns+`"]}}}]}`, `echo $$ >`+marks+`/pid
 sleep 120
 `))
-	o := startObserved(t, bin, kubeconfig, hooks, "--leader-elect", "--operator-namespace", ns, "--leader-elect-lease-name", "lease-"+ns,
-		"--leader-elect-lease-duration", "10s", "--leader-elect-renew-deadline", "5s", "--leader-elect-retry-period", "1s",
-		"--shutdown-grace-period", "60s")
+	o := startOperator(t, h.hooks, operatorOpts{kubeconfig: kubeconfig, flags: []string{"--leader-elect", "--operator-namespace", h.ns,
+		"--leader-elect-lease-name", "lease-" + h.ns, "--leader-elect-lease-duration", "10s", "--leader-elect-renew-deadline", "5s",
+		"--leader-elect-retry-period", "1s", "--shutdown-grace-period", "60s"}})
 	// Its bindings listed, so that the object below comes as an Event.
-	waitUntil(t, "leading and running", func() bool { return strings.Contains(o.logs.String(), "all bindings started; running") }, o.logs.String)
-	_, err := c.Client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "slow"}}, metav1.CreateOptions{})
-	must(t, err)
+	o.waitRunning(t)
+	h.configMap(t, "slow", nil, nil)
 	var pid int
-	waitUntil(t, "the slow hook running", func() bool {
+	o.waitFor(t, "the slow hook running", func() bool {
 		data, err := os.ReadFile(filepath.Join(marks, "pid"))
 		pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
 		return err == nil && pid > 0
-	}, o.logs.String)
+	})
 
 	p.stop()
 	cut := time.Now()

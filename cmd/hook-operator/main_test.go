@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
 )
@@ -23,16 +22,5 @@ func TestMain(m *testing.M) {
 	os.Setenv("HOOK_OPERATOR_LISTEN_ADDRESS", "127.0.0.1:0")
 	os.Setenv("HOOK_OPERATOR_HEALTH_LISTEN_ADDRESS", "127.0.0.1:0")
 	os.Setenv("HOOK_OPERATOR_DEBUG_SOCKET", "")
-	dir, err := os.MkdirTemp("", "hook-operator-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(m.Run())
 }
-
-// binDir holds the hook-operator binary buildBinary builds once.
-var binDir string

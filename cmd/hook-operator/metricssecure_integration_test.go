@@ -3,7 +3,6 @@ package main_test
 import (
 	"context"
 	"crypto/tls"
-	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -25,32 +24,17 @@ import (
 // listener keeps the probes and serves no metrics.
 func TestIntegrationMetricsSecure(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
+	h := newHarness(t)
 
 	port := freePort(t)
-	hooks := t.TempDir()
-	writeHook(t, hooks, "startup.sh", bashHook(`{"configVersion":"v1","onStartup":1}`, "exit 0\n"))
-	o := startObserved(t, bin, c.Kubeconfig, hooks, "--metrics-secure", "--metrics-secure-address", "127.0.0.1:"+port)
 
-	reader, other := metricsReader(t, c, ns), serviceAccountToken(t, c, ns, "other")
+	h.hook(t, "startup.sh", bashHook(`{"configVersion":"v1","onStartup":1}`, "exit 0\n"))
+	o := h.start(t, "--metrics-secure", "--metrics-secure-address", "127.0.0.1:"+port)
+
+	reader, other := metricsReader(t, h.c, h.ns), serviceAccountToken(t, h.c, h.ns, "other")
 
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	get := func(url, token string) (int, string) {
-		req, err := http.NewRequest(http.MethodGet, url, nil)
-		must(t, err)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
-	}
+	get := func(url, token string) (int, string) { return fetch(client, url, token) }
 	metricsURL := "https://127.0.0.1:" + port + "/metrics"
 	var code int
 	var body string
@@ -64,7 +48,7 @@ func TestIntegrationMetricsSecure(t *testing.T) {
 	if code, body := get(metricsURL, "not-a-token"); code != http.StatusUnauthorized {
 		t.Errorf("a token the API server does not know: %d %s, want 401", code, body)
 	}
-	if code, body := get(metricsURL, other); code != http.StatusForbidden || !strings.Contains(body, "system:serviceaccount:"+ns+":other") {
+	if code, body := get(metricsURL, other); code != http.StatusForbidden || !strings.Contains(body, "system:serviceaccount:"+h.ns+":other") {
 		t.Errorf("a ServiceAccount without the role: %d %s, want 403 naming it", code, body)
 	}
 	if strings.Contains(o.logs.String(), other) || strings.Contains(o.logs.String(), "not-a-token") {
@@ -90,15 +74,11 @@ func TestIntegrationMetricsSecure(t *testing.T) {
 // operator and the reader's token.
 func startSecureMetrics(t *testing.T) (*testcluster.Cluster, string, string, *observed, string) {
 	t.Helper()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
+	h := newHarness(t)
 	addr := "127.0.0.1:" + freePort(t)
-	hooks := t.TempDir()
-	writeHook(t, hooks, "startup.sh", bashHook(`{"configVersion":"v1","onStartup":1}`, "exit 0\n"))
-	o := startObserved(t, bin, c.Kubeconfig, hooks, "--metrics-secure", "--metrics-secure-address", addr)
-	reader := metricsReader(t, c, ns)
-	return c, ns, addr, o, reader
+	h.hook(t, "startup.sh", bashHook(`{"configVersion":"v1","onStartup":1}`, "exit 0\n"))
+	o := h.start(t, "--metrics-secure", "--metrics-secure-address", addr)
+	return h.c, h.ns, addr, o, metricsReader(t, h.c, h.ns)
 }
 
 // metricsReader makes the ServiceAccount "reader" in ns, allowed to get

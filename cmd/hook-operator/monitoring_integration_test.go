@@ -85,17 +85,16 @@ func startKitOperator(t *testing.T, w *webhookTest, extra ...string) *kitOperato
 	configName := "hook-operator-test-" + ns
 	watched := `"namespace":{"nameSelector":{"matchNames":["` + ns + `"]}},"labelSelector":{"matchLabels":{"monitoring-test":"yes"}}`
 
-	hooks := t.TempDir()
-	writeHook(t, hooks, "fail.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap",`+watched+`,"jqFilter":".data"}]}`,
+	w.hook(t, "fail.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap",`+watched+`,"jqFilter":".data"}]}`,
 		// Synchronization succeeds, so that the binding's events are let through; each event fails.
 		`jq -e '.[0].type == "Synchronization"' "$BINDING_CONTEXT_PATH" >/dev/null && exit 0
 exit 1
 `))
-	writeHook(t, hooks, "allowed.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap",`+watched+`,"allowFailure":true,"queue":"allowed"}]}`, "exit 1\n"))
-	writeHook(t, hooks, "write.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap",`+watched+`,"queue":"write"}]}`,
+	w.hook(t, "allowed.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap",`+watched+`,"allowFailure":true,"queue":"allowed"}]}`, "exit 1\n"))
+	w.hook(t, "write.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap",`+watched+`,"queue":"write"}]}`,
 		`echo '{"operation":"CreateOrUpdate","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"written","namespace":"`+ns+`"},"data":{"by":"write.sh"}}}' >"$KUBERNETES_PATCH_PATH"
 `))
-	writeHook(t, hooks, "validate.sh", `#!/usr/bin/env bash
+	w.hook(t, "validate.sh", `#!/usr/bin/env bash
 if [[ "${1:-}" == "--config" ]]; then
 cat <<EOF
 configVersion: v1
@@ -112,7 +111,7 @@ exit 1
 `)
 	deleteConfigurationsAtEnd(t, c, configName)
 	args := append(append(electionArgs(ns, "op-1"), "--sharding"), extra...)
-	o := &kitOperator{observed: w.start(t, hooks, configName, args...), c: c, ns: ns}
+	o := &kitOperator{observed: w.startWebhooks(t, configName, args...), c: c, ns: ns}
 
 	var out string
 	waitUntil(t, "a watched object", func() bool {
@@ -130,7 +129,7 @@ exit 1
 		resp.Body.Close()
 	}
 	// A change of the hooks folder that is not valid.
-	writeHook(t, hooks, "broken.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"x"}]}`, "exit 0\n"))
+	w.hook(t, "broken.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"x"}]}`, "exit 0\n"))
 	return o
 }
 

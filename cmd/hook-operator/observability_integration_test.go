@@ -16,135 +16,43 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/hook-operator/hook-operator/internal/testcluster"
-	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
-
-// observed is a running `hook-operator start` with its HTTP listener.
-type observed struct {
-	cmd    *exec.Cmd
-	logs   *testoperator.Buffer
-	addr   string
-	socket string
-	bin    string
-}
-
-// startObserved starts the binary on hooksDir with a listener on a free
-// port and a debug socket of its own, and waits for the listener.
-func startObserved(t *testing.T, bin, kubeconfig, hooksDir string, extra ...string) *observed {
-	t.Helper()
-	return startObservedEnv(t, bin, kubeconfig, hooksDir, nil, extra...)
-}
-
-// startObservedEnv is startObserved with env added to the operator's
-// environment.
-func startObservedEnv(t *testing.T, bin, kubeconfig, hooksDir string, env []string, extra ...string) *observed {
-	t.Helper()
-	o := &observed{logs: &testoperator.Buffer{}, socket: filepath.Join(t.TempDir(), "debug.sock"), bin: bin}
-	args := append([]string{"start", "--hooks-dir", hooksDir, "--kubeconfig", kubeconfig, "--log-format", "json",
-		"--listen-address", "127.0.0.1:0", "--health-listen-address", "127.0.0.1:0", "--debug-socket", o.socket,
-		"--retry-initial-delay", "500ms", "--retry-max-delay", "1s"}, extra...)
-	o.cmd = exec.Command(bin, args...)
-	o.cmd.Env = append(os.Environ(), env...)
-	o.cmd.Stderr = o.logs
-	must(t, o.cmd.Start())
-	t.Cleanup(func() {
-		_ = o.cmd.Process.Signal(syscall.SIGTERM)
-		_ = o.cmd.Wait()
-		if t.Failed() {
-			t.Logf("operator log:\n%s", o.logs.String())
-		}
-	})
-	re := regexp.MustCompile(`"address":"([^"]+)"`)
-	waitUntil(t, "the HTTP listener", func() bool {
-		m := re.FindStringSubmatch(o.logs.String())
-		if m != nil {
-			o.addr = m[1]
-		}
-		return m != nil
-	}, o.logs.String)
-	return o
-}
-
-func (o *observed) get(t *testing.T, path string) (int, string) {
-	t.Helper()
-	resp, err := http.Get("http://" + o.addr + path)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
-}
-
-// metric returns the value of the sample line that starts with series
-// (name{labels} as Prometheus prints it, labels sorted), or -1.
-func (o *observed) metric(t *testing.T, series string) float64 {
-	t.Helper()
-	_, body := o.get(t, "/metrics")
-	for _, line := range strings.Split(body, "\n") {
-		if strings.HasPrefix(line, series+" ") {
-			v, err := strconv.ParseFloat(strings.TrimPrefix(line, series+" "), 64)
-			if err == nil {
-				return v
-			}
-		}
-	}
-	return -1
-}
-
-func (o *observed) debug(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(o.bin, append([]string{"debug", "--socket", o.socket}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("debug %v: %v\n%s", args, err, out)
-	}
-	return string(out)
-}
 
 // Runs that succeed and fail move the metrics; the failing run leaves an
 // Event on its object and holds its queue, which debug shows; the hook's
 // own metrics are served with a hook label.
 func TestIntegrationMetricsEventsAndDebug(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	hooks, marks := t.TempDir(), t.TempDir()
+	h := newHarness(t)
+	marks := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(marks, "broken"), nil, 0o600))
-	writeHook(t, hooks, "watch.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"labelSelector":{"matchLabels":{"app":"obs"}},"jqFilter":".data"}]}`, `jq -c '.[] | (.objects // [{object: .object}])[] | .object.metadata.name | {name: "test_obs_seen_total", action: "add", value: 1, labels: {cm: .}}' "$BINDING_CONTEXT_PATH" >> "$METRICS_PATH"
+	h.hook(t, "watch.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+h.ns+`"]}},"labelSelector":{"matchLabels":{"app":"obs"}},"jqFilter":".data"}]}`, `jq -c '.[] | (.objects // [{object: .object}])[] | .object.metadata.name | {name: "test_obs_seen_total", action: "add", value: 1, labels: {cm: .}}' "$BINDING_CONTEXT_PATH" >> "$METRICS_PATH"
 if [[ -f `+marks+`/broken ]] && jq -e 'any(.[]; .object.metadata.name == "bad")' "$BINDING_CONTEXT_PATH" >/dev/null; then
   echo "boom: cannot handle bad" >&2
   exit 3
 fi
 `))
-	o := startObserved(t, bin, c.Kubeconfig, hooks)
-	waitUntil(t, "ready", func() bool { code, _ := o.get(t, "/readyz"); return code == 200 }, o.logs.String)
+	o := h.start(t)
+	o.waitReady(t)
 	if code, body := o.get(t, "/healthz"); code != 200 {
 		t.Errorf("/healthz: %d %s", code, body)
 	}
 	ctx := context.Background()
-	create := func(name string) {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "obs"}}, Data: map[string]string{"k": name}}
-		_, err := c.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
-		must(t, err)
-	}
+	create := func(name string) { h.configMap(t, name, map[string]string{"app": "obs"}, map[string]string{"k": name}) }
 	runs := `hook_operator_hook_runs_total{binding="cms",hook="watch.sh",queue="main"}`
 	errs := `hook_operator_hook_run_errors_total{binding="cms",hook="watch.sh",queue="main"}`
-	waitUntil(t, "the Synchronization run counted", func() bool { return o.metric(t, runs) == 1 }, o.logs.String)
+	o.waitFor(t, "the Synchronization run counted", func() bool { return o.metric(t, runs) == 1 })
 
 	create("good")
-	waitUntil(t, "the good run counted, with the hook's metric", func() bool {
+	o.waitFor(t, "the good run counted, with the hook's metric", func() bool {
 		return o.metric(t, runs) == 2 && o.metric(t, `test_obs_seen_total{cm="good",hook="watch.sh"}`) == 1
-	}, o.logs.String)
+	})
 	if v := o.metric(t, errs); v > 0 {
 		t.Errorf("errors before any failure: %v", v)
 	}
@@ -153,19 +61,19 @@ fi
 	}
 
 	create("bad")
-	waitUntil(t, "failed runs counted", func() bool { return o.metric(t, errs) >= 2 }, o.logs.String)
+	o.waitFor(t, "failed runs counted", func() bool { return o.metric(t, errs) >= 2 })
 	if v := o.metric(t, `test_obs_seen_total{cm="bad",hook="watch.sh"}`); v != -1 {
 		t.Errorf("a failed run's metrics were applied: %v", v)
 	}
 
 	// The Event on the object the failed run was about: the exit status,
 	// not the hook's stderr (the log has that).
-	waitUntil(t, "a HookFailed Event on bad", func() bool {
-		evs, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=bad,reason=HookFailed"})
+	o.waitFor(t, "a HookFailed Event on bad", func() bool {
+		evs, err := h.c.Client.CoreV1().Events(h.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=bad,reason=HookFailed"})
 		return err == nil && len(evs.Items) > 0 && strings.Contains(evs.Items[0].Message, "exit code 3") &&
 			!strings.Contains(evs.Items[0].Message, "boom") &&
 			evs.Items[0].Type == corev1.EventTypeWarning && evs.Items[0].InvolvedObject.Kind == "ConfigMap"
-	}, o.logs.String)
+	})
 
 	// debug shows the queue held by the retried task.
 	queues := o.debug(t, "queues")
@@ -203,7 +111,7 @@ fi
 	}
 	// Fixing the hook lets the queue go on.
 	must(t, os.Remove(filepath.Join(marks, "broken")))
-	waitUntil(t, "the queue drained", func() bool { return strings.Contains(o.debug(t, "queues"), "idle") }, o.logs.String)
+	o.waitFor(t, "the queue drained", func() bool { return strings.Contains(o.debug(t, "queues"), "idle") })
 }
 
 // proxy forwards TCP connections to target until stopped; restart listens
@@ -292,18 +200,15 @@ func (p *proxy) restart(t *testing.T) {
 // leaves the hooks' alone; /metrics/hooks serves only the hooks' metrics,
 // as shell-operator does.
 func TestIntegrationMetricsPrefixAndHooksPath(t *testing.T) {
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	hooks := t.TempDir()
-	writeHook(t, hooks, "count.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}}}]}`, `echo '{"name":"test_prefix_runs_total","action":"add","value":1}' >> "$METRICS_PATH"
+	h := newHarness(t)
+	h.hook(t, "count.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+h.ns+`"]}}}]}`, `echo '{"name":"test_prefix_runs_total","action":"add","value":1}' >> "$METRICS_PATH"
 `))
 	t.Setenv("HOOK_OPERATOR_METRICS_PREFIX", "custom_")
-	o := startObserved(t, bin, c.Kubeconfig, hooks)
+	o := h.start(t)
 	runs := `custom_hook_runs_total{binding="cms",hook="count.sh",queue="main"}`
-	waitUntil(t, "the Synchronization run counted under the prefix", func() bool {
+	o.waitFor(t, "the Synchronization run counted under the prefix", func() bool {
 		return o.metric(t, runs) == 1
-	}, o.logs.String)
+	})
 	_, all := o.get(t, "/metrics")
 	if strings.Contains(all, "hook_operator_") {
 		t.Errorf("/metrics still has a hook_operator_ metric with another prefix set:\n%s", all)
@@ -325,7 +230,7 @@ func TestIntegrationMetricsPrefixAndHooksPath(t *testing.T) {
 	}
 
 	// A prefix that cannot start a metric name is refused before anything starts.
-	out, err := exec.Command(bin, "start", "--hooks-dir", hooks, "--kubeconfig", c.Kubeconfig, "--metrics-prefix", "9-bad").CombinedOutput()
+	out, err := exec.Command(h.bin, "start", "--hooks-dir", h.hooks, "--kubeconfig", h.c.Kubeconfig, "--metrics-prefix", "9-bad").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "--metrics-prefix") {
 		t.Errorf("start --metrics-prefix 9-bad: %v\n%s", err, out)
 	}
@@ -336,34 +241,32 @@ func TestIntegrationMetricsPrefixAndHooksPath(t *testing.T) {
 // and ready again when it can. Liveness stays ok throughout.
 func TestIntegrationReadiness(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	p, kubeconfig := proxiedKubeconfig(t, c.Kubeconfig)
+	h := newHarness(t)
+	p, kubeconfig := proxiedKubeconfig(t, h.c.Kubeconfig)
 
-	hooks, marks := t.TempDir(), t.TempDir()
-	writeHook(t, hooks, "slow.sh", bashHook(`{"configVersion":"v1","onStartup":1,"kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}}}]}`, `
+	marks := t.TempDir()
+	h.hook(t, "slow.sh", bashHook(`{"configVersion":"v1","onStartup":1,"kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+h.ns+`"]}}}]}`, `
 if jq -e '.[0].binding == "onStartup"' "$BINDING_CONTEXT_PATH" >/dev/null; then
   until [[ -f `+marks+`/go ]]; do sleep 0.1; done
 fi
 `))
-	o := startObserved(t, bin, kubeconfig, hooks)
+	o := startOperator(t, h.hooks, operatorOpts{kubeconfig: kubeconfig})
 	if code, body := o.get(t, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "starting") {
 		t.Errorf("during onStartup: /readyz %d %q, want 503 naming start-up", code, body)
 	}
 	must(t, os.WriteFile(filepath.Join(marks, "go"), nil, 0o600))
-	waitUntil(t, "ready after Synchronization", func() bool { code, _ := o.get(t, "/readyz"); return code == 200 }, o.logs.String)
+	o.waitReady(t)
 
 	p.stop()
-	waitUntil(t, "not ready without the API server", func() bool {
+	o.waitFor(t, "not ready without the API server", func() bool {
 		code, body := o.get(t, "/readyz")
 		return code == http.StatusServiceUnavailable && strings.Contains(body, "the API server does not answer")
-	}, o.logs.String)
+	})
 	if code, body := o.get(t, "/healthz"); code != 200 {
 		t.Errorf("/healthz without the API server: %d %s; the process is alive", code, body)
 	}
 	p.restart(t)
-	waitUntil(t, "ready again", func() bool { code, _ := o.get(t, "/readyz"); return code == 200 }, o.logs.String)
+	o.waitReady(t)
 }
 
 // GOMAXPROCS follows the load (internal/procs): an idle operator runs its
@@ -371,17 +274,14 @@ fi
 // --adapt-gomaxprocs=false and a GOMAXPROCS variable leave the setting as
 // the runtime has it.
 func TestIntegrationGOMAXPROCSFollowsTheLoad(t *testing.T) {
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	hooks := t.TempDir()
-	writeHook(t, hooks, "idle.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}}}]}`, ""))
+	h := newHarness(t)
+	h.hook(t, "idle.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+h.ns+`"]}}}]}`, ""))
 	const series = "go_sched_gomaxprocs_threads"
-	adapted := startObserved(t, bin, c.Kubeconfig, hooks)
-	waitUntil(t, "GOMAXPROCS 1 while idle", func() bool { return adapted.metric(t, series) == 1 }, adapted.logs.String)
+	adapted := h.start(t)
+	adapted.waitFor(t, "GOMAXPROCS 1 while idle", func() bool { return adapted.metric(t, series) == 1 })
 
-	fixed := startObservedEnv(t, bin, c.Kubeconfig, hooks, []string{"GOMAXPROCS=3"})
-	off := startObserved(t, bin, c.Kubeconfig, hooks, "--adapt-gomaxprocs=false")
+	fixed := h.startEnv(t, []string{"GOMAXPROCS=3"})
+	off := h.start(t, "--adapt-gomaxprocs=false")
 	// The governor lowers after a calm second; give it three.
 	time.Sleep(3 * time.Second)
 	if got := fixed.metric(t, series); got != 3 {
@@ -399,9 +299,7 @@ func TestIntegrationGOMAXPROCSFollowsTheLoad(t *testing.T) {
 // off, or a schedtrace of the user's, leave the environment as it was.
 func TestIntegrationSteadySysmon(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
+	h := newHarness(t)
 	for _, tc := range []struct {
 		name              string
 		env, args         []string
@@ -415,16 +313,16 @@ func TestIntegrationSteadySysmon(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			hooks := t.TempDir()
 			out := filepath.Join(hooks, "godebug")
-			writeHook(t, hooks, "env.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}}}]}`, `echo "${GODEBUG-unset}" > `+out+`.tmp && mv `+out+`.tmp `+out+`
+			writeHook(t, hooks, "env.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+h.ns+`"]}}}]}`, `echo "${GODEBUG-unset}" > `+out+`.tmp && mv `+out+`.tmp `+out+`
 `))
 			env := tc.env
 			if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "GODEBUG=") }) {
 				env = append(env, "GODEBUG=") // this test process's own GODEBUG does not count
 			}
-			o := startObservedEnv(t, bin, c.Kubeconfig, hooks, env, tc.args...)
+			o := startOperator(t, hooks, operatorOpts{env: env, flags: tc.args})
 			// The process the test started is the operator: started again
 			// in place, the pid is the same.
-			environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", o.cmd.Process.Pid))
+			environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", o.pid()))
 			must(t, err)
 			got := "unset"
 			for _, kv := range strings.Split(string(environ), "\x00") {
@@ -435,7 +333,7 @@ func TestIntegrationSteadySysmon(t *testing.T) {
 			if got != tc.operator {
 				t.Errorf("the operator runs with GODEBUG %q, want %q", got, tc.operator)
 			}
-			waitUntil(t, "the hook's Synchronization run", func() bool { _, err := os.Stat(out); return err == nil }, o.logs.String)
+			o.waitFor(t, "the hook's Synchronization run", func() bool { _, err := os.Stat(out); return err == nil })
 			b, err := os.ReadFile(out)
 			must(t, err)
 			if got := strings.TrimSpace(string(b)); got != tc.forHook {

@@ -9,10 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // A hook with settings.parallelism 4 on the local cluster: each object's
@@ -21,12 +18,10 @@ import (
 // (and more than one do), and a slow object does not hold the others up.
 func TestIntegrationParallelHook(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	hooks, marks := t.TempDir(), t.TempDir()
+	h := newHarness(t)
+	marks := t.TempDir()
 	must(t, os.Mkdir(filepath.Join(marks, "running"), 0o755))
-	writeHook(t, hooks, "par.sh", strings.ReplaceAll(strings.ReplaceAll(`#!/usr/bin/env bash
+	h.hook(t, "par.sh", strings.ReplaceAll(strings.ReplaceAll(`#!/usr/bin/env bash
 set -euo pipefail
 if [[ "${1:-}" == "--config" ]]; then
   echo '{"configVersion":"v1","settings":{"parallelism":4},"kubernetes":[{"name":"cms","kind":"ConfigMap","executeHookOnSynchronization":false,
@@ -45,23 +40,19 @@ else
   echo "other $(date +%s.%N)" >>MARKS/times
 fi
 rm MARKS/running/$$
-`, "MARKS", marks), "NS", ns))
-	o := startObserved(t, bin, c.Kubeconfig, hooks)
-	waitUntil(t, "the operator running", func() bool { return strings.Contains(o.logs.String(), "all bindings started; running") }, o.logs.String)
+`, "MARKS", marks), "NS", h.ns))
+	o := h.start(t)
+	o.waitRunning(t)
 
 	ctx := context.Background()
-	cms := c.Client.CoreV1().ConfigMaps(ns)
-	create := func(name string) {
-		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"par": "yes"}},
-			Data: map[string]string{"v": "0"}}, metav1.CreateOptions{})
-		must(t, err)
-	}
+	cms := h.c.Client.CoreV1().ConfigMaps(h.ns)
+	create := func(name string) { h.configMap(t, name, map[string]string{"par": "yes"}, map[string]string{"v": "0"}) }
 	read := func(name string) string {
 		data, _ := os.ReadFile(filepath.Join(marks, name))
 		return string(data)
 	}
 	create("slow")
-	waitUntil(t, "the slow object's run", func() bool { return strings.Contains(read("times"), "slow-start") }, o.logs.String)
+	o.waitFor(t, "the slow object's run", func() bool { return strings.Contains(read("times"), "slow-start") })
 	if n := o.metric(t, `hook_operator_hook_running{hook="par.sh"}`); n < 1 {
 		t.Errorf("hook_running during the slow run = %v, want at least 1", n)
 	}
@@ -109,7 +100,7 @@ rm MARKS/running/$$
 	if most > 4 || most < 2 {
 		t.Errorf("at most %d of the hook's processes ran at once; want more than 1 and no more than its parallelism, 4", most)
 	}
-	waitUntil(t, "the slow run's end", func() bool { return strings.Contains(read("times"), "slow-end") }, o.logs.String)
+	o.waitFor(t, "the slow run's end", func() bool { return strings.Contains(read("times"), "slow-end") })
 	var slowStart, slowEnd float64
 	var during int
 	times := strings.Split(strings.TrimSpace(read("times")), "\n")

@@ -153,7 +153,7 @@ func startHealthyOperator(t *testing.T, bin string, c *testcluster.Cluster, ns, 
 	t.Helper()
 	hooks := t.TempDir()
 	writeHook(t, hooks, "ok.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}}}]}`, "exit 0\n"))
-	o := startObserved(t, bin, c.Kubeconfig, hooks, append(electionArgs(ns, "healthy-1"), "--sharding", "--metrics-secure", "--metrics-secure-address", metricsAddr)...)
+	o := startOperator(t, hooks, operatorOpts{flags: append(electionArgs(ns, "healthy-1"), "--sharding", "--metrics-secure", "--metrics-secure-address", metricsAddr)})
 	out, err := kubectlApply(c.Kubeconfig, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: healthy, namespace: "+ns+"}\ndata: {value: one}\n")
 	must(t, errWith(err, out))
 	return o

@@ -11,12 +11,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
@@ -71,21 +69,19 @@ func countContexts(path string) int {
 // operator gave it.
 func TestIntegrationRecordThenReplayMatchesLive(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
+	h := newHarness(t)
 	ctx := context.Background()
-	dir, hooks := t.TempDir(), t.TempDir()
-	writeHook(t, hooks, "log.sh", bashHook(`{"configVersion":"v1","kubernetes":[
-    {"name":"data","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"jqFilter":".data"},
-    {"name":"labelled","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},
+	dir := t.TempDir()
+	h.hook(t, "log.sh", bashHook(`{"configVersion":"v1","kubernetes":[
+    {"name":"data","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+h.ns+`"]}},"jqFilter":".data"},
+    {"name":"labelled","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+h.ns+`"]}},
      "labelSelector":{"matchLabels":{"app":"demo"}},"keepFullObjectsInMemory":false,"jqFilter":".metadata.labels"}]}`, `jq -c . "$BINDING_CONTEXT_PATH" >> "$CONTEXT_LOG"
 `))
-	cms := c.Dynamic.Resource(configMapsGVR).Namespace(ns)
+	cms := h.c.Dynamic.Resource(configMapsGVR).Namespace(h.ns)
 	newCM := func(name string, labels map[string]any, data map[string]any) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]any{"name": name, "namespace": ns, "labels": labels},
+			"metadata": map[string]any{"name": name, "namespace": h.ns, "labels": labels},
 			"data":     data,
 		}}
 	}
@@ -100,9 +96,9 @@ func TestIntegrationRecordThenReplayMatchesLive(t *testing.T) {
 
 	liveLog, replayLog, fixture := filepath.Join(dir, "live.jsonl"), filepath.Join(dir, "replay.jsonl"), filepath.Join(dir, "rec.yaml")
 	var recErr, liveErr testoperator.Buffer
-	rec := exec.Command(bin, "record", "--hooks-dir", hooks, "--kubeconfig", c.Kubeconfig, "--out", fixture, "--duration", "6s")
+	rec := exec.Command(h.bin, "record", "--hooks-dir", h.hooks, "--kubeconfig", h.c.Kubeconfig, "--out", fixture, "--duration", "6s")
 	rec.Stderr = &recErr
-	live := exec.Command(bin, "start", "--hooks-dir", hooks, "--kubeconfig", c.Kubeconfig,
+	live := exec.Command(h.bin, "start", "--hooks-dir", h.hooks, "--kubeconfig", h.c.Kubeconfig,
 		"--listen-address", "127.0.0.1:0", "--health-listen-address", "127.0.0.1:0")
 	live.Env = append(os.Environ(), "CONTEXT_LOG="+liveLog)
 	live.Stderr = &liveErr
@@ -132,7 +128,7 @@ func TestIntegrationRecordThenReplayMatchesLive(t *testing.T) {
 	must(t, live.Process.Signal(syscall.SIGTERM))
 	_ = live.Wait()
 
-	replay := exec.Command(bin, "replay", "--hooks-dir", hooks, "--objects", fixture)
+	replay := exec.Command(h.bin, "replay", "--hooks-dir", h.hooks, "--objects", fixture)
 	replay.Env = append(os.Environ(), "CONTEXT_LOG="+replayLog)
 	if out, err := replay.CombinedOutput(); err != nil {
 		t.Fatalf("replay: %v\n%s", err, out)
@@ -146,16 +142,5 @@ func TestIntegrationRecordThenReplayMatchesLive(t *testing.T) {
 		wj, _ := json.MarshalIndent(want, "", " ")
 		gj, _ := json.MarshalIndent(got, "", " ")
 		t.Fatalf("replay of the recording differs from live (%d vs %d contexts)\nlive:\n%s\nreplay:\n%s", nLive, nReplay, wj, gj)
-	}
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool, logs func() string) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s:\n%s", what, logs())
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

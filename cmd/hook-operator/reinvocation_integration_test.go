@@ -50,9 +50,9 @@ patch=$(echo "[{\"op\": \"add\", \"path\": \"/metadata/labels/$label\", \"value\
 echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 `)
 	}
-	hooks := t.TempDir()
-	testoperator.ConfigMapVolume(t, hooks, "1", map[string]string{"defaults.sh": defaults("IfNeeded")})
-	o := w.start(t, hooks, configName, "--hooks-reload-poll-period", "1s")
+
+	testoperator.ConfigMapVolume(t, w.hooks, "1", map[string]string{"defaults.sh": defaults("IfNeeded")})
+	o := w.startWebhooks(t, configName, "--hooks-reload-poll-period", "1s")
 
 	registered := func(want string) func() bool {
 		return func() bool {
@@ -91,7 +91,7 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 	waitUntil(t, "the webhook registered with reinvocationPolicy IfNeeded", registered("IfNeeded"), logs)
 	waitUntil(t, "first called again after second changed the object", created(true), logs)
 
-	testoperator.ConfigMapVolume(t, hooks, "2", map[string]string{"defaults.sh": defaults("")})
+	testoperator.ConfigMapVolume(t, w.hooks, "2", map[string]string{"defaults.sh": defaults("")})
 	waitUntil(t, "the reloaded webhook's reinvocationPolicy back to the default, Never", registered("Never"), logs)
 	waitUntil(t, "first called once", created(false), logs)
 	if !strings.Contains(o.logs.String(), `"msg":"webhook configuration applied"`) {

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hook-operator/hook-operator/internal/operator"
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
@@ -52,23 +51,16 @@ func cmBinding(name, app string) string {
 //   - a hook removed stops.
 func TestIntegrationHooksReload(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
+	h := newHarness(t)
+	records := t.TempDir()
 	ctx := context.Background()
-	bin := buildBinary(t)
-	hooks, records := t.TempDir(), t.TempDir()
-	cms := c.Client.CoreV1().ConfigMaps(ns)
-	mkcm := func(name, app string) {
-		t.Helper()
-		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": app}}}, metav1.CreateOptions{})
-		must(t, err)
-	}
+	mkcm := func(name, app string) { h.configMap(t, name, map[string]string{"app": app}, nil) }
 	for name, app := range map[string]string{"a1": "a", "o1": "other", "b1": "b", "a2-1": "a2", "bn1": "b-new"} {
 		mkcm(name, app)
 	}
 	// The operator's Pod, for the Event about a failed reload. Nothing
 	// runs it: the local cluster has no nodes.
-	pod, err := c.Client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+	pod, err := h.c.Client.CoreV1().Pods(h.ns).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "hook-operator-0"},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "operator", Image: "hook-operator:test"}}},
 	}, metav1.CreateOptions{})
@@ -90,16 +82,16 @@ func TestIntegrationHooksReload(t *testing.T) {
 	write := func(a hookVersion, b *hookVersion) {
 		t.Helper()
 		version++
-		files := map[string]string{"a.sh": reloadHook(ns, records, "a", a.bindings, a.script, a.broken)}
+		files := map[string]string{"a.sh": reloadHook(h.ns, records, "a", a.bindings, a.script, a.broken)}
 		if b != nil {
-			files["b.sh"] = reloadHook(ns, records, "b", b.bindings, b.script, b.broken)
+			files["b.sh"] = reloadHook(h.ns, records, "b", b.bindings, b.script, b.broken)
 		}
-		testoperator.ConfigMapVolume(t, hooks, fmt.Sprint(version), files)
+		testoperator.ConfigMapVolume(t, h.hooks, fmt.Sprint(version), files)
 	}
 	write(hookVersion{aV1, "script1", false}, nil)
 
-	o := startObservedEnv(t, bin, c.Kubeconfig, hooks,
-		[]string{"POD_NAME=" + pod.Name, "POD_NAMESPACE=" + ns, "POD_UID=" + string(pod.UID)})
+	o := h.startEnv(t,
+		[]string{"POD_NAME=" + pod.Name, "POD_NAMESPACE=" + h.ns, "POD_UID=" + string(pod.UID)})
 	lines := func(hook string) []string {
 		data, _ := os.ReadFile(filepath.Join(records, hook))
 		return strings.Split(strings.TrimSpace(string(data)), "\n")
@@ -119,23 +111,23 @@ func TestIntegrationHooksReload(t *testing.T) {
 	reloads := func(result string) func() bool {
 		return func() bool { return o.metric(t, `hook_operator_hooks_reload_total{result="`+result+`"}`) >= 1 }
 	}
-	waitUntil(t, "a's Synchronizations", has("a", "S others o1"), o.logs.String)
-	waitUntil(t, "a's Synchronizations", has("a", "S cms a1"), o.logs.String)
+	o.waitFor(t, "a's Synchronizations", has("a", "S others o1"))
+	o.waitFor(t, "a's Synchronizations", has("a", "S cms a1"))
 
 	// A hook added.
 	write(hookVersion{aV1, "script1", false}, &hookVersion{bV1, "script1", false})
-	waitUntil(t, "the added hook's Synchronization", has("b", "S bs b1"), o.logs.String)
-	waitUntil(t, "hooks_reload_total{result=applied}", reloads("applied"), o.logs.String)
+	o.waitFor(t, "the added hook's Synchronization", has("b", "S bs b1"))
+	o.waitFor(t, "hooks_reload_total{result=applied}", reloads("applied"))
 	if n := count("a", "S "); n != 2 {
 		t.Errorf("adding a hook gave the running hook new Synchronizations: %q", lines("a"))
 	}
 
 	// A binding changed: it alone starts anew.
 	write(hookVersion{aV2, "script1", false}, &hookVersion{bV1, "script1", false})
-	waitUntil(t, "the changed binding's Synchronization", has("a", "S cms a2-1"), o.logs.String)
+	o.waitFor(t, "the changed binding's Synchronization", has("a", "S cms a2-1"))
 	mkcm("a-late", "a")
 	mkcm("a2-2", "a2")
-	waitUntil(t, "an event of the changed binding's new selector", has("a", "E cms Added a2-2 script1"), o.logs.String)
+	o.waitFor(t, "an event of the changed binding's new selector", has("a", "E cms Added a2-2 script1"))
 	if n := count("a", "S others"); n != 1 {
 		t.Errorf("the unchanged binding got %d Synchronizations, want its first alone: %q", n, lines("a"))
 	}
@@ -145,9 +137,9 @@ func TestIntegrationHooksReload(t *testing.T) {
 
 	// A script changed, its configuration not.
 	write(hookVersion{aV2, "script2", false}, &hookVersion{bV1, "script1", false})
-	waitUntil(t, "hooks_reload_total{result=unchanged}", reloads("unchanged"), o.logs.String)
+	o.waitFor(t, "hooks_reload_total{result=unchanged}", reloads("unchanged"))
 	mkcm("a2-3", "a2")
-	waitUntil(t, "the changed script's run", has("a", "E cms Added a2-3 script2"), o.logs.String)
+	o.waitFor(t, "the changed script's run", has("a", "E cms Added a2-3 script2"))
 	if n := count("a", "S "); n != 3 {
 		t.Errorf("a script change restarted bindings: %q", lines("a"))
 	}
@@ -157,9 +149,9 @@ func TestIntegrationHooksReload(t *testing.T) {
 	// configuration as loaded before (its binding on app=b, not the
 	// b-new of the broken version) with its new body (script2).
 	write(hookVersion{aV2, "script2", false}, &hookVersion{bV2, "script2", true})
-	waitUntil(t, "hooks_reload_total{result=invalid}", reloads("invalid"), o.logs.String)
-	waitUntil(t, "the Event on the operator's Pod", func() bool {
-		evs, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod.Name})
+	o.waitFor(t, "hooks_reload_total{result=invalid}", reloads("invalid"))
+	o.waitFor(t, "the Event on the operator's Pod", func() bool {
+		evs, err := h.c.Client.CoreV1().Events(h.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod.Name})
 		if err != nil {
 			return false
 		}
@@ -169,30 +161,30 @@ func TestIntegrationHooksReload(t *testing.T) {
 			}
 		}
 		return false
-	}, o.logs.String)
+	})
 	if !strings.Contains(o.logs.String(), "no configuration was reloaded: "+operator.KeptAfterFailedReload) {
 		t.Error("the log does not say what runs after the broken change")
 	}
 	mkcm("b2", "b")
 	mkcm("a2-4", "a2")
 	mkcm("bn-broken", "b-new")
-	waitUntil(t, "the running hooks, after a broken change", func() bool {
+	o.waitFor(t, "the running hooks, after a broken change", func() bool {
 		return has("b", "E bs Added b2 script2")() && has("a", "E cms Added a2-4 script2")()
-	}, o.logs.String)
+	})
 	if has("b", "E bs Added b2 script1")() || has("b", "E bs Added bn-broken")() {
 		t.Errorf("after the broken change, b ran its old body or its new configuration, not what the log says: %q", lines("b"))
 	}
 
 	// Fixed, with b's binding changed.
 	write(hookVersion{aV2, "script2", false}, &hookVersion{bV2, "script3", false})
-	waitUntil(t, "the fixed hook's new Synchronization", has("b", "S bs bn-broken,bn1"), o.logs.String)
+	o.waitFor(t, "the fixed hook's new Synchronization", has("b", "S bs bn-broken,bn1"))
 
 	// A hook removed.
 	write(hookVersion{aV2, "script2", false}, nil)
-	waitUntil(t, "the log of b's removal", func() bool { return strings.Contains(o.logs.String(), `"removed":["b.sh"]`) }, o.logs.String)
+	o.waitLog(t, `"removed":["b.sh"]`)
 	mkcm("bn2", "b-new")
 	mkcm("a2-5", "a2")
-	waitUntil(t, "a's event after b's removal", has("a", "E cms Added a2-5 script2"), o.logs.String)
+	o.waitFor(t, "a's event after b's removal", has("a", "E cms Added a2-5 script2"))
 	time.Sleep(500 * time.Millisecond)
 	if has("b", "E bs Added bn2")() {
 		t.Errorf("the removed hook still ran: %q", lines("b"))

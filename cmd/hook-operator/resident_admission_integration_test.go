@@ -16,23 +16,15 @@ func TestIntegrationResidentAdmission(t *testing.T) {
 	w := newWebhookTest(t)
 	c, ns := w.c, w.ns
 	configName := "hook-operator-test-" + ns
-	hooks, marks := t.TempDir(), t.TempDir()
-	writeHook(t, hooks, "validate.sh", `#!/usr/bin/env bash
-set -euo pipefail
-if [[ "${1:-}" == "--config" ]]; then
-cat <<EOF
-configVersion: v1
+	marks := t.TempDir()
+	w.hook(t, "validate.sh", yamlHook(`configVersion: v1
 settings: {resident: true}
 kubernetesValidating:
 - name: values.resident-test.example.com
   timeoutSeconds: 10
   rules: [{apiGroups: [""], apiVersions: [v1], resources: [configmaps], operations: [CREATE]}]
   namespace: {labelSelector: {matchLabels: {kubernetes.io/metadata.name: `+ns+`}}}
-  labelSelector: {matchLabels: {admission-test: "yes"}}
-EOF
-exit 0
-fi
-[[ ${HOOK_OPERATOR_RESIDENT:-} == 1 ]] || { echo "not resident" >&2; exit 1; }
+  labelSelector: {matchLabels: {admission-test: "yes"}}`, `[[ ${HOOK_OPERATOR_RESIDENT:-} == 1 ]] || { echo "not resident" >&2; exit 1; }
 echo $$ >> `+marks+`/starts
 while IFS= read -r line <&3; do
   [[ $line =~ \"id\":\"([0-9]+)\" ]] && id=${BASH_REMATCH[1]}
@@ -45,12 +37,10 @@ while IFS= read -r line <&3; do
   fi
   printf '{"id":"%s","exitCode":0}\n' "$id" >&4
 done
-`)
+`))
 	deleteConfigurationsAtEnd(t, c, configName)
-	o := w.start(t, hooks, configName)
-	waitUntil(t, "the webhook configuration", func() bool {
-		return strings.Contains(o.logs.String(), `"msg":"webhook configuration applied"`)
-	}, o.logs.String)
+	o := w.startWebhooks(t, configName)
+	o.waitLog(t, `"msg":"webhook configuration applied"`)
 
 	cm := func(name, value string) string {
 		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: %s, labels: {admission-test: \"yes\"}}\ndata: {value: %s}\n", name, ns, value)

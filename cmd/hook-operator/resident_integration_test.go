@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,11 +10,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/hook-operator/hook-operator/internal/gobuild"
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // A resident Go hook (testdata/residenthook) under `start` on the local
@@ -25,16 +20,14 @@ import (
 // lets the run in flight finish, then the process exits on EOF of fd 3.
 func TestIntegrationResidentHook(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	hooks, marks := t.TempDir(), t.TempDir()
-	hookPath := filepath.Join(hooks, "resident")
+	h := newHarness(t)
+	marks := t.TempDir()
+	hookPath := filepath.Join(h.hooks, "resident")
 	if out, err := gobuild.Command("", "-o", hookPath, "./testdata/residenthook").CombinedOutput(); err != nil {
 		t.Fatalf("building the resident hook: %v\n%s", err, out)
 	}
-	o := startObservedEnv(t, bin, c.Kubeconfig, hooks, []string{"RESIDENT_NS=" + ns, "RESIDENT_MARKS=" + marks})
-	waitUntil(t, "the operator running", func() bool { return strings.Contains(o.logs.String(), "all bindings started; running") }, o.logs.String)
+	o := h.startEnv(t, []string{"RESIDENT_NS=" + h.ns, "RESIDENT_MARKS=" + marks})
+	o.waitRunning(t)
 
 	read := func(name string) []string {
 		data, _ := os.ReadFile(filepath.Join(marks, name))
@@ -52,11 +45,8 @@ func TestIntegrationResidentHook(t *testing.T) {
 		}
 		return pids
 	}
-	cms := c.Client.CoreV1().ConfigMaps(ns)
 	create := func(name, mode string) {
-		_, err := cms.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"resident": "yes"}},
-			Data: map[string]string{"mode": mode}}, metav1.CreateOptions{})
-		must(t, err)
+		h.configMap(t, name, map[string]string{"resident": "yes"}, map[string]string{"mode": mode})
 	}
 
 	const events = 500
@@ -71,25 +61,25 @@ func TestIntegrationResidentHook(t *testing.T) {
 
 	// SIGKILL mid-run: the run fails, is retried on a new process.
 	create("block", "block")
-	waitUntil(t, "the blocking run", func() bool { return len(read("blocked")) == 1 }, o.logs.String)
+	o.waitFor(t, "the blocking run", func() bool { return len(read("blocked")) == 1 })
 	if read("blocked")[0] != first {
 		t.Errorf("the blocking run ran on %s, not the process that handled the events (%s)", read("blocked")[0], first)
 	}
 	must(t, killPid(first))
-	waitUntil(t, "the killed run retried", func() bool { return len(recorded("block")) == 1 }, o.logs.String)
+	o.waitFor(t, "the killed run retried", func() bool { return len(recorded("block")) == 1 })
 	second := recorded("block")[0]
 	if second == first || len(read("starts")) != 2 {
 		t.Errorf("the retry ran on %s after %s was killed, starts %v; want a second process", second, first, read("starts"))
 	}
 	create("after-kill", "")
-	waitUntil(t, "the next event", func() bool { return len(recorded("after-kill")) == 1 }, o.logs.String)
+	o.waitFor(t, "the next event", func() bool { return len(recorded("after-kill")) == 1 })
 	if got := recorded("after-kill")[0]; got != second {
 		t.Errorf("the next event ran on %s, want the new process %s", got, second)
 	}
 
 	// A hanging run times out (settings.timeout 3s); its process is replaced.
 	create("hang", "hang")
-	waitUntil(t, "the timed-out run retried", func() bool { return len(recorded("hang")) == 1 }, o.logs.String)
+	o.waitFor(t, "the timed-out run retried", func() bool { return len(recorded("hang")) == 1 })
 	third := recorded("hang")[0]
 	if third == second || len(read("starts")) != 3 {
 		t.Errorf("the retry of the hanging run ran on %s (hung on %s), starts %v; want a new process", third, second, read("starts"))
@@ -105,7 +95,7 @@ func TestIntegrationResidentHook(t *testing.T) {
 	later := time.Now().Add(time.Minute)
 	must(t, os.Chtimes(hookPath, later, later))
 	create("changed", "")
-	waitUntil(t, "the run after the change", func() bool { return len(recorded("changed")) == 1 }, o.logs.String)
+	o.waitFor(t, "the run after the change", func() bool { return len(recorded("changed")) == 1 })
 	fourth := recorded("changed")[0]
 	if fourth == third || len(read("starts")) != 4 {
 		t.Errorf("after the executable changed the run ran on %s (before: %s), starts %v; want a new process", fourth, third, read("starts"))
@@ -117,9 +107,8 @@ func TestIntegrationResidentHook(t *testing.T) {
 	// SIGTERM while a run is in flight: it finishes, then the process sees
 	// EOF on fd 3 and exits, and the operator exits 0.
 	create("slow", "slow")
-	waitUntil(t, "the slow run", func() bool { return len(read("slow-started")) == 1 }, o.logs.String)
-	must(t, o.cmd.Process.Signal(syscall.SIGTERM))
-	if err := o.cmd.Wait(); err != nil {
+	o.waitFor(t, "the slow run", func() bool { return len(read("slow-started")) == 1 })
+	if err := o.stop(t); err != nil {
 		t.Errorf("the operator exited with %v after SIGTERM, want 0", err)
 	}
 	if done := read("slow-done"); len(done) != 1 || done[0] != fourth {

@@ -1,17 +1,12 @@
 package main_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/hook-operator/hook-operator/internal/gobuild"
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // The resident Go hook's process is recycled after residentMaxRuns runs,
@@ -20,17 +15,15 @@ import (
 // run starts a new process.
 func TestIntegrationResidentRecycles(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	hooks, marks := t.TempDir(), t.TempDir()
+	h := newHarness(t)
+	marks := t.TempDir()
 	settings := filepath.Join(t.TempDir(), "settings")
 	must(t, os.WriteFile(settings, []byte(`,"residentMaxRuns":3`), 0o644))
-	if out, err := gobuild.Command("", "-o", filepath.Join(hooks, "resident"), "./testdata/residenthook").CombinedOutput(); err != nil {
+	if out, err := gobuild.Command("", "-o", filepath.Join(h.hooks, "resident"), "./testdata/residenthook").CombinedOutput(); err != nil {
 		t.Fatalf("building the resident hook: %v\n%s", err, out)
 	}
-	o := startObservedEnv(t, bin, c.Kubeconfig, hooks, []string{"RESIDENT_NS=" + ns, "RESIDENT_MARKS=" + marks, "RESIDENT_SETTINGS=" + settings})
-	waitUntil(t, "the operator running", func() bool { return strings.Contains(o.logs.String(), "all bindings started; running") }, o.logs.String)
+	o := h.startEnv(t, []string{"RESIDENT_NS=" + h.ns, "RESIDENT_MARKS=" + marks, "RESIDENT_SETTINGS=" + settings})
+	o.waitRunning(t)
 
 	starts := func() []string {
 		data, _ := os.ReadFile(filepath.Join(marks, "starts"))
@@ -45,14 +38,11 @@ func TestIntegrationResidentRecycles(t *testing.T) {
 		}
 		return ""
 	}
-	cms := c.Client.CoreV1().ConfigMaps(ns)
 	// handle creates a ConfigMap and waits for its run: one run each.
 	handle := func(name, mode string) string {
 		t.Helper()
-		_, err := cms.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"resident": "yes"}},
-			Data: map[string]string{"mode": mode}}, metav1.CreateOptions{})
-		must(t, err)
-		waitUntil(t, name+"'s run", func() bool { return ranOn(name) != "" }, o.logs.String)
+		h.configMap(t, name, map[string]string{"resident": "yes"}, map[string]string{"mode": mode})
+		o.waitFor(t, name+"'s run", func() bool { return ranOn(name) != "" })
 		return ranOn(name)
 	}
 	metric := func(reason string) float64 {
@@ -73,8 +63,8 @@ func TestIntegrationResidentRecycles(t *testing.T) {
 
 	// A reload that changes the configuration recycles the process.
 	must(t, os.WriteFile(settings, []byte(`,"residentMaxRuns":100,"residentMaxMemory":"48Mi"`), 0o644))
-	must(t, os.WriteFile(filepath.Join(hooks, "README"), []byte("a change in the folder makes the operator reload it"), 0o644))
-	waitUntil(t, "the reload's recycle", func() bool { return metric("reload") == 1 }, o.logs.String)
+	must(t, os.WriteFile(filepath.Join(h.hooks, "README"), []byte("a change in the folder makes the operator reload it"), 0o644))
+	o.waitFor(t, "the reload's recycle", func() bool { return metric("reload") == 1 })
 	third := handle("after-reload", "")
 	if third == second || len(starts()) != 3 {
 		t.Errorf("after the reload: run on %s (before %s), starts %v; want a new process", third, second, starts())

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
 // residentLoop is a resident bash hook without the helpers (the loop of
@@ -55,7 +57,7 @@ func TestIntegrationResidentDryRun(t *testing.T) {
 	writeHook(t, hooksDir, "change.sh", residentLoop(
 		`{"configVersion":"v1","settings":{"resident":true},"kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"executeHookOnEvent":[]}]}`,
 		marks, `echo '{"operation":"MergePatch","kind":"ConfigMap","namespace":"`+ns+`","name":"cm","mergePatch":{"data":{"a":"2"}}}' >> "$KUBERNETES_PATCH_PATH"`))
-	bin := buildBinary(t)
+	bin := testoperator.Binary(t)
 	before := resourceVersions(t, c, ns)
 	run := firstRun(t, bin, c.Kubeconfig, hooksDir, "client")
 	assertUnchanged(t, c, ns, crd, before)
@@ -80,8 +82,8 @@ func TestIntegrationResidentConversion(t *testing.T) {
 	group := ns + ".resident-conversion.example.com"
 	crd := w.installCRD(t, group, "crontabs", "CronTab", "v1alpha1", "v1")
 
-	hooks, marks := t.TempDir(), t.TempDir()
-	writeHook(t, hooks, "convert.sh", residentLoop(`configVersion: v1
+	marks := t.TempDir()
+	w.hook(t, "convert.sh", residentLoop(`configVersion: v1
 settings: {resident: true}
 kubernetesCustomResourceConversion:
 - name: alpha1_to_v1
@@ -91,10 +93,8 @@ kubernetesCustomResourceConversion:
 		`jq '{convertedObjects: [.[0] as $c | $c.review.request.objects[] |
   if .apiVersion == $c.fromVersion then .apiVersion = $c.toVersion | .spec.schedule = (.spec.cron | join(" ")) | del(.spec.cron) else . end]}' \
   "$BINDING_CONTEXT_PATH" > "$CONVERSION_RESPONSE_PATH"`))
-	o := w.start(t, hooks, "resident-conversion-"+ns)
-	waitUntil(t, "the conversion registered in the CRD", func() bool {
-		return strings.Contains(o.logs.String(), `"msg":"conversion webhook registered in the CRD"`)
-	}, o.logs.String)
+	o := w.startWebhooks(t, "resident-conversion-"+ns)
+	o.waitLog(t, `"msg":"conversion webhook registered in the CRD"`)
 	out, err := kubectlApply(c.Kubeconfig, fmt.Sprintf(`apiVersion: %s/v1alpha1
 kind: CronTab
 metadata: {name: nightly, namespace: %s}

@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
@@ -53,24 +52,22 @@ echo '{"operation":"MergePatch","kind":"Secret","namespace":"NAMESPACE","name":"
 // record's file and output, and replay's output.
 func TestIntegrationSecretsStaySecret(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
+	h := newHarness(t)
 	raw := make([]byte, 12)
 	if _, err := rand.Read(raw); err != nil {
 		t.Fatal(err)
 	}
 	marker := "hookop-secret-" + hex.EncodeToString(raw)
 	forms := []string{marker, base64.StdEncoding.EncodeToString([]byte(marker))}
-	_, err := c.Client.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{
+	_, err := h.c.Client.CoreV1().Secrets(h.ns).Create(t.Context(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "creds", Annotations: map[string]string{
 			"kubectl.kubernetes.io/last-applied-configuration": fmt.Sprintf(`{"stringData":{"password":%q}}`, marker),
 		}},
 		Data: map[string][]byte{"password": []byte(marker), "user": []byte("admin")},
 	}, metav1.CreateOptions{})
 	must(t, err)
-	hooks := t.TempDir()
-	writeHook(t, hooks, "secrets.sh", strings.ReplaceAll(secretsHook, "NAMESPACE", ns))
+
+	h.hook(t, "secrets.sh", strings.ReplaceAll(secretsHook, "NAMESPACE", h.ns))
 
 	outputs := map[string]string{}
 	check := func() {
@@ -85,7 +82,7 @@ func TestIntegrationSecretsStaySecret(t *testing.T) {
 	}
 	run := func(name string, args ...string) string {
 		t.Helper()
-		cmd := exec.Command(bin, args...)
+		cmd := exec.Command(h.bin, args...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", name, err, out)
@@ -95,8 +92,8 @@ func TestIntegrationSecretsStaySecret(t *testing.T) {
 	}
 
 	// The operator at debug level, its debug snapshots, then it stops.
-	o := startObserved(t, bin, c.Kubeconfig, hooks, "--log-level", "debug")
-	waitUntil(t, "the hook to run", func() bool { return strings.Contains(o.logs.String(), "hook run succeeded") }, o.logs.String)
+	o := h.start(t, "--log-level", "debug")
+	o.waitLog(t, "hook run succeeded")
 	outputs["debug snapshots"] = o.debug(t, "snapshots", "secrets.sh")
 	if !strings.Contains(outputs["debug snapshots"], "creds") {
 		t.Fatalf("debug snapshots shows no Secret; the test would prove nothing:\n%s", outputs["debug snapshots"])
@@ -109,7 +106,7 @@ func TestIntegrationSecretsStaySecret(t *testing.T) {
 
 	// Dry-run, both kinds: every run printed, with the diff of the Secret.
 	for _, mode := range []string{"client", "server"} {
-		cmd := exec.Command(bin, "start", "--hooks-dir", hooks, "--kubeconfig", c.Kubeconfig, "--dry-run="+mode,
+		cmd := exec.Command(h.bin, "start", "--hooks-dir", h.hooks, "--kubeconfig", h.c.Kubeconfig, "--dry-run="+mode,
 			"--log-level", "debug", "--listen-address", "", "--health-listen-address", "", "--debug-socket", "")
 		out := &testoperator.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, out
@@ -134,14 +131,14 @@ func TestIntegrationSecretsStaySecret(t *testing.T) {
 
 	// record, its file, and replay of the file.
 	fixture := filepath.Join(t.TempDir(), "fixture.yaml")
-	run("record", "record", "--hooks-dir", hooks, "--kubeconfig", c.Kubeconfig, "--out", fixture, "--duration", "2s", "--log-level", "debug")
+	run("record", "record", "--hooks-dir", h.hooks, "--kubeconfig", h.c.Kubeconfig, "--out", fixture, "--duration", "2s", "--log-level", "debug")
 	data, err := os.ReadFile(fixture)
 	must(t, err)
 	if !strings.Contains(string(data), "creds") {
 		t.Fatalf("the recorded file holds no Secret:\n%s", data)
 	}
 	outputs["record's file"] = string(data)
-	run("replay", "replay", "--hooks-dir", hooks, "--objects", fixture, "--log-level", "debug")
-	run("replay -o yaml", "replay", "--hooks-dir", hooks, "--objects", fixture, "-o", "yaml")
+	run("replay", "replay", "--hooks-dir", h.hooks, "--objects", fixture, "--log-level", "debug")
+	run("replay -o yaml", "replay", "--hooks-dir", h.hooks, "--objects", fixture, "-o", "yaml")
 	check()
 }

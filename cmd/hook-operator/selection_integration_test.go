@@ -1,17 +1,11 @@
 package main_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // Hook selection on the local cluster, through the binary:
@@ -24,28 +18,20 @@ import (
 //     Synchronization, and the one it names now stops.
 func TestIntegrationHookSelection(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	ctx := context.Background()
-	bin := buildBinary(t)
-	hooks, records := t.TempDir(), t.TempDir()
-	mkcm := func(name string) {
-		t.Helper()
-		_, err := c.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "sel"}}}, metav1.CreateOptions{})
-		must(t, err)
-	}
+	h := newHarness(t)
+	records := t.TempDir()
+	mkcm := func(name string) { h.configMap(t, name, map[string]string{"app": "sel"}, nil) }
 	mkcm("cm1")
-	bindings := `[` + strings.ReplaceAll(cmBinding("cms", "sel"), "NS", ns) + `]`
+	bindings := `[` + strings.ReplaceAll(cmBinding("cms", "sel"), "NS", h.ns) + `]`
 	for _, name := range []string{"run.sh", "later.sh", "debug/dump.sh"} {
-		must(t, os.MkdirAll(filepath.Dir(filepath.Join(hooks, name)), 0o755))
-		writeHook(t, hooks, name, reloadHook(ns, records, strings.ReplaceAll(name, "/", "-"), bindings, "v1", false))
+		must(t, os.MkdirAll(filepath.Dir(filepath.Join(h.hooks, name)), 0o755))
+		h.hook(t, name, reloadHook(h.ns, records, strings.ReplaceAll(name, "/", "-"), bindings, "v1", false))
 	}
-	writeHook(t, hooks, "off.sh", bashHook(`{"configVersion":"v1","settings":{"executionMinInterval":"1s"}}`, "echo ran >>"+filepath.Join(records, "off.sh")+"\n"))
-	ignore := filepath.Join(hooks, ".hookignore")
+	h.hook(t, "off.sh", bashHook(`{"configVersion":"v1","settings":{"executionMinInterval":"1s"}}`, "echo ran >>"+filepath.Join(records, "off.sh")+"\n"))
+	ignore := filepath.Join(h.hooks, ".hookignore")
 	must(t, os.WriteFile(ignore, []byte("# not yet\nlater.sh\n"), 0o644))
 
-	o := startObservedEnv(t, bin, c.Kubeconfig, hooks, []string{"HOOK_OPERATOR_DISABLED_HOOKS=debug/*"})
+	o := h.startEnv(t, []string{"HOOK_OPERATOR_DISABLED_HOOKS=debug/*"})
 	record := func(hook string) string {
 		data, _ := os.ReadFile(filepath.Join(records, hook))
 		return string(data)
@@ -57,7 +43,7 @@ func TestIntegrationHookSelection(t *testing.T) {
 		re := regexp.MustCompile(`"hook":"` + regexp.QuoteMeta(hook) + `","level":"info","msg":"hook skipped","reason":"` + regexp.QuoteMeta(reason))
 		return func() bool { return re.MatchString(o.logs.String()) }
 	}
-	waitUntil(t, "run.sh's Synchronization", has("run.sh", "S cms cm1"), o.logs.String)
+	o.waitFor(t, "run.sh's Synchronization", has("run.sh", "S cms cm1"))
 	for _, s := range []struct{ hook, reason string }{
 		{"debug/dump.sh", "disabled by --disabled-hooks (debug/*)"},
 		{"off.sh", "no bindings"},
@@ -76,10 +62,10 @@ func TestIntegrationHookSelection(t *testing.T) {
 
 	// .hookignore changed: later.sh starts, run.sh stops.
 	must(t, os.WriteFile(ignore, []byte("run.sh\n"), 0o644))
-	waitUntil(t, "later.sh's Synchronization after the reload", has("later.sh", "S cms cm1"), o.logs.String)
-	waitUntil(t, "run.sh skipped at the reload", skipped("run.sh", "ignored by .hookignore line 1 (run.sh)"), o.logs.String)
+	o.waitFor(t, "later.sh's Synchronization after the reload", has("later.sh", "S cms cm1"))
+	o.waitFor(t, "run.sh skipped at the reload", skipped("run.sh", "ignored by .hookignore line 1 (run.sh)"))
 	mkcm("cm2")
-	waitUntil(t, "later.sh's event for cm2", has("later.sh", "E cms Added cm2"), o.logs.String)
+	o.waitFor(t, "later.sh's event for cm2", has("later.sh", "E cms Added cm2"))
 	if has("run.sh", "cm2")() {
 		t.Errorf("run.sh ran for cm2 after .hookignore named it:\n%s", record("run.sh"))
 	}

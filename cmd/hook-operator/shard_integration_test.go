@@ -21,6 +21,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/localcluster"
 	"github.com/hook-operator/hook-operator/internal/shard"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
+	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
 // On the shared cluster, whose API server does not filter by shard: the
@@ -61,7 +62,7 @@ func TestIntegrationShardingServerSide(t *testing.T) {
 // objects again reach exactly one replica.
 func testSharding(t *testing.T, c *testcluster.Cluster, serverSide bool) {
 	ns := c.Namespace(t)
-	bin := buildBinary(t)
+	bin := testoperator.Binary(t)
 	records := t.TempDir()
 	ids := []string{"a", "b", "c"}
 	hooksFor := func(id string) string {
@@ -111,7 +112,7 @@ echo run >>`+filepath.Join(records, id+".leader")+`
 	kubeconfig := leastPrivilege(t, c, bin, hooks["a"], ns, "--sharding", "--leader-elect-lease-name", "lease-"+ns)
 	ops := map[string]*observed{}
 	for _, id := range ids {
-		ops[id] = startObserved(t, bin, kubeconfig, hooks[id], args(id)...)
+		ops[id] = startOperator(t, hooks[id], operatorOpts{kubeconfig: kubeconfig, flags: args(id)})
 	}
 	allLogs := func() string {
 		var b strings.Builder

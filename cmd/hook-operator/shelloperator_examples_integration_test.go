@@ -58,24 +58,24 @@ func TestIntegrationShellOperatorExampleDeployments(t *testing.T) {
 			}
 			env = append(env, prefix+"SERVER_CERT="+filepath.Join(w.certs, "tls.crt"), prefix+"SERVER_KEY="+filepath.Join(w.certs, "tls.key"),
 				prefix+"CA="+filepath.Join(w.certs, "ca.crt"), prefix+"LISTEN_ADDRESS=127.0.0.1", prefix+"LISTEN_PORT="+w.port)
-			o := startObservedEnv(t, w.bin, w.c.Kubeconfig, hooks, env)
+			o := startOperator(t, hooks, operatorOpts{env: env})
 
-			waitUntil(t, "the liveness probe of the example's Deployment answered", func() bool {
+			o.waitFor(t, "the liveness probe of the example's Deployment answered", func() bool {
 				return probeWebhook(t, w.certs, w.port) == http.StatusOK
-			}, o.logs.String)
+			})
 			want := "reviews are registered through the Service " + ns + "/" + service + ", which does not exist"
-			waitUntil(t, "a warning naming the missing Service", func() bool { return strings.Contains(o.logs.String(), want) }, o.logs.String)
+			o.waitLog(t, want)
 			if !strings.Contains(o.logs.String(), "set --"+map[string]string{"204": "webhook", "210": "conversion-webhook"}[example]+"-service-name (shell-operator's "+prefix+"SERVICE_NAME)") {
 				t.Errorf("the warning does not say what to set:\n%s", o.logs.String())
 			}
 			if code, body := o.get(t, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, want) {
 				t.Errorf("/readyz while the Service is missing: %d %q, want 503 naming it", code, body)
 			}
-			waitUntil(t, "a WebhookUnreachable Event on the operator's Pod", func() bool {
+			o.waitFor(t, "a WebhookUnreachable Event on the operator's Pod", func() bool {
 				out, _ := exec.Command("kubectl", "--kubeconfig", w.c.Kubeconfig, "-n", ns, "get", "events", "--field-selector",
 					"involvedObject.kind=Pod,involvedObject.name=shell-operator-"+example+",reason=WebhookUnreachable", "-o", "jsonpath={.items[*].message}").CombinedOutput()
 				return strings.Contains(string(out), want)
-			}, o.logs.String)
+			})
 
 			out, err := kubectlApply(w.c.Kubeconfig, fmt.Sprintf(`apiVersion: v1
 kind: Service
@@ -84,10 +84,10 @@ spec:
   ports: [{port: 443, targetPort: %s}]
 `, service, ns, w.port))
 			must(t, errWith(err, out))
-			waitUntil(t, "ready once the Service is there", func() bool {
+			o.waitFor(t, "ready once the Service is there", func() bool {
 				code, _ := o.get(t, "/readyz")
 				return code == http.StatusOK && strings.Contains(o.logs.String(), "the registrations reach the listeners again")
-			}, o.logs.String)
+			})
 		})
 	}
 }
@@ -98,20 +98,20 @@ spec:
 func TestIntegrationConversionURLOfAnotherListener(t *testing.T) {
 	t.Parallel()
 	w := newWebhookTest(t)
-	ns, hooks := w.ns, t.TempDir()
+	ns := w.ns
 	group := ns + ".conversion-url.example.com"
 	crd := w.installCRD(t, group, "crontabs", "CronTab", "v1alpha1", "v1")
-	writeHook(t, hooks, "conversion.sh", bashHook(`{"configVersion":"v1","kubernetesCustomResourceConversion":[{"name":"alpha_to_v1","crdName":"`+crd+`",
+	w.hook(t, "conversion.sh", bashHook(`{"configVersion":"v1","kubernetesCustomResourceConversion":[{"name":"alpha_to_v1","crdName":"`+crd+`",
 "conversions":[{"fromVersion":"`+group+`/v1alpha1","toVersion":"`+group+`/v1"}]}]}`, "exit 1\n"))
 	conversionPort := freePort(t)
 	env := []string{"CONVERSION_WEBHOOK_LISTEN_ADDRESS=127.0.0.1", "CONVERSION_WEBHOOK_LISTEN_PORT=" + conversionPort,
 		"CONVERSION_WEBHOOK_SERVER_CERT=" + filepath.Join(w.certs, "tls.crt"), "CONVERSION_WEBHOOK_SERVER_KEY=" + filepath.Join(w.certs, "tls.key"),
 		"CONVERSION_WEBHOOK_CA=" + filepath.Join(w.certs, "ca.crt")}
-	o := startObservedEnv(t, w.bin, w.c.Kubeconfig, hooks, env, webhookFlags(w.certs, w.port, "conversion-url-"+ns)...)
+	o := startOperator(t, w.hooks, operatorOpts{env: env, flags: webhookFlags(w.certs, w.port, "conversion-url-"+ns)})
 	want := "conversion reviews are registered at https://127.0.0.1:" + w.port + ", and port " + w.port +
 		" of this host is no webhook listener: the conversion listener serves on port " + conversionPort +
 		"; set --conversion-webhook-url to https://127.0.0.1:" + conversionPort
-	waitUntil(t, "a warning naming the URL and the one to set", func() bool { return strings.Contains(o.logs.String(), want) }, o.logs.String)
+	o.waitLog(t, want)
 	if code, body := o.get(t, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, want) {
 		t.Errorf("/readyz: %d %q, want 503 with the warning", code, body)
 	}
@@ -144,7 +144,7 @@ func probeWebhook(t *testing.T, certs, port string) int {
 func TestIntegrationTwoShellOperatorInstancesOnOneHost(t *testing.T) {
 	t.Parallel()
 	c := testcluster.Get(t)
-	bin := buildBinary(t)
+	bin := testoperator.Binary(t)
 	tmp := t.TempDir() // the system temp dir of both: the default debug socket is shared
 	var logs []*testoperator.Buffer
 	for i := range 2 {
@@ -166,7 +166,7 @@ func TestIntegrationTwoShellOperatorInstancesOnOneHost(t *testing.T) {
 		})
 		logs = append(logs, l)
 		waitUntil(t, fmt.Sprintf("operator %d running", i+1), func() bool { return strings.Contains(l.String(), "all bindings started") }, l.String)
-		if code, _ := getURL("http://127.0.0.1:" + port + "/healthz"); code != http.StatusOK {
+		if code, _ := fetch(http.DefaultClient, "http://127.0.0.1:"+port+"/healthz", ""); code != http.StatusOK {
 			t.Errorf("operator %d: /healthz on its --listen-address: %d", i+1, code)
 		}
 	}

@@ -5,8 +5,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // An operator started with shell-operator's variable
@@ -19,8 +17,7 @@ import (
 func TestIntegrationMonitoringShellOperatorNames(t *testing.T) {
 	t.Parallel()
 	promBin := prometheusBinary(t)
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
+	h := newHarness(t)
 	dir := t.TempDir()
 	addr := "127.0.0.1:" + freePort(t)
 	p := startPrometheus(t, promBin, dir, map[string]any{
@@ -28,22 +25,18 @@ func TestIntegrationMonitoringShellOperatorNames(t *testing.T) {
 		"scrape_configs": []any{map[string]any{"job_name": "shell-operator", "scrape_interval": liveInterval.String(),
 			"static_configs": []any{map[string]any{"targets": []string{addr}}}}},
 	})
-
-	// Its Synchronization succeeds; every event about the ConfigMap "bad"
-	// fails (and is retried).
-	hooks := t.TempDir()
-	writeHook(t, hooks, "watch.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"jqFilter":".data"}]}`,
+	h.hook(t, "watch.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+h.ns+`"]}},"jqFilter":".data"}]}`,
 		`jq -e 'any(.[]; .object.metadata.name == "bad")' "$BINDING_CONTEXT_PATH" >/dev/null && exit 1
 exit 0
 `))
-	o := startObservedEnv(t, buildBinary(t), c.Kubeconfig, hooks, []string{"SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX=shell_operator_"}, "--listen-address", addr)
+	o := h.startEnv(t, []string{"SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX=shell_operator_"}, "--listen-address", addr)
 	logs := func() string { return "operator log:\n" + o.logs.String() }
 	const errors = `shell_operator_hook_run_errors_total{hook="watch.sh",binding="cms",queue="main"}`
 	waitSlowly(t, "the failure counter scraped at 0 after the Synchronization run", func() bool {
 		return hasNumber(p.query(t, errors+" == 0"))
 	}, logs)
 	apply := func(name string) {
-		out, err := kubectlApply(c.Kubeconfig, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "+name+", namespace: "+ns+"}\ndata: {k: v}\n")
+		out, err := kubectlApply(h.c.Kubeconfig, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "+name+", namespace: "+h.ns+"}\ndata: {k: v}\n")
 		must(t, errWith(err, out))
 	}
 	apply("good")

@@ -3,7 +3,6 @@ package main_test
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -32,7 +31,7 @@ import (
 func TestIntegrationShellOperatorDeploymentStarts(t *testing.T) {
 	t.Parallel()
 	c := testcluster.Get(t)
-	bin := buildBinary(t)
+	bin := testoperator.Binary(t)
 	for _, form := range []string{"args", "env"} {
 		t.Run(form, func(t *testing.T) {
 			ns := c.Namespace(t)
@@ -57,7 +56,7 @@ func TestIntegrationShellOperatorDeploymentStarts(t *testing.T) {
 			})
 			waitUntil(t, "the hooks' first runs", func() bool { return strings.Contains(logs.String(), "all bindings started") }, logs.String)
 			waitUntil(t, "the metrics on shell-operator's host and port, its own under its prefix", func() bool {
-				code, page := getURL("http://127.0.0.1:" + s.metricsPort + "/metrics")
+				code, page := fetch(http.DefaultClient, "http://127.0.0.1:"+s.metricsPort+"/metrics", "")
 				return code == 200 && strings.Contains(page, "\nshell_operator_hook_run_success_total{") && strings.Contains(page, "\nhook_operator_hook_runs_total{")
 			}, logs.String)
 			if _, err := os.Stat(s.socket); err != nil {
@@ -174,16 +173,4 @@ func freePort(t *testing.T) string {
 	port, err := localcluster.FreePort()
 	must(t, err)
 	return port
-}
-
-// getURL returns the status and body of a GET of url (0 and the error on
-// failure).
-func getURL(url string) (int, string) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
 }

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,11 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/hook-operator/hook-operator/internal/queue"
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
@@ -30,19 +25,11 @@ import (
 //     drops its pending runs, and the queue moves on.
 func TestIntegrationStuckQueue(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	ctx := context.Background()
-	bin := buildBinary(t)
-	hooks, records := t.TempDir(), t.TempDir()
-	cms := c.Client.CoreV1().ConfigMaps(ns)
-	mkcm := func(name, app string) {
-		t.Helper()
-		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": app}}}, metav1.CreateOptions{})
-		must(t, err)
-	}
+	h := newHarness(t)
+	records := t.TempDir()
+	mkcm := func(name, app string) { h.configMap(t, name, map[string]string{"app": app}, nil) }
 	binding := func(app string) string {
-		return strings.ReplaceAll(`"kubernetes":[`+cmBinding("cms", app)+`]`, "NS", ns)
+		return strings.ReplaceAll(`"kubernetes":[`+cmBinding("cms", app)+`]`, "NS", h.ns)
 	}
 	// hang records the start of each run of an Event, then hangs (its
 	// Synchronization succeeds, so that start-up completes, and is recorded
@@ -58,7 +45,7 @@ echo start >>`+filepath.Join(records, "hang")+"\nexec sleep 600\n")
 	write := func(files map[string]string) {
 		t.Helper()
 		version++
-		testoperator.ConfigMapVolume(t, hooks, fmt.Sprint(version), files)
+		testoperator.ConfigMapVolume(t, h.hooks, fmt.Sprint(version), files)
 	}
 	count := func(name, prefix string) int {
 		data, _ := os.ReadFile(filepath.Join(records, name))
@@ -71,28 +58,26 @@ echo start >>`+filepath.Join(records, "hang")+"\nexec sleep 600\n")
 		return n
 	}
 	write(map[string]string{"hang.sh": hang(""), "other.sh": other})
-	o := startObserved(t, bin, c.Kubeconfig, hooks, "--retry-initial-delay", "1h", "--retry-max-delay", "1h")
-	waitUntil(t, "other.sh's Synchronization", func() bool { return count("other", "Synchronization") == 1 }, o.logs.String)
+	o := h.start(t, "--retry-initial-delay", "1h", "--retry-max-delay", "1h")
+	o.waitFor(t, "other.sh's Synchronization", func() bool { return count("other", "Synchronization") == 1 })
 	// Both: an event that comes while hang.sh's Synchronization waits its
 	// turn joins that run (contexts [Synchronization, Event]), which exits.
-	waitUntil(t, "hang.sh's Synchronization", func() bool { return count("hang", "sync") == 1 }, o.logs.String)
+	o.waitFor(t, "hang.sh's Synchronization", func() bool { return count("hang", "sync") == 1 })
 
 	// hang.sh's run for h1 hangs; other.sh's for o1 waits behind it.
 	mkcm("h1", "hang")
-	waitUntil(t, "hang.sh's first run", func() bool { return count("hang", "start") == 1 }, o.logs.String)
+	o.waitFor(t, "hang.sh's first run", func() bool { return count("hang", "start") == 1 })
 	mkcm("o1", "other")
-	waitUntil(t, "the waiting run's age in queue_oldest_pending_seconds", func() bool {
+	o.waitFor(t, "the waiting run's age in queue_oldest_pending_seconds", func() bool {
 		return o.metric(t, `hook_operator_queue_oldest_pending_seconds{queue="main"}`) >= 1
-	}, o.logs.String)
+	})
 	if count("other", "Event") != 0 {
 		t.Fatal("other.sh ran while hang.sh held the queue")
 	}
 
 	// A timeout added by a reload reaches the hung run.
 	write(map[string]string{"hang.sh": hang(`,"settings":{"timeout":"2s"}`), "other.sh": other})
-	waitUntil(t, "the hung run timed out by the reloaded timeout", func() bool {
-		return strings.Contains(o.logs.String(), "hook hang.sh: timed out after 2s")
-	}, o.logs.String)
+	o.waitLog(t, "hook hang.sh: timed out after 2s")
 	state := func() queue.QueueState {
 		var qs []queue.QueueState
 		must(t, json.Unmarshal([]byte(o.debug(t, "queues", "-o", "json")), &qs))
@@ -109,14 +94,14 @@ echo start >>`+filepath.Join(records, "hang")+"\nexec sleep 600\n")
 			return q.Running == nil && len(q.Pending) > 0 && q.Pending[0].Hook == "hang.sh" && q.Pending[0].Attempts == attempts && !q.RetryAt.IsZero()
 		}
 	}
-	waitUntil(t, "hang.sh's failed run held for its retry", held(1), o.logs.String)
+	o.waitFor(t, "hang.sh's failed run held for its retry", held(1))
 
 	// debug retry: the failed run runs now, and times out again.
 	if out := o.debug(t, "retry", "main"); !strings.Contains(out, "1 failed run(s) retried now") {
 		t.Errorf("debug retry said %q", out)
 	}
-	waitUntil(t, "the retry's run", func() bool { return count("hang", "start") == 2 }, o.logs.String)
-	waitUntil(t, "the retry failed and held again", held(2), o.logs.String)
+	o.waitFor(t, "the retry's run", func() bool { return count("hang", "start") == 2 })
+	o.waitFor(t, "the retry failed and held again", held(2))
 	if count("other", "Event") != 0 {
 		t.Fatal("other.sh ran while hang.sh's retry held the queue")
 	}
@@ -125,26 +110,26 @@ echo start >>`+filepath.Join(records, "hang")+"\nexec sleep 600\n")
 	if out := o.debug(t, "drop", "main", "hang.sh"); !strings.Contains(out, "1 pending run(s) of hang.sh dropped") {
 		t.Errorf("debug drop said %q", out)
 	}
-	waitUntil(t, "other.sh's event after the drop", func() bool { return count("other", "Event Added o1") == 1 }, o.logs.String)
+	o.waitFor(t, "other.sh's event after the drop", func() bool { return count("other", "Event Added o1") == 1 })
 	if n := count("hang", "start"); n != 2 {
 		t.Errorf("hang.sh ran %d times, want 2 (its dropped run not again)", n)
 	}
-	waitUntil(t, "the queue empty in queue_oldest_pending_seconds", func() bool {
+	o.waitFor(t, "the queue empty in queue_oldest_pending_seconds", func() bool {
 		return o.metric(t, `hook_operator_queue_oldest_pending_seconds{queue="main"}`) == 0
-	}, o.logs.String)
+	})
 
 	// A hook removed while its run hangs: the run is stopped, its pending
 	// runs are dropped, and the queue moves on.
 	write(map[string]string{"hang.sh": hang(""), "other.sh": other})
-	waitUntil(t, "the reload that takes the timeout away", func() bool {
+	o.waitFor(t, "the reload that takes the timeout away", func() bool {
 		return o.metric(t, `hook_operator_hooks_reload_total{result="applied"}`) >= 2
-	}, o.logs.String)
+	})
 	mkcm("h2", "hang")
-	waitUntil(t, "hang.sh's run for h2", func() bool { return count("hang", "start") == 3 }, o.logs.String)
+	o.waitFor(t, "hang.sh's run for h2", func() bool { return count("hang", "start") == 3 })
 	mkcm("h3", "hang")
 	mkcm("o2", "other")
 	write(map[string]string{"other.sh": other})
-	waitUntil(t, "other.sh's event after hang.sh was removed", func() bool { return count("other", "Event Added o2") == 1 }, o.logs.String)
+	o.waitFor(t, "other.sh's event after hang.sh was removed", func() bool { return count("other", "Event Added o2") == 1 })
 	logs := o.logs.String()
 	if !strings.Contains(logs, "the hook was removed by a reload while it ran") {
 		t.Errorf("the log does not say the removed hook's run was stopped:\n%s", logs)

@@ -36,11 +36,10 @@ func TestIntegrationTracing(t *testing.T) {
 	lib, err := filepath.Abs("../../hooks/lib/hook.sh")
 	must(t, err)
 
-	hooks := t.TempDir()
 	// eventHook is a bash hook with the helpers, run for each ConfigMap of
 	// ns labelled trace=<label> that is added.
 	eventHook := func(name, label, body string) {
-		writeHook(t, hooks, name, `#!/usr/bin/env bash
+		w.hook(t, name, `#!/usr/bin/env bash
 set -euo pipefail
 source `+lib+`
 hook::config "$@" <<'CONFIG'
@@ -60,7 +59,7 @@ for name in $(jq -r '.[] | select(.type == "Event") | .object.metadata.name' "$B
   hook::span "label configmap" configmap="$name" -- label "$name"
 done
 `)
-	writeHook(t, hooks, "validate.sh", `#!/usr/bin/env bash
+	w.hook(t, "validate.sh", `#!/usr/bin/env bash
 set -euo pipefail
 source `+lib+`
 hook::config "$@" <<'CONFIG'
@@ -78,18 +77,18 @@ hook::span "check request" -- check
 	eventHook("flaky.sh", "retry", `if [[ ! -e `+marks+`/failed ]]; then touch `+marks+`/failed; echo "the first run fails" >&2; exit 1; fi
 hook::merge_patch ConfigMap "`+ns+`" retried '{"metadata":{"labels":{"traced":"retry"}}}'
 `)
-	goHook := filepath.Join(hooks, "tracehook")
+	goHook := filepath.Join(w.hooks, "tracehook")
 	if out, err := gobuild.Command("", "-o", goHook, "./testdata/tracehook").CombinedOutput(); err != nil {
 		t.Fatalf("building the Go hook: %v\n%s", err, out)
 	}
 
 	service := "hook-operator-" + ns
 	deleteConfigurationsAtEnd(t, c, configName)
-	o := startObservedEnv(t, w.bin, c.Kubeconfig, hooks, []string{
+	o := startOperator(t, w.hooks, operatorOpts{env: []string{
 		"TRACING_OTLP_ENDPOINT=" + jaeger.OTLPEndpoint, "TRACING_OTLP_AUTH_TOKEN=s3cret-token",
 		"OTEL_SERVICE_NAME=" + service, "OTEL_BSP_SCHEDULE_DELAY=200", "TRACE_NS=" + ns,
-	}, webhookFlags(w.certs, w.port, configName)...)
-	waitUntil(t, "ready", func() bool { code, _ := o.get(t, "/readyz"); return code == 200 }, o.logs.String)
+	}, flags: webhookFlags(w.certs, w.port, configName)})
+	o.waitReady(t)
 	if logs := o.logs.String(); !strings.Contains(logs, `"msg":"tracing on"`) || strings.Contains(logs, "s3cret-token") {
 		t.Errorf("the start's log should say tracing is on, without the token:\n%s", logs)
 	}
@@ -143,9 +142,7 @@ hook::merge_patch ConfigMap "`+ns+`" retried '{"metadata":{"labels":{"traced":"r
 	}
 
 	// The admission review: a trace of its own.
-	waitUntil(t, "the webhook configuration", func() bool {
-		return strings.Contains(o.logs.String(), `"msg":"webhook configuration applied"`)
-	}, o.logs.String)
+	o.waitLog(t, `"msg":"webhook configuration applied"`)
 	var out string
 	waitUntil(t, "an admitted create", func() bool {
 		out, err = kubectlApply(c.Kubeconfig, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: admitted, namespace: %s, labels: {trace: admission}}\n", ns))

@@ -1,18 +1,12 @@
 package main_test
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // triggerHook records each context it gets as a line: "S <binding>
@@ -36,44 +30,40 @@ jq -r '.[] | if .type == "Synchronization" then "S \(.binding) \([.objects[].obj
 // what is wrong; a standby answers who leads.
 func TestIntegrationTrigger(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	hooks, records := t.TempDir(), t.TempDir()
+	h := newHarness(t)
+	records := t.TempDir()
 	record := filepath.Join(records, "h")
-	_, err := c.Client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "cm1", Labels: map[string]string{"app": "trig"}}, Data: map[string]string{"v": "one"}}, metav1.CreateOptions{})
-	must(t, err)
-	writeHook(t, hooks, "h.sh", triggerHook(ns, record))
-	o := startObserved(t, bin, c.Kubeconfig, hooks)
+	h.configMap(t, "cm1", map[string]string{"app": "trig"}, map[string]string{"v": "one"})
+	h.hook(t, "h.sh", triggerHook(h.ns, record))
+	o := h.start(t)
 	read := func() string { data, _ := os.ReadFile(record); return string(data) }
 	count := func(line string) func() int { return func() int { return strings.Count(read(), line) } }
-	waitUntil(t, "the first Synchronization", func() bool { return count("S cms cm1\n")() == 1 }, o.logs.String)
+	o.waitFor(t, "the first Synchronization", func() bool { return count("S cms cm1\n")() == 1 })
 
 	trigger := func(args ...string) (string, error) {
-		out, err := exec.Command(bin, append([]string{"trigger", "--socket", o.socket}, args...)...).CombinedOutput()
+		out, err := exec.Command(h.bin, append([]string{"trigger", "--socket", o.socket}, args...)...).CombinedOutput()
 		return string(out), err
 	}
 	out, err := trigger("h.sh", "--binding", "cms")
 	if err != nil || !strings.Contains(out, "hook h.sh: binding cms: Synchronization of 1 object(s) queued in queue main") {
 		t.Fatalf("trigger of the Synchronization: %v\n%s", err, out)
 	}
-	waitUntil(t, "the triggered Synchronization", func() bool { return count("S cms cm1\n")() == 2 }, o.logs.String)
+	o.waitFor(t, "the triggered Synchronization", func() bool { return count("S cms cm1\n")() == 2 })
 
-	out, err = trigger("h.sh", "--binding", "cms", "--object", ns+"/cm1")
-	if err != nil || !strings.Contains(out, "Event of "+ns+"/cm1 queued") {
+	out, err = trigger("h.sh", "--binding", "cms", "--object", h.ns+"/cm1")
+	if err != nil || !strings.Contains(out, "Event of "+h.ns+"/cm1 queued") {
 		t.Fatalf("trigger of an Event: %v\n%s", err, out)
 	}
-	waitUntil(t, "the triggered Event", func() bool { return count("E cms Modified cm1 one")() == 1 }, o.logs.String)
+	o.waitFor(t, "the triggered Event", func() bool { return count("E cms Modified cm1 one")() == 1 })
 
 	out, err = trigger("h.sh", "--binding", "nightly")
 	if err != nil || !strings.Contains(out, "Schedule queued") {
 		t.Fatalf("trigger of a schedule binding: %v\n%s", err, out)
 	}
-	waitUntil(t, "the triggered Schedule run", func() bool { return count("T nightly")() == 1 }, o.logs.String)
+	o.waitFor(t, "the triggered Schedule run", func() bool { return count("T nightly")() == 1 })
 
 	origin := regexp.MustCompile(`"hook":"h.sh","level":"info","msg":"hook run succeeded","operations":0,"origin":"trigger"`)
-	waitUntil(t, "a run logged with origin=trigger", func() bool { return origin.MatchString(o.logs.String()) }, o.logs.String)
+	o.waitFor(t, "a run logged with origin=trigger", func() bool { return origin.MatchString(o.logs.String()) })
 	for typ, want := range map[string]float64{"Synchronization": 1, "Event": 1, "Schedule": 1} {
 		if got := o.metric(t, `hook_operator_hook_triggers_total{hook="h.sh",type="`+typ+`"}`); got != want {
 			t.Errorf("hook_triggers_total{type=%s} = %v, want %v", typ, got, want)
@@ -87,8 +77,8 @@ func TestIntegrationTrigger(t *testing.T) {
 		{[]string{"nope.sh"}, `no hook "nope.sh"; the hooks are: h.sh`},
 		{[]string{"h.sh"}, "hook h.sh has several bindings; name one with --binding: cms, nightly"},
 		{[]string{"h.sh", "--binding", "pods"}, `hook h.sh has no kubernetes or schedule binding "pods"; its bindings are: cms, nightly`},
-		{[]string{"h.sh", "--binding", "cms", "--object", ns + "/missing"}, `binding "cms" holds no ConfigMap "` + ns + `/missing"`},
-		{[]string{"h.sh", "--binding", "nightly", "--object", ns + "/cm1"}, `binding "nightly" is a schedule binding, which has no objects`},
+		{[]string{"h.sh", "--binding", "cms", "--object", h.ns + "/missing"}, `binding "cms" holds no ConfigMap "` + h.ns + `/missing"`},
+		{[]string{"h.sh", "--binding", "nightly", "--object", h.ns + "/cm1"}, `binding "nightly" is a schedule binding, which has no objects`},
 	} {
 		out, err := trigger(tc.args...)
 		if err == nil || !strings.Contains(out, tc.want) {
@@ -97,11 +87,11 @@ func TestIntegrationTrigger(t *testing.T) {
 	}
 
 	// A standby says who leads.
-	lead := startObserved(t, bin, c.Kubeconfig, hooks, electionArgs(ns, "lead-a")...)
-	waitUntil(t, "lead-a leading", func() bool { return strings.Contains(lead.logs.String(), "leader election: leading") }, lead.logs.String)
-	standby := startObserved(t, bin, c.Kubeconfig, hooks, electionArgs(ns, "standby-b")...)
-	waitUntil(t, "standby-b a standby", func() bool { return strings.Contains(standby.logs.String(), "leader election: standby") }, standby.logs.String)
-	sout, err := exec.Command(bin, "trigger", "--socket", standby.socket, "h.sh", "--binding", "cms").CombinedOutput()
+	lead := h.start(t, electionArgs(h.ns, "lead-a")...)
+	lead.waitLog(t, "leader election: leading")
+	standby := h.start(t, electionArgs(h.ns, "standby-b")...)
+	standby.waitLog(t, "leader election: standby")
+	sout, err := exec.Command(h.bin, "trigger", "--socket", standby.socket, "h.sh", "--binding", "cms").CombinedOutput()
 	if err == nil || !strings.Contains(string(sout), "this replica (standby-b) is a standby and runs no hooks; the leader is lead-a") {
 		t.Errorf("trigger on a standby: %v\n%s", err, sout)
 	}

@@ -36,7 +36,7 @@ func TestIntegrationWebhookBindingsReload(t *testing.T) {
 	w := newWebhookTest(t)
 	c, ns, port := w.c, w.ns, w.port
 	configName := "hook-operator-test-" + ns
-	hooks, marks := t.TempDir(), t.TempDir()
+	marks := t.TempDir()
 	deleteConfigurationsAtEnd(t, c, configName)
 
 	selectors := fmt.Sprintf(`"namespace":{"labelSelector":{"matchLabels":{"kubernetes.io/metadata.name":%q}}},"labelSelector":{"matchLabels":{"reload-test":"yes"}}`, ns)
@@ -62,10 +62,10 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 `)
 	started := filepath.Join(marks, "started")
 	startup := bashHook(`{"configVersion":"v1","onStartup":1}`, ": >"+started+"\n")
-	testoperator.ConfigMapVolume(t, hooks, "1", map[string]string{"startup.sh": startup})
+	testoperator.ConfigMapVolume(t, w.hooks, "1", map[string]string{"startup.sh": startup})
 
-	o := w.start(t, hooks, configName, "--hooks-reload-poll-period", "1s")
-	waitUntil(t, "the onStartup run", func() bool { _, err := os.Stat(started); return err == nil }, o.logs.String)
+	o := w.startWebhooks(t, configName, "--hooks-reload-poll-period", "1s")
+	o.waitFor(t, "the onStartup run", func() bool { _, err := os.Stat(started); return err == nil })
 	if conn, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
 		conn.Close()
 		t.Fatalf("the webhook listener runs although no hook has a webhook binding:\n%s", o.logs.String())
@@ -85,9 +85,9 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 
 	// The first admission binding: the listener starts, the configuration
 	// is registered, and the API server calls the hook.
-	testoperator.ConfigMapVolume(t, hooks, "2", map[string]string{"startup.sh": startup, "validate.sh": validate(1, 10)})
-	waitUntil(t, "the validating configuration", applied(1), o.logs.String)
-	waitUntil(t, "a denial by version 1", deniedBy("bad-1", 1), o.logs.String)
+	testoperator.ConfigMapVolume(t, w.hooks, "2", map[string]string{"startup.sh": startup, "validate.sh": validate(1, 10)})
+	o.waitFor(t, "the validating configuration", applied(1))
+	o.waitFor(t, "a denial by version 1", deniedBy("bad-1", 1))
 
 	// A request in flight while the binding changes.
 	type result struct {
@@ -99,17 +99,17 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 		out, err := kubectlApply(c.Kubeconfig, cm("slow", "slow"))
 		inFlight <- result{out, err}
 	}()
-	waitUntil(t, "the slow request's hook to run", func() bool {
+	o.waitFor(t, "the slow request's hook to run", func() bool {
 		_, err := os.Stat(filepath.Join(marks, "slow-started"))
 		return err == nil
-	}, o.logs.String)
-	testoperator.ConfigMapVolume(t, hooks, "3", map[string]string{"startup.sh": startup, "validate.sh": validate(2, 11), "mutate.sh": mutate})
-	waitUntil(t, "both configurations applied again", applied(3), o.logs.String)
+	})
+	testoperator.ConfigMapVolume(t, w.hooks, "3", map[string]string{"startup.sh": startup, "validate.sh": validate(2, 11), "mutate.sh": mutate})
+	o.waitFor(t, "both configurations applied again", applied(3))
 	r := <-inFlight
 	if r.err == nil || !strings.Contains(r.out, "denied by version 1") && !strings.Contains(r.out, "denied by version 2") {
 		t.Errorf("the request in flight during the change: %v\n%s\nwant the denial of version 1 or 2", r.err, r.out)
 	}
-	waitUntil(t, "a denial by version 2", deniedBy("bad-2", 2), o.logs.String)
+	o.waitFor(t, "a denial by version 2", deniedBy("bad-2", 2))
 	var out string
 	tries := 0
 	waitUntil(t, "the added mutating hook's label", func() bool {
@@ -125,19 +125,19 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 
 	// The last admission bindings removed: both configurations go, and
 	// the API server stops calling the operator.
-	testoperator.ConfigMapVolume(t, hooks, "4", map[string]string{"startup.sh": startup})
-	waitUntil(t, "both configurations deleted", func() bool {
+	testoperator.ConfigMapVolume(t, w.hooks, "4", map[string]string{"startup.sh": startup})
+	o.waitFor(t, "both configurations deleted", func() bool {
 		for _, gvr := range []schema.GroupVersionResource{validatingConfigurations, mutatingConfigurations} {
 			if _, err := c.Dynamic.Resource(gvr).Get(context.Background(), configName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return false
 			}
 		}
 		return true
-	}, o.logs.String)
-	waitUntil(t, "a bad value allowed", func() bool {
+	})
+	o.waitFor(t, "a bad value allowed", func() bool {
 		_, err := kubectlApply(c.Kubeconfig, cm("bad-after", "bad"))
 		return err == nil
-	}, o.logs.String)
+	})
 }
 
 // Conversion bindings reload in place too: added when none existed at
@@ -151,7 +151,7 @@ func TestIntegrationConversionBindingReload(t *testing.T) {
 	group := ns + ".reload-test.example.com"
 	crd := w.installCRD(t, group, "gadgets", "Gadget", "v1alpha1", "v1")
 
-	hooks, marks := t.TempDir(), t.TempDir()
+	marks := t.TempDir()
 	// convert sets spec.by to the hook's version; the binding's name
 	// carries the version too, so that each is a change of the binding.
 	convert := func(v int) string {
@@ -162,9 +162,9 @@ jq '{convertedObjects: [.[0] as $c | $c.review.request.objects[] | .apiVersion =
 	}
 	started := filepath.Join(marks, "started")
 	startup := bashHook(`{"configVersion":"v1","onStartup":1}`, ": >"+started+"\n")
-	testoperator.ConfigMapVolume(t, hooks, "1", map[string]string{"startup.sh": startup})
-	o := w.start(t, hooks, "conversion-"+ns)
-	waitUntil(t, "the onStartup run", func() bool { _, err := os.Stat(started); return err == nil }, o.logs.String)
+	testoperator.ConfigMapVolume(t, w.hooks, "1", map[string]string{"startup.sh": startup})
+	o := w.startWebhooks(t, "conversion-"+ns)
+	o.waitFor(t, "the onStartup run", func() bool { _, err := os.Stat(started); return err == nil })
 
 	out, err := kubectlApply(c.Kubeconfig, fmt.Sprintf("apiVersion: %s/v1alpha1\nkind: Gadget\nmetadata: {name: g, namespace: %s}\nspec: {size: 1}\n", group, ns))
 	must(t, errWith(err, out))
@@ -190,14 +190,14 @@ jq '{convertedObjects: [.[0] as $c | $c.review.request.objects[] | .apiVersion =
 		}
 	}
 
-	testoperator.ConfigMapVolume(t, hooks, "2", map[string]string{"startup.sh": startup, "convert.sh": convert(1)})
-	waitUntil(t, "the conversion registered", strategy("Webhook"), o.logs.String)
-	waitUntil(t, "a read as v1 converted by version 1", convertedBy("version 1"), o.logs.String)
+	testoperator.ConfigMapVolume(t, w.hooks, "2", map[string]string{"startup.sh": startup, "convert.sh": convert(1)})
+	o.waitFor(t, "the conversion registered", strategy("Webhook"))
+	o.waitFor(t, "a read as v1 converted by version 1", convertedBy("version 1"))
 
-	testoperator.ConfigMapVolume(t, hooks, "3", map[string]string{"startup.sh": startup, "convert.sh": convert(2)})
-	waitUntil(t, "a read as v1 converted by version 2", convertedBy("version 2"), o.logs.String)
+	testoperator.ConfigMapVolume(t, w.hooks, "3", map[string]string{"startup.sh": startup, "convert.sh": convert(2)})
+	o.waitFor(t, "a read as v1 converted by version 2", convertedBy("version 2"))
 
-	testoperator.ConfigMapVolume(t, hooks, "4", map[string]string{"startup.sh": startup})
-	waitUntil(t, "the conversion given back", strategy("None"), o.logs.String)
-	waitUntil(t, "a read as v1 that no hook converts", convertedBy(""), o.logs.String)
+	testoperator.ConfigMapVolume(t, w.hooks, "4", map[string]string{"startup.sh": startup})
+	o.waitFor(t, "the conversion given back", strategy("None"))
+	o.waitFor(t, "a read as v1 that no hook converts", convertedBy(""))
 }

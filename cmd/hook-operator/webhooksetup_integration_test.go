@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/hook-operator/hook-operator/internal/testcert"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
@@ -32,23 +33,19 @@ func deleteConfigurationsAtEnd(t *testing.T, c *testcluster.Cluster, name string
 	})
 }
 
-// A webhookTest is what a test of the operator's webhooks starts from: the
-// cluster, a namespace of the test's own, the binary, and a certificate
-// for 127.0.0.1 with a free port to serve it on (servingSetup).
+// A webhookTest is what a test of the operator's webhooks starts from: a
+// harness, and a certificate for 127.0.0.1 with a free port to serve it on
+// (servingSetup).
 type webhookTest struct {
-	c           *testcluster.Cluster
-	ns          string
-	bin         string
-	ca          *testCA
+	*harness
+	ca          *testcert.CA
 	certs, port string
 }
 
-// newWebhookTest gets the cluster, a namespace, the binary and a serving
-// certificate and port.
+// newWebhookTest gets a harness and a serving certificate and port.
 func newWebhookTest(t *testing.T) *webhookTest {
 	t.Helper()
-	c := testcluster.Get(t)
-	w := &webhookTest{c: c, ns: c.Namespace(t), bin: buildBinary(t)}
+	w := &webhookTest{harness: newHarness(t)}
 	w.ca, w.certs, w.port = servingSetup(t)
 	return w
 }
@@ -62,11 +59,12 @@ func webhookFlags(certs, port, configName string) []string {
 		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName}
 }
 
-// start starts an operator on hooksDir that serves its webhooks under
-// configName (webhookFlags), with the flags extra besides.
-func (w *webhookTest) start(t *testing.T, hooksDir, configName string, extra ...string) *observed {
+// startWebhooks starts an operator on the harness's hooks folder that
+// serves its webhooks under configName (webhookFlags), with the flags extra
+// besides.
+func (w *webhookTest) startWebhooks(t *testing.T, configName string, extra ...string) *observed {
 	t.Helper()
-	return startObserved(t, w.bin, w.c.Kubeconfig, hooksDir, append(webhookFlags(w.certs, w.port, configName), extra...)...)
+	return w.start(t, append(webhookFlags(w.certs, w.port, configName), extra...)...)
 }
 
 // installCRD applies the namespaced CRD plural.group of kind, with the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,17 +43,15 @@ echo '{"allowed": false, "message": "denied by the policy hook"}' >"$VALIDATING_
 // ready, and the API server calls the hook.
 func TestIntegrationWebhookRegistrationRetriedAtStart(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	hooks, configName, args := webhookStartSetup(t, c, ns)
-	p, kubeconfig := proxiedKubeconfig(t, c.Kubeconfig)
+	h := newHarness(t)
+	hooks, configName, args := webhookStartSetup(t, h.c, h.ns)
+	p, kubeconfig := proxiedKubeconfig(t, h.c.Kubeconfig)
 	p.stop()
 
-	o := startObserved(t, bin, kubeconfig, hooks, args...)
-	waitUntil(t, "a second failed attempt, logged", func() bool {
+	o := startOperator(t, hooks, operatorOpts{kubeconfig: kubeconfig, flags: args})
+	o.waitFor(t, "a second failed attempt, logged", func() bool {
 		return strings.Contains(o.logs.String(), `"attempt":2,`) && strings.Contains(o.logs.String(), `"msg":"serving and registering the webhooks found at start failed; trying again"`)
-	}, o.logs.String)
+	})
 	if !strings.Contains(o.logs.String(), `"retryIn":"`) || !strings.Contains(o.logs.String(), "connection refused") {
 		t.Errorf("a failed attempt is logged without its next wait or its error:\n%s", o.logs.String())
 	}
@@ -63,18 +60,16 @@ func TestIntegrationWebhookRegistrationRetriedAtStart(t *testing.T) {
 	}
 
 	p.restart(t)
-	waitUntil(t, "the registration once the API server is back", func() bool {
-		return strings.Contains(o.logs.String(), `"msg":"the webhooks found at start are served and registered"`)
-	}, o.logs.String)
-	waitUntil(t, "ready", func() bool { code, _ := o.get(t, "/readyz"); return code == http.StatusOK }, o.logs.String)
-	if _, err := c.Dynamic.Resource(validatingConfigurations).Get(context.Background(), configName, metav1.GetOptions{}); err != nil {
+	o.waitLog(t, `"msg":"the webhooks found at start are served and registered"`)
+	o.waitReady(t)
+	if _, err := h.c.Dynamic.Resource(validatingConfigurations).Get(context.Background(), configName, metav1.GetOptions{}); err != nil {
 		t.Fatalf("the configuration: %v", err)
 	}
-	cm := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: checked, namespace: %s, labels: {start-test: \"yes\"}}\n", ns)
-	waitUntil(t, "the hook's denial", func() bool {
-		msg, err := kubectlApply(c.Kubeconfig, cm)
+	cm := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: checked, namespace: %s, labels: {start-test: \"yes\"}}\n", h.ns)
+	o.waitFor(t, "the hook's denial", func() bool {
+		msg, err := kubectlApply(h.c.Kubeconfig, cm)
 		return err != nil && strings.Contains(msg, "denied by the policy hook")
-	}, o.logs.String)
+	})
 }
 
 // A registration the API server forbids (a ServiceAccount without RBAC on
@@ -82,35 +77,27 @@ func TestIntegrationWebhookRegistrationRetriedAtStart(t *testing.T) {
 // transient errors, with the verb refused and the RBAC the operator needs.
 func TestIntegrationWebhookRegistrationForbiddenFailsAtOnce(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Get(t)
-	ns := c.Namespace(t)
-	bin := buildBinary(t)
-	hooks, configName, args := webhookStartSetup(t, c, ns)
+	h := newHarness(t)
+	hooks, configName, args := webhookStartSetup(t, h.c, h.ns)
 
 	// The ServiceAccount "nobody" of ns has no role at all.
-	cfg, err := clientcmd.LoadFromFile(c.Kubeconfig)
+	cfg, err := clientcmd.LoadFromFile(h.c.Kubeconfig)
 	must(t, err)
 	for _, user := range cfg.AuthInfos {
-		user.Impersonate = "system:serviceaccount:" + ns + ":nobody"
+		user.Impersonate = "system:serviceaccount:" + h.ns + ":nobody"
 	}
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	must(t, clientcmd.WriteToFile(*cfg, kubeconfig))
 
 	// Well under the 60 s that transient errors are tried for.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, append([]string{"start", "--hooks-dir", hooks, "--kubeconfig", kubeconfig, "--log-format", "json",
-		"--listen-address", "127.0.0.1:0", "--health-listen-address", "127.0.0.1:0", "--debug-socket", filepath.Join(t.TempDir(), "debug.sock")}, args...)...).CombinedOutput()
-	if err == nil || ctx.Err() != nil {
-		t.Fatalf("start without RBAC: %v (context: %v), want it to fail at once\n%s", err, ctx.Err(), out)
-	}
+	out := startFails(t, hooks, operatorOpts{kubeconfig: kubeconfig, flags: args}, 30*time.Second)
 	for _, want := range []string{`cannot patch resource "validatingwebhookconfigurations"`,
 		"get, patch and delete on validatingwebhookconfigurations named " + configName, "hook-operator rbac"} {
-		if !strings.Contains(string(out), want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("the error lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(string(out), "trying again") {
+	if strings.Contains(out, "trying again") {
 		t.Errorf("a Forbidden registration was tried again:\n%s", out)
 	}
 }
