@@ -27,7 +27,7 @@ type exposure struct {
 // turned a default off says so in its log.
 func warnExposures(f Flags, hooks []*hook.Hook, log logrus.FieldLogger) {
 	for _, e := range exposures(f, hooks) {
-		// Not "address": startObserved and the bench take the first
+		// Not "address": the tests' harness and the bench take the first
 		// "address" of the log for the metrics listener's.
 		log.WithFields(logrus.Fields{"surface": e.surface, "listensOn": e.address, "flag": e.flag}).Warn(e.message)
 	}

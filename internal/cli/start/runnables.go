@@ -46,7 +46,7 @@ func (s *metricsServer) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// startObserved and the bench find the listener by the first
+	// The tests' harness and the bench find the listener by the first
 	// "address" of the log; the probe listener's is healthAddress.
 	fields := logrus.Fields{"debugSocket": f.DebugSocket}
 	if addrs.Health != "" {
