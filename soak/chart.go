@@ -113,7 +113,7 @@ func (rep *report) memoryChart(run string) (*plot.Plot, error) {
 		return nil, errors.New("no samples")
 	}
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Soak %s: memory per replica over %s (faults marked)", run, rep.Duration.Round(time.Minute))
+	p.Title.Text = fmt.Sprintf("Soak %s: memory per replica over %s (faults marked)", run, rep.Duration.Round(time.Second))
 	p.X.Label.Text, p.Y.Label.Text = "minutes", "MiB"
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
@@ -142,7 +142,8 @@ func (rep *report) memoryChart(run string) (*plot.Plot, error) {
 			}
 		}
 	}
-	p.Y.Min = 0
+	// Room above the lines for the legend, six rows.
+	p.Y.Min, p.Y.Max = 0, 1.6*ymax
 	if err := rep.markFaults(p, ymax); err != nil {
 		return nil, err
 	}
