@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hook-operator/hook-operator/internal/testcert"
+	"github.com/hook-operator/hook-operator/internal/localcerts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -20,12 +20,13 @@ import (
 // servingSetup writes a test CA (ca.crt) and a serving certificate for
 // 127.0.0.1 it signs (tls.crt, tls.key) to a new folder, and picks a free
 // port: what an operator serving webhooks by URL needs.
-func servingSetup(t *testing.T) (ca *testcert.CA, certs, port string) {
+func servingSetup(t *testing.T) (ca *localcerts.CA, certs, port string) {
 	t.Helper()
 	certs = t.TempDir()
-	ca = testcert.NewCA(t)
+	ca, err := localcerts.NewCA("hook-operator test CA")
+	must(t, err)
 	must(t, os.WriteFile(filepath.Join(certs, "ca.crt"), ca.PEM, 0o600))
-	ca.WriteServing(t, certs, 100)
+	must(t, ca.WriteServing(certs, 100))
 	return ca, certs, freePort(t)
 }
 
@@ -131,7 +132,7 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 
 	// A certificate swapped on disk (signed by the same CA) is served from
 	// the next handshake after the reloader looks again, without a restart.
-	ca.WriteServing(t, certs, 200)
+	must(t, ca.WriteServing(certs, 200))
 	pool := ca.Pool()
 	o.waitFor(t, "the new certificate", func() bool {
 		conn, err := tls.Dial("tcp", "127.0.0.1:"+port, &tls.Config{RootCAs: pool})

@@ -20,8 +20,8 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/hook-operator/hook-operator/internal/localcerts"
 	"github.com/hook-operator/hook-operator/internal/procfs"
-	"github.com/hook-operator/hook-operator/internal/testcert"
 )
 
 // The attacks on the webhook listener of the issue of November 2026, each
@@ -110,10 +110,13 @@ func TestIntegrationHostileListeners(t *testing.T) {
 		// 1,000 connections from one address that never start their TLS
 		// handshake, while the listener requires a client certificate.
 		dir := t.TempDir()
-		ca := testcert.NewCA(t)
+		ca, err := localcerts.NewCA("hook-operator test CA")
+		must(t, err)
 		must(t, os.WriteFile(filepath.Join(dir, "client-ca.crt"), ca.PEM, 0o600))
+		client, err := ca.Client()
+		must(t, err)
 		pid, addr := start(t, "--webhook-client-ca", filepath.Join(dir, "client-ca.crt"))
-		withCert := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{ca.Client(t)}}}
+		withCert := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{client}}}
 		underAttack(t, pid, addr, withCert, func(ctx context.Context, i int) {
 			for ctx.Err() == nil {
 				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: attacker(0)}}

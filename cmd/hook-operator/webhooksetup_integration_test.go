@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/hook-operator/hook-operator/internal/testcert"
+	"github.com/hook-operator/hook-operator/internal/localcerts"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
@@ -38,7 +38,7 @@ func deleteConfigurationsAtEnd(t *testing.T, c *testcluster.Cluster, name string
 // (servingSetup).
 type webhookTest struct {
 	*harness
-	ca          *testcert.CA
+	ca          *localcerts.CA
 	certs, port string
 }
 
