@@ -55,7 +55,7 @@ func (e *Executor) checkWrites(h *hook.Hook, operations []ops.Operation) error {
 	if len(h.Config.Writes) == 0 && !e.RestrictWrites {
 		return nil
 	}
-	outside := rbac.NewWrites(h.Config.Writes, e.Resolver).Check(operations)
+	outside := rbac.NewWrites(h.Config.Writes, e.Resolver).WithReads(h.Config.Kubernetes).Check(operations)
 	if len(outside) == 0 {
 		return nil
 	}

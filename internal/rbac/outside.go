@@ -137,6 +137,24 @@ func NewWrites(writes []hook.Write, r Resolver) *Writes {
 	return w
 }
 
+// WithReads adds to the declared writes what the hook's kubernetes
+// bindings already need, as `hook-operator rbac` grants it: get, list and
+// watch on each watched kind, in the namespaces the binding names (every
+// namespace when it names none or selects them by label). An operation's
+// read of a watched kind, such as the get of an Apply's parent, is then
+// not outside. A hook that declares no writes stays one: every operation
+// that needs access is still outside (ReasonNoWrites).
+func (w *Writes) WithReads(bindings []hook.KubernetesBinding) *Writes {
+	for _, b := range bindings {
+		d := hook.Write{APIVersion: b.APIVersion, Kind: b.Kind, Verbs: []string{"get", "list", "watch"}}
+		if b.Namespace != nil && b.Namespace.LabelSelector == nil {
+			d.Namespaces = b.Namespace.Names
+		}
+		w.declared = append(w.declared, declared{Write: d, key: keyOf(w.r, d.APIVersion, d.Kind)})
+	}
+	return w
+}
+
 // Check returns the operations that need access the declared writes do
 // not grant, in the order of the file, one Outside for each such access
 // (an ApplySet may have several), and the same rules as `hook-operator

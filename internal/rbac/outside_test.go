@@ -27,7 +27,7 @@ func parseOps(t *testing.T, file string) []ops.Operation {
 func outside(t *testing.T, config, file string) []string {
 	t.Helper()
 	h := parse(t, "h.sh", "configVersion: v1\n"+config)
-	w := rbac.NewWrites(h.Config.Writes, kube.NewStaticResolver(kube.BuiltinResources()))
+	w := rbac.NewWrites(h.Config.Writes, kube.NewStaticResolver(kube.BuiltinResources())).WithReads(h.Config.Kubernetes)
 	var out []string
 	for _, o := range w.Check(parseOps(t, file)) {
 		a := o.Access
@@ -102,6 +102,36 @@ func TestWritesCheckUnservedKind(t *testing.T) {
 	}
 	if got := outside(t, writes, mk("other.com/v1", "shop")); !slices.Equal(got, []string{"0 kind other.com/v1 Memcached shop create"}) {
 		t.Errorf("another group: got %q", got)
+	}
+}
+
+// What a hook's bindings watch it may read, as `hook-operator rbac` grants
+// it: an Apply's parent of a watched kind is not outside, in the
+// binding's namespaces; elsewhere it is. Without declared writes, the
+// reads do not make the hook one that declares some.
+func TestWritesCheckBindingReads(t *testing.T) {
+	const config = `kubernetes:
+- {name: pods, apiVersion: v1, kind: Pod, namespace: {nameSelector: {matchNames: [shop]}}}
+- {name: dbs, apiVersion: example.com/v1, kind: Memcached}
+`
+	apply := func(kind, apiVersion, ns string) string {
+		return `{"operation": "Apply", "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "` + ns + `"}},
+"parent": {"apiVersion": "` + apiVersion + `", "kind": "` + kind + `", "namespace": "` + ns + `", "name": "p"}}`
+	}
+	const writes = "writes:\n- {kind: ConfigMap, verbs: [patch]}\n"
+	for _, tc := range []struct {
+		name, config, file string
+		want               []string
+	}{
+		{"a watched parent", config + writes, apply("Pod", "v1", "shop"), nil},
+		{"a watched custom parent, any namespace", config + writes, apply("Memcached", "example.com/v1", "web"), nil},
+		{"a watched parent in another namespace", config + writes, apply("Pod", "v1", "web"), []string{"0 namespace v1 Pod web get"}},
+		{"a parent not watched", writes, apply("Pod", "v1", "shop"), []string{"0 kind v1 Pod shop get"}},
+		{"no declared writes", config, apply("Pod", "v1", "shop"), []string{"0 no_writes v1 ConfigMap shop patch", "0 no_writes v1 Pod shop get"}},
+	} {
+		if got := outside(t, tc.config, tc.file); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
 

@@ -203,6 +203,14 @@ func Start(t testing.TB, c *testcluster.Cluster, hooksDir string, env ...string)
 	}()
 	t.Cleanup(func() {
 		o.Stop(t)
+		// The shipped hooks declare their writes; what the runtime finds
+		// outside them would be refused with --restrict-writes.
+		for _, line := range strings.Split(o.Logs(), "\n") {
+			if strings.Contains(line, "an operation writes outside the hook's declared writes") {
+				t.Errorf("testoperator: a hook wrote outside its declared writes (add the access to its writes): %s", line)
+				break
+			}
+		}
 		if t.Failed() {
 			t.Logf("operator log:\n%s", tail(o.Logs(), 200))
 		}
