@@ -82,21 +82,13 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 		return strings.Count(o.logs.String(), `"msg":"webhook configuration applied"`) == 2
 	})
 
-	cm := func(name, value string) string {
-		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: %s, labels: {admission-test: \"yes\"}}\ndata: {value: %s}\n", name, ns, value)
-	}
-	// The API server picks new configurations up within a moment.
-	var out string
-	var err error
-	waitUntil(t, "the denial of a bad value", func() bool {
-		out, err = kubectlApply(c.Kubeconfig, cm("bad", "bad"))
-		return err != nil && strings.Contains(out, "value bad is not allowed here")
-	}, func() string { return out + "\n" + o.logs.String() })
+	cm := func(name, value string) string { return labelledConfigMap(ns, name, value) }
+	out := w.waitDenied(t, o, cm("bad", "bad"), "value bad is not allowed here")
 	if !strings.Contains(out, `admission webhook "values.admission-test.example.com" denied the request`) {
 		t.Errorf("kubectl's message does not name the webhook:\n%s", out)
 	}
 
-	out, err = kubectlApply(c.Kubeconfig, cm("good", "fine"))
+	out, err := kubectlApply(c.Kubeconfig, cm("good", "fine"))
 	if err != nil || !strings.Contains(out, "Warning: checked by validate.sh") {
 		t.Errorf("an allowed create: %v; want kubectl to print the hook's warning:\n%s", err, out)
 	}

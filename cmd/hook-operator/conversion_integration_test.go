@@ -55,17 +55,17 @@ kubernetesCustomResourceConversion:
 	o := w.startWebhooks(t, configName)
 	o.waitLog(t, `"msg":"conversion webhook registered in the CRD"`)
 
-	out, err := kubectlApply(c.Kubeconfig, fmt.Sprintf(`apiVersion: %s/v1alpha1
+	w.apply(t, fmt.Sprintf(`apiVersion: %s/v1alpha1
 kind: CronTab
 metadata: {name: nightly, namespace: %s}
 spec: {cron: ["0", "3", "*", "*", "*"]}
 `, group, ns))
-	must(t, errWith(err, out))
 	get := func(version, name, path string) (string, error) {
 		b, err := exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "-n", ns, "get", "crontabs."+version+"."+group, name, "-o", "jsonpath="+path).CombinedOutput()
 		return string(b), err
 	}
 	var got string
+	var err error
 	waitUntil(t, "the object read as v1alpha2", func() bool {
 		got, err = get("v1alpha2", "nightly", "{.apiVersion} {.spec.cron}")
 		return err == nil && got == group+"/v1alpha2 0 3 * * *"
@@ -78,12 +78,11 @@ spec: {cron: ["0", "3", "*", "*", "*"]}
 		t.Errorf("read as v1 through the chain alpha1_to_alpha2, alpha2_to_v1: %q, %v", got, err)
 	}
 
-	out, err = kubectlApply(c.Kubeconfig, fmt.Sprintf(`apiVersion: %s/v1alpha1
+	w.apply(t, fmt.Sprintf(`apiVersion: %s/v1alpha1
 kind: CronTab
 metadata: {name: broken, namespace: %s}
 spec: {cron: ["*"], fail: true}
 `, group, ns))
-	must(t, errWith(err, out))
 	if got, err = get("v1alpha2", "broken", "{.spec}"); err == nil || !strings.Contains(got, "spec.fail is set: this object cannot be converted") {
 		t.Errorf("a failed conversion: %v\n%s; want the hook's failedMessage", err, got)
 	}

@@ -61,6 +61,13 @@ func (h *harness) configMap(t *testing.T, name string, labels, data map[string]s
 	must(t, err)
 }
 
+// apply applies manifest with kubectl, failing t with kubectl's output.
+func (h *harness) apply(t *testing.T, manifest string) {
+	t.Helper()
+	out, err := kubectlApply(h.c.Kubeconfig, manifest)
+	must(t, errWith(err, out))
+}
+
 // start starts an operator on the harness's hooks folder and the local
 // cluster, with the flags extra besides the harness's own.
 func (h *harness) start(t *testing.T, extra ...string) *observed {

@@ -42,15 +42,8 @@ done
 	o := w.startWebhooks(t, configName)
 	o.waitLog(t, `"msg":"webhook configuration applied"`)
 
-	cm := func(name, value string) string {
-		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: %s, labels: {admission-test: \"yes\"}}\ndata: {value: %s}\n", name, ns, value)
-	}
-	var out string
-	var err error
-	waitUntil(t, "the denial of a bad value", func() bool {
-		out, err = kubectlApply(c.Kubeconfig, cm("bad", "bad"))
-		return err != nil && strings.Contains(out, "value bad is not allowed here")
-	}, func() string { return out + "\n" + o.logs.String() })
+	cm := func(name, value string) string { return labelledConfigMap(ns, name, value) }
+	w.waitDenied(t, o, cm("bad", "bad"), "value bad is not allowed here")
 	for i := range 5 {
 		if out, err := kubectlApply(c.Kubeconfig, cm(fmt.Sprintf("good-%d", i), "fine")); err != nil {
 			t.Fatalf("an allowed create: %v\n%s", err, out)

@@ -95,12 +95,11 @@ kubernetesCustomResourceConversion:
   "$BINDING_CONTEXT_PATH" > "$CONVERSION_RESPONSE_PATH"`))
 	o := w.startWebhooks(t, "resident-conversion-"+ns)
 	o.waitLog(t, `"msg":"conversion webhook registered in the CRD"`)
-	out, err := kubectlApply(c.Kubeconfig, fmt.Sprintf(`apiVersion: %s/v1alpha1
+	w.apply(t, fmt.Sprintf(`apiVersion: %s/v1alpha1
 kind: CronTab
 metadata: {name: nightly, namespace: %s}
 spec: {cron: ["0", "3", "*", "*", "*"]}
 `, group, ns))
-	must(t, errWith(err, out))
 	get := func() (string, error) {
 		b, err := exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "-n", ns, "get", "crontabs.v1."+group, "nightly",
 			"-o", "jsonpath={.apiVersion} {.spec.schedule}").CombinedOutput()
@@ -108,6 +107,7 @@ spec: {cron: ["0", "3", "*", "*", "*"]}
 	}
 	want := group + "/v1 0 3 * * *"
 	var got string
+	var err error
 	waitUntil(t, "the object read as v1", func() bool {
 		got, err = get()
 		return err == nil && got == want

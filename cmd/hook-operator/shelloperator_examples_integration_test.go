@@ -77,13 +77,12 @@ func TestIntegrationShellOperatorExampleDeployments(t *testing.T) {
 				return strings.Contains(string(out), want)
 			})
 
-			out, err := kubectlApply(w.c.Kubeconfig, fmt.Sprintf(`apiVersion: v1
+			w.apply(t, fmt.Sprintf(`apiVersion: v1
 kind: Service
 metadata: {name: %s, namespace: %s}
 spec:
   ports: [{port: 443, targetPort: %s}]
 `, service, ns, w.port))
-			must(t, errWith(err, out))
 			o.waitFor(t, "ready once the Service is there", func() bool {
 				code, _ := o.get(t, "/readyz")
 				return code == http.StatusOK && strings.Contains(o.logs.String(), "the registrations reach the listeners again")

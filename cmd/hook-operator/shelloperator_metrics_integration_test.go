@@ -36,8 +36,7 @@ exit 0
 		return hasNumber(p.query(t, errors+" == 0"))
 	}, logs)
 	apply := func(name string) {
-		out, err := kubectlApply(h.c.Kubeconfig, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "+name+", namespace: "+h.ns+"}\ndata: {k: v}\n")
-		must(t, errWith(err, out))
+		h.apply(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "+name+", namespace: "+h.ns+"}\ndata: {k: v}\n")
 	}
 	apply("good")
 	apply("bad")

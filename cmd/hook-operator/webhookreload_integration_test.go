@@ -166,8 +166,7 @@ jq '{convertedObjects: [.[0] as $c | $c.review.request.objects[] | .apiVersion =
 	o := w.startWebhooks(t, "conversion-"+ns)
 	o.waitFor(t, "the onStartup run", func() bool { _, err := os.Stat(started); return err == nil })
 
-	out, err := kubectlApply(c.Kubeconfig, fmt.Sprintf("apiVersion: %s/v1alpha1\nkind: Gadget\nmetadata: {name: g, namespace: %s}\nspec: {size: 1}\n", group, ns))
-	must(t, errWith(err, out))
+	w.apply(t, fmt.Sprintf("apiVersion: %s/v1alpha1\nkind: Gadget\nmetadata: {name: g, namespace: %s}\nspec: {size: 1}\n", group, ns))
 	v1 := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gadgets"}
 	convertedBy := func(want string) func() bool {
 		return func() bool {

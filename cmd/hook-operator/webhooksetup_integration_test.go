@@ -67,6 +67,28 @@ func (w *webhookTest) startWebhooks(t *testing.T, configName string, extra ...st
 	return w.start(t, append(webhookFlags(w.certs, w.port, configName), extra...)...)
 }
 
+// labelledConfigMap is the manifest of the ConfigMap name of ns, labelled
+// admission-test=yes (what the admission tests' webhooks select), with
+// data.value.
+func labelledConfigMap(ns, name, value string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: %s, labels: {admission-test: \"yes\"}}\ndata: {value: %s}\n", name, ns, value)
+}
+
+// waitDenied applies manifest until the API server refuses it with a
+// message that holds want (a new webhook configuration reaches the API
+// server within a moment), failing t after a minute; it returns kubectl's
+// output.
+func (w *webhookTest) waitDenied(t *testing.T, o *observed, manifest, want string) string {
+	t.Helper()
+	var out string
+	waitUntil(t, "a denial saying "+want, func() bool {
+		var err error
+		out, err = kubectlApply(w.c.Kubeconfig, manifest)
+		return err != nil && strings.Contains(out, want)
+	}, func() string { return out + "\n" + o.logs.String() })
+	return out
+}
+
 // installCRD applies the namespaced CRD plural.group of kind, with the
 // versions given (the first stored), each keeping any spec, and deletes it
 // when the test ends. It returns the CRD's name.
