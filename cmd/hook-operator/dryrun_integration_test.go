@@ -60,9 +60,9 @@ EOF
 
 // firstRun starts `start --dry-run=mode` and returns the first run it
 // prints, then stops it. Logs must not reach stdout.
-func firstRun(t *testing.T, bin, kubeconfig, hooksDir, mode string) transcript.Run {
+func firstRun(t *testing.T, kubeconfig, hooksDir, mode string) transcript.Run {
 	t.Helper()
-	cmd := exec.Command(bin, "start", "--hooks-dir", hooksDir, "--kubeconfig", kubeconfig, "--dry-run="+mode, "-o", "json")
+	cmd := exec.Command(testoperator.Binary(t), "start", "--hooks-dir", hooksDir, "--kubeconfig", kubeconfig, "--dry-run="+mode, "-o", "json")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -141,9 +141,8 @@ func change(run transcript.Run, action, object string) (transcript.Change, bool)
 func TestIntegrationDryRunClient(t *testing.T) {
 	t.Parallel()
 	c, ns, hooksDir, crd := dryRunSetup(t)
-	bin := testoperator.Binary(t)
 	before := resourceVersions(t, c, ns)
-	run := firstRun(t, bin, c.Kubeconfig, hooksDir, "client")
+	run := firstRun(t, c.Kubeconfig, hooksDir, "client")
 	assertUnchanged(t, c, ns, crd, before)
 
 	if run.Hook != "change.sh" || run.Binding != "cms" || run.Error != "" {
@@ -172,9 +171,8 @@ func TestIntegrationDryRunClient(t *testing.T) {
 func TestIntegrationDryRunServer(t *testing.T) {
 	t.Parallel()
 	c, ns, hooksDir, crd := dryRunSetup(t)
-	bin := testoperator.Binary(t)
 	before := resourceVersions(t, c, ns)
-	run := firstRun(t, bin, c.Kubeconfig, hooksDir, "server")
+	run := firstRun(t, c.Kubeconfig, hooksDir, "server")
 	assertUnchanged(t, c, ns, crd, before)
 
 	ch, ok := change(run, "Patch", "ConfigMap "+ns+"/cm")

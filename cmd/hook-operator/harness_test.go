@@ -113,15 +113,7 @@ func startOperator(t *testing.T, hooks string, opts operatorOpts) *observed {
 	t.Helper()
 	o := &observed{logs: &testoperator.Buffer{}, socket: filepath.Join(t.TempDir(), "debug.sock"), bin: testoperator.Binary(t)}
 	o.cmd = operatorCommand(context.Background(), t, hooks, o.socket, opts)
-	o.cmd.Stderr = o.logs
-	must(t, o.cmd.Start())
-	t.Cleanup(func() {
-		_ = o.cmd.Process.Signal(syscall.SIGTERM)
-		_ = o.cmd.Wait()
-		if t.Failed() {
-			t.Logf("operator log:\n%s", o.logs.String())
-		}
-	})
+	startLogged(t, o.cmd, o.logs)
 	re := regexp.MustCompile(`"address":"([^"]+)"`)
 	o.waitFor(t, "the HTTP listener", func() bool {
 		m := re.FindStringSubmatch(o.logs.String())
@@ -131,6 +123,22 @@ func startOperator(t *testing.T, hooks string, opts operatorOpts) *observed {
 		return m != nil
 	})
 	return o
+}
+
+// startLogged starts cmd, an operator however started, with its stderr
+// in logs. When the test ends it sends SIGTERM, waits for the exit, and
+// prints logs if the test failed.
+func startLogged(t *testing.T, cmd *exec.Cmd, logs *testoperator.Buffer) {
+	t.Helper()
+	cmd.Stderr = logs
+	must(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("operator log:\n%s", logs.String())
+		}
+	})
 }
 
 // startFails runs an operator as startOperator does and wants it to exit

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -91,15 +90,7 @@ func TestIntegrationInClusterWithGeneratedRBAC(t *testing.T) {
 		"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
 		"KUBERNETES_SERVICE_HOST=" + u.Hostname(), "KUBERNETES_SERVICE_PORT=" + u.Port(),
 	}
-	cmd.Stderr = logs
-	must(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("operator log:\n%s", logs.String())
-		}
-	})
+	startLogged(t, cmd, logs)
 	waitUntil(t, "start-up with the ServiceAccount", func() bool {
 		return strings.Contains(logs.String(), "all bindings started")
 	}, logs.String)

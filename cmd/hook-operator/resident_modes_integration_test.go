@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
 // residentLoop is a resident bash hook without the helpers (the loop of
@@ -57,9 +55,8 @@ func TestIntegrationResidentDryRun(t *testing.T) {
 	writeHook(t, hooksDir, "change.sh", residentLoop(
 		`{"configVersion":"v1","settings":{"resident":true},"kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"executeHookOnEvent":[]}]}`,
 		marks, `echo '{"operation":"MergePatch","kind":"ConfigMap","namespace":"`+ns+`","name":"cm","mergePatch":{"data":{"a":"2"}}}' >> "$KUBERNETES_PATCH_PATH"`))
-	bin := testoperator.Binary(t)
 	before := resourceVersions(t, c, ns)
-	run := firstRun(t, bin, c.Kubeconfig, hooksDir, "client")
+	run := firstRun(t, c.Kubeconfig, hooksDir, "client")
 	assertUnchanged(t, c, ns, crd, before)
 	if run.Hook != "change.sh" || run.Error != "" || len(run.Operations) != 1 {
 		t.Errorf("run: hook %q error %q, %d operations; want change.sh's one patch", run.Hook, run.Error, len(run.Operations))

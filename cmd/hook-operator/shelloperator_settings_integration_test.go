@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -43,17 +42,12 @@ func TestIntegrationShellOperatorDeploymentStarts(t *testing.T) {
 			} else {
 				cmd.Env = append(cmd.Env, s.env()...)
 			}
-			logs := &testoperator.Buffer{}
-			cmd.Stderr = logs
-			must(t, cmd.Start())
+			// Registered first, so that it runs after the operator has stopped.
 			t.Cleanup(func() {
-				_ = cmd.Process.Signal(syscall.SIGTERM)
-				_ = cmd.Wait()
-				if t.Failed() {
-					t.Logf("operator log:\n%s", logs.String())
-				}
 				_, _ = exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "delete", "validatingwebhookconfiguration", s.configName, "--ignore-not-found").CombinedOutput()
 			})
+			logs := &testoperator.Buffer{}
+			startLogged(t, cmd, logs)
 			waitUntil(t, "the hooks' first runs", func() bool { return strings.Contains(logs.String(), "all bindings started") }, logs.String)
 			waitUntil(t, "the metrics on shell-operator's host and port, its own under its prefix", func() bool {
 				code, page := fetch(http.DefaultClient, "http://127.0.0.1:"+s.metricsPort+"/metrics", "")
