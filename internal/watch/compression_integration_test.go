@@ -35,7 +35,7 @@ func TestIntegrationStreamWatchUncompressed(t *testing.T) {
 	sendInitial := true
 	opts := metav1.ListOptions{SendInitialEvents: &sendInitial, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true}
 	release := localRelease(t)
-	streamingLists := release.Major > 1 || release.Minor == 32 || release.Minor >= 34
+	streamingLists := streamingListsByDefault(t)
 
 	// Go's transport asks for gzip by itself unless a request names an
 	// encoding: this is what the operator's watch would get without its

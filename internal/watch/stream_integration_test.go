@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/hook-operator/hook-operator/internal/kube"
-	"github.com/hook-operator/hook-operator/internal/localcluster"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
@@ -119,18 +118,7 @@ func testStreamWatch(t *testing.T, lean leanKeep) {
 // release turns its WatchList gate on by default: 1.32, and 1.34 on.
 func streamingListsByDefault(t *testing.T) bool {
 	t.Helper()
-	root, err := testcluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := localcluster.KubeVersion(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	release, err := kube.ParseRelease(v)
-	if err != nil {
-		t.Fatalf("the local cluster's release: %v", err)
-	}
+	release := localRelease(t)
 	return release.Major > 1 || release.Minor == 32 || release.Minor >= 34
 }
 
