@@ -1,7 +1,7 @@
 // Command shardeval measures Kubernetes' server-side sharded list and watch
 // (KEP-5866, alpha in 1.36 behind the ShardedListAndWatch feature gate) on a
 // cluster that has the gate on, for the sharding decision in
-// docs/decisions.md:
+// docs/design/replicas.md, "Sharding across replicas":
 //
 //	HOOK_OPERATOR_CLUSTER=shardeval HOOK_OPERATOR_CLUSTER_FEATURE_GATES=ShardedListAndWatch=true hack/cluster/up.sh
 //	go run ./hack/shardeval --kubeconfig ~/.cache/hook-operator/cluster-shardeval/kubeconfig

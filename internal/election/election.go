@@ -5,7 +5,7 @@
 // tools read it the same way. It is our own code because importing
 // client-go's package costs 20 MB of binary and 9 MB of resident memory
 // (it brings the whole typed clientset and its scheme); see
-// docs/decisions.md.
+// docs/design/replicas.md, "Leader election".
 //
 // The rules are client-go's. A candidate takes the Lease when it has no
 // holder, or when the Lease has not changed for its leaseDurationSeconds,

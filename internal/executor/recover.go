@@ -20,14 +20,13 @@ type panicError struct{ value any }
 func (e *panicError) Error() string { return fmt.Sprintf("recovered panic: %v", e.value) }
 
 // contain runs f, one unit of work on input the operator does not control
-// (what a hook wrote, a request's review): a queued run (where "run") or
-// the run of an admission or conversion request. A panic in f fails that
-// unit alone: it is logged with its stack, counted
-// (Metrics.PanicRecovered), and returned as an error whose public words
-// say only that the operator failed. Callers handle it as any failure: a
-// queued run is retried with backoff, a request is answered with an
-// error. Start-up and wiring are not contained; docs/decisions.md says
-// why.
+// (what a hook wrote, a request's review): a queued run (where "run") or the
+// run of an admission or conversion request. A panic in f fails that unit
+// alone: it is logged with its stack, counted (Metrics.PanicRecovered), and
+// returned as an error whose public words say only that the operator failed.
+// Callers handle it as any failure: a queued run is retried with backoff, a
+// request is answered with an error. Start-up and wiring are not contained;
+// docs/design/process.md, "Panics", says why.
 func (e *Executor) contain(h *hook.Hook, where string, f func() error) (err error) {
 	defer func() {
 		v := recover()

@@ -25,7 +25,7 @@ const discoveryTimeout = time.Minute
 // discoverKinds reads the API server's resources through c (an unversioned
 // client: see Clients.Unversioned). It does not use client-go's discovery
 // client, which links every built-in API group into the binary (see
-// docs/decisions.md).
+// docs/design/api-server.md, "Discovery, kind resolution and Events").
 func discoverKinds(c rest.Interface) (*kinds, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), discoveryTimeout)
 	defer cancel()

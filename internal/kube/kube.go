@@ -39,7 +39,8 @@ type Options struct {
 
 // Clients are the API clients shared by every part of the runtime. There is
 // no typed clientset: it would link every built-in API group into the binary
-// (see docs/decisions.md); objects are read and written as unstructured.
+// (see docs/design/api-server.md, "Discovery, kind resolution and
+// Events"); objects are read and written as unstructured.
 type Clients struct {
 	Config *rest.Config
 	// Unversioned requests the API server's paths outside the API groups:
@@ -128,15 +129,15 @@ func unversionedClient(cfg *rest.Config) (*rest.RESTClient, error) {
 var watchKeepAlive = net.KeepAliveConfig{Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3}
 
 // watchClient is unversionedClient over HTTP/1.1. Over HTTP/2 every watch
-// shares one connection, whose read loop, a goroutine of its own, takes
-// each frame, copies its data into the stream's buffer and wakes the
-// watch's reader, and whose flow control has the client write a
-// WINDOW_UPDATE for every few events read. Over HTTP/1.1 the watch's own
-// goroutine reads its connection: a handoff, a copy and the writes fewer
-// per event (measured in docs/decisions.md). The cost is a TCP connection
-// and a TLS handshake per watch (a watch the server ends after its timeout
-// hands its connection to the next one), which is why internal/watch caps
-// the watches it opens this way.
+// shares one connection, whose read loop, a goroutine of its own, takes each
+// frame, copies its data into the stream's buffer and wakes the watch's
+// reader, and whose flow control has the client write a WINDOW_UPDATE for
+// every few events read. Over HTTP/1.1 the watch's own goroutine reads its
+// connection: a handoff, a copy and the writes fewer per event (measured in
+// docs/design/api-server.md, "Watches over HTTP/1.1"). The cost is a TCP
+// connection and a TLS handshake per watch (a watch the server ends after its
+// timeout hands its connection to the next one), which is why internal/watch
+// caps the watches it opens this way.
 func watchClient(cfg *rest.Config) (*rest.RESTClient, error) {
 	c := rest.CopyConfig(cfg)
 	c.TLSClientConfig.NextProtos = []string{"http/1.1"}

@@ -11,11 +11,11 @@ import (
 	"sync"
 )
 
-// This file is the Prometheus text exposition format (version 0.0.4) and
-// the metric families behind it. It replaces the Prometheus Go client,
-// which with its protobuf dependency cost the idle operator about 2 MB of
-// memory (docs/decisions.md): counters, gauges and histograms with labels
-// are all the runtime needs.
+// This file is the Prometheus text exposition format (version 0.0.4) and the
+// metric families behind it. It replaces the Prometheus Go client, which with
+// its protobuf dependency cost the idle operator about 2 MB of memory
+// (docs/design/process.md, "Metrics"): counters, gauges and histograms with
+// labels are all the runtime needs.
 
 // Kind is a family's type as the text format names it.
 type Kind string

@@ -71,13 +71,13 @@ var ErrStopping = errors.New("the operator is stopping; the reload is not applie
 // anything: start-up, which a reload waits for, may itself wait for a run
 // of that hook that fails without end (see retire).
 //
-// A reload whose changed kubernetes bindings (same hook, same binding
-// name) name a kind that its group/version does not serve, while the cluster serves that
-// group/version, is not applied: the kind is most likely misspelled, and
+// A reload whose changed kubernetes bindings (same hook, same binding name)
+// name a kind that its group/version does not serve, while the cluster serves
+// that group/version, is not applied: the kind is most likely misspelled, and
 // the bindings running now keep running. Its error is a hook.ConfigErrors
-// naming each binding with a did-you-mean. A new binding with such a
-// kind, and a kind whose group/version is not served at all (its CRD not
-// installed yet), are no error: the binding waits for it (missingKinds).
+// naming each binding with a did-you-mean. A new binding with such a kind, and
+// a kind whose group/version is not served at all (its CRD not installed yet),
+// are no error: the binding waits for it (missingKinds).
 //
 // Reload returns once the hooks it started have delivered the
 // Synchronization runs start-up waits for (waitForSynchronization).
@@ -350,7 +350,9 @@ func hasBinding(h *hook.Hook, c binding.Context) bool {
 // KeptAfterFailedReload says what runs after a reload that was not
 // applied: the configurations loaded before, with the files as they are
 // now. Hooks run their file from the hooks folder at each run (no copy is
-// kept; docs/decisions.md says why), so an edited script's new body runs.
+// kept; docs/design/running-hooks.md, "A rejected reload keeps the
+// configuration, not the files", says why), so an edited script's new body
+// runs.
 const KeptAfterFailedReload = "every hook keeps the configuration loaded before (bindings, schedules, settings), " +
 	"and each run starts the hook's file as it is on disk now, so an edited hook runs its new body with its old configuration"
 

@@ -5,18 +5,18 @@
 // idle moment (SteadySysmon, sysmon.go).
 //
 // An operator mostly waits. Each watch event wakes it for a fraction of a
-// millisecond, and passes from goroutine to goroutine (the stream decoder,
-// the reflector, the queue, the runner; and, before the watches were
-// HTTP/1.1, the HTTP/2 read loop). With a
-// processor idle, every such handoff wakes a second thread, which spins
-// looking for work and sleeps again: on a virtual machine, where each
-// thread wake-up and sleep is a costly exit to the hypervisor, that was a
-// fifth to a quarter of the operator's CPU per event (measured in
-// docs/decisions.md). With one processor the handoff is a goroutine switch
-// on the same thread. Under load (a large list, a storm of events, many
-// admission requests) one processor would be a bottleneck, so the
-// governor gives back every processor as soon as the process uses half a
-// core, and takes them away again only after a calm second.
+// millisecond, and passes from goroutine to goroutine (the stream decoder, the
+// reflector, the queue, the runner; and, before the watches were HTTP/1.1, the
+// HTTP/2 read loop). With a processor idle, every such handoff wakes a second
+// thread, which spins looking for work and sleeps again: on a virtual machine,
+// where each thread wake-up and sleep is a costly exit to the hypervisor, that
+// was a fifth to a quarter of the operator's CPU per event (measured in
+// docs/design/process.md, "GOMAXPROCS follows the load"). With one processor
+// the handoff is a goroutine switch on the same thread. Under load (a large
+// list, a storm of events, many admission requests) one processor would be a
+// bottleneck, so the governor gives back every processor as soon as the
+// process uses half a core, and takes them away again only after a calm
+// second.
 package procs
 
 import (

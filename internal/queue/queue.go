@@ -158,15 +158,16 @@ type Options struct {
 // cost in the operator (about 0.65 ms of CPU for a one-shot hook, measured
 // on 2 cores) spread over 32 events is 0.02 ms each, a sixth of what an
 // event costs it otherwise, so a longer wait would save little CPU for its
-// latency (docs/decisions.md).
+// latency (docs/design/running-hooks.md, "Batch window").
 const DefaultBatchFill = 32
 
 // DefaultResidentBatchFill is the operator's ResidentBatchFill (--batch-fill
-// auto): a resident run costs the operator no process start, so its runs
-// may carry fewer events. Measured on 2 cores (a burst of 3,000 ConfigMaps,
+// auto): a resident run costs the operator no process start, so its runs may
+// carry fewer events. Measured on 2 cores (a burst of 3,000 ConfigMaps,
 // resident Go hook), 16 halved the wait of 32 (10.5 against 21 ms) for the
 // same operator CPU per event; 8 cut it to 3 ms for a fifth more, as each
-// resident run still costs the operator about 0.3 ms (docs/decisions.md).
+// resident run still costs the operator about 0.3 ms
+// (docs/design/running-hooks.md, "Batch window").
 const DefaultResidentBatchFill = 16
 
 // fill returns the BatchFill that applies to h's runs.

@@ -191,8 +191,9 @@ func (s *Set) waitingLocked(q *fifo, h *hook.Hook) int {
 
 // windowLocked returns the batch window of h's next run in q: the fixed
 // window, or under AdaptiveBatch h's recent run time in q, at most
-// BatchWindow; zero before h's first run there. (A window of three run
-// times was measured too, and did not pay: see decisions.md.)
+// BatchWindow; zero before h's first run there. (A window of three run times
+// was measured too, and did not pay: see docs/design/running-hooks.md, "Batch
+// window".)
 func (s *Set) windowLocked(q *fifo, h *hook.Hook) time.Duration {
 	if !s.opts.AdaptiveBatch {
 		return s.opts.BatchWindow

@@ -68,7 +68,8 @@ func (r ObjectRef) String() string {
 // Recorder writes Warning Events (core/v1) about objects through the
 // dynamic client, as client-go's EventRecorder does, but without the typed
 // clientset it needs, which links every built-in API group into the binary
-// (see docs/decisions.md). Like client-go's:
+// (see docs/design/api-server.md, "Discovery, kind
+// resolution and Events"). Like client-go's:
 //   - Record never blocks: Events wait in a queue of maxQueuedEvents and
 //     are dropped (with a debug log) when it is full;
 //   - repeats of an Event (same object, reason and message) are folded into

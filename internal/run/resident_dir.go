@@ -29,7 +29,7 @@ import (
 // makes no file but the contexts' (on ext4 under load, making and removing
 // a dir and five files cost more than the rest of a run, and renaming and
 // checking the four empty outputs was a quarter of the operator's CPU in a
-// burst: docs/decisions.md).
+// burst: docs/design/running-hooks.md, "Run dirs kept between runs").
 type residentDir struct {
 	path string
 	fd   int // the dir, open: the run's files are made and renamed in it

@@ -22,10 +22,10 @@ import (
 
 // SecureMetrics serves /metrics (and /metrics/hooks) over HTTPS to callers
 // that the API server vouches for, as kubebuilder's scaffolds do with
-// controller-runtime's filters: the bearer token is checked by a
-// TokenReview, and its user's right to GET the path (a non-resource URL)
-// by a SubjectAccessReview. docs/decisions.md says why the reviews are
-// written here rather than taken from k8s.io/apiserver.
+// controller-runtime's filters: the bearer token is checked by a TokenReview,
+// and its user's right to GET the path (a non-resource URL) by a
+// SubjectAccessReview. docs/design/process.md, "Secure metrics", says why the
+// reviews are written here rather than taken from k8s.io/apiserver.
 type SecureMetrics struct {
 	// Address is host:port of the HTTPS listener (":8443").
 	Address string

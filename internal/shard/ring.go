@@ -7,7 +7,7 @@
 // namespace, sharding by namespace): the hash that Kubernetes' sharded list
 // and watch (KEP-5866, alpha in 1.36) uses, so that a member's share can be
 // asked of the API server as ranges of the same space. See
-// docs/decisions.md.
+// docs/design/replicas.md, "Sharding across replicas".
 //
 // The membership Leases are written and watched with internal/lease, the
 // record and watch code leader election (internal/election) uses too.

@@ -26,7 +26,8 @@ type namespaces struct {
 
 // newNamespaces builds the informer over the metadata client directly:
 // client-go's metadatainformer package would link its informer factory and
-// with it every built-in API group (see docs/decisions.md).
+// with it every built-in API group (see docs/design/api-server.md,
+// "Discovery, kind resolution and Events").
 func newNamespaces(w *Watcher) *namespaces {
 	client := w.clients.Metadata.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
 	lw := &cache.ListWatch{

@@ -54,7 +54,8 @@ type streams struct {
 
 // ownConnections is how many watches may have a connection of their own at
 // once. A connection of its own saves a watch the HTTP/2 read loop's work
-// for each event (docs/decisions.md), and costs a TLS connection, its
+// for each event (docs/design/api-server.md,
+// "Watches over HTTP/1.1"), and costs a TLS connection, its
 // buffers and goroutines (some 30 KB) and a handshake: an operator whose
 // bindings fan out over hundreds of namespaces keeps all but the first 16
 // of its watches on the shared connection.

@@ -142,7 +142,8 @@ func applyConversion(ctx context.Context, res dynamic.NamespaceableResourceInter
 // crdPage is how many CRDs releaseConversions asks for at once. It reads
 // their metadata only (managedFields tell whose conversion it is): a CRD
 // carries its whole schema, hundreds of kilobytes for the large ones, and
-// a cluster may have hundreds (docs/decisions.md).
+// a cluster may have hundreds (docs/design/api-server.md,
+// "The CRDs of conversions given back").
 var crdPage int64 = 100
 
 // releaseConversions gives up the spec.conversion of the CRDs the operator

@@ -38,7 +38,7 @@ func Settings(f *Flags) []envflag.Setting {
 	}, kubeflags.Settings(&f.Kube)...)
 	table = append(table, []envflag.Setting{
 		{Name: "kube-client-qps", Value: envflag.Float32(&f.QPS, 0), Usage: "client-side limit of API requests per second (0: none; the API server's fairness paces us)",
-			Doc:        "a client-side limit of API requests per second; by default there is none, and the API server's Priority and Fairness paces the operator (429 answers are waited out and retried; see [decisions.md](design/api-server.md#api-request-rate-left-to-the-api-server-outages-followed-with-readyz))",
+			Doc:        "a client-side limit of API requests per second; by default there is none, and the API server's Priority and Fairness paces the operator (429 answers are waited out and retried; see [the decision](design/api-server.md#api-request-rate-left-to-the-api-server-outages-followed-with-readyz))",
 			DocDefault: "0 (none)",
 			Shell:      envflag.Shell{Flag: "kube-client-qps", Env: []string{"KUBE_CLIENT_QPS"}}},
 		{Name: "kube-client-burst", Value: envflag.Int(&f.Burst, 100), Usage: "request burst above --kube-client-qps, when it is set",
