@@ -7,7 +7,8 @@
 # The checksum database has no entry for github.com/flant/shell-operator
 # v1.14.0 (nor for github.com/deckhouse/module-sdk v0.9.1, which it needs):
 # the committed go.sum is what pins their content, and a download that does
-# not match it fails the build. See docs/decisions.md.
+# not match it fails the build. See docs/design/releasing.md,
+# "shell-operator, the reference".
 #
 # Cache: ${HOOK_OPERATOR_CACHE:-~/.cache/hook-operator}/bin/shell-operator-<version>/shell-operator
 # Usage: shell-operator.sh [--path]   (--path prints where the binary goes, building nothing)
