@@ -3,17 +3,17 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"image/color"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/hook-operator/hook-operator/internal/chart"
 )
 
 // chartPoints bounds the points of one line of a chart, so that the SVG
@@ -23,37 +23,27 @@ const chartPoints = 200
 // runChart is `bench chart`: it reads a results file and draws the burst's
 // latency distribution, ours against the reference's, as an SVG.
 func runChart(args []string) error {
-	fs := flag.NewFlagSet("bench chart", flag.ContinueOnError)
-	out := fs.String("out", "docs/img/bench-burst-latency.svg", "the SVG to write")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: bench chart [--out FILE.svg] [RESULTS.json]\n\nDraws the burst scenario's latency distribution (default results: bench/results/latest.json).")
-		fs.PrintDefaults()
+	cmd := chart.Command{
+		Name:  "bench chart",
+		Usage: "usage: bench chart [--out FILE.svg] [RESULTS.json]\n\nDraws the burst scenario's latency distribution (default results: bench/results/latest.json).",
+		Out:   "docs/img/bench-burst-latency.svg",
+		In:    "bench/results/latest.json",
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 1 {
-		return fmt.Errorf("chart: one results file at most, got %q", fs.Args())
-	}
-	in := "bench/results/latest.json"
-	if fs.NArg() == 1 {
-		in = fs.Arg(0)
-	}
-	r, err := readReport(in)
+	in, out, err := cmd.Run(args, func(in string) (*plot.Plot, error) {
+		r, err := readReport(in)
+		if err != nil {
+			return nil, err
+		}
+		p, err := burstChart(r)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", in, err)
+		}
+		return p, nil
+	})
 	if err != nil {
 		return err
 	}
-	p, err := burstChart(r)
-	if err != nil {
-		return fmt.Errorf("%s: %w", in, err)
-	}
-	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
-		return err
-	}
-	if err := p.Save(8*vg.Inch, 4.5*vg.Inch, *out); err != nil {
-		return err
-	}
-	logf("wrote %s from %s", *out, in)
+	logf("wrote %s from %s", out, in)
 	return nil
 }
 
@@ -113,24 +103,19 @@ func burstCDFs(r *Report, points int) []cdf {
 	return out
 }
 
-// thinCDF turns sorted latencies into at most points points of their
-// distribution, evenly spaced by rank: point i is the value at rank
-// i·(n−1)/(points−1) and the fraction of values up to that rank.
+// thinCDF turns sorted latencies into their distribution, each value
+// with the fraction of values up to its rank, thinned to at most points
+// points evenly spaced by rank (chart.Thin).
 func thinCDF(sorted []float64, points int) plotter.XYs {
 	n := len(sorted)
-	if n == 0 || points < 2 {
+	if n == 0 {
 		return nil
 	}
-	m := min(n, points)
-	out := make(plotter.XYs, 0, m)
-	for i := range m {
-		rank := i
-		if m < n {
-			rank = i * (n - 1) / (m - 1)
-		}
-		out = append(out, plotter.XY{X: sorted[rank], Y: float64(rank+1) / float64(n)})
+	all := make(plotter.XYs, n)
+	for rank, v := range sorted {
+		all[rank] = plotter.XY{X: v, Y: float64(rank+1) / float64(n)}
 	}
-	return out
+	return chart.Thin(all, points)
 }
 
 // burstChart draws the burst's latency distributions: one line per

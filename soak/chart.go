@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"maps"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/hook-operator/hook-operator/internal/chart"
 )
 
 // chartPoints bounds the points of one line of the memory chart, so that
@@ -24,38 +25,31 @@ const chartPoints = 240
 // runChart is `soak chart`: it reads a saved run and draws each replica's
 // RSS and live Go heap over the run, faults marked, as an SVG.
 func runChart(args []string) error {
-	fs := flag.NewFlagSet("soak chart", flag.ContinueOnError)
-	out := fs.String("out", "docs/img/soak-memory.svg", "the SVG to write")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: soak chart [--out FILE.svg] RESULTS.json\n\nDraws a saved run's memory over time (soak/results/<time>.json).")
-		fs.PrintDefaults()
+	cmd := chart.Command{
+		Name:  "soak chart",
+		Usage: "usage: soak chart [--out FILE.svg] RESULTS.json\n\nDraws a saved run's memory over time (soak/results/<time>.json).",
+		Out:   "docs/img/soak-memory.svg",
+		Need:  "name one saved run, soak/results/<time>.json (make soak writes one)",
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return errors.New("chart: name one saved run, soak/results/<time>.json (make soak writes one)")
-	}
-	in := fs.Arg(0)
-	data, err := os.ReadFile(in)
+	in, out, err := cmd.Run(args, func(in string) (*plot.Plot, error) {
+		data, err := os.ReadFile(in)
+		if err != nil {
+			return nil, err
+		}
+		var rep report
+		if err := json.Unmarshal(data, &rep); err != nil {
+			return nil, fmt.Errorf("%s: %w", in, err)
+		}
+		p, err := rep.memoryChart(filepath.Base(strings.TrimSuffix(in, ".json")))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", in, err)
+		}
+		return p, nil
+	})
 	if err != nil {
 		return err
 	}
-	var rep report
-	if err := json.Unmarshal(data, &rep); err != nil {
-		return fmt.Errorf("%s: %w", in, err)
-	}
-	p, err := rep.memoryChart(filepath.Base(strings.TrimSuffix(in, ".json")))
-	if err != nil {
-		return fmt.Errorf("%s: %w", in, err)
-	}
-	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
-		return err
-	}
-	if err := p.Save(8*vg.Inch, 4.5*vg.Inch, *out); err != nil {
-		return err
-	}
-	logf("wrote %s from %s", *out, in)
+	logf("wrote %s from %s", out, in)
 	return nil
 }
 
@@ -86,21 +80,7 @@ func replicaMemory(samples []sample, points int) []memorySeries {
 	out := make([]memorySeries, 0, len(byReplica))
 	for _, id := range slices.Sorted(maps.Keys(byReplica)) {
 		s := byReplica[id]
-		out = append(out, memorySeries{Replica: id, RSS: thin(s.RSS, points), Heap: thin(s.Heap, points)})
-	}
-	return out
-}
-
-// thin keeps at most points of xys, evenly spaced by index, the first and
-// the last among them.
-func thin(xys plotter.XYs, points int) plotter.XYs {
-	n := len(xys)
-	if n <= points || points < 2 {
-		return xys
-	}
-	out := make(plotter.XYs, 0, points)
-	for i := range points {
-		out = append(out, xys[i*(n-1)/(points-1)])
+		out = append(out, memorySeries{Replica: id, RSS: chart.Thin(s.RSS, points), Heap: chart.Thin(s.Heap, points)})
 	}
 	return out
 }

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 	"time"
 
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
+
+	"github.com/hook-operator/hook-operator/internal/chart"
 )
 
 // memorySamples are two replicas sampled every 5 s for 10 minutes, the
@@ -61,16 +61,12 @@ func TestMemoryChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := p.WriterTo(4*vg.Inch, 3*vg.Inch, "svg")
+	svg, err := chart.SVG(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var svg bytes.Buffer
-	if _, err := w.WriteTo(&svg); err != nil {
-		t.Fatal(err)
-	}
 	for _, want := range []string{"r1 RSS", "r1 Go heap live", "r2 RSS", "r2 Go heap live", "kill-replica", "over 10m0s"} {
-		if !strings.Contains(svg.String(), want) {
+		if !strings.Contains(string(svg), want) {
 			t.Errorf("the SVG lacks %q", want)
 		}
 	}
