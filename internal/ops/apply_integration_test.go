@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -135,6 +136,27 @@ func (e *env) eventually(what string, cond func() bool) {
 		func(context.Context) (bool, error) { return cond(), nil })
 	if err != nil {
 		e.t.Fatalf("never happened: %s", what)
+	}
+}
+
+// concurrently calls write(0) to write(n-1) at once, and fails the test
+// for each that returns an error.
+func (e *env) concurrently(n int, write func(i int) error) {
+	e.t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = write(i)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			e.t.Errorf("writer %d: %v", i, err)
+		}
 	}
 }
 

@@ -3,7 +3,6 @@ package ops
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -175,26 +174,13 @@ object:
 func TestIntegrationCreateOrUpdateConcurrently(t *testing.T) {
 	e := newEnv(t)
 	e.configMap("a", nil)
-	const n = 8
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ops, err := Parse([]byte(fmt.Sprintf(`{operation: CreateOrUpdate, object: {apiVersion: v1, kind: ConfigMap, metadata: {name: a, namespace: %s}, data: {writer: "%d"}}}`, e.ns, i)))
-			if err == nil {
-				err = e.a.Apply(context.Background(), ops)
-			}
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
+	e.concurrently(8, func(i int) error {
+		ops, err := Parse([]byte(fmt.Sprintf(`{operation: CreateOrUpdate, object: {apiVersion: v1, kind: ConfigMap, metadata: {name: a, namespace: %s}, data: {writer: "%d"}}}`, e.ns, i)))
 		if err != nil {
-			t.Errorf("writer %d: %v", i, err)
+			return err
 		}
-	}
+		return e.a.Apply(context.Background(), ops)
+	})
 }
 
 // With a watch cache that says the object exists, CreateOrUpdate updates

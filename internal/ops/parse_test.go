@@ -33,6 +33,44 @@ func opErrors(t *testing.T, err error) []*Error {
 	return out
 }
 
+// parseFails parses a file that must fail: it returns the *Error values
+// the error joins and its whole message, and fails t if Parse returned
+// operations too.
+func parseFails(t *testing.T, data string) ([]*Error, string) {
+	t.Helper()
+	ops, err := Parse([]byte(data))
+	if ops != nil {
+		t.Errorf("got operations along with an error")
+	}
+	return opErrors(t, err), err.Error()
+}
+
+// wantErrorLines fails t unless errs read want, one error a line, in order.
+func wantErrorLines(t *testing.T, errs []*Error, want []string) {
+	t.Helper()
+	got := []string{}
+	for _, e := range errs {
+		got = append(got, e.Error())
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// wantErrorsContaining fails t unless errs are as many as want, each
+// containing its own line of want; msg is the whole error, for the report.
+func wantErrorsContaining(t *testing.T, errs []*Error, msg string, want []string) {
+	t.Helper()
+	if len(errs) != len(want) {
+		t.Errorf("got %d errors, want %d:\n%s", len(errs), len(want), msg)
+	}
+	for i, e := range errs {
+		if i < len(want) && !strings.Contains(e.Error(), want[i]) {
+			t.Errorf("error %d:\n got %s\nwant it to contain %s", i, e, want[i])
+		}
+	}
+}
+
 func mustParse(t *testing.T, data string) []Operation {
 	t.Helper()
 	ops, err := Parse([]byte(data))
@@ -249,12 +287,7 @@ func TestParseInvalid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ops, err := Parse([]byte(tt.in))
-			if ops != nil {
-				t.Errorf("got operations along with an error")
-			}
-			errs := opErrors(t, err)
-			msg := err.Error()
+			errs, msg := parseFails(t, tt.in)
 			if len(errs) != 1 && len(tt.want) == 1 {
 				t.Errorf("got %d errors, want 1:\n%s", len(errs), msg)
 			}
@@ -293,24 +326,14 @@ jqFilter: .
   jsonPatch:
   - {op: add, path: /a}
 `
-	ops, err := Parse([]byte(in))
-	if ops != nil {
-		t.Error("got operations along with an error")
-	}
-	got := []string{}
-	for _, e := range opErrors(t, err) {
-		got = append(got, e.Error())
-	}
-	want := []string{
+	errs, _ := parseFails(t, in)
+	wantErrorLines(t, errs, []string{
 		`operation 1: operation: unknown operation "Craete": did you mean "Create"?`,
 		`operation 2 (MergePatch ConfigMap x): jqFilter: not used by MergePatch, only by JQPatch; remove it or change the operation`,
 		`operation 2 (MergePatch ConfigMap x): mergePatch: must be an object (inline, or a string holding it in JSON or YAML), got an array`,
 		`operation 4 (JSONPatch Pod): jsonPatch[0]: "value" is required by op "add"`,
 		`operation 4 (JSONPatch Pod): name: required by JSONPatch`,
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	})
 }
 
 func TestParseYAMLStringsStayStrings(t *testing.T) {

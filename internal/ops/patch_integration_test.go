@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -103,21 +102,7 @@ func TestIntegrationJQPatchConcurrently(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 8
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = e.a.Apply(context.Background(), ops)
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("writer %d: %v", i, err)
-		}
-	}
+	e.concurrently(n, func(int) error { return e.a.Apply(context.Background(), ops) })
 	if got := nested(e.mustGet(configMaps, "counter"), "data", "n"); got != fmt.Sprint(n) {
 		t.Errorf("counter = %v, want %d", got, n)
 	}

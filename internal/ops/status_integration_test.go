@@ -3,7 +3,6 @@ package ops
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -67,25 +66,13 @@ func TestIntegrationStatusConcurrently(t *testing.T) {
 	gvr := e.crd(testcluster.CRD{Kind: "Widget", Status: true})
 	e.create(gvr, map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": "Widget", "metadata": map[string]any{"name": "w"}})
 	const n = 6
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ops, err := Parse([]byte(e.expand(fmt.Sprintf(`{operation: Status, kind: Widget, namespace: %s, name: w, status: {writer%d: %d}}`, e.ns, i, i))))
-			if err == nil {
-				err = e.a.Apply(context.Background(), ops)
-			}
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
+	e.concurrently(n, func(i int) error {
+		ops, err := Parse([]byte(e.expand(fmt.Sprintf(`{operation: Status, kind: Widget, namespace: %s, name: w, status: {writer%d: %d}}`, e.ns, i, i))))
 		if err != nil {
-			t.Errorf("writer %d: %v", i, err)
+			return err
 		}
-	}
+		return e.a.Apply(context.Background(), ops)
+	})
 	// Each write merged into what the others wrote.
 	status, _ := nested(e.mustGet(gvr, "w"), "status").(map[string]any)
 	if len(status) != n {
