@@ -4,18 +4,214 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/hook-operator/hook-operator/internal/localcerts"
+	"github.com/hook-operator/hook-operator/internal/testcluster"
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
+
+// Webhooks through the binary on the local cluster: what a test of them
+// starts from (webhookTest), registration at start, and webhook bindings
+// that reload in place.
+
+// The resources of CustomResourceDefinitions and of the two kinds of
+// webhook configurations.
+var (
+	crdGVR                   = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	validatingConfigurations = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
+	mutatingConfigurations   = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}
+)
+
+// deleteConfigurationsAtEnd deletes the webhook configurations named name,
+// of both kinds, when the test ends, so that no webhook of the test's is
+// left for other tests' requests to reach.
+func deleteConfigurationsAtEnd(t *testing.T, c *testcluster.Cluster, name string) {
+	t.Cleanup(func() {
+		for _, gvr := range []schema.GroupVersionResource{validatingConfigurations, mutatingConfigurations} {
+			_ = c.Dynamic.Resource(gvr).Delete(context.Background(), name, metav1.DeleteOptions{})
+		}
+	})
+}
+
+// A webhookTest is what a test of the operator's webhooks starts from: a
+// harness, and a certificate for 127.0.0.1 with a free port to serve it on
+// (servingSetup).
+type webhookTest struct {
+	*harness
+	ca          *localcerts.CA
+	certs, port string
+}
+
+// newWebhookTest gets a harness and a serving certificate and port.
+func newWebhookTest(t *testing.T) *webhookTest {
+	t.Helper()
+	w := &webhookTest{harness: newHarness(t)}
+	w.ca, w.certs, w.port = servingSetup(t)
+	return w
+}
+
+// webhookFlags are the flags of an operator that serves its webhooks on
+// 127.0.0.1:port with the certificate in certs (servingSetup's), registered
+// by URL with its CA, under the configuration name configName.
+func webhookFlags(certs, port, configName string) []string {
+	return []string{"--webhook-listen-address", "127.0.0.1:" + port, "--webhook-url", "https://127.0.0.1:" + port,
+		"--webhook-cert", filepath.Join(certs, "tls.crt"), "--webhook-key", filepath.Join(certs, "tls.key"),
+		"--webhook-ca", filepath.Join(certs, "ca.crt"), "--webhook-configuration-name", configName}
+}
+
+// startWebhooks starts an operator on the harness's hooks folder that
+// serves its webhooks under configName (webhookFlags), with the flags extra
+// besides.
+func (w *webhookTest) startWebhooks(t *testing.T, configName string, extra ...string) *observed {
+	t.Helper()
+	return w.start(t, append(webhookFlags(w.certs, w.port, configName), extra...)...)
+}
+
+// labelledConfigMap is the manifest of the ConfigMap name of ns, labelled
+// admission-test=yes (what the admission tests' webhooks select), with
+// data.value.
+func labelledConfigMap(ns, name, value string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: %s, labels: {admission-test: \"yes\"}}\ndata: {value: %s}\n", name, ns, value)
+}
+
+// waitDenied applies manifest until the API server refuses it with a
+// message that holds want (a new webhook configuration reaches the API
+// server within a moment), failing t after a minute; it returns kubectl's
+// output.
+func (w *webhookTest) waitDenied(t *testing.T, o *observed, manifest, want string) string {
+	t.Helper()
+	var out string
+	waitUntil(t, "a denial saying "+want, func() bool {
+		var err error
+		out, err = kubectlApply(w.c.Kubeconfig, manifest)
+		return err != nil && strings.Contains(out, want)
+	}, func() string { return out + "\n" + o.logs.String() })
+	return out
+}
+
+// installCRD applies the namespaced CRD plural.group of kind, with the
+// versions given (the first stored), each keeping any spec, and deletes it
+// when the test ends. It returns the CRD's name.
+func (w *webhookTest) installCRD(t *testing.T, group, plural, kind string, versions ...string) string {
+	t.Helper()
+	name := plural + "." + group
+	t.Cleanup(func() { _ = w.c.Dynamic.Resource(crdGVR).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	var list strings.Builder
+	for i, v := range versions {
+		fmt.Fprintf(&list, `
+  - name: %s
+    served: true
+    storage: %t
+    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, x-kubernetes-preserve-unknown-fields: true}}}}`, v, i == 0)
+	}
+	out, err := kubectlApply(w.c.Kubeconfig, fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: %s}
+spec:
+  group: %s
+  scope: Namespaced
+  names: {plural: %s, singular: %s, kind: %s}
+  versions:%s
+`, name, group, plural, strings.ToLower(kind), kind, list.String()))
+	must(t, errWith(err, out))
+	return name
+}
+
+// policyHook writes a validating hook that denies labelled ConfigMaps of
+// the test's namespace, and returns the name of a configuration of the
+// test's own (deleted at the end) and the flags that serve the hook by
+// --webhook-url under it.
+func (w *webhookTest) policyHook(t *testing.T) (configName string, args []string) {
+	t.Helper()
+	configName = "hook-operator-start-" + w.ns
+	deleteConfigurationsAtEnd(t, w.c, configName)
+	selectors := fmt.Sprintf(`"namespace":{"labelSelector":{"matchLabels":{"kubernetes.io/metadata.name":%q}}},"labelSelector":{"matchLabels":{"start-test":"yes"}}`, w.ns)
+	w.hook(t, "policy.sh", bashHook(`{"configVersion":"v1","kubernetesValidating":[{"name":"values.start-test.example.com",`+
+		`"rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}],`+selectors+`}]}`, `
+echo '{"allowed": false, "message": "denied by the policy hook"}' >"$VALIDATING_RESPONSE_PATH"
+`))
+	return configName, webhookFlags(w.certs, w.port, configName)
+}
+
+// shell-operator v1.20's #899: the API server out of reach while the
+// operator starts does not end start-up. The operator's own connection to
+// the API server (a proxy of the test's) is down when it starts: the
+// registration of its validating webhook fails, is logged with its
+// attempt number and the next wait, and /readyz says not ready; once the
+// connection is back the configuration is registered, the operator is
+// ready, and the API server calls the hook.
+func TestIntegrationWebhookRegistrationRetriedAtStart(t *testing.T) {
+	t.Parallel()
+	w := newWebhookTest(t)
+	configName, args := w.policyHook(t)
+	p, kubeconfig := proxiedKubeconfig(t, w.c.Kubeconfig)
+	p.stop()
+
+	o := startOperator(t, w.hooks, operatorOpts{kubeconfig: kubeconfig, flags: args})
+	o.waitFor(t, "a second failed attempt, logged", func() bool {
+		return strings.Contains(o.logs.String(), `"attempt":2,`) && strings.Contains(o.logs.String(), `"msg":"serving and registering the webhooks found at start failed; trying again"`)
+	})
+	if !strings.Contains(o.logs.String(), `"retryIn":"`) || !strings.Contains(o.logs.String(), "connection refused") {
+		t.Errorf("a failed attempt is logged without its next wait or its error:\n%s", o.logs.String())
+	}
+	if code, body := o.get(t, "/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz while the registration is tried again: %d %q, want 503", code, body)
+	}
+
+	p.restart(t)
+	o.waitLog(t, `"msg":"the webhooks found at start are served and registered"`)
+	o.waitReady(t)
+	if _, err := w.c.Dynamic.Resource(validatingConfigurations).Get(context.Background(), configName, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the configuration: %v", err)
+	}
+	cm := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: checked, namespace: %s, labels: {start-test: \"yes\"}}\n", w.ns)
+	o.waitFor(t, "the hook's denial", func() bool {
+		msg, err := kubectlApply(w.c.Kubeconfig, cm)
+		return err != nil && strings.Contains(msg, "denied by the policy hook")
+	})
+}
+
+// A registration the API server forbids (a ServiceAccount without RBAC on
+// webhook configurations) ends start-up at once, not after the retries of
+// transient errors, with the verb refused and the RBAC the operator needs.
+func TestIntegrationWebhookRegistrationForbiddenFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	w := newWebhookTest(t)
+	configName, args := w.policyHook(t)
+
+	// The ServiceAccount "nobody" of ns has no role at all.
+	cfg, err := clientcmd.LoadFromFile(w.c.Kubeconfig)
+	must(t, err)
+	for _, user := range cfg.AuthInfos {
+		user.Impersonate = "system:serviceaccount:" + w.ns + ":nobody"
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	must(t, clientcmd.WriteToFile(*cfg, kubeconfig))
+
+	// Well under the 60 s that transient errors are tried for.
+	out := startFails(t, w.hooks, operatorOpts{kubeconfig: kubeconfig, flags: args}, 30*time.Second)
+	for _, want := range []string{`cannot patch resource "validatingwebhookconfigurations"`,
+		"get, patch and delete on validatingwebhookconfigurations named " + configName, "hook-operator rbac"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the error lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "trying again") {
+		t.Errorf("a Forbidden registration was tried again:\n%s", out)
+	}
+}
 
 // Webhook bindings reload in place (through the binary, on the local
 // cluster, with the hooks folder updated as a ConfigMap volume):
