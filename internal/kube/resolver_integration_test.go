@@ -15,12 +15,7 @@ func TestIntegrationResolve(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := clients.Resolver
-	tests := []struct {
-		apiVersion, kind string
-		wantGVR          string
-		wantKind         string
-		namespaced       bool
-	}{
+	checkResolutions(t, r, []resolution{
 		{"", "Pod", "/v1, Resource=pods", "Pod", true},
 		{"", "pods", "/v1, Resource=pods", "Pod", true},
 		{"", "po", "/v1, Resource=pods", "Pod", true},
@@ -29,18 +24,7 @@ func TestIntegrationResolve(t *testing.T) {
 		{"apps/v1", "Deployment", "apps/v1, Resource=deployments", "Deployment", true},
 		{"v1", "Namespace", "/v1, Resource=namespaces", "Namespace", false},
 		{"", "ns", "/v1, Resource=namespaces", "Namespace", false},
-	}
-	for _, tt := range tests {
-		res, err := r.Resolve(tt.apiVersion, tt.kind)
-		if err != nil {
-			t.Errorf("Resolve(%q, %q): %v", tt.apiVersion, tt.kind, err)
-			continue
-		}
-		if res.GVR.String() != tt.wantGVR || res.GVK.Kind != tt.wantKind || res.Namespaced != tt.namespaced {
-			t.Errorf("Resolve(%q, %q) = %s kind %s namespaced %v; want %s %s %v",
-				tt.apiVersion, tt.kind, res.GVR, res.GVK.Kind, res.Namespaced, tt.wantGVR, tt.wantKind, tt.namespaced)
-		}
-	}
+	})
 	if _, err := r.Resolve("", "NoSuchKindAnywhere"); !errors.Is(err, kube.ErrUnknownKind) {
 		t.Errorf("unknown kind: want ErrUnknownKind, got %v", err)
 	}

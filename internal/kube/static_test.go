@@ -10,14 +10,34 @@ import (
 	"github.com/hook-operator/hook-operator/internal/kube"
 )
 
+// A resolution is what Resolve(apiVersion, kind) should return: the
+// resource, its kind and whether it is namespaced.
+type resolution struct {
+	apiVersion, kind string
+	wantGVR          string
+	wantKind         string
+	namespaced       bool
+}
+
+// checkResolutions resolves each of want with r and reports every
+// resolution that differs or fails.
+func checkResolutions(t *testing.T, r *kube.Resolver, want []resolution) {
+	t.Helper()
+	for _, tt := range want {
+		res, err := r.Resolve(tt.apiVersion, tt.kind)
+		if err != nil {
+			t.Errorf("Resolve(%q, %q): %v", tt.apiVersion, tt.kind, err)
+			continue
+		}
+		if res.GVR.String() != tt.wantGVR || res.GVK.Kind != tt.wantKind || res.Namespaced != tt.namespaced {
+			t.Errorf("Resolve(%q, %q) = %s kind %s namespaced %v; want %s %s %v",
+				tt.apiVersion, tt.kind, res.GVR, res.GVK.Kind, res.Namespaced, tt.wantGVR, tt.wantKind, tt.namespaced)
+		}
+	}
+}
+
 func TestStaticResolverBuiltins(t *testing.T) {
-	r := kube.NewStaticResolver(kube.BuiltinResources())
-	tests := []struct {
-		apiVersion, kind string
-		wantGVR          string
-		wantKind         string
-		namespaced       bool
-	}{
+	checkResolutions(t, kube.NewStaticResolver(kube.BuiltinResources()), []resolution{
 		{"", "Pod", "/v1, Resource=pods", "Pod", true},
 		{"", "pods", "/v1, Resource=pods", "Pod", true},
 		{"", "pod", "/v1, Resource=pods", "Pod", true},
@@ -41,18 +61,7 @@ func TestStaticResolverBuiltins(t *testing.T) {
 		// The preferred version of a group with two is the higher one.
 		{"", "hpa", "autoscaling/v2, Resource=horizontalpodautoscalers", "HorizontalPodAutoscaler", true},
 		{"autoscaling/v1", "HorizontalPodAutoscaler", "autoscaling/v1, Resource=horizontalpodautoscalers", "HorizontalPodAutoscaler", true},
-	}
-	for _, tt := range tests {
-		res, err := r.Resolve(tt.apiVersion, tt.kind)
-		if err != nil {
-			t.Errorf("Resolve(%q, %q): %v", tt.apiVersion, tt.kind, err)
-			continue
-		}
-		if res.GVR.String() != tt.wantGVR || res.GVK.Kind != tt.wantKind || res.Namespaced != tt.namespaced {
-			t.Errorf("Resolve(%q, %q) = %s kind %s namespaced %v; want %s %s %v",
-				tt.apiVersion, tt.kind, res.GVR, res.GVK.Kind, res.Namespaced, tt.wantGVR, tt.wantKind, tt.namespaced)
-		}
-	}
+	})
 }
 
 func TestStaticResolverUnknownKind(t *testing.T) {
