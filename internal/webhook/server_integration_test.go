@@ -42,7 +42,7 @@ labelSelector: {matchLabels: {never-set: "yes"}}
 	log, logs := jsonLog()
 	hooks := newFakeHooks(bindings)
 	s, err := NewServer(Options{
-		ListenAddress: addr, URL: "https://" + addr, Cert: filepath.Join(dir, "tls.crt"), Key: filepath.Join(dir, "tls.key"), CA: filepath.Join(dir, "tls.crt"),
+		ListenAddress: addr, URL: "https://" + addr, Cert: filepath.Join(dir, "tls.crt"), Key: filepath.Join(dir, "tls.key"), CA: filepath.Join(dir, "ca.crt"),
 		ConfigurationName: name, Register: true, DryRun: true, Dynamic: c.Dynamic,
 		MaxConnections: 8, MaxConcurrent: 2, TLSMinVersion: "1.2", Log: log,
 	}, hooks)

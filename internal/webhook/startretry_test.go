@@ -323,7 +323,7 @@ func TestServerStartRetriesRegistration(t *testing.T) {
 	addr := freeAddress(t)
 	options := func(dyn dynamic.Interface) Options {
 		log, _ := jsonLog()
-		return Options{ListenAddress: addr, Cert: filepath.Join(dir, "tls.crt"), Key: filepath.Join(dir, "tls.key"), CA: filepath.Join(dir, "tls.crt"),
+		return Options{ListenAddress: addr, Cert: filepath.Join(dir, "tls.crt"), Key: filepath.Join(dir, "tls.key"), CA: filepath.Join(dir, "ca.crt"),
 			URL: "https://" + addr, ConfigurationName: "ops-hooks", Register: true, Dynamic: dyn, Metadata: metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme()),
 			MaxConnections: 8, MaxConcurrent: 2, TLSMinVersion: "1.2", FailurePolicy: "Fail", Log: log}
 	}
