@@ -4,9 +4,14 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
+	logtest "github.com/sirupsen/logrus/hooks/test"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/metadata"
 
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
@@ -60,4 +65,123 @@ matchConditions:
 	if err == nil || !strings.Contains(err.Error(), "webhooks[0].name") {
 		t.Errorf("a webhook name without dots: %v, want the API server's error naming webhooks[0].name", err)
 	}
+}
+
+// The real API server keeps a mutating binding's reinvocationPolicy in the
+// registered MutatingWebhookConfiguration, in both configuration modes; a
+// binding changed to leave it out (a reload calls Sync again) gets the API
+// server's default back, Never, rather than keeping IfNeeded.
+//
+// The webhook only matches namespaces with a label no namespace has, and
+// fails open, so no other test's request reaches it.
+func TestIntegrationReinvocationPolicyRegistered(t *testing.T) {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	ctx := context.Background()
+	log, _ := logtest.NewNullLogger()
+	binding := func(policy string) Admission {
+		spec := `
+name: defaults.reinvocation-test.example.com
+failurePolicy: Ignore
+namespace: {labelSelector: {matchLabels: {reinvocation-test: ` + ns + `}}}
+rules:
+- {apiGroups: [""], apiVersions: [v1], resources: [configmaps], operations: [CREATE]}
+`
+		if policy != "" {
+			spec += "reinvocationPolicy: " + policy + "\n"
+		}
+		return admission(t, "defaults.sh", spec)
+	}
+	res := c.Dynamic.Resource(configurationResources[true])
+	registered := func(name string) any {
+		t.Helper()
+		u, err := res.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		webhooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
+		if len(webhooks) != 1 {
+			t.Fatalf("%s: webhooks %v, want the binding's", name, webhooks)
+		}
+		return webhooks[0].(map[string]any)["reinvocationPolicy"]
+	}
+
+	for _, mode := range []string{ModeManaged, ModeExisting} {
+		reg := Registration{Name: "reinvocation-" + mode + "-" + ns, Mode: mode, URL: "https://127.0.0.1:1"}
+		t.Cleanup(func() { _ = res.Delete(context.Background(), reg.Name, metav1.DeleteOptions{}) })
+		if mode == ModeExisting {
+			// As the chart makes it: no webhooks.
+			made := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+				"metadata": map[string]any{"name": reg.Name},
+			}}
+			if _, err := res.Create(ctx, made, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, step := range []struct{ policy, want string }{
+			{"IfNeeded", "IfNeeded"},
+			{"", "Never"}, // left out after a change: the default again
+			{"IfNeeded", "IfNeeded"},
+			{"Never", "Never"},
+		} {
+			if err := Sync(ctx, c.Dynamic, reg, nil, []Admission{binding(step.policy)}, log); err != nil {
+				t.Fatalf("%s mode, reinvocationPolicy %q: %v", mode, step.policy, err)
+			}
+			if got := registered(reg.Name); got != step.want {
+				t.Errorf("%s mode, binding with reinvocationPolicy %q: registered %v, want %s", mode, step.policy, got, step.want)
+			}
+		}
+	}
+}
+
+// The conversions an operator registered and no binding names any more
+// are found from the CRDs' metadata, read a page at a time (here a CRD a
+// page, so that the pages go on past every CRD of this test), and given
+// back; the one still named keeps its webhook. The CRDs are the test's
+// own, and have one version, so the API server never calls the webhook.
+func TestIntegrationConversionsReleasedPageByPage(t *testing.T) {
+	c := testcluster.Get(t)
+	meta, err := metadata.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := crdPage
+	crdPage = 1
+	t.Cleanup(func() { crdPage = old })
+	var crds []string
+	for _, kind := range []string{"Kept", "Dropped", "Gone"} {
+		gvr := c.InstallCRD(t, testcluster.CRD{Kind: kind})
+		crds = append(crds, gvr.GroupResource().String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := Registration{Name: "release-" + rand.String(6), URL: "https://127.0.0.1:9681"}
+	log, _ := logtest.NewNullLogger()
+	if err := SyncConversions(ctx, c.Dynamic, meta, r, crds, log); err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range crds {
+		if got := strategy(t, c, crd); got != "Webhook" {
+			t.Fatalf("CRD %s: conversion strategy %q after the registration; want Webhook", crd, got)
+		}
+	}
+	if err := SyncConversions(ctx, c.Dynamic, meta, r, crds[:1], log); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"Webhook", "None", "None"} {
+		if got := strategy(t, c, crds[i]); got != want {
+			t.Errorf("CRD %s: conversion strategy %q; want %s", crds[i], got, want)
+		}
+	}
+}
+
+func strategy(t *testing.T, c *testcluster.Cluster, crd string) string {
+	t.Helper()
+	got, err := c.Dynamic.Resource(crdResource).Get(context.Background(), crd, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, _ := unstructured.NestedString(got.Object, "spec", "conversion", "strategy")
+	return s
 }
