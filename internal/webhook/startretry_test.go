@@ -25,6 +25,8 @@ import (
 	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
 // applyVia applies a ValidatingWebhookConfiguration through a dynamic
@@ -200,6 +202,19 @@ func withClock(s *Server) *fakeClock {
 	return c
 }
 
+// opsHooksServer is a server, with no hooks, of the configuration
+// ops-hooks, for the tests of its registration at start; it returns the
+// server and its log.
+func opsHooksServer(t *testing.T) (*Server, *testoperator.Buffer) {
+	t.Helper()
+	log, logs := jsonLog()
+	s, err := NewServer(Options{Log: log, ConfigurationName: "ops-hooks"}, newFakeHooks(Bindings{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, logs
+}
+
 // script returns an attempt that fails with errs in turn, then succeeds,
 // and counts its calls.
 func script(calls *int, errs ...error) func(context.Context) error {
@@ -216,15 +231,11 @@ func script(calls *int, errs ...error) func(context.Context) error {
 // API server's Retry-After), each failed attempt logged once with its
 // number, error and wait, until the registration succeeds.
 func TestSyncAtStartRetriesTransientErrors(t *testing.T) {
-	log, logs := jsonLog()
-	s, err := NewServer(Options{Log: log, ConfigurationName: "ops-hooks"}, newFakeHooks(Bindings{}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, logs := opsHooksServer(t)
 	clock := withClock(s)
 	calls := 0
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}
-	err = s.syncAtStart(context.Background(), script(&calls,
+	err := s.syncAtStart(context.Background(), script(&calls,
 		apierrors.NewServiceUnavailable("etcd is away"), refused, apierrors.NewTooManyRequests("slow down", 9), apierrors.NewConflict(schema.GroupResource{}, "ops-hooks", errors.New("raced"))))
 	if err != nil {
 		t.Fatal(err)
@@ -250,15 +261,11 @@ func TestSyncAtStartRetriesTransientErrors(t *testing.T) {
 // an error naming the configuration and the last error; the waits never
 // go past the time allowed.
 func TestSyncAtStartGivesUp(t *testing.T) {
-	log, _ := jsonLog()
-	s, err := NewServer(Options{Log: log, ConfigurationName: "ops-hooks"}, newFakeHooks(Bindings{}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _ := opsHooksServer(t)
 	clock := withClock(s)
 	calls := 0
 	last := apierrors.NewServiceUnavailable("etcd is away")
-	err = s.syncAtStart(context.Background(), func(context.Context) error { calls++; return last })
+	err := s.syncAtStart(context.Background(), func(context.Context) error { calls++; return last })
 	if !errors.Is(err, last) || !strings.Contains(err.Error(), "configuration ops-hooks") || !strings.Contains(err.Error(), "failed 10 times in 1m0s") {
 		t.Errorf("the error after the time allowed: %v", err)
 	}
@@ -286,11 +293,7 @@ func TestSyncAtStartGivesUp(t *testing.T) {
 
 // Errors another attempt cannot fix end start at once, as they are.
 func TestSyncAtStartFailsAtOnceOnPermanentErrors(t *testing.T) {
-	log, logs := jsonLog()
-	s, err := NewServer(Options{Log: log, ConfigurationName: "ops-hooks"}, newFakeHooks(Bindings{}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, logs := opsHooksServer(t)
 	gr := schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}
 	for _, permanent := range []error{
 		apierrors.NewForbidden(gr, "ops-hooks", errors.New(`User "system:serviceaccount:ops:op" cannot patch resource "validatingwebhookconfigurations"`)),
@@ -388,15 +391,11 @@ func TestServerStartRetriesRegistration(t *testing.T) {
 // Stopping (SIGTERM) while the registration is tried again ends the tries
 // without an error: the operator stops as asked, not as failed.
 func TestSyncAtStartStopsWithItsContext(t *testing.T) {
-	log, _ := jsonLog()
-	s, err := NewServer(Options{Log: log, ConfigurationName: "ops-hooks"}, newFakeHooks(Bindings{}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _ := opsHooksServer(t)
 	withClock(s)
 	ctx, cancel := context.WithCancel(context.Background())
 	calls := 0
-	err = s.syncAtStart(ctx, func(context.Context) error {
+	err := s.syncAtStart(ctx, func(context.Context) error {
 		if calls++; calls == 2 {
 			cancel()
 		}
