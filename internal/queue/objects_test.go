@@ -92,6 +92,14 @@ func (r *runLog) next(t *testing.T, err error, what string) {
 	r.awaitStart(t, what)
 }
 
+// wantRun checks what run i got; what names it for the message.
+func (r *runLog) wantRun(t *testing.T, i int, what string, want []string) {
+	t.Helper()
+	if got := r.run(t, i); !slices.Equal(got, want) {
+		t.Errorf("%s got\n  %q\nwant\n  %q", what, got, want)
+	}
+}
+
 // expect lists "cms:<event>:<name>@<version>" for each version.
 func expect(event, name string, versions ...int) []string {
 	var out []string
@@ -118,16 +126,10 @@ func TestObjectContextsWaitingAreCapped(t *testing.T) {
 	}
 	r.next(t, nil, "the second run")
 	r.release <- nil
-	for range 22 {
-		if err := waitDone(t, done); err != nil {
-			t.Fatalf("a task finished with %v", err)
-		}
-	}
+	waitAllDone(t, done, 22)
 	want := append(expect("Modified", "x", 1, 2, 3), expect("Modified", "y", 1)...)
 	want = append(want, expect("Modified", "x", 4, 5, 6, 7, 20)...)
-	if got := r.run(t, 1); !slices.Equal(got, want) {
-		t.Errorf("the second run got\n  %q\nwant\n  %q", got, want)
-	}
+	r.wantRun(t, 1, "the second run", want)
 }
 
 // A context of another type (here a Synchronization) of the hook starts
@@ -148,9 +150,7 @@ func TestObjectContextsCountAgainAfterAnotherType(t *testing.T) {
 	r.release <- nil
 	want := append(expect("Modified", "x", 1, 2, 3, 4, 5, 6, 7, 8), "cms:Synchronization")
 	want = append(want, expect("Modified", "x", 9, 10, 11)...)
-	if got := r.run(t, 1); !slices.Equal(got, want) {
-		t.Errorf("the second run got\n  %q\nwant\n  %q", got, want)
-	}
+	r.wantRun(t, 1, "the second run", want)
 }
 
 // A failing run keeps its contexts for the retry; what waits meanwhile
@@ -173,14 +173,8 @@ func TestObjectContextsOfARetryAreCapped(t *testing.T) {
 	r.release <- nil
 	want := expect("Modified", "x", 1, 2, 3, 4, 5, 6, 7)
 	want = append(want, expect("Deleted", "x", 31)...)
-	if got := r.run(t, 2); !slices.Equal(got, want) {
-		t.Errorf("the retry got\n  %q\nwant\n  %q", got, want)
-	}
-	for range 32 {
-		if err := waitDone(t, done); err != nil {
-			t.Fatalf("a task finished with %v", err)
-		}
-	}
+	r.wantRun(t, 2, "the retry", want)
+	waitAllDone(t, done, 32)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, q := range s.queues {
@@ -207,7 +201,5 @@ func TestObjectContextsOfAKeyAreCapped(t *testing.T) {
 	}
 	r.next(t, nil, "the second run")
 	r.release <- nil
-	if got, want := r.run(t, 1), expect("Modified", "x", 1, 2, 3, 4, 5, 6, 7, 12); !slices.Equal(got, want) {
-		t.Errorf("the second run got\n  %q\nwant\n  %q", got, want)
-	}
+	r.wantRun(t, 1, "the second run", expect("Modified", "x", 1, 2, 3, 4, 5, 6, 7, 12))
 }

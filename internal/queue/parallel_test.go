@@ -82,6 +82,18 @@ func (g *gated) holdsAtOnce(t *testing.T, n int, limit string) {
 	}
 }
 
+// staysWaiting checks that, a moment later, none of labels has started:
+// why says what should hold them.
+func (g *gated) staysWaiting(t *testing.T, why string, labels ...string) {
+	t.Helper()
+	time.Sleep(30 * time.Millisecond)
+	for _, l := range labels {
+		if g.started(l) {
+			t.Fatalf("%s started %s (runs %v)", l, why, g.snapshot())
+		}
+	}
+}
+
 // openAll opens the gates of labels and waits for as many tasks to end,
 // each without an error.
 func (g *gated) openAll(t *testing.T, labels []string, done <-chan error) {
@@ -89,9 +101,7 @@ func (g *gated) openAll(t *testing.T, labels []string, done <-chan error) {
 	for _, l := range labels {
 		g.open(l)
 	}
-	for range labels {
-		must(t, waitDone(t, done))
-	}
+	waitAllDone(t, done, len(labels))
 }
 
 func (g *gated) started(label string) bool {
@@ -114,6 +124,37 @@ func (g *gated) snapshot() []string {
 func parallelSet(g *gated, maxParallel int) *Set {
 	l, _ := logtest.NewNullLogger()
 	return NewSet(g.handle, Options{RetryInitial: 20 * time.Millisecond, RetryMax: 80 * time.Millisecond, MaxParallel: maxParallel}, logrus.NewEntry(l))
+}
+
+// A parallelFixture is a set whose runs g gates, a hook p with
+// parallelism, and the channel its tasks' Done report to.
+type parallelFixture struct {
+	g    *gated
+	s    *Set
+	p    *hook.Hook
+	done chan error
+}
+
+// newParallelFixture starts a set without MaxParallel (stopped when the
+// test ends) for the hook p with the parallelism given, its runs gated at
+// labels.
+func newParallelFixture(t *testing.T, parallelism int, labels ...string) *parallelFixture {
+	g := newGated(labels...)
+	s := parallelSet(g, 0)
+	t.Cleanup(func() { s.Stop(time.Second) })
+	return &parallelFixture{g: g, s: s, p: parallelHook("p", parallelism), done: make(chan error, 10)}
+}
+
+// push queues p's task of label under key.
+func (f *parallelFixture) push(t *testing.T, label, key string) {
+	t.Helper()
+	must(t, f.s.Push(keyed(f.p, label, key, f.done)))
+}
+
+// pushUnkeyed queues p's task of label without a key, in queue.
+func (f *parallelFixture) pushUnkeyed(t *testing.T, label, queue string) {
+	t.Helper()
+	must(t, f.s.Push(&Task{Hook: f.p, Queue: queue, Contexts: []binding.Context{{Binding: label}}, Done: func(err error) { f.done <- err }}))
 }
 
 func parallelHook(name string, n int) *hook.Hook {
@@ -141,45 +182,32 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // parallelism; the rest wait and run as slots free up.
 func TestParallelRunsUpToTheHooksParallelism(t *testing.T) {
 	labels := []string{"a", "b", "c", "d", "e", "f"}
-	g := newGated(labels...)
-	s := parallelSet(g, 0)
-	defer s.Stop(time.Second)
-	p := parallelHook("p", 3)
-	done := make(chan error, 10)
+	f := newParallelFixture(t, 3, labels...)
 	for _, l := range labels {
-		must(t, s.Push(keyed(p, l, l, done)))
+		f.push(t, l, l)
 	}
-	g.holdsAtOnce(t, 3, "parallelism 3")
-	g.openAll(t, labels, done)
-	if g.maxHook["p"] != 3 {
-		t.Errorf("at most %d runs at once, want 3", g.maxHook["p"])
+	f.g.holdsAtOnce(t, 3, "parallelism 3")
+	f.g.openAll(t, labels, f.done)
+	if f.g.maxHook["p"] != 3 {
+		t.Errorf("at most %d runs at once, want 3", f.g.maxHook["p"])
 	}
 }
 
 // A key's tasks run one at a time and in order; those that pile up while
 // one runs are merged into its next run. Other keys go on meanwhile.
 func TestParallelKeyInOrderAndMerged(t *testing.T) {
-	g := newGated("a1", "b1")
-	s := parallelSet(g, 0)
-	defer s.Stop(time.Second)
-	p := parallelHook("p", 4)
-	done := make(chan error, 10)
-	must(t, s.Push(keyed(p, "a1", "a", done)))
-	eventually(t, "a1 running", func() bool { return g.started("a1") })
-	must(t, s.Push(keyed(p, "a2", "a", done)))
-	must(t, s.Push(keyed(p, "b1", "b", done)))
-	must(t, s.Push(keyed(p, "a3", "a", done)))
-	eventually(t, "b1 running beside a1", func() bool { return g.started("b1") })
-	time.Sleep(30 * time.Millisecond)
-	if g.started("a2") {
-		t.Fatal("a2 started while a1 ran")
-	}
-	g.open("a1")
-	g.open("b1")
-	for range 4 {
-		must(t, waitDone(t, done))
-	}
-	if runs := g.snapshot(); !slices.Contains(runs, "a2+a3") || len(runs) != 3 {
+	f := newParallelFixture(t, 4, "a1", "b1")
+	f.push(t, "a1", "a")
+	eventually(t, "a1 running", func() bool { return f.g.started("a1") })
+	f.push(t, "a2", "a")
+	f.push(t, "b1", "b")
+	f.push(t, "a3", "a")
+	eventually(t, "b1 running beside a1", func() bool { return f.g.started("b1") })
+	f.g.staysWaiting(t, "while a1 ran", "a2")
+	f.g.open("a1")
+	f.g.open("b1")
+	waitAllDone(t, f.done, 4)
+	if runs := f.g.snapshot(); !slices.Contains(runs, "a2+a3") || len(runs) != 3 {
 		t.Errorf("runs %v, want a1, b1 and a2+a3 (merged, in order)", runs)
 	}
 }
@@ -188,26 +216,17 @@ func TestParallelKeyInOrderAndMerged(t *testing.T) {
 // keyed runs before it, runs alone, and nothing behind it starts earlier
 // (a task of the same hook behind it is merged into its run, after it).
 func TestParallelBarrier(t *testing.T) {
-	g := newGated("x", "sync")
-	s := parallelSet(g, 0)
-	defer s.Stop(time.Second)
-	p := parallelHook("p", 4)
-	done := make(chan error, 10)
-	must(t, s.Push(keyed(p, "x", "x", done)))
-	eventually(t, "x running", func() bool { return g.started("x") })
-	must(t, s.Push(&Task{Hook: p, Contexts: []binding.Context{{Binding: "sync"}}, Done: func(err error) { done <- err }}))
-	must(t, s.Push(keyed(p, "y", "y", done)))
-	time.Sleep(30 * time.Millisecond)
-	if g.started("sync") || g.started("y") {
-		t.Fatalf("runs %v while x ran: the barrier and what is behind it must wait", g.snapshot())
-	}
-	g.open("x")
-	eventually(t, "sync running", func() bool { return g.started("sync") })
-	g.open("sync")
-	for range 3 {
-		must(t, waitDone(t, done))
-	}
-	if runs := g.snapshot(); !slices.Equal(runs, []string{"x", "sync+y"}) {
+	f := newParallelFixture(t, 4, "x", "sync")
+	f.push(t, "x", "x")
+	eventually(t, "x running", func() bool { return f.g.started("x") })
+	f.pushUnkeyed(t, "sync", "")
+	f.push(t, "y", "y")
+	f.g.staysWaiting(t, "while x ran: the barrier and what is behind it must wait", "sync", "y")
+	f.g.open("x")
+	eventually(t, "sync running", func() bool { return f.g.started("sync") })
+	f.g.open("sync")
+	waitAllDone(t, f.done, 3)
+	if runs := f.g.snapshot(); !slices.Equal(runs, []string{"x", "sync+y"}) {
 		t.Errorf("runs %v, want x, then sync with y merged after it", runs)
 	}
 }
@@ -215,20 +234,14 @@ func TestParallelBarrier(t *testing.T) {
 // A failing key is retried after its own backoff and holds only itself:
 // other keys run meanwhile, and the key's later tasks wait for it.
 func TestParallelFailureHoldsOnlyItsKey(t *testing.T) {
-	g := newGated()
-	g.fail["a1"] = 2
-	s := parallelSet(g, 0)
-	defer s.Stop(time.Second)
-	p := parallelHook("p", 2)
-	done := make(chan error, 10)
-	must(t, s.Push(keyed(p, "a1", "a", done)))
-	eventually(t, "a1 failed once", func() bool { return g.started("a1") })
-	must(t, s.Push(keyed(p, "a2", "a", done)))
-	must(t, s.Push(keyed(p, "b1", "b", done)))
-	for range 3 {
-		must(t, waitDone(t, done))
-	}
-	runs := g.snapshot()
+	f := newParallelFixture(t, 2)
+	f.g.fail["a1"] = 2
+	f.push(t, "a1", "a")
+	eventually(t, "a1 failed once", func() bool { return f.g.started("a1") })
+	f.push(t, "a2", "a")
+	f.push(t, "b1", "b")
+	waitAllDone(t, f.done, 3)
+	runs := f.g.snapshot()
 	if i, j := slices.Index(runs, "b1"), slices.Index(runs, "a1+a2"); i < 0 || j < 0 || i > j {
 		t.Errorf("runs %v: b1 must run while a is held, and a2 only with a1 (merged into its retry)", runs)
 	}
@@ -262,27 +275,15 @@ func TestParallelCapAcrossHooks(t *testing.T) {
 // A task without a key of a hook with parallelism runs alone for the hook,
 // even when its keyed tasks are in another queue.
 func TestParallelAloneAcrossQueues(t *testing.T) {
-	g := newGated("sched", "k")
-	s := parallelSet(g, 0)
-	defer s.Stop(time.Second)
-	p := parallelHook("p", 4)
-	done := make(chan error, 10)
-	must(t, s.Push(&Task{Hook: p, Queue: "other", Contexts: []binding.Context{{Binding: "sched"}}, Done: func(err error) { done <- err }}))
-	eventually(t, "sched running", func() bool { return g.started("sched") })
-	must(t, s.Push(keyed(p, "k", "k", done)))
-	time.Sleep(30 * time.Millisecond)
-	if g.started("k") {
-		t.Fatal("a keyed run started beside the hook's run without a key in another queue")
-	}
-	g.open("sched")
-	eventually(t, "k running", func() bool { return g.started("k") })
-	must(t, s.Push(&Task{Hook: p, Queue: "other", Contexts: []binding.Context{{Binding: "sched2"}}, Done: func(err error) { done <- err }}))
-	time.Sleep(30 * time.Millisecond)
-	if g.started("sched2") {
-		t.Fatal("the hook's run without a key started beside its keyed run in another queue")
-	}
-	g.open("k")
-	for range 3 {
-		must(t, waitDone(t, done))
-	}
+	f := newParallelFixture(t, 4, "sched", "k")
+	f.pushUnkeyed(t, "sched", "other")
+	eventually(t, "sched running", func() bool { return f.g.started("sched") })
+	f.push(t, "k", "k")
+	f.g.staysWaiting(t, "beside the hook's run without a key in another queue", "k")
+	f.g.open("sched")
+	eventually(t, "k running", func() bool { return f.g.started("k") })
+	f.pushUnkeyed(t, "sched2", "other")
+	f.g.staysWaiting(t, "beside the hook's keyed run in another queue", "sched2")
+	f.g.open("k")
+	waitAllDone(t, f.done, 3)
 }

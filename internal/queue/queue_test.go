@@ -64,6 +64,15 @@ func waitDone(t *testing.T, ch <-chan error) error {
 	return receive(t, ch, 5*time.Second, "task never finished")
 }
 
+// waitAllDone waits for n tasks to end, failing the test at the first
+// that ends with an error.
+func waitAllDone(t *testing.T, ch <-chan error, n int) {
+	t.Helper()
+	for range n {
+		must(t, waitDone(t, ch))
+	}
+}
+
 // receive returns what ch sends, or fails the test saying what did not
 // happen within the time.
 func receive[T any](t *testing.T, ch <-chan T, within time.Duration, what string) T {
@@ -96,11 +105,7 @@ func TestMergesPendingTasksOfAHook(t *testing.T) {
 	for range 3 {
 		r.gate <- struct{}{}
 	}
-	for range 4 {
-		if err := waitDone(t, done); err != nil {
-			t.Fatal(err)
-		}
-	}
+	waitAllDone(t, done, 4)
 	got := r.snapshot()
 	want := [][]string{{"a", "first"}, {"a", "a1", "a2"}, {"b", "b1"}}
 	if !equal(got, want) {

@@ -50,11 +50,7 @@ func TestTasksAndWaited(t *testing.T) {
 	for range 4 {                      // first, b1 (fails), b1 again, a2
 		gate <- struct{}{}
 	}
-	for range 3 {
-		if err := waitDone(t, done); err != nil {
-			t.Fatal(err)
-		}
-	}
+	waitAllDone(t, done, 3)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(waits) != 4 {
