@@ -9,6 +9,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/hook"
 )
 
+// cmBinding is a hook's one binding, "cms", to ConfigMaps.
 const cmBinding = `
 configVersion: v1
 kubernetes:
@@ -16,6 +17,16 @@ kubernetes:
   apiVersion: v1
   kind: ConfigMap
 `
+
+// cmBindingWith is cmBinding with options, each a line of the binding's
+// YAML.
+func cmBindingWith(options ...string) string {
+	config := cmBinding
+	for _, o := range options {
+		config += "  " + o + "\n"
+	}
+	return config
+}
 
 // A binding's Synchronization comes first, then its events in the order of
 // the changes; initial objects are part of the Synchronization.
@@ -113,14 +124,7 @@ func TestOwnStatusChange(t *testing.T) {
 // is an ordinary Modified.
 func TestFinalizerState(t *testing.T) {
 	const f = "example.com/cleanup"
-	e := newFixtureEnv(t, `
-configVersion: v1
-kubernetes:
-- name: cms
-  apiVersion: v1
-  kind: ConfigMap
-  finalizer: `+f+`
-`)
+	e := newFixtureEnv(t, cmBindingWith("finalizer: "+f))
 	deleting := func(name, rv string, finalizers ...any) *unstructured.Unstructured {
 		u := configMap("ns", name, rv, nil)
 		md := u.Object["metadata"].(map[string]any)
@@ -158,16 +162,7 @@ kubernetes:
 // namespace that starts matching (as Added events) and lets go of those of
 // one that stops matching (without events), forgetting their status.
 func TestNamespaceLabelSelector(t *testing.T) {
-	e := newFixtureEnv(t, `
-configVersion: v1
-kubernetes:
-- name: cms
-  apiVersion: v1
-  kind: ConfigMap
-  namespace:
-    labelSelector:
-      matchLabels: {team: a}
-`)
+	e := newFixtureEnv(t, cmBindingWith("namespace: {labelSelector: {matchLabels: {team: a}}}"))
 	e.store.put(nsGVR, namespace("in", map[string]any{"team": "a"}))
 	e.store.put(nsGVR, namespace("out", map[string]any{"team": "b"}))
 	e.store.put(cmGVR, configMap("in", "x", "1", nil))
@@ -199,14 +194,7 @@ kubernetes:
 // binding remembers only live ones.
 func TestStatusOwnersForgetDeletedObjects(t *testing.T) {
 	const churn, live = 10000, 100
-	e := newFixtureEnv(t, `
-configVersion: v1
-kubernetes:
-- name: cms
-  apiVersion: v1
-  kind: ConfigMap
-  executeHookOnEvent: []
-`)
+	e := newFixtureEnv(t, cmBindingWith("executeHookOnEvent: []"))
 	e.mem.Synchronize()
 	b := e.binding("h1", "cms")
 	peak := 0
