@@ -79,15 +79,7 @@ func errorsAs(err error, ne *net.Error) bool {
 // another source is still served; a connection closed gives its place
 // back.
 func TestLimitCapsConnectionsPerSource(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := &refusals{}
-	limited := Limits{MaxConns: 100, MaxConnsPerSource: 2, Refused: refused.add}.Limit(ln)
-	defer limited.Close()
-	accepted := acceptAll(limited)
-	addr := ln.Addr().String()
+	addr, accepted, refused := acceptLimited(t, Limits{MaxConns: 100, MaxConnsPerSource: 2})
 	next := func(what string) net.Conn { t.Helper(); return next(t, accepted, what) }
 	dialFrom(t, "127.0.0.2", addr)
 	first := next("the first connection")
@@ -119,19 +111,30 @@ func next(t *testing.T, accepted chan net.Conn, what string) net.Conn {
 	}
 }
 
-// acceptAll accepts l's connections into a channel until l is closed.
-func acceptAll(l net.Listener) chan net.Conn {
-	accepted := make(chan net.Conn, 100)
+// acceptLimited listens on a new port with l, its Refused told to the
+// refusals it returns, and accepts its connections into a channel until
+// the test ends; it returns the address and the channel too.
+func acceptLimited(t *testing.T, l Limits) (addr string, accepted chan net.Conn, refused *refusals) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused = &refusals{}
+	l.Refused = refused.add
+	limited := l.Limit(ln)
+	t.Cleanup(func() { limited.Close() })
+	accepted = make(chan net.Conn, 100)
 	go func() {
 		for {
-			c, err := l.Accept()
+			c, err := limited.Accept()
 			if err != nil {
 				return
 			}
 			accepted <- c
 		}
 	}()
-	return accepted
+	return ln.Addr().String(), accepted, refused
 }
 
 // When every place is taken, a newcomer takes the place of the oldest
@@ -139,15 +142,7 @@ func acceptAll(l net.Listener) chan net.Conn {
 // the newcomer would, the newcomer is closed at once, and the connections
 // after it are still accepted.
 func TestLimitMakesTheSourcesWithTheMostGiveWay(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := &refusals{}
-	limited := Limits{MaxConns: 3, MaxConnsPerSource: 2, Refused: refused.add}.Limit(ln)
-	defer limited.Close()
-	accepted := acceptAll(limited)
-	addr := ln.Addr().String()
+	addr, accepted, refused := acceptLimited(t, Limits{MaxConns: 3, MaxConnsPerSource: 2})
 	var heavy, served []net.Conn
 	for range 2 {
 		heavy = append(heavy, dialFrom(t, "127.0.0.2", addr))
@@ -175,16 +170,10 @@ func TestLimitMakesTheSourcesWithTheMostGiveWay(t *testing.T) {
 // Where a source may hold every place (a listener for one client), a
 // newcomer waits for one instead.
 func TestLimitForOneClientWaits(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	limited := Limits{MaxConns: 1}.Limit(ln)
-	defer limited.Close()
-	accepted := acceptAll(limited)
-	dialFrom(t, "127.0.0.2", ln.Addr().String())
+	addr, accepted, _ := acceptLimited(t, Limits{MaxConns: 1})
+	dialFrom(t, "127.0.0.2", addr)
 	first := next(t, accepted, "the first connection")
-	second := dialFrom(t, "127.0.0.2", ln.Addr().String())
+	second := dialFrom(t, "127.0.0.2", addr)
 	if closedWithin(second, 200*time.Millisecond) {
 		t.Fatal("a second connection to a listener for one was closed")
 	}
@@ -233,9 +222,10 @@ type h2conn struct {
 	fr *http2.Framer
 }
 
-func dialH2(t *testing.T, addr string) *h2conn {
+// dialH2From opens an HTTP/2 connection without TLS from ip.
+func dialH2From(t *testing.T, ip, addr string) *h2conn {
 	t.Helper()
-	c := dialFrom(t, "127.0.0.1", addr)
+	c := dialFrom(t, ip, addr)
 	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +250,7 @@ func headers() []byte {
 // streams at once, small receive buffers and frames, the header limit.
 func TestServerHTTP2Settings(t *testing.T) {
 	addr := testServer(t, Limits{}, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	c := dialH2(t, addr)
+	c := dialH2From(t, "127.0.0.1", addr)
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	f, err := c.fr.ReadFrame()
 	if err != nil {
@@ -308,10 +298,9 @@ func TestServerCutsARapidResetFlood(t *testing.T) {
 
 const floodStreams = 50000
 
-// resetFlood opens and at once cancels floodStreams HTTP/2 streams on one
-// connection, or fewer when the server cuts it, and waits for the server
-// to cut it; it returns how many were sent and handled, and what Refused
-// was told.
+// resetFlood serves l and floods it from one connection (rapidReset); it
+// returns how many streams were sent and handled, and what Refused was
+// told.
 func resetFlood(t *testing.T, l Limits) (sent, handled int, refused *refusals) {
 	t.Helper()
 	var mu sync.Mutex
@@ -324,7 +313,17 @@ func resetFlood(t *testing.T, l Limits) (sent, handled int, refused *refusals) {
 		mu.Unlock()
 		_, _ = io.Copy(io.Discard, r.Body) // ends when the stream is cancelled
 	}))
-	c := dialH2(t, addr)
+	sent = rapidReset(t, dialH2From(t, "127.0.0.1", addr))
+	mu.Lock()
+	defer mu.Unlock()
+	return sent, n, refused
+}
+
+// rapidReset opens and at once cancels floodStreams HTTP/2 streams on c,
+// or fewer when the server cuts it, and waits for the server to cut it;
+// it returns how many it sent.
+func rapidReset(t *testing.T, c *h2conn) (sent int) {
+	t.Helper()
 	cut := make(chan struct{})
 	go func() {
 		defer close(cut)
@@ -359,7 +358,5 @@ flood:
 	case <-time.After(10 * time.Second):
 		t.Fatalf("the connection is still open after %d streams opened and cancelled", sent)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	return sent, n, refused
+	return sent
 }
