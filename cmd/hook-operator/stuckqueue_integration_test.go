@@ -3,7 +3,6 @@ package main_test
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,16 +46,7 @@ echo start >>`+filepath.Join(records, "hang")+"\nexec sleep 600\n")
 		version++
 		testoperator.ConfigMapVolume(t, h.hooks, fmt.Sprint(version), files)
 	}
-	count := func(name, prefix string) int {
-		data, _ := os.ReadFile(filepath.Join(records, name))
-		n := 0
-		for _, l := range strings.Split(string(data), "\n") {
-			if l != "" && strings.HasPrefix(l, prefix) {
-				n++
-			}
-		}
-		return n
-	}
+	count := func(name, prefix string) int { return lines(records, name, prefix) }
 	write(map[string]string{"hang.sh": hang(""), "other.sh": other})
 	o := h.start(t, "--retry-initial-delay", "1h", "--retry-max-delay", "1h")
 	o.waitFor(t, "other.sh's Synchronization", func() bool { return count("other", "Synchronization") == 1 })
