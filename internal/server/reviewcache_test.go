@@ -80,9 +80,7 @@ func TestReviewCacheSharesAReviewUnderWay(t *testing.T) {
 	var wg sync.WaitGroup
 	var shared atomic.Int32
 	for range 50 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			v, cached, err := c.lookup(context.Background(), key("t"), func() (string, time.Duration, error) {
 				asked.Add(1)
 				<-release
@@ -94,7 +92,7 @@ func TestReviewCacheSharesAReviewUnderWay(t *testing.T) {
 			if cached {
 				shared.Add(1)
 			}
-		}()
+		})
 	}
 	time.Sleep(50 * time.Millisecond) // let them queue; more sharing is fine either way
 	close(release)
