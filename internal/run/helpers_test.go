@@ -126,3 +126,23 @@ func outputEntries(h *logtest.Hook) []logrus.Entry {
 	}
 	return out
 }
+
+func fileExists(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil
+}
+
+// waitFile waits up to 30 seconds for path to exist.
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not appear within 30s", path)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -3,7 +3,6 @@ package run
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,13 +11,41 @@ import (
 	"github.com/hook-operator/hook-operator/internal/hook"
 )
 
-func TestRunTimeoutKillsHookAndChildren(t *testing.T) {
-	r, _ := testRunner(t)
-	h := bashHook(t, `
+// withChild is a hook that starts a long child and waits for it; the
+// child's pid is in child.pid once it runs.
+const withChild = `
 sleep 300 &
 echo $! > child.pid.tmp && mv child.pid.tmp child.pid  # whole when seen
 wait
-`)
+`
+
+// ignoringTERM is withChild ignoring SIGTERM. Ignored signals stay ignored
+// across exec, so the child ignores SIGTERM too and only SIGKILL to the
+// group ends it.
+const ignoringTERM = `
+trap '' TERM
+sleep 300 &
+echo $! > child.pid.tmp && mv child.pid.tmp child.pid  # whole when seen
+while true; do wait || true; done
+`
+
+// cancelOnceChildStarted calls cancel once the hook h has written
+// child.pid, and sends the time it did.
+func cancelOnceChildStarted(h *hook.Hook, cancel context.CancelFunc) <-chan time.Time {
+	cancelled := make(chan time.Time, 1)
+	go func() {
+		for !fileExists(filepath.Join(h.Dir, "child.pid")) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancelled <- time.Now()
+		cancel()
+	}()
+	return cancelled
+}
+
+func TestRunTimeoutKillsHookAndChildren(t *testing.T) {
+	r, _ := testRunner(t)
+	h := bashHook(t, withChild)
 	start := time.Now()
 	_, err := r.Run(context.Background(), Request{Hook: h, Timeout: 500 * time.Millisecond})
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timed out after 500ms") {
@@ -44,14 +71,7 @@ func TestRunTimeoutFromHookSettings(t *testing.T) {
 func TestRunKillsWhatIgnoresSIGTERM(t *testing.T) {
 	r, _ := testRunner(t)
 	r.KillGrace = 300 * time.Millisecond
-	// Ignored signals stay ignored across exec, so the child ignores
-	// SIGTERM too and only SIGKILL to the group ends it.
-	h := bashHook(t, `
-trap '' TERM
-sleep 300 &
-echo $! > child.pid.tmp && mv child.pid.tmp child.pid  # whole when seen
-while true; do wait || true; done
-`)
+	h := bashHook(t, ignoringTERM)
 	start := time.Now()
 	_, err := r.Run(context.Background(), Request{Hook: h, Timeout: 200 * time.Millisecond})
 	took := time.Since(start)
@@ -66,22 +86,10 @@ while true; do wait || true; done
 
 func TestRunCancelKillsHook(t *testing.T) {
 	r, _ := testRunner(t)
-	h := bashHook(t, `
-sleep 300 &
-echo $! > child.pid.tmp && mv child.pid.tmp child.pid  # whole when seen
-wait
-`)
+	h := bashHook(t, withChild)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		for {
-			if _, err := os.Stat(filepath.Join(h.Dir, "child.pid")); err == nil {
-				cancel()
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
+	cancelOnceChildStarted(h, cancel)
 	_, err := r.Run(ctx, Request{Hook: h})
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "cancelled") {
 		t.Fatalf("error = %v, want cancelled", err)
@@ -93,22 +101,10 @@ wait
 func TestRunCancelKillsWhatIgnoresSIGTERM(t *testing.T) {
 	r, _ := testRunner(t)
 	r.KillGrace = 300 * time.Millisecond
-	h := bashHook(t, `
-trap '' TERM
-sleep 300 &
-echo $! > child.pid.tmp && mv child.pid.tmp child.pid  # whole when seen
-while true; do wait || true; done
-`)
+	h := bashHook(t, ignoringTERM)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cancelled := make(chan time.Time, 1)
-	go func() {
-		for !fileExists(filepath.Join(h.Dir, "child.pid")) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		cancelled <- time.Now()
-		cancel()
-	}()
+	cancelled := cancelOnceChildStarted(h, cancel)
 	_, err := r.Run(ctx, Request{Hook: h})
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "cancelled") {
 		t.Fatalf("error = %v, want cancelled", err)
@@ -158,11 +154,6 @@ echo '{"ok":true}' > "$KUBERNETES_PATCH_PATH"
 	}
 }
 
-func fileExists(name string) bool {
-	_, err := os.Stat(name)
-	return err == nil
-}
-
 // With Within, the graces are cut to fit and the hook has the rest: the
 // three spans add up to Within, whatever the Runner's own graces.
 func TestLimitsFitWithin(t *testing.T) {
@@ -188,12 +179,7 @@ func TestLimitsFitWithin(t *testing.T) {
 // with the Runner's own 5 s kill grace the run would last Within + 6 s.
 func TestRunWithinEndsAHookThatIgnoresSIGTERM(t *testing.T) {
 	r, _ := testRunner(t)
-	h := bashHook(t, `
-trap '' TERM
-sleep 300 &
-echo $! > child.pid.tmp && mv child.pid.tmp child.pid  # whole when seen
-while true; do wait || true; done
-`)
+	h := bashHook(t, ignoringTERM)
 	const within = 1500 * time.Millisecond
 	start := time.Now()
 	_, err := r.Run(context.Background(), Request{Hook: h, Within: within})
@@ -208,4 +194,50 @@ while true; do wait || true; done
 		t.Errorf("Run took %v, want it to end within %v (not after the Runner's own kill grace, %v)", took, within, DefaultKillGrace)
 	}
 	assertGone(t, readPid(t, h, "child.pid"))
+}
+
+// A running run's deadline moves when Deadline.Reset is called, counted
+// from the run's start: shorter ends the run as a timeout, and a deadline
+// already past ends it at once.
+func TestDeadlineResetWhileRunning(t *testing.T) {
+	r, _ := testRunner(t)
+	r.KillGrace = 100 * time.Millisecond
+	h := bashHook(t, "touch \"$(dirname \"$0\")/started\"\nsleep 60\n")
+	h.Config.Settings.Timeout = time.Hour
+	d := &Deadline{}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Run(context.Background(), Request{Hook: h, Deadline: d})
+		done <- err
+	}()
+	waitFile(t, h.Dir+"/started")
+	if got := d.Timeout(); got != time.Hour {
+		t.Errorf("the run started with timeout %v, want the hook's 1h", got)
+	}
+	d.Reset(time.Millisecond) // past already
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timed out after 1ms") {
+			t.Errorf("run ended with %v, want a timeout after the new 1ms", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run went on after its deadline moved into the past")
+	}
+}
+
+// Reset before the run starts sets the timeout it starts with.
+func TestDeadlineResetBeforeTheRun(t *testing.T) {
+	r, _ := testRunner(t)
+	r.KillGrace = 100 * time.Millisecond
+	h := bashHook(t, "sleep 60\n")
+	h.Config.Settings.Timeout = time.Hour
+	d := &Deadline{}
+	d.Reset(200 * time.Millisecond)
+	_, err := r.Run(context.Background(), Request{Hook: h, Deadline: d})
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timed out after 200ms") {
+		t.Errorf("run ended with %v, want a timeout after 200ms", err)
+	}
+	if got := r.Timeout(h); got != time.Hour {
+		t.Errorf("Runner.Timeout = %v, want the hook's 1h", got)
+	}
 }

@@ -3,13 +3,9 @@
 package run
 
 import (
-	"context"
-	"io"
-	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
-
-	"github.com/sirupsen/logrus"
 
 	"github.com/hook-operator/hook-operator/internal/gobuild"
 	"github.com/hook-operator/hook-operator/internal/hook"
@@ -31,23 +27,32 @@ func BenchmarkResidentGoHook(b *testing.B) {
 			name = "resident"
 		}
 		b.Run(name, func(b *testing.B) {
-			logger := logrus.New()
-			logger.SetOutput(io.Discard)
-			r := &Runner{TmpDir: b.TempDir(), Env: append(os.Environ(), "RESIDENT_MARKS="+b.TempDir()), Log: logger, ReuseDirs: true}
+			r := quietRunner(b, true, "RESIDENT_MARKS="+b.TempDir())
 			defer r.Close()
 			h := &hook.Hook{Name: "resident", Path: bin, Dir: dir}
 			h.Config.Settings = hook.Settings{Resident: resident, ResidentMaxRuns: 1 << 30, ResidentMaxMemory: hook.DefaultResidentMaxMemory}
-			req := Request{Hook: h, Contexts: []byte(`[{"binding":"b","type":"Event","watchEvent":"Added","object":{"metadata":{"name":"x"}}}]`)}
-			ctx := context.Background()
-			before := selfCPU(b)
-			b.ResetTimer()
-			for b.Loop() {
-				if _, err := r.Run(ctx, req); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			b.ReportMetric(float64((selfCPU(b)-before).Microseconds())/float64(b.N), "cpu-us/op")
+			benchmarkRuns(b, r, Request{Hook: h, Contexts: []byte(benchContexts)})
 		})
 	}
+}
+
+// BenchmarkResidentDir measures what giving a resident run its files costs
+// (residentDir.prepare): the last run's contexts renamed to the run's name
+// and checked, and written over; its outputs removed. Compare BenchmarkRunDir.
+func BenchmarkResidentDir(b *testing.B) {
+	ctx := Request{Contexts: []byte(`[{"binding":"b","type":"Event"}]`)}.contextsWriter()
+	d, err := newResidentDir(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.remove()
+	before := selfCPU(b)
+	id := 0
+	for b.Loop() {
+		id++
+		if _, err := d.prepare(strconv.Itoa(id), ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportCPU(b, before)
 }

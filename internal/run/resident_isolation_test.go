@@ -308,10 +308,8 @@ func TestResidentDescendantsCountAndEndWithIt(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Fatalf("this test needs python3 for children that hold memory: %v", err)
 	}
-	r, _ := testRunner(t)
+	r, obs := countedRunner(t)
 	r.KillGrace = 200 * time.Millisecond
-	obs := &counted{}
-	r.Processes = obs
 	defer r.Close()
 	hold := `python3 -c 'import time,sys; b=bytearray(range(256))*(128<<10); open(sys.argv[1],"w").write("ready"); time.sleep(600)'`
 	h := isolationHook(t, `  case $what in

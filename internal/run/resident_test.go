@@ -55,6 +55,16 @@ func residentHook(t *testing.T, maxRuns int) *hook.Hook {
 	return h
 }
 
+// countedRunner returns testRunner's Runner with a counted as its
+// ProcessObserver.
+func countedRunner(t *testing.T) (*Runner, *counted) {
+	t.Helper()
+	r, _ := testRunner(t)
+	obs := &counted{}
+	r.Processes = obs
+	return r, obs
+}
+
 // counted records what a Runner tells its ProcessObserver.
 type counted struct {
 	mu sync.Mutex
@@ -132,10 +142,8 @@ func TestResidentOneProcessManyRuns(t *testing.T) {
 }
 
 func TestResidentFaults(t *testing.T) {
-	r, _ := testRunner(t)
+	r, obs := countedRunner(t)
 	r.KillGrace = 200 * time.Millisecond
-	obs := &counted{}
-	r.Processes = obs
 	defer r.Close()
 	h := residentHook(t, 0)
 	mustRun := func(what string) {
@@ -283,9 +291,7 @@ func TestResidentRunFilesAreTheRuns(t *testing.T) {
 }
 
 func TestResidentRecycledAfterMaxRuns(t *testing.T) {
-	r, _ := testRunner(t)
-	obs := &counted{}
-	r.Processes = obs
+	r, obs := countedRunner(t)
 	defer r.Close()
 	h := residentHook(t, 2)
 	for i := range 5 {
@@ -307,9 +313,7 @@ func TestResidentRecycledAfterMaxRuns(t *testing.T) {
 }
 
 func TestResidentRecycledAtMaxMemory(t *testing.T) {
-	r, _ := testRunner(t)
-	obs := &counted{}
-	r.Processes = obs
+	r, obs := countedRunner(t)
 	defer r.Close()
 	h := residentHook(t, 0)
 	h.Config.Settings.ResidentMaxMemory = 1 << 20 // below any bash's RSS
@@ -434,9 +438,7 @@ done
 
 // One-shot runs count a process start each.
 func TestOneShotCountsProcessStarts(t *testing.T) {
-	r, _ := testRunner(t)
-	obs := &counted{}
-	r.Processes = obs
+	r, obs := countedRunner(t)
 	h := bashHook(t, "true\n")
 	for range 3 {
 		if _, err := r.Run(context.Background(), Request{Hook: h}); err != nil {
@@ -451,9 +453,7 @@ func TestOneShotCountsProcessStarts(t *testing.T) {
 // RecycleResident (a reload) stops the idle processes now and a busy one
 // when its run ends; the next run starts a new process.
 func TestResidentRecycleOnReload(t *testing.T) {
-	r, _ := testRunner(t)
-	obs := &counted{}
-	r.Processes = obs
+	r, obs := countedRunner(t)
 	defer r.Close()
 	h := bashHook(t, `echo $$ >> starts
 while IFS= read -r line <&3; do
