@@ -94,16 +94,7 @@ func TestListTable(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("-o %s: exit %d: %s", tc.format, code, stderr)
 		}
-		lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-		if len(lines) != len(tc.want) {
-			t.Fatalf("-o %s: %d lines, want %d:\n%s", tc.format, len(lines), len(tc.want), out)
-		}
-		for i, wantCells := range tc.want {
-			got := cells(lines[i])
-			if strings.Join(got, "|") != strings.Join(wantCells, "|") {
-				t.Errorf("-o %s line %d:\n got %q\nwant %q", tc.format, i, got, wantCells)
-			}
-		}
+		wantRows(t, "-o "+tc.format, out, tc.want)
 		if !strings.Contains(stderr, "warning: skipping README.md: not executable") {
 			t.Errorf("-o %s: stderr %q lacks the warning for README.md", tc.format, stderr)
 		}
@@ -157,6 +148,20 @@ func cells(line string) []string {
 		line = strings.ReplaceAll(line, "   ", "  ")
 	}
 	return strings.Split(line, "  ")
+}
+
+// wantRows fails t unless the table out has the rows want, cell by cell.
+func wantRows(t *testing.T, what, out string, want [][]string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("%s: %d lines, want %d:\n%s", what, len(lines), len(want), out)
+	}
+	for i, w := range want {
+		if got := cells(lines[i]); strings.Join(got, "|") != strings.Join(w, "|") {
+			t.Errorf("%s line %d:\n got %q\nwant %q", what, i, got, w)
+		}
+	}
 }
 
 func TestListJSONAndYAML(t *testing.T) {
@@ -332,15 +337,7 @@ func TestListResidentMode(t *testing.T) {
 		{"leaky.sh", "resident", "onStartup", "onStartup", "-", "main", "order=1"},
 		{"leaky.sh", "resident", "settings", "-", "-", "-", "residentMaxRuns=100; residentMaxMemory=64Mi"},
 	}
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if len(lines) != len(want) {
-		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), out)
-	}
-	for i, wantCells := range want {
-		if got := cells(lines[i]); strings.Join(got, "|") != strings.Join(wantCells, "|") {
-			t.Errorf("line %d:\n got %q\nwant %q", i, got, wantCells)
-		}
-	}
+	wantRows(t, "-o wide", out, want)
 	code, out, _ = run(nil, "hooks", "list", "--hooks-dir", dir, "-o", "json")
 	var hooks []struct {
 		Config struct {

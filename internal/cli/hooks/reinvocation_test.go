@@ -33,15 +33,7 @@ YAML
 		{"defaults.sh", "one-shot", "kubernetesMutating", "once.example.com", "-", "-", "path=/hooks/once-example-com"},
 		{"defaults.sh", "one-shot", "kubernetesMutating", "unset.example.com", "-", "-", "path=/hooks/unset-example-com"},
 	}
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if len(lines) != len(want) {
-		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), out)
-	}
-	for i, w := range want {
-		if got := cells(lines[i]); strings.Join(got, "|") != strings.Join(w, "|") {
-			t.Errorf("line %d:\n got %q\nwant %q", i, got, w)
-		}
-	}
+	wantRows(t, "-o wide", out, want)
 
 	code, out, stderr = run(nil, "hooks", "list", "--hooks-dir", dir, "-o", "json")
 	if code != 0 {
