@@ -18,19 +18,26 @@ import (
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
-// A hook that labels every ConfigMap it sees with the number of keys in
-// its data.
-const countHook = `#!/usr/bin/env bash
+// hookScript is a bash hook that prints config when asked for it, and
+// runs body otherwise.
+func hookScript(config, body string) string {
+	return `#!/usr/bin/env bash
 set -euo pipefail
 if [[ "${1:-}" == --config ]]; then
-  echo '{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","jqFilter":".data"}]}'
+  echo '` + config + `'
   exit 0
 fi
-jq -c '.[] | (if .type == "Synchronization" then .objects[] else . end)
+` + body
+}
+
+// A hook that labels every ConfigMap it sees with the number of keys in
+// its data.
+var countHook = hookScript(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","jqFilter":".data"}]}`,
+	`jq -c '.[] | (if .type == "Synchronization" then .objects[] else . end)
   | select(.object != null and .watchEvent != "Deleted")
   | {operation: "MergePatch", kind: "ConfigMap", namespace: .object.metadata.namespace, name: .object.metadata.name,
      mergePatch: {metadata: {labels: {keys: (.filterResult | length | tostring)}}}}' "$BINDING_CONTEXT_PATH" >> "$KUBERNETES_PATCH_PATH"
-`
+`)
 
 const objects = `apiVersion: v1
 kind: ConfigMap
@@ -84,6 +91,21 @@ func runFlags(t *testing.T, casesDir string, f hooktest.Flags) (out, logged stri
 	return stdout.String(), logs.String(), err
 }
 
+// update runs the cases with --update, and returns what it printed and
+// the expected.yaml it wrote for the case name.
+func update(t *testing.T, hooksDir, casesDir, name string) (out, expected string) {
+	t.Helper()
+	out, err := run(t, hooksDir, casesDir, true)
+	if err != nil {
+		t.Fatalf("--update: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(casesDir, name, hooktest.ExpectedFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, string(b)
+}
+
 // A case's hook output is shown when the case fails, or with -v; a passing
 // case's is not, and none of it goes to the log.
 func TestHookOutputOnlyForFailingCasesOrVerbose(t *testing.T) {
@@ -116,25 +138,21 @@ func TestUpdateThenPass(t *testing.T) {
 	if out, err := run(t, hooksDir, casesDir, false); !errors.Is(err, hooktest.ErrFailed) || !strings.Contains(out, "--update") {
 		t.Fatalf("without expected.yaml: err %v, want a failure that says to use --update:\n%s", err, out)
 	}
-	out, err := run(t, hooksDir, casesDir, true)
-	if err != nil || !strings.Contains(out, "UPDATED count") {
-		t.Fatalf("--update: %v\n%s", err, out)
-	}
-	expected, err := os.ReadFile(filepath.Join(casesDir, "count", hooktest.ExpectedFile))
-	if err != nil {
-		t.Fatal(err)
+	out, expected := update(t, hooksDir, casesDir, "count")
+	if !strings.Contains(out, "UPDATED count") {
+		t.Fatalf("--update:\n%s", out)
 	}
 	// Synchronization labels "one" with keys=1; the label is not in the
 	// filter, so it runs nothing; the Modified event relabels it keys=2.
 	for _, want := range []string{"type: Synchronization", "watchEvent: Modified", "keys: \"1\"", "keys: \"2\"", "action: Updated", "+    keys: \"2\""} {
-		if !strings.Contains(string(expected), want) {
+		if !strings.Contains(expected, want) {
 			t.Errorf("expected.yaml lacks %q:\n%s", want, expected)
 		}
 	}
-	if n := strings.Count(string(expected), "\nhook: count.sh"); n != 2 {
+	if n := strings.Count(expected, "\nhook: count.sh"); n != 2 {
 		t.Errorf("expected.yaml has %d runs, want 2:\n%s", n, expected)
 	}
-	out, err = run(t, hooksDir, casesDir, false)
+	out, err := run(t, hooksDir, casesDir, false)
 	if err != nil || !strings.Contains(out, "PASS count (2 runs") || !strings.Contains(out, "1 passed, 0 failed") {
 		t.Fatalf("after --update the case must pass: %v\n%s", err, out)
 	}
@@ -236,18 +254,13 @@ func TestExamplesPass(t *testing.T) {
 // hook that answers otherwise fails the case.
 func TestAdmissionCase(t *testing.T) {
 	hooksDir, casesDir := t.TempDir(), t.TempDir()
-	policy := `#!/usr/bin/env bash
-set -euo pipefail
-if [[ "${1:-}" == --config ]]; then
-  echo '{"configVersion":"v1","kubernetesValidating":[{"name":"replicas.example.com","rules":[{"apiGroups":["apps"],"apiVersions":["v1"],"resources":["deployments"],"operations":["CREATE"]}]}]}'
-  exit 0
-fi
-if (( $(jq '.[0].review.request.object.spec.replicas' "$BINDING_CONTEXT_PATH") > LIMIT )); then
+	policy := hookScript(`{"configVersion":"v1","kubernetesValidating":[{"name":"replicas.example.com","rules":[{"apiGroups":["apps"],"apiVersions":["v1"],"resources":["deployments"],"operations":["CREATE"]}]}]}`,
+		`if (( $(jq '.[0].review.request.object.spec.replicas' "$BINDING_CONTEXT_PATH") > LIMIT )); then
   echo '{"allowed": false, "message": "replicas must be at most LIMIT"}' >"$VALIDATING_RESPONSE_PATH"
 else
   echo '{"allowed": true}' >"$VALIDATING_RESPONSE_PATH"
 fi
-`
+`)
 	write(t, filepath.Join(hooksDir, "policy.sh"), strings.ReplaceAll(policy, "LIMIT", "10"), 0o755)
 	write(t, filepath.Join(casesDir, "replicas", hooktest.EventsFile), `
 - admission:
@@ -257,15 +270,9 @@ fi
     binding: replicas.example.com
     request: {operation: CREATE, object: {apiVersion: apps/v1, kind: Deployment, metadata: {name: big, namespace: default}, spec: {replicas: 50}}}
 `, 0o644)
-	if out, err := run(t, hooksDir, casesDir, true); err != nil {
-		t.Fatalf("--update: %v\n%s", err, out)
-	}
-	expected, err := os.ReadFile(filepath.Join(casesDir, "replicas", hooktest.ExpectedFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, expected := update(t, hooksDir, casesDir, "replicas")
 	for _, want := range []string{"type: Validating", "allowed: true", "allowed: false", "message: replicas must be at most 10"} {
-		if !strings.Contains(string(expected), want) {
+		if !strings.Contains(expected, want) {
 			t.Errorf("expected.yaml lacks %q:\n%s", want, expected)
 		}
 	}
@@ -276,6 +283,49 @@ fi
 	out, err := run(t, hooksDir, casesDir, false)
 	if !errors.Is(err, hooktest.ErrFailed) || !strings.Contains(out, "FAIL replicas") || !strings.Contains(out, "allowed") {
 		t.Errorf("a policy that now allows what it denied must fail the case: %v\n%s", err, out)
+	}
+}
+
+// A mutating hook that the API server may call again (reinvocationPolicy
+// IfNeeded) is tested as docs/webhooks.md says: a second admission request
+// with the object as the hook's own patch left it must get no patch.
+var defaultsHook = hookScript(`{"configVersion":"v1","kubernetesMutating":[{"name":"defaults.example.com","reinvocationPolicy":"POLICY","rules":[{"apiGroups":["apps"],"apiVersions":["v1"],"resources":["deployments"],"operations":["CREATE"]}]}]}`,
+	`if jq -e '.[0].review.request.object.metadata.labels.team != null' "$BINDING_CONTEXT_PATH" >/dev/null; then
+  echo '{"allowed": true}' >"$ADMISSION_RESPONSE_PATH"
+else
+  patch=$(echo '[{"op": "add", "path": "/metadata/labels", "value": {"team": "none"}}]' | base64 -w0)
+  echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
+fi
+`)
+
+func TestReinvokedMutatingCase(t *testing.T) {
+	hooksDir, casesDir := t.TempDir(), t.TempDir()
+	write(t, filepath.Join(hooksDir, "defaults.sh"), strings.ReplaceAll(defaultsHook, "POLICY", "IfNeeded"), 0o755)
+	write(t, filepath.Join(casesDir, "reinvoked", hooktest.EventsFile), `
+- admission:
+    binding: defaults.example.com
+    request: {operation: CREATE, object: {apiVersion: apps/v1, kind: Deployment, metadata: {name: web, namespace: default}}}
+- admission:   # called again, as the API server does with IfNeeded, on the object as the patch left it
+    binding: defaults.example.com
+    request: {operation: CREATE, object: {apiVersion: apps/v1, kind: Deployment, metadata: {name: web, namespace: default, labels: {team: none}}}}
+`, 0o644)
+	_, expected := update(t, hooksDir, casesDir, "reinvoked")
+	runs := strings.Split(expected, "\n---\n")
+	if len(runs) != 3 || !strings.Contains(runs[1], "type: Mutating") || !strings.Contains(runs[1], "team: none") ||
+		!strings.Contains(runs[2], "allowed: true") || strings.Contains(runs[2], "patch:") {
+		t.Errorf("expected.yaml: want a run with the patch and a run, the reinvocation, with none:\n%s", expected)
+	}
+	if out, err := run(t, hooksDir, casesDir, false); err != nil || !strings.Contains(out, "PASS reinvoked (2 runs") {
+		t.Errorf("after --update the case must pass: %v\n%s", err, out)
+	}
+
+	// A policy the API server would refuse stops the test run before any
+	// case, naming the hook, the binding and the values allowed.
+	write(t, filepath.Join(hooksDir, "defaults.sh"), strings.ReplaceAll(defaultsHook, "POLICY", "Always"), 0o755)
+	out, err := run(t, hooksDir, casesDir, false)
+	want := `hook defaults.sh: kubernetesMutating[0].reinvocationPolicy: binding "defaults.example.com": "Always" is not a reinvocation policy; use Never (`
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(out, "PASS") {
+		t.Errorf("err %v\nwant %q, and no case run:\n%s", err, want, out)
 	}
 }
 
