@@ -252,24 +252,15 @@ func runHandler(t *testing.T, handler sdk.Handler) []byte {
 	return data
 }
 
-// TestResidentConfigParses: the runtime accepts the resident settings the
-// SDK prints. Until internal/hook reads them (issue 34's runtime side), it
-// refuses them as unknown keys, and this test says so and skips.
+// TestResidentConfigParses: the runtime reads the resident settings the
+// SDK prints.
 func TestResidentConfigParses(t *testing.T) {
-	cfg := sdk.Config{
+	parsed := parseConfig(t, sdk.Config{
 		Schedule: []sdk.ScheduleBinding{{Crontab: "@hourly"}},
 		Settings: &sdk.Settings{Resident: true, ResidentMaxRuns: 500, ResidentMaxMemory: 256 << 20},
-	}
-	var stdout, stderr bytes.Buffer
-	if code := sdk.Handle(cfg, nil, []string{"--config"}, noEnv, &stdout, &stderr); code != 0 {
-		t.Fatalf("--config exited %d: %s", code, stderr.String())
-	}
-	parsed, err := hook.ParseConfig("sdk-hook", stdout.Bytes())
-	if err != nil {
-		t.Fatalf("hook.ParseConfig refused what the SDK printed:\n%v\n\nprinted:\n%s", err, stdout.String())
-	}
+	})
 	if s := parsed.Settings; !s.Resident || s.ResidentMaxRuns != 500 || s.ResidentMaxMemory != 256<<20 {
-		t.Errorf("the runtime read settings %+v from:\n%s", s, stdout.String())
+		t.Errorf("the runtime read settings %+v", s)
 	}
 }
 

@@ -142,11 +142,7 @@ func TestRunResidentBadSetup(t *testing.T) {
 func TestServeSetsRunEnvironment(t *testing.T) {
 	t.Setenv("BINDING_CONTEXT_PATH", "")
 	t.Setenv("EXTRA_PATH", "")
-	dir := t.TempDir()
-	contexts := filepath.Join(dir, "contexts.json")
-	if err := os.WriteFile(contexts, []byte(`[]`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	_, contexts := contextsFile(t)
 	var seen []string
 	handler := func(*Context) error {
 		seen = append(seen, os.Getenv("EXTRA_PATH"))
@@ -154,11 +150,31 @@ func TestServeSetsRunEnvironment(t *testing.T) {
 	}
 	requests := fmt.Sprintf(`{"id":"1","env":{"BINDING_CONTEXT_PATH":%q,"EXTRA_PATH":"/a"}}`+"\n"+
 		`{"id":"2","env":{"BINDING_CONTEXT_PATH":%q}}`, contexts, contexts) // the last line without its newline
+	replies := mustServe(t, handler, requests)
+	if strings.Join(seen, ",") != "/a," || replies != `{"id":"1","exitCode":0}`+"\n"+`{"id":"2","exitCode":0}`+"\n" {
+		t.Errorf("handler saw EXTRA_PATH %q; replies %q", seen, replies)
+	}
+}
+
+// contextsFile writes an empty list of binding contexts into a fresh dir,
+// and returns the dir and the file's path.
+func contextsFile(t *testing.T) (dir, path string) {
+	t.Helper()
+	dir = t.TempDir()
+	path = filepath.Join(dir, "contexts.json")
+	if err := os.WriteFile(path, []byte(`[]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir, path
+}
+
+// mustServe serves requests with handler as a resident hook does, fails
+// t unless it exits 0, and returns its replies.
+func mustServe(t *testing.T, handler Handler, requests string) string {
+	t.Helper()
 	var replies, log bytes.Buffer
 	if code := serve(handler, strings.NewReader(requests), &replies, &log); code != 0 {
 		t.Fatalf("exit %d: %s", code, log.String())
 	}
-	if strings.Join(seen, ",") != "/a," || replies.String() != `{"id":"1","exitCode":0}`+"\n"+`{"id":"2","exitCode":0}`+"\n" {
-		t.Errorf("handler saw EXTRA_PATH %q; replies %q", seen, replies.String())
-	}
+	return replies.String()
 }

@@ -231,11 +231,7 @@ func TestServeSetsTraceEnvironment(t *testing.T) {
 	t.Setenv(EnvTraceState, "inherited=1")
 	t.Setenv(EnvTraceSpansPath, filepath.Join(t.TempDir(), "inherited"))
 	t.Setenv(EnvBindingContextPath, "")
-	dir := t.TempDir()
-	contexts := filepath.Join(dir, "contexts.json")
-	if err := os.WriteFile(contexts, []byte(`[]`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, contexts := contextsFile(t)
 	var seen []string
 	handler := func(*Context) error {
 		seen = append(seen, os.Getenv(EnvTraceParent)+"|"+os.Getenv(EnvTraceState)+"|"+filepath.Base(os.Getenv(EnvTraceSpansPath)))
@@ -254,10 +250,7 @@ func TestServeSetsTraceEnvironment(t *testing.T) {
 		request("2", "TRACEPARENT", testTraceParent, "TRACESTATE", "a=b&c", "TRACE_SPANS_PATH", filepath.Join(dir, "spans-2")) +
 		request("3") +
 		request("4", "TRACEPARENT", testTraceParent, "TRACE_SPANS_PATH", filepath.Join(dir, "spans-4"))
-	var replies, log bytes.Buffer
-	if code := serve(handler, strings.NewReader(requests), &replies, &log); code != 0 {
-		t.Fatalf("exit %d: %s", code, log.String())
-	}
+	mustServe(t, handler, requests)
 	want := []string{"||.", testTraceParent + "|a=b&c|spans-2", "||.", testTraceParent + "||spans-4"}
 	if !reflect.DeepEqual(seen, want) {
 		t.Errorf("runs saw\n%q\nwant\n%q", seen, want)
