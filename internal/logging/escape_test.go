@@ -48,11 +48,7 @@ func TestLogLinesEscapeControlCharacters(t *testing.T) {
 		{"json", "json", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var buf bytes.Buffer
-			l := logrus.New()
-			if err := Configure(l, "info", tc.format, true, &buf); err != nil {
-				t.Fatal(err)
-			}
+			l, buf := configured(t, "info", tc.format, true)
 			if tc.colored {
 				// As on a terminal: logrus colors the line and prints the
 				// message unquoted.

@@ -11,12 +11,20 @@ import (
 	"k8s.io/klog/v2"
 )
 
-func TestConfigureJSON(t *testing.T) {
+// configured is a logger set up by Configure with level, format and
+// noTime, writing to the buffer it returns.
+func configured(t *testing.T, level, format string, noTime bool) (*logrus.Logger, *bytes.Buffer) {
+	t.Helper()
 	var buf bytes.Buffer
 	l := logrus.New()
-	if err := Configure(l, "debug", "json", false, &buf); err != nil {
+	if err := Configure(l, level, format, noTime, &buf); err != nil {
 		t.Fatal(err)
 	}
+	return l, &buf
+}
+
+func TestConfigureJSON(t *testing.T) {
+	l, buf := configured(t, "debug", "json", false)
 	l.WithField("hook", "a.sh").Debug("ran")
 	l.Trace("hidden")
 	var rec map[string]any
@@ -29,11 +37,7 @@ func TestConfigureJSON(t *testing.T) {
 }
 
 func TestConfigureText(t *testing.T) {
-	var buf bytes.Buffer
-	l := logrus.New()
-	if err := Configure(l, "warn", "text", false, &buf); err != nil {
-		t.Fatal(err)
-	}
+	l, buf := configured(t, "warn", "text", false)
 	l.Info("hidden")
 	l.Warn("shown")
 	if out := buf.String(); strings.Contains(out, "hidden") || !strings.Contains(out, "msg=shown") {
@@ -46,11 +50,7 @@ func TestConfigureText(t *testing.T) {
 func TestConfigureNoTime(t *testing.T) {
 	for _, format := range Formats {
 		for _, noTime := range []bool{false, true} {
-			var buf bytes.Buffer
-			l := logrus.New()
-			if err := Configure(l, "info", format, noTime, &buf); err != nil {
-				t.Fatal(err)
-			}
+			l, buf := configured(t, "info", format, noTime)
 			l.Info("line")
 			has := strings.Contains(buf.String(), "time=") || strings.Contains(buf.String(), `"time":`)
 			if has == noTime {
@@ -75,11 +75,7 @@ func TestConfigureRejects(t *testing.T) {
 
 // What client-go logs through klog comes out as the logger's own lines.
 func TestRouteKlog(t *testing.T) {
-	var buf bytes.Buffer
-	l := logrus.New()
-	if err := Configure(l, "debug", "json", false, &buf); err != nil {
-		t.Fatal(err)
-	}
+	l, buf := configured(t, "debug", "json", false)
 	RouteKlog(l)
 	defer klog.ClearLogger()
 	klog.InfoS("Warning: watch ended with error", "reflector", "r1")
