@@ -85,12 +85,47 @@ func newAppEnv(t *testing.T) (*env, schema.GroupVersionResource, dynamic.Resourc
 	return e, gvr, e.c.Dynamic.Resource(gvr).Namespace(e.ns)
 }
 
+// newFinalizerEnv is newAppEnv for a hook whose binding holds
+// testFinalizer (finalizerConfig): the Apps' finalizers are released when
+// the test ends.
+func newFinalizerEnv(t *testing.T) (*env, schema.GroupVersionResource, dynamic.ResourceInterface) {
+	e, gvr, apps := newAppEnv(t)
+	releaseAtEnd(t, e, gvr)
+	return e, gvr, apps
+}
+
+// finalizerConfig is the hook configuration of a binding to Apps that
+// holds testFinalizer.
+func finalizerConfig(group string) string {
+	return appHookConfig(group, "  finalizer: "+testFinalizer+"\n")
+}
+
 // waitFinalizer waits until the App name holds testFinalizer.
 func waitFinalizer(e *env, apps dynamic.ResourceInterface, name string) {
 	e.t.Helper()
 	e.eventually(15*time.Second, "the finalizer", func() bool {
 		got, err := apps.Get(context.Background(), name, metav1.GetOptions{})
 		return err == nil && slices.Contains(got.GetFinalizers(), testFinalizer)
+	})
+}
+
+// deleteHeld creates the App name, waits until the hook's finalizer holds
+// it, and deletes it.
+func deleteHeld(e *env, gvr schema.GroupVersionResource, apps dynamic.ResourceInterface, name string) {
+	e.t.Helper()
+	ctx := context.Background()
+	_, err := apps.Create(ctx, newApp(gvr, name), metav1.CreateOptions{})
+	must(e.t, err)
+	waitFinalizer(e, apps, name)
+	must(e.t, apps.Delete(ctx, name, metav1.DeleteOptions{}))
+}
+
+// waitDeleted waits until the App name is gone; what says after what.
+func waitDeleted(e *env, apps dynamic.ResourceInterface, name, what string) {
+	e.t.Helper()
+	e.eventually(30*time.Second, what, func() bool {
+		_, err := apps.Get(context.Background(), name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
 	})
 }
 
@@ -188,30 +223,22 @@ func TestIntegrationChildrenStatusAndGarbageCollection(t *testing.T) {
 // Finalize run succeeds; failures are retried.
 func TestIntegrationFinalizerHoldsDeletion(t *testing.T) {
 	t.Parallel()
-	e, gvr, apps := newAppEnv(t)
-	ctx := context.Background()
+	e, gvr, apps := newFinalizerEnv(t)
 	counter := filepath.Join(t.TempDir(), "finalize-count")
-	releaseAtEnd(t, e, gvr)
-	e.bashHook("fin.sh", appHookConfig(gvr.Group, "  finalizer: "+testFinalizer+"\n"), fmt.Sprintf(`
+	e.bashHook("fin.sh", finalizerConfig(gvr.Group), fmt.Sprintf(`
 if jq -e 'any(.[]; .watchEvent == "Finalize")' "$BINDING_CONTEXT_PATH" >/dev/null; then
   n=$(cat %[1]q 2>/dev/null || echo 0); echo $((n+1)) > %[1]q
   if (( n < 2 )); then echo "cleanup not done yet" >&2; exit 1; fi
 fi`, counter))
 	e.start()
-	_, err := apps.Create(ctx, newApp(gvr, "held"), metav1.CreateOptions{})
-	must(t, err)
-	waitFinalizer(e, apps, "held")
-	must(t, apps.Delete(ctx, "held", metav1.DeleteOptions{}))
+	deleteHeld(e, gvr, apps, "held")
 	e.eventually(15*time.Second, "the first failed Finalize run", func() bool {
 		return count(counter) == "1"
 	})
-	if _, err := apps.Get(ctx, "held", metav1.GetOptions{}); err != nil {
+	if _, err := apps.Get(context.Background(), "held", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the object is gone although its Finalize run failed: %v", err)
 	}
-	e.eventually(30*time.Second, "deletion after the third Finalize run succeeded", func() bool {
-		_, err := apps.Get(ctx, "held", metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
+	waitDeleted(e, apps, "held", "deletion after the third Finalize run succeeded")
 	if n := count(counter); n != "3" {
 		t.Errorf("Finalize ran %s times, want 3 (two failures, one success)", n)
 	}
@@ -222,11 +249,9 @@ fi`, counter))
 // run that does not requeue releases it.
 func TestIntegrationFinalizeRequeueKeepsFinalizer(t *testing.T) {
 	t.Parallel()
-	e, gvr, apps := newAppEnv(t)
-	ctx := context.Background()
+	e, gvr, apps := newFinalizerEnv(t)
 	counter := filepath.Join(t.TempDir(), "finalize-count")
-	releaseAtEnd(t, e, gvr)
-	e.bashHook("fin.sh", appHookConfig(gvr.Group, "  finalizer: "+testFinalizer+"\n"), fmt.Sprintf(`
+	e.bashHook("fin.sh", finalizerConfig(gvr.Group), fmt.Sprintf(`
 jq -c '.[] | select(.watchEvent == "Finalize") | .object.metadata' "$BINDING_CONTEXT_PATH" | while read -r md; do
   n=$(cat %[1]q 2>/dev/null || echo 0); echo $((n+1)) > %[1]q
   if (( n < 2 )); then
@@ -234,14 +259,8 @@ jq -c '.[] | select(.watchEvent == "Finalize") | .object.metadata' "$BINDING_CON
   fi
 done`, counter))
 	e.start()
-	_, err := apps.Create(ctx, newApp(gvr, "waiting"), metav1.CreateOptions{})
-	must(t, err)
-	waitFinalizer(e, apps, "waiting")
-	must(t, apps.Delete(ctx, "waiting", metav1.DeleteOptions{}))
-	e.eventually(30*time.Second, "deletion after the third Finalize run", func() bool {
-		_, err := apps.Get(ctx, "waiting", metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
+	deleteHeld(e, gvr, apps, "waiting")
+	waitDeleted(e, apps, "waiting", "deletion after the third Finalize run")
 	if n := count(counter); n != "3" {
 		t.Errorf("Finalize ran %s times, want 3 (two that requeued, then the one that released)", n)
 	}
@@ -300,10 +319,9 @@ jq -c '.[] | select(.watchEvent == "Added") | {operation: "Requeue", after: "2s"
 // when it comes back.
 func TestIntegrationRestartKeepsInventoryAndFinalizers(t *testing.T) {
 	t.Parallel()
-	e, gvr, apps := newAppEnv(t)
+	e, gvr, apps := newFinalizerEnv(t)
 	ctx := context.Background()
-	releaseAtEnd(t, e, gvr)
-	e.bashHook("app.sh", appHookConfig(gvr.Group, "  finalizer: "+testFinalizer+"\n"), appHookBody)
+	e.bashHook("app.sh", finalizerConfig(gvr.Group), appHookBody)
 	e.start()
 	_, err := apps.Create(ctx, newApp(gvr, "app1", "a", "b"), metav1.CreateOptions{})
 	must(t, err)
