@@ -15,12 +15,25 @@ func gcPercent() int {
 	return p
 }
 
-func TestLowerGCWhileStartingLowersAndRestores(t *testing.T) {
-	if v, ok := os.LookupEnv("GOGC"); ok {
-		t.Setenv("GOGC", v) // restored after the test
+// setGOGC gives the test the GOGC variable env ("" for unset) and the
+// collector's percentage percent, as a process started with them would
+// have; both come back when the test ends.
+func setGOGC(t *testing.T, env string, percent int) {
+	t.Helper()
+	if env != "" {
+		t.Setenv("GOGC", env)
+	} else {
+		if v, ok := os.LookupEnv("GOGC"); ok {
+			t.Setenv("GOGC", v) // restored after the test
+		}
+		os.Unsetenv("GOGC")
 	}
-	os.Unsetenv("GOGC")
-	defer debug.SetGCPercent(debug.SetGCPercent(150))
+	before := debug.SetGCPercent(percent)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+}
+
+func TestLowerGCWhileStartingLowersAndRestores(t *testing.T) {
+	setGOGC(t, "", 150)
 	restore := LowerGCWhileStarting()
 	if got := gcPercent(); got != StartupGCPercent {
 		t.Fatalf("GOGC while starting = %d, want %d", got, StartupGCPercent)
@@ -34,11 +47,7 @@ func TestLowerGCWhileStartingLowersAndRestores(t *testing.T) {
 // Starts that overlap keep GOGC low until the last one ends, and then the
 // setting from before the first comes back; a second restore does nothing.
 func TestLowerGCWhileStartingOverlapping(t *testing.T) {
-	if v, ok := os.LookupEnv("GOGC"); ok {
-		t.Setenv("GOGC", v)
-	}
-	os.Unsetenv("GOGC")
-	defer debug.SetGCPercent(debug.SetGCPercent(150))
+	setGOGC(t, "", 150)
 	first := LowerGCWhileStarting()
 	second := LowerGCWhileStarting()
 	first()
@@ -53,8 +62,7 @@ func TestLowerGCWhileStartingOverlapping(t *testing.T) {
 }
 
 func TestLowerGCWhileStartingKeepsTheUsersGOGC(t *testing.T) {
-	t.Setenv("GOGC", "200")
-	defer debug.SetGCPercent(debug.SetGCPercent(200))
+	setGOGC(t, "200", 200)
 	restore := LowerGCWhileStarting()
 	if got := gcPercent(); got != 200 {
 		t.Fatalf("GOGC while starting = %d, want the user's 200", got)
@@ -138,11 +146,7 @@ func TestListProgress(t *testing.T) {
 // the restore puts the setting from before back, and later collections
 // leave it.
 func TestStartupTunesAfterCollections(t *testing.T) {
-	if v, ok := os.LookupEnv("GOGC"); ok {
-		t.Setenv("GOGC", v)
-	}
-	os.Unsetenv("GOGC")
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	setGOGC(t, "", 100)
 	restore := LowerGCWhileStarting()
 	l := StartList()
 	l.Expect(1000)
