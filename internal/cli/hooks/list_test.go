@@ -29,6 +29,28 @@ func run(env map[string]string, args ...string) (code int, stdout, stderr string
 	return 0, out.String(), errb.String()
 }
 
+// list runs hooks list on the hooks in dir with args, and fails t unless
+// it exits 0.
+func list(t *testing.T, dir string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	code, stdout, stderr := run(nil, append([]string{"hooks", "list", "--hooks-dir", dir}, args...)...)
+	if code != 0 {
+		t.Fatalf("hooks list %s: exit %d: %s", strings.Join(args, " "), code, stderr)
+	}
+	return stdout, stderr
+}
+
+// listFails runs hooks list on the hooks in dir with args, fails t unless
+// it exits 1 and prints nothing, and returns what it wrote to stderr.
+func listFails(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	code, out, stderr := run(nil, append([]string{"hooks", "list", "--hooks-dir", dir}, args...)...)
+	if code != 1 || out != "" {
+		t.Fatalf("exit %d, stdout %q; want 1 and nothing", code, out)
+	}
+	return stderr
+}
+
 func script(t *testing.T, dir, name, body string) {
 	t.Helper()
 	p := filepath.Join(dir, name)
@@ -90,10 +112,7 @@ func TestListTable(t *testing.T) {
 		format string
 		want   [][]string
 	}{{"table", table}, {"wide", wide}} {
-		code, out, stderr := run(nil, "hooks", "list", "--hooks-dir", dir, "-o", tc.format)
-		if code != 0 {
-			t.Fatalf("-o %s: exit %d: %s", tc.format, code, stderr)
-		}
+		out, stderr := list(t, dir, "-o", tc.format)
 		wantRows(t, "-o "+tc.format, out, tc.want)
 		if !strings.Contains(stderr, "warning: skipping README.md: not executable") {
 			t.Errorf("-o %s: stderr %q lacks the warning for README.md", tc.format, stderr)
@@ -114,10 +133,7 @@ func TestListLongValues(t *testing.T) {
 	}{
 		{"wide", "jqFilter=" + oneLine + "; finalizer=example.com/cleanup"},
 	} {
-		code, out, stderr := run(nil, "hooks", "list", "--hooks-dir", dir, "-o", tc.format)
-		if code != 0 {
-			t.Fatalf("-o %s: exit %d: %s", tc.format, code, stderr)
-		}
+		out, _ := list(t, dir, "-o", tc.format)
 		lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 		if len(lines) != 2 {
 			t.Fatalf("-o %s: %d lines, want a header and one row:\n%s", tc.format, len(lines), out)
@@ -126,14 +142,14 @@ func TestListLongValues(t *testing.T) {
 			t.Errorf("-o %s: DETAILS\n got %q\nwant %q", tc.format, got[len(got)-1], tc.want)
 		}
 	}
-	code, out, _ := run(nil, "hooks", "list", "--hooks-dir", dir, "-o", "json")
+	out, _ := list(t, dir, "-o", "json")
 	var hooks []struct {
 		Config struct {
 			Kubernetes []map[string]any `json:"kubernetes"`
 		} `json:"config"`
 	}
-	if err := json.Unmarshal([]byte(out), &hooks); code != 0 || err != nil || len(hooks) != 1 {
-		t.Fatalf("-o json: exit %d, %v:\n%s", code, err, out)
+	if err := json.Unmarshal([]byte(out), &hooks); err != nil || len(hooks) != 1 {
+		t.Fatalf("-o json: %v:\n%s", err, out)
 	}
 	b := hooks[0].Config.Kubernetes[0]
 	if b["jqFilter"] != filter+"\n" || b["finalizer"] != "example.com/cleanup" {
@@ -168,10 +184,7 @@ func TestListJSONAndYAML(t *testing.T) {
 	dir := hooksDir(t)
 	for _, format := range []string{"json", "yaml"} {
 		t.Run(format, func(t *testing.T) {
-			code, out, stderr := run(nil, "hooks", "list", "--hooks-dir", dir, "-o", format)
-			if code != 0 {
-				t.Fatalf("exit %d: %s", code, stderr)
-			}
+			out, _ := list(t, dir, "-o", format)
 			data := []byte(out)
 			if format == "yaml" {
 				var err error
@@ -312,10 +325,7 @@ func TestUnknownSubcommand(t *testing.T) {
 func TestListMisspelledKind(t *testing.T) {
 	dir := hooksDir(t)
 	script(t, dir, "group.sh", `echo '{"configVersion":"v1","kubernetes":[{"name":"ns","kind":"Namespce","group":"g"},{"name":"cms","kind":"ConfigMap","group":"g"}]}'`)
-	code, out, stderr := run(nil, "hooks", "list", "--hooks-dir", dir)
-	if code != 1 || out != "" {
-		t.Fatalf("exit %d, stdout %q; want 1 and nothing", code, out)
-	}
+	stderr := listFails(t, dir)
 	if want := `hook group.sh: kubernetes[0].kind: binding "ns": "Namespce" is not a kind of Kubernetes; did you mean Namespace?`; !strings.Contains(stderr, want) {
 		t.Errorf("stderr lacks %q:\n%s", want, stderr)
 	}
@@ -327,10 +337,7 @@ func TestListResidentMode(t *testing.T) {
 	dir := t.TempDir()
 	script(t, dir, "fast.sh", `echo '{"configVersion":"v1","onStartup":1,"settings":{"resident":true}}'`)
 	script(t, dir, "leaky.sh", `echo '{"configVersion":"v1","onStartup":1,"settings":{"resident":true,"residentMaxMemory":"64Mi","residentMaxRuns":100}}'`)
-	code, out, stderr := run(nil, "hooks", "list", "--hooks-dir", dir, "-o", "wide")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	out, _ := list(t, dir, "-o", "wide")
 	want := [][]string{
 		{"HOOK", "MODE", "BINDING TYPE", "NAME", "KIND/CRONTAB", "QUEUE", "DETAILS"},
 		{"fast.sh", "resident", "onStartup", "onStartup", "-", "main", "order=1"},
@@ -338,17 +345,62 @@ func TestListResidentMode(t *testing.T) {
 		{"leaky.sh", "resident", "settings", "-", "-", "-", "residentMaxRuns=100; residentMaxMemory=64Mi"},
 	}
 	wantRows(t, "-o wide", out, want)
-	code, out, _ = run(nil, "hooks", "list", "--hooks-dir", dir, "-o", "json")
+	out, _ = list(t, dir, "-o", "json")
 	var hooks []struct {
 		Config struct {
 			Settings map[string]any `json:"settings"`
 		} `json:"config"`
 	}
-	if err := json.Unmarshal([]byte(out), &hooks); code != 0 || err != nil || len(hooks) != 2 {
-		t.Fatalf("-o json: exit %d, %v:\n%s", code, err, out)
+	if err := json.Unmarshal([]byte(out), &hooks); err != nil || len(hooks) != 2 {
+		t.Fatalf("-o json: %v:\n%s", err, out)
 	}
 	if s := hooks[0].Config.Settings; s["resident"] != true || s["residentMaxRuns"] != 10000.0 || s["residentMaxMemory"] != "128Mi" {
 		t.Errorf("-o json: settings %v, want resident with the default limits filled in", s)
+	}
+}
+
+// -o wide shows a mutating binding's reinvocationPolicy when it is not the
+// API server's default (Never); the narrow table has no DETAILS. -o json
+// keeps it with the binding's other webhook settings.
+func TestListReinvocationPolicy(t *testing.T) {
+	dir := t.TempDir()
+	script(t, dir, "defaults.sh", `cat <<'YAML'
+configVersion: v1
+kubernetesMutating:
+- name: again.example.com
+  reinvocationPolicy: IfNeeded
+  rules: [{apiGroups: [apps], apiVersions: [v1], resources: [deployments], operations: [CREATE]}]
+- name: once.example.com
+  reinvocationPolicy: Never
+  rules: [{apiGroups: [apps], apiVersions: [v1], resources: [deployments], operations: [CREATE]}]
+- name: unset.example.com
+  rules: [{apiGroups: [apps], apiVersions: [v1], resources: [deployments], operations: [CREATE]}]
+YAML
+`)
+	out, _ := list(t, dir, "-o", "wide")
+	want := [][]string{
+		{"HOOK", "MODE", "BINDING TYPE", "NAME", "KIND/CRONTAB", "QUEUE", "DETAILS"},
+		{"defaults.sh", "one-shot", "kubernetesMutating", "again.example.com", "-", "-", "path=/hooks/again-example-com; reinvocationPolicy=IfNeeded"},
+		{"defaults.sh", "one-shot", "kubernetesMutating", "once.example.com", "-", "-", "path=/hooks/once-example-com"},
+		{"defaults.sh", "one-shot", "kubernetesMutating", "unset.example.com", "-", "-", "path=/hooks/unset-example-com"},
+	}
+	wantRows(t, "-o wide", out, want)
+
+	out, _ = list(t, dir, "-o", "json")
+	if !strings.Contains(out, `"reinvocationPolicy": "IfNeeded"`) {
+		t.Errorf("-o json lacks the binding's reinvocationPolicy:\n%s", out)
+	}
+}
+
+// A reinvocationPolicy the API server would refuse fails hooks list with
+// the hook, the field and the values allowed.
+func TestListReinvocationPolicyInvalid(t *testing.T) {
+	dir := t.TempDir()
+	script(t, dir, "defaults.sh", `echo '{"configVersion":"v1","kubernetesMutating":[{"name":"a.example.com","reinvocationPolicy":"ifneeded"}]}'`)
+	stderr := listFails(t, dir, "-o", "wide")
+	want := `hook defaults.sh: kubernetesMutating[0].reinvocationPolicy: binding "a.example.com": "ifneeded" is not a reinvocation policy`
+	if !strings.Contains(stderr, want) || !strings.Contains(stderr, "use Never (") || !strings.Contains(stderr, ") or IfNeeded (") {
+		t.Errorf("stderr %q\nwant %q and the values allowed", stderr, want)
 	}
 }
 
@@ -402,10 +454,7 @@ func TestListSkipped(t *testing.T) {
 // terminal (the DETAILS column made rows 344 characters wide).
 func TestListShippedHooksFit160Columns(t *testing.T) {
 	dir := filepath.Join("..", "..", "..", "hooks")
-	code, out, stderr := run(nil, "hooks", "list", "--hooks-dir", dir)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	out, _ := list(t, dir)
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	if len(lines) < 5 {
 		t.Fatalf("only %d lines for the shipped hooks:\n%s", len(lines), out)
@@ -441,10 +490,7 @@ func TestListEscapesControlCharacters(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, format := range []string{"table", "wide"} {
-		code, out, stderr := run(nil, "hooks", "list", "--hooks-dir", dir, "-o", format, "--disabled-hooks", "off*")
-		if code != 0 {
-			t.Fatalf("-o %s: exit %d: %s", format, code, stderr)
-		}
+		out, stderr := list(t, dir, "-o", format, "--disabled-hooks", "off*")
 		for what, s := range map[string]string{"stdout": out, "stderr": stderr} {
 			if r := rawControl(s); r >= 0 {
 				t.Errorf("-o %s: %s holds the control character %U raw:\n%q", format, what, r, s)
