@@ -113,9 +113,8 @@ func TestHelmTemplateExamples(t *testing.T) {
 			t.Errorf("CRD %s is not kept on uninstall: uninstalling would delete every object of its kind", crd.GetName())
 		}
 	}
-	d := one(t, objs, "Deployment")
-	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
-	args, _ := containers[0].(map[string]any)["args"].([]any)
+	container, _ := operatorContainer(t, objs)
+	args, _ := container["args"].([]any)
 	if len(args) < 3 || args[2] != "/examples/hooks" {
 		t.Errorf("args %v, want --hooks-dir /examples/hooks", args)
 	}
@@ -241,13 +240,7 @@ func TestHelmTemplateValues(t *testing.T) {
 // Leases beside the leader's; without leader election it is refused.
 func TestHelmTemplateSharding(t *testing.T) {
 	objs := objects(t, helmTemplate(t, "ops", "--set", "sharding.enabled=true,sharding.by=namespace"))
-	d := one(t, objs, "Deployment")
-	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
-	env := map[string]string{}
-	for _, e := range containers[0].(map[string]any)["env"].([]any) {
-		e := e.(map[string]any)
-		env[e["name"].(string)], _ = e["value"].(string)
-	}
+	_, env := operatorContainer(t, objs)
 	if env["HOOK_OPERATOR_SHARDING"] != "true" || env["HOOK_OPERATOR_SHARD_BY"] != "namespace" || env["HOOK_OPERATOR_LEADER_ELECT"] != "true" {
 		t.Errorf("env %v", env)
 	}
@@ -309,14 +302,7 @@ func TestHelmTemplateWebhook(t *testing.T) {
 	if p := ports[0].(map[string]any); fmt.Sprint(p["port"]) != "443" || p["targetPort"] != "webhook" {
 		t.Errorf("webhook Service ports %v", ports)
 	}
-	d := one(t, objs, "Deployment")
-	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
-	c := containers[0].(map[string]any)
-	env := map[string]string{}
-	for _, e := range c["env"].([]any) {
-		e := e.(map[string]any)
-		env[e["name"].(string)], _ = e["value"].(string)
-	}
+	_, env := operatorContainer(t, objs)
 	for k, v := range map[string]string{
 		"HOOK_OPERATOR_WEBHOOK_LISTEN_ADDRESS": ":9680", "HOOK_OPERATOR_WEBHOOK_SERVICE_NAME": svc.GetName(),
 		"HOOK_OPERATOR_NAMESPACE": "ops", "HOOK_OPERATOR_WEBHOOK_SELF_SIGNED": "true",
@@ -338,7 +324,7 @@ func TestHelmTemplateWebhook(t *testing.T) {
 	checkRBAC(t, objs, "hook-operator", "ops")
 
 	objs = objects(t, helmTemplate(t, "ops", "--set", "webhook.enabled=true,webhook.clientCA.configMap=ca,webhook.certificates=secret,webhook.secretName=my-tls"))
-	d = one(t, objs, "Deployment")
+	d := one(t, objs, "Deployment")
 	volumes, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
 	found := false
 	for _, v := range volumes {

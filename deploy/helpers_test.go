@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/hook-operator/hook-operator/internal/localcluster"
 )
 
@@ -45,4 +47,23 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// operatorContainer returns the first container of the one Deployment in
+// objs, and its env: each variable's value ("" when it comes from a
+// source).
+func operatorContainer(t testing.TB, objs []*unstructured.Unstructured) (container map[string]any, env map[string]string) {
+	t.Helper()
+	containers, _, _ := unstructured.NestedSlice(one(t, objs, "Deployment").Object, "spec", "template", "spec", "containers")
+	if len(containers) == 0 {
+		t.Fatal("the Deployment has no containers")
+	}
+	container = containers[0].(map[string]any)
+	env = map[string]string{}
+	vars, _ := container["env"].([]any)
+	for _, e := range vars {
+		e := e.(map[string]any)
+		env[e["name"].(string)], _ = e["value"].(string)
+	}
+	return container, env
 }

@@ -122,14 +122,7 @@ func TestIntegrationKustomizeWebhookComponent(t *testing.T) {
 	if p := ports[0].(map[string]any); fmt.Sprint(p["port"]) != "443" || p["targetPort"] != "webhook" {
 		t.Errorf("the webhook Service's ports: %v", ports)
 	}
-	d := one(t, objs, "Deployment")
-	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
-	container := containers[0].(map[string]any)
-	env := map[string]string{}
-	for _, e := range container["env"].([]any) {
-		e := e.(map[string]any)
-		env[e["name"].(string)], _ = e["value"].(string)
-	}
+	container, env := operatorContainer(t, objs)
 	if env["HOOK_OPERATOR_WEBHOOK_SELF_SIGNED"] != "true" || env["HOOK_OPERATOR_WEBHOOK_LISTEN_ADDRESS"] != ":9680" || env["HOOK_OPERATOR_WEBHOOK_SERVICE_NAME"] != "hook-operator-webhook" {
 		t.Errorf("the webhook settings: %v", env)
 	}

@@ -92,9 +92,8 @@ func TestKustomizeExamples(t *testing.T) {
 	if !slices.Contains(roles, "hook-operator") || !slices.Contains(roles, "hook-operator-examples") {
 		t.Errorf("ClusterRoles %v, want hook-operator and hook-operator-examples", roles)
 	}
-	d := one(t, objs, "Deployment")
-	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
-	args, _ := containers[0].(map[string]any)["args"].([]any)
+	container, _ := operatorContainer(t, objs)
+	args, _ := container["args"].([]any)
 	if len(args) < 3 || args[2] != "/examples/hooks" {
 		t.Errorf("args %v, want --hooks-dir /examples/hooks", args)
 	}

@@ -26,14 +26,7 @@ var secureRules = []rbacv1.PolicyRule{
 // ClusterRole for the metrics paths.
 func checkSecure(t *testing.T, objs []*unstructured.Unstructured, serviceAccount string) {
 	t.Helper()
-	d := one(t, objs, "Deployment")
-	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
-	container := containers[0].(map[string]any)
-	env := map[string]string{}
-	for _, e := range container["env"].([]any) {
-		e := e.(map[string]any)
-		env[e["name"].(string)], _ = e["value"].(string)
-	}
+	container, env := operatorContainer(t, objs)
 	if env["HOOK_OPERATOR_METRICS_SECURE"] != "true" || env["HOOK_OPERATOR_METRICS_SECURE_ADDRESS"] != ":8443" {
 		t.Errorf("the container's settings: %v, want HOOK_OPERATOR_METRICS_SECURE=true on :8443", env)
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
@@ -26,11 +25,8 @@ func TestReleaseChartPackage(t *testing.T) {
 	}
 
 	objs := objects(t, run(t, out, nil, helm(t), "template", "hook-operator", got, "--namespace", "ops"))
-	containers, _, _ := unstructured.NestedSlice(one(t, objs, "Deployment").Object, "spec", "template", "spec", "containers")
-	if len(containers) == 0 {
-		t.Fatal("packaged chart: the Deployment has no containers")
-	}
-	image := containers[0].(map[string]any)["image"]
+	container, _ := operatorContainer(t, objs)
+	image := container["image"]
 	if want := "ghcr.io/hook-operator/hook-operator:v1.2.3-rc.1"; image != want {
 		t.Errorf("packaged chart's image %q, want %q", image, want)
 	}

@@ -20,14 +20,8 @@ import (
 // in objs.
 func containerEnv(t *testing.T, objs []*unstructured.Unstructured) (env map[string]string, volumes map[string]map[string]any) {
 	t.Helper()
-	d := one(t, objs, "Deployment")
-	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
-	env = map[string]string{}
-	for _, e := range containers[0].(map[string]any)["env"].([]any) {
-		e := e.(map[string]any)
-		env[e["name"].(string)], _ = e["value"].(string)
-	}
-	vols, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
+	_, env = operatorContainer(t, objs)
+	vols, _, _ := unstructured.NestedSlice(one(t, objs, "Deployment").Object, "spec", "template", "spec", "volumes")
 	volumes = map[string]map[string]any{}
 	for _, v := range vols {
 		v := v.(map[string]any)
@@ -223,10 +217,9 @@ func TestKustomizeWebhookWithoutClientCA(t *testing.T) {
 		}
 		objs := kustomize(t, overlay)
 		env, volumes := containerEnv(t, objs)
-		d := one(t, objs, "Deployment")
-		containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		container, _ := operatorContainer(t, objs)
 		mounted := false
-		for _, m := range containers[0].(map[string]any)["volumeMounts"].([]any) {
+		for _, m := range container["volumeMounts"].([]any) {
 			mounted = mounted || m.(map[string]any)["mountPath"] == "/client-ca"
 		}
 		_, set := env["HOOK_OPERATOR_WEBHOOK_CLIENT_CA"]
