@@ -126,6 +126,12 @@ func (o *operator) kill(sig syscall.Signal) {
 	}
 }
 
+// waitRunning waits until the log says that every binding has started.
+func (o *operator) waitRunning(t *testing.T) {
+	t.Helper()
+	eventually(t, 30*time.Second, "start-up", func() bool { return strings.Contains(o.logs.String(), "all bindings started") })
+}
+
 // ready returns the status of the operator's /readyz.
 func (o *operator) ready() int {
 	c := http.Client{Timeout: 2 * time.Second}

@@ -29,6 +29,28 @@ func writeHook(t *testing.T, dir, name, ns, config, body string) {
 	}
 }
 
+// faultBinding is the config of a hook run for the events (not the
+// Synchronization) of the ConfigMaps of NAMESPACE labelled fault=label.
+func faultBinding(label string) string {
+	return `
+configVersion: v1
+kubernetes:
+- name: cms
+  kind: ConfigMap
+  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
+  labelSelector: {matchLabels: {fault: ` + label + `}}
+  executeHookOnSynchronization: false`
+}
+
+// faultConfigMap creates the ConfigMap name of ns labelled fault=label.
+func faultConfigMap(t *testing.T, c *testcluster.Cluster, ns, name, label string) {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"fault": label}}}
+	if _, err := c.Client.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A hook that hangs is killed with its whole process group at its timeout
 // (the child it started too), its run is retried, and the queue moves on.
 func TestIntegrationFaultHookHangs(t *testing.T) {
@@ -36,15 +58,7 @@ func TestIntegrationFaultHookHangs(t *testing.T) {
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	hooks, marks := t.TempDir(), t.TempDir()
-	writeHook(t, hooks, "hang.sh", ns, `
-configVersion: v1
-kubernetes:
-- name: cms
-  kind: ConfigMap
-  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
-  labelSelector: {matchLabels: {fault: hang}}
-  executeHookOnSynchronization: false
-settings: {timeout: 2s}`, fmt.Sprintf(`
+	writeHook(t, hooks, "hang.sh", ns, faultBinding("hang")+"\nsettings: {timeout: 2s}", fmt.Sprintf(`
 marks=%q
 if [[ ! -e "$marks/hung" ]]; then
   touch "$marks/hung"
@@ -54,17 +68,8 @@ if [[ ! -e "$marks/hung" ]]; then
 fi
 jq -r '.[] | select(.type == "Event") | .object.metadata.name' "$BINDING_CONTEXT_PATH" >> "$marks/seen"`, marks))
 	op := startOperator(t, c.Kubeconfig, hooks, "--retry-initial-delay", "200ms")
-	eventually(t, 30*time.Second, "start-up", func() bool { return strings.Contains(op.logs.String(), "all bindings started") })
-	cms := c.Client.CoreV1().ConfigMaps(ns)
-	ctx := context.Background()
-	mk := func(name string) {
-		t.Helper()
-		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"fault": "hang"}}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	mk("first")
+	op.waitRunning(t)
+	faultConfigMap(t, c, ns, "first", "hang")
 	eventually(t, 30*time.Second, "the timeout", func() bool { return strings.Contains(op.logs.String(), "timed out") })
 	data, err := os.ReadFile(filepath.Join(marks, "child.pid"))
 	if err != nil {
@@ -77,7 +82,7 @@ jq -r '.[] | select(.type == "Event") | .object.metadata.name' "$BINDING_CONTEXT
 	eventually(t, 10*time.Second, "the hook's child to be killed with it", func() bool {
 		return syscall.Kill(pid, 0) == syscall.ESRCH
 	})
-	mk("second")
+	faultConfigMap(t, c, ns, "second", "hang")
 	eventually(t, 30*time.Second, "the retry and the next event", func() bool {
 		seen, _ := os.ReadFile(filepath.Join(marks, "seen"))
 		return strings.Contains(string(seen), "first") && strings.Contains(string(seen), "second")
@@ -92,27 +97,17 @@ func TestIntegrationFaultBadOperation(t *testing.T) {
 	c := testcluster.Get(t)
 	ns := c.Namespace(t)
 	hooks := t.TempDir()
-	writeHook(t, hooks, "bad.sh", ns, `
-configVersion: v1
-kubernetes:
-- name: cms
-  kind: ConfigMap
-  namespace: {nameSelector: {matchNames: [NAMESPACE]}}
-  labelSelector: {matchLabels: {fault: bad}}
-  executeHookOnSynchronization: false`, `
+	writeHook(t, hooks, "bad.sh", ns, faultBinding("bad"), `
 cat > "$KUBERNETES_PATCH_PATH" <<'OPS'
 {"operation": "Create", "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "good-0", "namespace": "NAMESPACE"}}}
 {"operation": "MergePatch", "kind": "ConfigMap", "namespace": "NAMESPACE", "mergePatch": {"data": {"k": "v"}}}
 {"operation": "Create", "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "good-2", "namespace": "NAMESPACE"}}}
 OPS`)
 	op := startOperator(t, c.Kubeconfig, hooks)
-	eventually(t, 30*time.Second, "start-up", func() bool { return strings.Contains(op.logs.String(), "all bindings started") })
+	op.waitRunning(t)
+	faultConfigMap(t, c, ns, "trigger", "bad")
 	ctx := context.Background()
 	cms := c.Client.CoreV1().ConfigMaps(ns)
-	_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "trigger", Labels: map[string]string{"fault": "bad"}}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	eventually(t, 30*time.Second, "a log line naming operation 1", func() bool {
 		return strings.Contains(op.logs.String(), "operation 1 (MergePatch")
 	})
