@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hook-operator/hook-operator/internal/residenttest"
 )
 
 // TestMain lets a test start this package's test binary as the hook
@@ -24,106 +24,25 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// residentHook is the hook started as the operator starts a resident hook:
-// requests on its fd 3, replies on its fd 4.
-type residentHook struct {
-	cmd      *exec.Cmd
-	requests *os.File
-	replies  *bufio.Reader
-	// stderr is the hook's log stream; read it after done.
-	stderr *bytes.Buffer
-	done   chan error
-}
-
-func startResident(t *testing.T, env ...string) *residentHook {
+// startResident starts this package's test binary as the hook, as the
+// operator starts a resident hook: requests on its fd 3, replies on its
+// fd 4.
+func startResident(t *testing.T, env ...string) *residenttest.Process {
 	t.Helper()
-	reqR, reqW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	repR, repW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), append([]string{"BENCH_HOOK_MAIN=1", "HOOK_OPERATOR_RESIDENT=1",
-		"HOOK_OPERATOR_REQUEST_FD=3", "HOOK_OPERATOR_REPLY_FD=4"}, env...)...)
-	cmd.ExtraFiles = []*os.File{reqR, repW}
-	stderr := &bytes.Buffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	reqR.Close()
-	repW.Close()
-	h := &residentHook{cmd: cmd, requests: reqW, replies: bufio.NewReader(repR), stderr: stderr, done: make(chan error, 1)}
-	go func() { h.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		reqW.Close()
-		repR.Close()
-		_ = cmd.Process.Kill()
-	})
-	return h
-}
-
-// run sends one request for the binding contexts in contextFile and returns
-// the reply line.
-func (h *residentHook) run(t *testing.T, id, dir, contextFile string) reply {
-	t.Helper()
-	env := map[string]string{
-		"BINDING_CONTEXT_PATH":     contextFile,
-		"KUBERNETES_PATCH_PATH":    filepath.Join(dir, "patch"),
-		"METRICS_PATH":             filepath.Join(dir, "metrics"),
-		"VALIDATING_RESPONSE_PATH": filepath.Join(dir, "validating"),
-		"ADMISSION_RESPONSE_PATH":  filepath.Join(dir, "admission"),
-		"CONVERSION_RESPONSE_PATH": filepath.Join(dir, "conversion"),
-	}
-	line, _ := json.Marshal(request{ID: id, Env: env})
-	if _, err := h.requests.Write(append(line, '\n')); err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan string, 1)
-	go func() {
-		s, _ := h.replies.ReadString('\n')
-		got <- s
-	}()
-	select {
-	case s := <-got:
-		var r reply
-		if err := json.Unmarshal([]byte(s), &r); err != nil || !strings.HasSuffix(s, "\n") {
-			t.Fatalf("reply %q: want one JSON line (%v)", s, err)
-		}
-		return r
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no reply to request %s within 30 s", id)
-	}
-	return reply{}
-}
-
-func writeFile(t *testing.T, path, data string) string {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return residenttest.Start(t, exec.Command(os.Args[0]), append([]string{"BENCH_HOOK_MAIN=1"}, env...)...)
 }
 
 func TestResidentLoop(t *testing.T) {
-	dir := t.TempDir()
-	out := filepath.Join(dir, "bench-out")
+	out := filepath.Join(t.TempDir(), "bench-out")
 	h := startResident(t, "BENCH_OUT="+out)
 
-	syncCtx := writeFile(t, filepath.Join(dir, "1.json"),
-		`[{"binding":"configmaps","type":"Synchronization","objects":[{"filterResult":{"name":"a"}},{"filterResult":{"name":"b"}}]}]`)
 	before := time.Now().UnixNano()
-	if r := h.run(t, "1", dir, syncCtx); r.ID != "1" || r.ExitCode != 0 {
-		t.Fatalf("reply to run 1: %+v, want id 1, exit code 0", r)
+	if r := h.Run(t, "1", `[{"binding":"configmaps","type":"Synchronization","objects":[{"filterResult":{"name":"a"}},{"filterResult":{"name":"b"}}]}]`); r.ExitCode != 0 {
+		t.Fatalf("reply to run 1: exit code %d, want 0", r.ExitCode)
 	}
-	eventCtx := writeFile(t, filepath.Join(dir, "2.json"),
-		`[{"binding":"configmaps","type":"Event","watchEvent":"Added","filterResult":{"name":"c","value":"small"}},`+
-			`{"binding":"configmaps","type":"Event","watchEvent":"Added","object":{"metadata":{"name":"d"}}}]`)
-	if r := h.run(t, "2", dir, eventCtx); r.ID != "2" || r.ExitCode != 0 {
-		t.Fatalf("reply to run 2: %+v, want id 2, exit code 0", r)
+	if r := h.Run(t, "2", `[{"binding":"configmaps","type":"Event","watchEvent":"Added","filterResult":{"name":"c","value":"small"}},`+
+		`{"binding":"configmaps","type":"Event","watchEvent":"Added","object":{"metadata":{"name":"d"}}}]`); r.ExitCode != 0 {
+		t.Fatalf("reply to run 2: exit code %d, want 0", r.ExitCode)
 	}
 	after := time.Now().UnixNano()
 
@@ -153,49 +72,36 @@ func TestResidentLoop(t *testing.T) {
 	}
 
 	// A run that fails is answered with a failure; the process stays.
-	bad := writeFile(t, filepath.Join(dir, "3.json"), `not json`)
-	if r := h.run(t, "3", dir, bad); r.ID != "3" || r.ExitCode == 0 {
-		t.Errorf("reply to a run with a broken context: %+v, want id 3 and a non-zero exit code", r)
+	if r := h.Run(t, "3", `not json`); r.ExitCode == 0 {
+		t.Errorf("reply to a run with a broken context: exit code 0, want a non-zero one")
 	}
-	validating := writeFile(t, filepath.Join(dir, "4.json"),
-		`[{"binding":"v","type":"Validating","review":{"request":{"name":"bench-probe"}}}]`)
-	if r := h.run(t, "4", dir, validating); r.ID != "4" || r.ExitCode != 0 {
-		t.Errorf("reply to the admission run: %+v", r)
+	validating := h.Run(t, "4", `[{"binding":"v","type":"Validating","review":{"request":{"name":"bench-probe"}}}]`)
+	if validating.ExitCode != 0 {
+		t.Errorf("reply to the admission run: exit code %d, want 0", validating.ExitCode)
 	}
-	if got, _ := os.ReadFile(filepath.Join(dir, "validating")); !strings.Contains(string(got), `"allowed": false`) {
+	if got := validating.File(t, "VALIDATING_RESPONSE_PATH"); !strings.Contains(got, `"allowed": false`) {
 		t.Errorf("the probe's answer, from the path of this run's request: %q, want it denied", got)
 	}
 
 	// Closing fd 3 stops the hook.
-	h.requests.Close()
-	select {
-	case err := <-h.done:
-		if err != nil {
-			t.Errorf("the hook exited with %v after fd 3 closed, want status 0", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the hook did not exit within 30 s of fd 3 closing")
+	if err := h.Stop(t); err != nil {
+		t.Errorf("the hook exited with %v after fd 3 closed, want status 0", err)
 	}
-	if log := h.stderr.String(); !strings.Contains(log, "run 3: binding contexts") {
-		t.Errorf("stderr %q: want the failed run's error, naming the run", log)
+	if log := h.Log.String(); !strings.Contains(log, "run 3: binding contexts") {
+		t.Errorf("log %q: want the failed run's error, naming the run", log)
 	}
 }
 
 func TestResidentRejectsBadRequest(t *testing.T) {
 	h := startResident(t, "BENCH_OUT="+filepath.Join(t.TempDir(), "out"))
-	if _, err := h.requests.Write([]byte("run please\n")); err != nil {
+	if _, err := h.Requests.Write([]byte("run please\n")); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-h.done:
-		if err == nil {
-			t.Error("a request line that is not the protocol's JSON: want a non-zero exit")
-		}
-		if log := h.stderr.String(); !strings.Contains(log, `request "run please" on fd 3`) {
-			t.Errorf("stderr %q: want the bad request named", log)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the hook did not exit within 30 s of a bad request")
+	if err := h.Stop(t); err == nil {
+		t.Error("a request line that is not the protocol's JSON: want a non-zero exit")
+	}
+	if log := h.Log.String(); !strings.Contains(log, `request "run please" on fd 3`) {
+		t.Errorf("log %q: want the bad request named", log)
 	}
 }
 
