@@ -23,16 +23,22 @@ import (
 // test CA that signed it, new each time, to dir/ca.crt.
 func writePair(t *testing.T, dir string, serial int64) {
 	t.Helper()
+	if err := writeCA(t, filepath.Join(dir, "ca.crt")).WriteServing(dir, serial); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeCA makes a test CA and writes its certificate to path.
+func writeCA(t *testing.T, path string) *localcerts.CA {
+	t.Helper()
 	ca, err := localcerts.NewCA("webhook test CA")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), ca.PEM, 0o600); err != nil {
+	if err := os.WriteFile(path, ca.PEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := ca.WriteServing(dir, serial); err != nil {
-		t.Fatal(err)
-	}
+	return ca
 }
 
 // servedSerial connects to the server and returns the serial number of the
@@ -113,14 +119,7 @@ func TestCertReloader(t *testing.T) {
 // CA to dir/client-ca.crt and returns the client's pair.
 func clientCert(t *testing.T, dir string) tls.Certificate {
 	t.Helper()
-	ca, err := localcerts.NewCA("client CA")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "client-ca.crt"), ca.PEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	client, err := ca.Client()
+	client, err := writeCA(t, filepath.Join(dir, "client-ca.crt")).Client()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,40 +66,16 @@ func answering(t *testing.T, code int) *rest.Config {
 // against a real listener; not a certificate that is not trusted, RBAC,
 // a configuration refused, or the operator's own checks.
 func TestTransientClassifiesRegistrationErrors(t *testing.T) {
-	// A listener that takes connections and closes them at once.
-	closing, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closing.Close()
-	go func() {
-		for {
-			c, err := closing.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	// One that takes connections and never answers.
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer silent.Close()
+	// A listener that takes connections and closes them at once, and one
+	// that takes them and never answers.
+	closing := acceptEach(t, func(c net.Conn) { c.Close() })
 	var held []net.Conn
 	var mu sync.Mutex
-	go func() {
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
+	silent := acceptEach(t, func(c net.Conn) {
+		mu.Lock()
+		defer mu.Unlock()
+		held = append(held, c)
+	})
 	defer func() {
 		mu.Lock()
 		defer mu.Unlock()
@@ -118,8 +94,8 @@ func TestTransientClassifiesRegistrationErrors(t *testing.T) {
 		asked time.Duration
 	}{
 		{"connection refused", applyVia(t, &rest.Config{Host: "https://" + freeAddress(t), TLSClientConfig: insecure}), true, 0},
-		{"connection closed", applyVia(t, &rest.Config{Host: "https://" + closing.Addr().String(), TLSClientConfig: insecure}), true, 0},
-		{"timeout", applyVia(t, &rest.Config{Host: "https://" + silent.Addr().String(), TLSClientConfig: insecure, Timeout: 200 * time.Millisecond}), true, 0},
+		{"connection closed", applyVia(t, &rest.Config{Host: "https://" + closing, TLSClientConfig: insecure}), true, 0},
+		{"timeout", applyVia(t, &rest.Config{Host: "https://" + silent, TLSClientConfig: insecure, Timeout: 200 * time.Millisecond}), true, 0},
 		{"500", applyVia(t, answering(t, 500)), true, 0},
 		{"503", applyVia(t, answering(t, 503)), true, 0},
 		{"504", applyVia(t, answering(t, 504)), true, 0},
@@ -143,6 +119,27 @@ func TestTransientClassifiesRegistrationErrors(t *testing.T) {
 			t.Errorf("%s (%v): transient %v, asked %s; want %v, %s", c.name, c.err, retry, asked, c.retry, c.asked)
 		}
 	}
+}
+
+// acceptEach listens on a new port until the test ends, and hands each
+// connection it accepts to handle; it returns the address.
+func acceptEach(t *testing.T, handle func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			handle(c)
+		}
+	}()
+	return ln.Addr().String()
 }
 
 // missingFile returns the error of reading a file that does not exist.
