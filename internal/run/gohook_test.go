@@ -13,15 +13,21 @@ import (
 	"github.com/hook-operator/hook-operator/internal/hook"
 )
 
+// buildGo builds the Go program pkg as name in a fresh dir.
+func buildGo(tb testing.TB, pkg, name string) (dir, bin string) {
+	tb.Helper()
+	dir = tb.TempDir()
+	bin = filepath.Join(dir, name)
+	if out, err := gobuild.Command("", "-o", bin, pkg).CombinedOutput(); err != nil {
+		tb.Fatalf("building %s: %v\n%s", pkg, err, out)
+	}
+	return dir, bin
+}
+
 // TestGoHook runs a compiled Go program as a hook, built from
 // testdata/gohook for this test.
 func TestGoHook(t *testing.T) {
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "gohook")
-	build := gobuild.Command("", "-o", bin, "./testdata/gohook")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the Go hook: %v\n%s", err, out)
-	}
+	dir, bin := buildGo(t, "./testdata/gohook", "gohook")
 	h := &hook.Hook{Name: "go/gohook", Path: bin, Dir: dir}
 
 	t.Run("success", func(t *testing.T) {

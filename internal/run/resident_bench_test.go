@@ -3,11 +3,9 @@
 package run
 
 import (
-	"path/filepath"
 	"strconv"
 	"testing"
 
-	"github.com/hook-operator/hook-operator/internal/gobuild"
 	"github.com/hook-operator/hook-operator/internal/hook"
 )
 
@@ -16,11 +14,7 @@ import (
 // appends a line to a file) one-shot and resident: ns/op is the latency of
 // a run as a queue worker sees it, cpu-us/op the operator's own CPU.
 func BenchmarkResidentGoHook(b *testing.B) {
-	dir := b.TempDir()
-	bin := filepath.Join(dir, "resident")
-	if out, err := gobuild.Command("", "-o", bin, "../../cmd/hook-operator/testdata/residenthook").CombinedOutput(); err != nil {
-		b.Fatalf("building the hook: %v\n%s", err, out)
-	}
+	dir, bin := buildGo(b, "../../cmd/hook-operator/testdata/residenthook", "resident")
 	for _, resident := range []bool{false, true} {
 		name := "one-shot"
 		if resident {
