@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bytes"
-	"context"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -20,8 +19,7 @@ import (
 // first keeps its socket. Asked for explicitly, the same port and socket
 // are errors that name the setting.
 func TestDefaultsTakenByAnotherOperatorDoNotStopTheStart(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	sock := filepath.Join(t.TempDir(), "debug.sock")
 	first, err := server.Start(ctx, &fakeOperator{}, server.Options{HealthAddress: "127.0.0.1:0", DebugSocket: sock}, logrus.New())
 	if err != nil {

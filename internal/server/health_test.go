@@ -99,10 +99,8 @@ func holdIdle(t *testing.T, src, addr string, n int) {
 // The probe listener serves /healthz and /readyz and nothing else, even
 // with the debug routes over HTTP, and refuses a body or large headers.
 func TestHealthListenerServesOnlyTheProbes(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "m 1\n") })
-	addrs, err := Start(ctx, aliveOperator{}, Options{Address: "127.0.0.1:0", HealthAddress: "127.0.0.1:0", DebugOverHTTP: true, Metrics: metrics}, quietLog())
+	addrs, err := Start(t.Context(), aliveOperator{}, Options{Address: "127.0.0.1:0", HealthAddress: "127.0.0.1:0", DebugOverHTTP: true, Metrics: metrics}, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +146,7 @@ func TestHealthListenerServesOnlyTheProbes(t *testing.T) {
 // held much longer than the probes wait (here a header timeout of a
 // minute). Nor does a full metrics listener delay the probes.
 func TestHealthListenerAnswersPastIdleConnections(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -173,9 +170,7 @@ func TestHealthListenerAnswersPastIdleConnections(t *testing.T) {
 // While --listen-address holds as many idle connections as its cap, and
 // more wait, the probe listener answers.
 func TestHealthListenerIsApartFromTheMetricsListener(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrs, err := Start(ctx, aliveOperator{}, Options{Address: "127.0.0.1:0", HealthAddress: "127.0.0.1:0", MaxConns: 4}, quietLog())
+	addrs, err := Start(t.Context(), aliveOperator{}, Options{Address: "127.0.0.1:0", HealthAddress: "127.0.0.1:0", MaxConns: 4}, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,8 +183,6 @@ func TestHealthListenerIsApartFromTheMetricsListener(t *testing.T) {
 // A connection the listener closes by itself (here one over the per-source
 // cap) is logged with its reason and client.
 func TestRefusedConnectionIsLogged(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +190,7 @@ func TestRefusedConnectionIsLogged(t *testing.T) {
 	log, hook := logtest.NewNullLogger()
 	l := healthLimits
 	l.MaxConnsPerSource = 1
-	serve(ctx, ln, http.NotFoundHandler(), l, log)
+	serve(t.Context(), ln, http.NotFoundHandler(), l, log)
 	holdIdle(t, "127.0.0.1", ln.Addr().String(), 1)
 	if !closedAtOnce(t, "127.0.0.1", ln.Addr().String()) {
 		t.Fatal("a second connection of 127.0.0.1 was held (a cap of 1 per source)")

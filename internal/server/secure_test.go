@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/hook-operator/hook-operator/internal/localcerts"
@@ -45,12 +44,9 @@ func TestSecureMetricsCertificateErrors(t *testing.T) {
 // without files), a request without a bearer token gets 401 before the API
 // server is asked, and the plain listener serves the probes but no metrics.
 func TestSecureMetricsWithoutToken(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	log := logrus.New()
-	log.SetOutput(io.Discard)
+	log, _ := logtest.NewNullLogger()
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "m 1\n") })
-	addrs, err := server.Start(ctx, &fakeOperator{}, server.Options{Address: "127.0.0.1:0", Metrics: metrics,
+	addrs, err := server.Start(t.Context(), &fakeOperator{}, server.Options{Address: "127.0.0.1:0", Metrics: metrics,
 		Secure: &server.SecureMetrics{Address: "127.0.0.1:0"}}, log)
 	if err != nil {
 		t.Fatal(err)
@@ -81,10 +77,7 @@ func TestSecureMetricsWithoutToken(t *testing.T) {
 // webhook port does, with its self-signed (ECDSA) certificate and with an
 // RSA one, and accepts an AEAD suite.
 func TestSecureMetricsRefusesCBCSuites(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	log := logrus.New()
-	log.SetOutput(io.Discard)
+	log, _ := logtest.NewNullLogger()
 	ca, err := localcerts.NewCA("metrics test CA")
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +95,7 @@ func TestSecureMetricsRefusesCBCSuites(t *testing.T) {
 		{"self-signed ECDSA", "", "", tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256},
 		{"RSA", cert, key, tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256},
 	} {
-		addrs, err := server.Start(ctx, &fakeOperator{}, server.Options{Secure: &server.SecureMetrics{Address: "127.0.0.1:0", CertFile: tc.cert, KeyFile: tc.key}}, log)
+		addrs, err := server.Start(t.Context(), &fakeOperator{}, server.Options{Secure: &server.SecureMetrics{Address: "127.0.0.1:0", CertFile: tc.cert, KeyFile: tc.key}}, log)
 		if err != nil {
 			t.Fatal(err)
 		}

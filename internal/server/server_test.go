@@ -80,9 +80,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func TestRoutes(t *testing.T) {
 	op := &fakeOperator{}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	h := server.Handler(ctx, op, server.Options{ReadyInterval: 10 * time.Millisecond})
+	h := server.Handler(t.Context(), op, server.Options{ReadyInterval: 10 * time.Millisecond})
 	waitFor(t, "/readyz to say why it is not ready", func() bool {
 		code, body := get(t, h, "/readyz")
 		return code == 503 && strings.Contains(body, "x/y has not synchronized")
@@ -121,11 +119,9 @@ func TestRoutes(t *testing.T) {
 // socket serves them to the operator's user only.
 func TestDebugOnSocketOnly(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "d.sock")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	addrs, err := server.Start(ctx, &fakeOperator{}, server.Options{Address: "127.0.0.1:0", DebugSocket: sock, Pprof: true}, log)
+	addrs, err := server.Start(t.Context(), &fakeOperator{}, server.Options{Address: "127.0.0.1:0", DebugSocket: sock, Pprof: true}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,10 +153,8 @@ func TestDebugOnSocketOnly(t *testing.T) {
 func TestReadyzAnswersFromTheCheckedState(t *testing.T) {
 	op := &fakeOperator{}
 	op.ready.Store(true)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	const interval = time.Hour
-	h := server.Handler(ctx, op, server.Options{ReadyInterval: interval})
+	h := server.Handler(t.Context(), op, server.Options{ReadyInterval: interval})
 	waitFor(t, "the first check", func() bool { code, _ := get(t, h, "/readyz"); return code == 200 })
 	for range 500 {
 		if code, _ := get(t, h, "/readyz"); code != 200 {
@@ -178,10 +172,8 @@ func TestReadyzAnswersFromTheCheckedState(t *testing.T) {
 func TestReadyzChecksOnlyWhenAsked(t *testing.T) {
 	op := &fakeOperator{}
 	op.ready.Store(true)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	const interval = 50 * time.Millisecond
-	h := server.Handler(ctx, op, server.Options{ReadyInterval: interval})
+	h := server.Handler(t.Context(), op, server.Options{ReadyInterval: interval})
 	time.Sleep(4 * interval)
 	if n := op.checks.Load(); n != 0 {
 		t.Errorf("%d readiness checks while nobody asked, want none", n)
@@ -203,9 +195,7 @@ func TestReadyzChecksOnlyWhenAsked(t *testing.T) {
 // nobody checked.
 func TestReadyzWaitsForTheFirstCheck(t *testing.T) {
 	op := &fakeOperator{slow: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	h := server.Handler(ctx, op, server.Options{ReadyInterval: time.Hour})
+	h := server.Handler(t.Context(), op, server.Options{ReadyInterval: time.Hour})
 	type answer struct {
 		code int
 		body string
@@ -232,11 +222,9 @@ func TestReadyzWaitsForTheFirstCheck(t *testing.T) {
 // an idle keep-alive connection is closed after the idle timeout.
 func TestListenerIsBounded(t *testing.T) {
 	op := &fakeOperator{}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	addrs, err := server.Start(ctx, op, server.Options{Address: "127.0.0.1:0", MaxConns: 1}, log)
+	addrs, err := server.Start(t.Context(), op, server.Options{Address: "127.0.0.1:0", MaxConns: 1}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
