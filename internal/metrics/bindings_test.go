@@ -14,28 +14,13 @@ func TestBindingMetricsShellOperatorNames(t *testing.T) {
 	m := New("shell_operator_")
 	m.BindingStarted("a.sh", "pods")
 	m.InformerStarted("/v1, Resource=pods", "")
-	gather := func() string {
-		var b strings.Builder
-		if err := WriteText(&b, m.Gather()); err != nil {
-			t.Fatal(err)
-		}
-		return b.String()
-	}
-	want := func(text string, lines ...string) {
-		t.Helper()
-		for _, line := range lines {
-			if !strings.Contains(text, line+"\n") {
-				t.Errorf("no line %q in:\n%s", line, text)
-			}
-		}
-	}
-	want(gather(),
+	wantLines(t, served(t, m),
 		"# TYPE shell_operator_binding_monitor_missing_total counter",
 		`shell_operator_binding_monitor_missing_total{binding="pods",hook="a.sh"} 0`,
 		"# TYPE shell_operator_factory_informer_dead_total counter",
 		`shell_operator_factory_informer_dead_total{gvr="/v1, Resource=pods",namespace=""} 0`,
 	)
-	if strings.Contains(gather(), "hook_enable_kubernetes_bindings_seconds") {
+	if strings.Contains(served(t, m), "hook_enable_kubernetes_bindings_seconds") {
 		t.Error("hook_enable_kubernetes_bindings_seconds served before any binding listed")
 	}
 
@@ -45,7 +30,7 @@ func TestBindingMetricsShellOperatorNames(t *testing.T) {
 	m.BindingNotListed("a.sh", "pods")
 	m.BindingNotListed("a.sh", "pods")
 	m.InformerDead("/v1, Resource=pods", "")
-	want(gather(),
+	wantLines(t, served(t, m),
 		"# TYPE shell_operator_hook_enable_kubernetes_bindings_seconds gauge",
 		`shell_operator_hook_enable_kubernetes_bindings_seconds{hook="a.sh"} 0.25`,
 		`shell_operator_hook_enable_kubernetes_bindings_seconds{hook="b.sh"} 2`,

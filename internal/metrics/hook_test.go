@@ -18,6 +18,17 @@ func parse(t *testing.T, lines string) []metrics.HookOp {
 	return ops
 }
 
+// apply parses lines, checks them for hook and applies them, as the
+// runtime does with what a hook wrote to $METRICS_PATH.
+func apply(t *testing.T, h *metrics.HookMetrics, hook, lines string) {
+	t.Helper()
+	ops := parse(t, lines)
+	if err := h.Check(hook, ops); err != nil {
+		t.Fatal(err)
+	}
+	h.Apply(hook, ops)
+}
+
 func TestParseHookOpsErrors(t *testing.T) {
 	in := strings.Join([]string{
 		`{"name":"ok_total","action":"add","value":1}`,
@@ -49,23 +60,31 @@ func TestParseHookOpsErrors(t *testing.T) {
 	}
 }
 
+func TestParseHookOpsErrorOfManyLinesIsBounded(t *testing.T) {
+	data := strings.Repeat(`{"name": "m", "action": "explode", "value": 1}`+"\n", 50_000)
+	_, err := metrics.ParseHookOps([]byte(data))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); !ok || len(j.Unwrap()) != 50_000 {
+		t.Errorf("the error does not hold every line's problem")
+	}
+	msg := err.Error()
+	if len(msg) > 12<<10 || !strings.HasPrefix(msg, "line 1: ") ||
+		!strings.HasSuffix(msg, "... and 49990 more (50000 problems in all; fix these and run again to see the rest)") {
+		t.Errorf("message of %d bytes:\n%.500s", len(msg), msg)
+	}
+}
+
 func TestHookMetricsKindsGroupsAndExpire(t *testing.T) {
 	m := metrics.New(metrics.DefaultPrefix)
 	h := m.Hooks
-	apply := func(hook, lines string) {
-		t.Helper()
-		ops := parse(t, lines)
-		if err := h.Check(hook, ops); err != nil {
-			t.Fatal(err)
-		}
-		h.Apply(hook, ops)
-	}
-	apply("a.sh", `{"name":"runs_total","add":2,"labels":{"kind":"x"}}
+	apply(t, h, "a.sh", `{"name":"runs_total","add":2,"labels":{"kind":"x"}}
 {"name":"temp","set":3}
 {"name":"size","action":"observe","value":4,"buckets":[1,5,10]}
 {"name":"objects","action":"set","value":1,"group":"g","labels":{"obj":"one"}}
 {"name":"objects","action":"set","value":1,"group":"g","labels":{"obj":"two"}}`)
-	apply("a.sh", `{"name":"runs_total","add":1,"labels":{"kind":"x"}}
+	apply(t, h, "a.sh", `{"name":"runs_total","add":1,"labels":{"kind":"x"}}
 {"name":"objects","action":"set","value":5,"group":"g","labels":{"obj":"two"}}`)
 	want := `
 # HELP objects Written by hooks to $METRICS_PATH.
@@ -95,7 +114,7 @@ temp{hook="a.sh"} 3
 			t.Errorf("/metrics lacks\n%s\nit serves:\n%s", family, all)
 		}
 	}
-	apply("b.sh", `{"group":"g","action":"expire"}`)
+	apply(t, h, "b.sh", `{"group":"g","action":"expire"}`)
 	if got := serve(t, m.HooksHandler()); strings.Contains(got, "objects") {
 		t.Errorf("after expire:\n%s", got)
 	}

@@ -101,20 +101,12 @@ func cpuTime(t *testing.T) time.Duration {
 func TestHookMetricsGroupMembership(t *testing.T) {
 	m := metrics.New(metrics.DefaultPrefix)
 	m.Hooks.SetLimits(metrics.HookLimits{PerHook: 3})
-	apply := func(hook, lines string) {
-		t.Helper()
-		ops := parse(t, lines)
-		if err := m.Hooks.Check(hook, ops); err != nil {
-			t.Fatal(err)
-		}
-		m.Hooks.Apply(hook, ops)
-	}
-	apply("a.sh", `{"name":"objs","set":1,"group":"old","labels":{"o":"moved"}}
+	apply(t, m.Hooks, "a.sh", `{"name":"objs","set":1,"group":"old","labels":{"o":"moved"}}
 {"name":"objs","set":1,"group":"old","labels":{"o":"stays"}}
 {"name":"objs","set":2,"group":"new","labels":{"o":"moved"}}
 {"name":"loose","set":1,"group":"old"}
 {"name":"loose","set":3}`)
-	apply("b.sh", `{"action":"expire","group":"old"}`)
+	apply(t, m.Hooks, "b.sh", `{"action":"expire","group":"old"}`)
 	want := "objs{hook=\"a.sh\",o=\"moved\"} 2\n"
 	page := serve(t, m.HooksHandler())
 	if !strings.Contains(page, want) || !strings.Contains(page, "loose{hook=\"a.sh\"} 3\n") || strings.Contains(page, `o="stays"`) {
@@ -122,7 +114,7 @@ func TestHookMetricsGroupMembership(t *testing.T) {
 	}
 	// A run that names group "new" replaces it; an expire later in the
 	// run drops what the run set in it.
-	apply("a.sh", `{"name":"objs","set":5,"group":"new","labels":{"o":"next"}}
+	apply(t, m.Hooks, "a.sh", `{"name":"objs","set":5,"group":"new","labels":{"o":"next"}}
 {"action":"expire","group":"new"}
 {"name":"objs","set":6,"group":"kept","labels":{"o":"last"}}`)
 	page = serve(t, m.HooksHandler())
@@ -130,7 +122,7 @@ func TestHookMetricsGroupMembership(t *testing.T) {
 		t.Errorf("after the run that expired its own group:\n%s", page)
 	}
 	// a.sh holds loose and objs{o=last}: room for one more of its cap of 3.
-	apply("a.sh", freshSeries("more", 0, 5))
+	apply(t, m.Hooks, "a.sh", freshSeries("more", 0, 5))
 	if n := countSeries("\n"+serve(t, m.HooksHandler()), "more"); n != 1 {
 		t.Errorf("a.sh got %d more series, want 1: dropped series did not give their room back, or took it twice", n)
 	}

@@ -32,28 +32,20 @@ func TestHookMetricsSeriesCapped(t *testing.T) {
 	m := metrics.New(metrics.DefaultPrefix)
 	var warnings []string
 	m.Hooks.SetLimits(metrics.HookLimits{PerHook: 100, Total: 150, Warn: func(msg string) { warnings = append(warnings, msg) }})
-	apply := func(hook, lines string) {
-		t.Helper()
-		ops := parse(t, lines)
-		if err := m.Hooks.Check(hook, ops); err != nil {
-			t.Fatal(err)
-		}
-		m.Hooks.Apply(hook, ops)
-	}
 	for run := range 10 {
-		apply("fresh.sh", freshSeries("ids", run*50, 50))
+		apply(t, m.Hooks, "fresh.sh", freshSeries("ids", run*50, 50))
 	}
 	page := "\n" + serve(t, m.HooksHandler())
 	if n := countSeries(page, "ids"); n != 100 {
 		t.Errorf("fresh.sh holds %d series, want the cap of 100", n)
 	}
 	// The series held are still updated.
-	apply("fresh.sh", `{"name":"ids","set":7,"labels":{"id":"3"}}`)
+	apply(t, m.Hooks, "fresh.sh", `{"name":"ids","set":7,"labels":{"id":"3"}}`)
 	if page := serve(t, m.HooksHandler()); !strings.Contains(page, `ids{hook="fresh.sh",id="3"} 7`) {
 		t.Errorf("a held series was not updated:\n%.300s", page)
 	}
 	// A second hook gets what is left of the total: 50.
-	apply("other.sh", freshSeries("other", 0, 80))
+	apply(t, m.Hooks, "other.sh", freshSeries("other", 0, 80))
 	page = "\n" + serve(t, m.HooksHandler())
 	if n := countSeries(page, "other"); n != 50 {
 		t.Errorf("other.sh holds %d series, want the 50 the total cap leaves", n)
