@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -154,15 +153,7 @@ func TestIntegrationTwoShellOperatorInstancesOnOneHost(t *testing.T) {
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + tmp, "KUBE_CONFIG=" + c.Kubeconfig,
 			"SHELL_OPERATOR_HOOKS_DIR=" + hooks, "SHELL_OPERATOR_LISTEN_ADDRESS=127.0.0.1", "SHELL_OPERATOR_LISTEN_PORT=" + port, "LOG_TYPE=json"}
 		l := &testoperator.Buffer{}
-		cmd.Stderr = l
-		must(t, cmd.Start())
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			_ = cmd.Wait()
-			if t.Failed() {
-				t.Logf("operator %d log:\n%s", i+1, l.String())
-			}
-		})
+		startLogged(t, cmd, l)
 		logs = append(logs, l)
 		waitUntil(t, fmt.Sprintf("operator %d running", i+1), func() bool { return strings.Contains(l.String(), "all bindings started") }, l.String)
 		if code, _ := fetch(http.DefaultClient, "http://127.0.0.1:"+port+"/healthz", ""); code != http.StatusOK {
