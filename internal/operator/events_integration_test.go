@@ -43,15 +43,7 @@ exit 4`)
 	}, metav1.CreateOptions{})
 	must(t, err)
 
-	var msg string
-	e.eventually(30*time.Second, "a HookFailed Event on the Secret", func() bool {
-		evs, err := e.c.Client.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=db,reason=" + operator.EventReason})
-		if err != nil || len(evs.Items) == 0 {
-			return false
-		}
-		msg = evs.Items[0].Message
-		return true
-	})
+	msg := e.eventMessage("db", operator.EventReason)
 	if !e.logs.contains(secret) {
 		t.Fatalf("the hook's stderr is not in the operator's log; the test proves nothing")
 	}

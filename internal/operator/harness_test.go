@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/hook-operator/hook-operator/internal/executor"
@@ -223,6 +224,23 @@ func (e *env) eventually(timeout time.Duration, what string, cond func() bool) {
 	if err != nil {
 		e.t.Fatalf("timed out after %v waiting for %s", timeout, what)
 	}
+}
+
+// eventMessage waits for an Event with reason about the object named
+// involved, in the test's namespace, and returns its message.
+func (e *env) eventMessage(involved, reason string) string {
+	e.t.Helper()
+	var msg string
+	e.eventually(30*time.Second, fmt.Sprintf("a %s Event on %s", reason, involved), func() bool {
+		evs, err := e.c.Client.CoreV1().Events(e.ns).List(context.Background(),
+			metav1.ListOptions{FieldSelector: "involvedObject.name=" + involved + ",reason=" + reason})
+		if err != nil || len(evs.Items) == 0 {
+			return false
+		}
+		msg = evs.Items[0].Message
+		return true
+	})
+	return msg
 }
 
 // describe summarizes contexts as "type/watchEvent/name" strings.

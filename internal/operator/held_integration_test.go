@@ -53,15 +53,7 @@ schedule:
 	e.eventually(30*time.Second, "start-up done, the other hook run, a schedule tick skipped", func() bool {
 		return e.logs.contains("all bindings started; running") && len(e.runs("other.sh")) > 0 && e.logs.contains("schedule tick skipped")
 	})
-	var msg string
-	e.eventually(30*time.Second, "an Event on the operator's Pod", func() bool {
-		evs, err := e.c.Client.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=operator-0,reason=" + operator.HeldReason})
-		if err != nil || len(evs.Items) == 0 {
-			return false
-		}
-		msg = evs.Items[0].Message
-		return true
-	})
+	msg := e.eventMessage("operator-0", operator.HeldReason)
 	if n := len(e.runs("group.sh")); n != 0 {
 		t.Fatalf("group.sh ran %d times while its binding lates was not served: %v", n, e.contexts("group.sh"))
 	}

@@ -75,15 +75,7 @@ echo '{"operation": "Delete", "kind": "ConfigMap", "namespace": "elsewhere", "na
 	if want := metrics.DefaultPrefix + `panics_recovered_total{where="run"} 1` + "\n"; !strings.Contains(b.String(), want) {
 		t.Errorf("metrics lack %q:\n%s", want, b.String())
 	}
-	var msg string
-	e.eventually(30*time.Second, "a HookFailed Event on the ConfigMap", func() bool {
-		evs, err := e.c.Client.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=cm,reason=" + operator.EventReason})
-		if err != nil || len(evs.Items) == 0 {
-			return false
-		}
-		msg = evs.Items[0].Message
-		return true
-	})
+	msg := e.eventMessage("cm", operator.EventReason)
 	if !strings.Contains(msg, "a recovered panic") || strings.Contains(msg, panicValue) {
 		t.Errorf("the Event's message %q; want it to say the operator failed, without the panic's value", msg)
 	}
