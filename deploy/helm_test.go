@@ -289,19 +289,7 @@ func equalRules(a, b []rbacv1.PolicyRule) bool {
 func TestHelmTemplateWebhook(t *testing.T) {
 	objs := objects(t, helmTemplate(t, "ops", "--set", "webhook.enabled=true,webhook.clientCA.configMap=ca",
 		"--set", "webhook.annotations.cert-manager\\.io/inject-ca-from=ops/ca"))
-	var svc *unstructured.Unstructured
-	for _, s := range only(objs, "Service") {
-		if strings.HasSuffix(s.GetName(), "-webhook") {
-			svc = s
-		}
-	}
-	if svc == nil {
-		t.Fatal("no webhook Service")
-	}
-	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
-	if p := ports[0].(map[string]any); fmt.Sprint(p["port"]) != "443" || p["targetPort"] != "webhook" {
-		t.Errorf("webhook Service ports %v", ports)
-	}
+	svc := webhookService(t, objs)
 	_, env := operatorContainer(t, objs)
 	for k, v := range map[string]string{
 		"HOOK_OPERATOR_WEBHOOK_LISTEN_ADDRESS": ":9680", "HOOK_OPERATOR_WEBHOOK_SERVICE_NAME": svc.GetName(),
@@ -312,15 +300,7 @@ func TestHelmTemplateWebhook(t *testing.T) {
 			t.Errorf("env %s = %q, want %q", k, env[k], v)
 		}
 	}
-	var certRole rbacv1.Role
-	for _, r := range only(objs, "Role") {
-		if strings.HasSuffix(r.GetName(), "-webhook-certs") {
-			typed(t, r, &certRole)
-		}
-	}
-	if len(certRole.Rules) != 2 || !slices.Equal(certRole.Rules[1].ResourceNames, []string{"hook-operator-webhook-certs"}) || certRole.Namespace != "ops" {
-		t.Errorf("the self-signed Secret's Role: %+v", certRole)
-	}
+	checkCertificateRole(t, objs, "ops")
 	checkRBAC(t, objs, "hook-operator", "ops")
 
 	objs = objects(t, helmTemplate(t, "ops", "--set", "webhook.enabled=true,webhook.clientCA.configMap=ca,webhook.certificates=secret,webhook.secretName=my-tls"))

@@ -2,12 +2,15 @@ package deploy_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/hook-operator/hook-operator/internal/localcluster"
@@ -66,4 +69,28 @@ func operatorContainer(t testing.TB, objs []*unstructured.Unstructured) (contain
 		env[e["name"].(string)], _ = e["value"].(string)
 	}
 	return container, env
+}
+
+// webhookService returns the Service hook-operator-webhook in objs, and
+// checks that it sends port 443 to the container's port named webhook.
+func webhookService(t *testing.T, objs []*unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	svc := named(t, objs, "Service", "hook-operator-webhook")
+	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	if p := ports[0].(map[string]any); fmt.Sprint(p["port"]) != "443" || p["targetPort"] != "webhook" {
+		t.Errorf("the webhook Service's ports: %v", ports)
+	}
+	return svc
+}
+
+// checkCertificateRole checks the Role hook-operator-webhook-certs in
+// objs: in namespace ns, and its second rule limited to the self-signed
+// certificate's Secret of that name.
+func checkCertificateRole(t *testing.T, objs []*unstructured.Unstructured, ns string) {
+	t.Helper()
+	var role rbacv1.Role
+	typed(t, named(t, objs, "Role", "hook-operator-webhook-certs"), &role)
+	if len(role.Rules) != 2 || !slices.Equal(role.Rules[1].ResourceNames, []string{"hook-operator-webhook-certs"}) || role.Namespace != ns {
+		t.Errorf("the certificate Secret's Role: %+v", role)
+	}
 }

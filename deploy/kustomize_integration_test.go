@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hook-operator/hook-operator/internal/testcluster"
@@ -109,19 +106,7 @@ func TestIntegrationKustomizeWebhookComponent(t *testing.T) {
 		t.Fatal(err)
 	}
 	objs := kustomize(t, overlay)
-	var svc *unstructured.Unstructured
-	for _, s := range only(objs, "Service") {
-		if s.GetName() == "hook-operator-webhook" {
-			svc = s
-		}
-	}
-	if svc == nil {
-		t.Fatal("no Service hook-operator-webhook")
-	}
-	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
-	if p := ports[0].(map[string]any); fmt.Sprint(p["port"]) != "443" || p["targetPort"] != "webhook" {
-		t.Errorf("the webhook Service's ports: %v", ports)
-	}
+	webhookService(t, objs)
 	container, env := operatorContainer(t, objs)
 	if env["HOOK_OPERATOR_WEBHOOK_SELF_SIGNED"] != "true" || env["HOOK_OPERATOR_WEBHOOK_LISTEN_ADDRESS"] != ":9680" || env["HOOK_OPERATOR_WEBHOOK_SERVICE_NAME"] != "hook-operator-webhook" {
 		t.Errorf("the webhook settings: %v", env)
@@ -135,14 +120,6 @@ func TestIntegrationKustomizeWebhookComponent(t *testing.T) {
 	if !webhookPort {
 		t.Errorf("no container port webhook (9680): %v", container["ports"])
 	}
-	var role rbacv1.Role
-	for _, r := range only(objs, "Role") {
-		if r.GetName() == "hook-operator-webhook-certs" {
-			typed(t, r, &role)
-		}
-	}
-	if len(role.Rules) != 2 || !slices.Equal(role.Rules[1].ResourceNames, []string{"hook-operator-webhook-certs"}) || role.Namespace != ns {
-		t.Errorf("the certificate Secret's Role: %+v", role)
-	}
+	checkCertificateRole(t, objs, ns)
 	serverDryRun(t, c, run(t, overlay, nil, "kubectl", "kustomize", overlay), len(objs))
 }
