@@ -6,7 +6,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hook-operator/hook-operator/internal/hook"
-	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/rbac"
 )
 
@@ -32,13 +31,10 @@ kubernetesCustomResourceConversion:
 - {name: crontabs, crdName: crontabs.stable.example.com, conversions: [{fromVersion: v1beta1, toVersion: v1}]}
 `),
 	}
-	grants, err := rbac.Grants(hooks, kube.NewStaticResolver(kube.BuiltinResources()), rbac.GrantOptions{
+	grants := grantsOf(t, hooks, rbac.GrantOptions{
 		WebhookConfigurationName: "my-hooks", WebhookConfigurationMode: "existing",
 		WebhookCertSecret: "certs", OperatorNamespace: "ops", LeaseName: "lease", Sharding: true,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	values := rbac.Chart(hooks, grants, rbac.ChartOptions{WebhookConfigurationMode: "managed", Sharding: true})
 	data, err := yaml.Marshal(values)
 	if err != nil {
@@ -111,10 +107,7 @@ webhook:
 // null, which would remove the chart's keys.
 func TestChartPlain(t *testing.T) {
 	hooks := []*hook.Hook{parse(t, "plain.sh", "configVersion: v1\nonStartup: 1\n")}
-	grants, err := rbac.Grants(hooks, kube.NewStaticResolver(kube.BuiltinResources()), rbac.GrantOptions{WebhookConfigurationName: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	grants := grantsOf(t, hooks, rbac.GrantOptions{WebhookConfigurationName: "x"})
 	data, err := yaml.Marshal(rbac.Chart(hooks, grants, rbac.ChartOptions{WebhookConfigurationName: "x"}))
 	if err != nil {
 		t.Fatal(err)

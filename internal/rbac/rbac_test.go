@@ -21,6 +21,32 @@ func parse(t *testing.T, name, config string) *hook.Hook {
 	return &hook.Hook{Name: name, Config: cfg}
 }
 
+// grantsOf derives the grants of hooks with opts, resolving kinds from
+// the built-in resources.
+func grantsOf(t *testing.T, hooks []*hook.Hook, opts rbac.GrantOptions) []rbac.Grant {
+	t.Helper()
+	grants, err := rbac.Grants(hooks, kube.NewStaticResolver(kube.BuiltinResources()), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return grants
+}
+
+// objectsYAML is the YAML of the RBAC objects of grants, named op, in
+// namespace ops, bound to ServiceAccount sa: each document after "---".
+func objectsYAML(t *testing.T, grants []rbac.Grant) string {
+	t.Helper()
+	var out strings.Builder
+	for _, obj := range rbac.Objects(grants, rbac.Options{Name: "op", Namespace: "ops", ServiceAccount: "sa"}) {
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.WriteString("---\n" + string(data))
+	}
+	return out.String()
+}
+
 func TestGrantsAndObjects(t *testing.T) {
 	hooks := []*hook.Hook{
 		parse(t, "a.sh", `
@@ -40,19 +66,7 @@ kubernetes:
 - {name: nodes, kind: Node, namespace: {nameSelector: {matchNames: [shop]}}}
 `),
 	}
-	grants, err := rbac.Grants(hooks, kube.NewStaticResolver(kube.BuiltinResources()), rbac.GrantOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	for _, obj := range rbac.Objects(grants, rbac.Options{Name: "op", Namespace: "ops", ServiceAccount: "sa"}) {
-		data, err := yaml.Marshal(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out.WriteString("---\n" + string(data))
-	}
-	got := out.String()
+	got := objectsYAML(t, grantsOf(t, hooks, rbac.GrantOptions{}))
 	for _, want := range []string{
 		// The cluster-wide rules, merged and sorted.
 		"kind: ClusterRole\nmetadata:\n  name: op\nrules:\n" +
@@ -106,19 +120,8 @@ kubernetesMutating:
 `)
 	rules := func(hooks []*hook.Hook, opts rbac.GrantOptions) ([]rbac.Grant, string) {
 		t.Helper()
-		grants, err := rbac.Grants(hooks, kube.NewStaticResolver(kube.BuiltinResources()), opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out strings.Builder
-		for _, obj := range rbac.Objects(grants, rbac.Options{Name: "op", Namespace: "ops", ServiceAccount: "sa"}) {
-			data, err := yaml.Marshal(obj)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out.WriteString(string(data))
-		}
-		return grants, out.String()
+		grants := grantsOf(t, hooks, opts)
+		return grants, objectsYAML(t, grants)
 	}
 	const group = "- apiGroups:\n  - admissionregistration.k8s.io\n"
 
@@ -178,10 +181,7 @@ kubernetesCustomResourceConversion:
   crdName: widgets.stable.example.com
   conversions: [{fromVersion: v1beta1, toVersion: v1}]
 `)}
-	grants, err := rbac.Grants(hooks, kube.NewStaticResolver(kube.BuiltinResources()), rbac.GrantOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	grants := grantsOf(t, hooks, rbac.GrantOptions{})
 	var named, listed bool
 	for _, g := range grants {
 		if g.Resource != "customresourcedefinitions" {
@@ -203,10 +203,7 @@ kubernetesCustomResourceConversion:
 
 func TestGrantsForLeaderElection(t *testing.T) {
 	hooks := []*hook.Hook{parse(t, "plain.sh", "configVersion: v1\nonStartup: 1\n")}
-	grants, err := rbac.Grants(hooks, kube.NewStaticResolver(kube.BuiltinResources()), rbac.GrantOptions{LeaseName: "op-lease", OperatorNamespace: "ops"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	grants := grantsOf(t, hooks, rbac.GrantOptions{LeaseName: "op-lease", OperatorNamespace: "ops"})
 	var got []string
 	for _, g := range grants {
 		if g.Resource == "leases" {
