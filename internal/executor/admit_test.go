@@ -11,14 +11,10 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/hook-operator/hook-operator/internal/binding"
 	"github.com/hook-operator/hook-operator/internal/executor"
 	"github.com/hook-operator/hook-operator/internal/finalizer"
 	"github.com/hook-operator/hook-operator/internal/hook"
-	"github.com/hook-operator/hook-operator/internal/kube"
 	"github.com/hook-operator/hook-operator/internal/ops"
 	"github.com/hook-operator/hook-operator/internal/run"
 	"github.com/hook-operator/hook-operator/internal/watch"
@@ -48,14 +44,29 @@ func (s *recordingSink) Apply(_ context.Context, _ string, operations []ops.Oper
 func (s *recordingSink) EnsureFinalizer(finalizer.Target)                        {}
 func (s *recordingSink) RemoveFinalizer(context.Context, finalizer.Target) error { return nil }
 
+// scriptHook writes script into a fresh dir as the hook name.
+func scriptHook(t *testing.T, name, script string) *hook.Hook {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, name)
+	must(t, os.WriteFile(path, []byte(script), 0o755))
+	return &hook.Hook{Name: name, Path: path, Dir: dir}
+}
+
+// quietExecutor returns an Executor over objects and sink that runs hooks
+// with a Runner of its own and logs nothing.
+func quietExecutor(t *testing.T, objects executor.Objects, sink executor.Sink) *executor.Executor {
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	return &executor.Executor{Objects: objects, Runner: &run.Runner{TmpDir: t.TempDir(), Env: os.Environ(), Log: log}, Sink: sink, Log: log}
+}
+
 // Admit runs the hook with a Validating or Mutating context holding the
 // review, returns its checked response, applies the operations it wrote
 // besides, and turns a failed, hanging or badly answering hook into an
 // error that names the hook but not its output.
 func TestAdmit(t *testing.T) {
-	dir := t.TempDir()
-	script := filepath.Join(dir, "policy.sh")
-	if err := os.WriteFile(script, []byte(`#!/usr/bin/env bash
+	h := scriptHook(t, "policy.sh", `#!/usr/bin/env bash
 set -euo pipefail
 mode=$(jq -r '.[0].review.request.object.data.mode' "$BINDING_CONTEXT_PATH")
 jq -c '.[0] | {binding, type, uid: .review.request.uid, snapshots}' "$BINDING_CONTEXT_PATH" >&2
@@ -70,14 +81,9 @@ case $mode in
   hang)  sleep 30 ;;
   deaf)  trap '' TERM; sleep 30 & while :; do wait || true; done ;;
 esac
-`), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
+`)
 	sink := &recordingSink{}
-	e := &executor.Executor{Objects: noObjects{}, Runner: &run.Runner{TmpDir: t.TempDir(), Env: os.Environ(), Log: log}, Sink: sink, Log: log}
-	h := &hook.Hook{Name: "policy.sh", Path: script, Dir: dir}
+	e := quietExecutor(t, noObjects{}, sink)
 	b := hook.WebhookBinding{Common: hook.Common{Name: "policy.example.com"}}
 	review := func(mode string) []byte {
 		return []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-` + mode +
@@ -121,16 +127,9 @@ esac
 // The context a hook gets for an admission request: the binding, its type,
 // and the review as the API server sent it.
 func TestAdmitContext(t *testing.T) {
-	dir := t.TempDir()
-	out := filepath.Join(dir, "context.json")
-	script := filepath.Join(dir, "record.sh")
-	if err := os.WriteFile(script, []byte("#!/usr/bin/env bash\ncp \"$BINDING_CONTEXT_PATH\" "+out+"\necho '{\"allowed\":true}' >\"$VALIDATING_RESPONSE_PATH\"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	e := &executor.Executor{Objects: noObjects{}, Runner: &run.Runner{TmpDir: t.TempDir(), Env: os.Environ(), Log: log}, Sink: &recordingSink{}, Log: log}
-	h := &hook.Hook{Name: "record.sh", Path: script, Dir: dir}
+	out := filepath.Join(t.TempDir(), "context.json")
+	h := scriptHook(t, "record.sh", "#!/usr/bin/env bash\ncp \"$BINDING_CONTEXT_PATH\" "+out+"\necho '{\"allowed\":true}' >\"$VALIDATING_RESPONSE_PATH\"\n")
+	e := quietExecutor(t, noObjects{}, &recordingSink{})
 	b := hook.WebhookBinding{Common: hook.Common{Name: "m.example.com"}}
 	rv := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1","operation":"CREATE"}}`
 	if _, err := e.Admit(context.Background(), h, b, true, []byte(rv), 5*time.Second); err != nil {
@@ -147,48 +146,5 @@ func TestAdmitContext(t *testing.T) {
 	if len(got) != 1 || got[0]["binding"] != "m.example.com" || got[0]["type"] != "Mutating" ||
 		got[0]["review"].(map[string]any)["request"].(map[string]any)["uid"] != "u-1" || got[0]["snapshots"] != nil {
 		t.Errorf("the context: %s", data)
-	}
-}
-
-// emptyObjects is a watch.Objects without objects.
-type emptyObjects struct{}
-
-func (emptyObjects) List(schema.GroupVersionResource, string) []*unstructured.Unstructured {
-	return nil
-}
-
-// nullSink is a watch.Sink that drops what it is told.
-type nullSink struct{}
-
-func (nullSink) Synchronization(*watch.Binding, []binding.Object) {}
-func (nullSink) Event(*watch.Binding, string, binding.Object)     {}
-func (nullSink) EnsureFinalizer(*watch.Binding, string, string)   {}
-
-// An admission hook whose context carries the snapshot of a binding that
-// has not listed yet is not run: it would see that snapshot empty. Once
-// the binding has listed, it is.
-func TestAdmitWaitsForItsSnapshots(t *testing.T) {
-	dir := t.TempDir()
-	script := filepath.Join(dir, "policy.sh")
-	must(t, os.WriteFile(script, []byte("#!/usr/bin/env bash\necho '{\"allowed\": true}' >\"$VALIDATING_RESPONSE_PATH\"\n"), 0o755))
-	cfg, err := hook.ParseConfig("policy.sh", []byte(`{"configVersion":"v1",
-		"kubernetes":[{"name":"cms","kind":"ConfigMap"}],
-		"kubernetesValidating":[{"name":"policy.example.com","includeSnapshotsFrom":["cms"],
-			"rules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["CREATE"],"resources":["configmaps"]}]}]}`))
-	must(t, err)
-	h := &hook.Hook{Name: "policy.sh", Path: script, Dir: dir, Config: cfg}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	mem, err := watch.NewMemory([]*hook.Hook{h}, kube.NewStaticResolver(kube.BuiltinResources()), emptyObjects{}, nullSink{}, log)
-	must(t, err)
-	e := &executor.Executor{Objects: mem, Runner: &run.Runner{TmpDir: t.TempDir(), Env: os.Environ(), Log: log}, Sink: &recordingSink{}, Log: log}
-	review := []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1"}}`)
-	_, err = e.Admit(context.Background(), h, cfg.Validating[0], false, review, 5*time.Second)
-	if err == nil || !strings.Contains(err.Error(), "binding(s) cms, whose snapshots the hook gets, have not synchronized") {
-		t.Fatalf("before cms listed: %v, want an error naming cms", err)
-	}
-	mem.Synchronize()
-	if resp, err := e.Admit(context.Background(), h, cfg.Validating[0], false, review, 5*time.Second); err != nil || !resp.Allowed {
-		t.Fatalf("after cms listed: %+v, %v", resp, err)
 	}
 }

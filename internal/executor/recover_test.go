@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -79,13 +78,11 @@ func counter(m *metrics.Metrics, name string, labels map[string]string) float64 
 // without the panic's value, which goes to the log with the stack; the
 // panic is counted, and the run counts as failed. The next run goes on.
 func TestExecutorContainsPanics(t *testing.T) {
-	dir := t.TempDir()
-	script := filepath.Join(dir, "writer.sh")
-	must(t, os.WriteFile(script, []byte(`#!/usr/bin/env bash
+	h := scriptHook(t, "writer.sh", `#!/usr/bin/env bash
 echo '{"operation": "Delete", "kind": "ConfigMap", "namespace": "n", "name": "x"}' >"$KUBERNETES_PATCH_PATH"
 if [[ -n "${VALIDATING_RESPONSE_PATH:-}" ]]; then echo '{"allowed": true}' >"$VALIDATING_RESPONSE_PATH"; fi
 if [[ -n "${CONVERSION_RESPONSE_PATH:-}" ]]; then echo '{"convertedObjects": []}' >"$CONVERSION_RESPONSE_PATH"; fi
-`), 0o755))
+`)
 	logs := &testoperator.Buffer{}
 	log := logrus.New()
 	log.SetOutput(logs)
@@ -95,7 +92,6 @@ if [[ -n "${CONVERSION_RESPONSE_PATH:-}" ]]; then echo '{"convertedObjects": []}
 	var reports []executor.Report
 	e := &executor.Executor{Objects: noObjects{}, Runner: &run.Runner{TmpDir: t.TempDir(), Env: os.Environ(), Log: log}, Sink: sink, Metrics: m, Log: log,
 		Report: func(r executor.Report) { reports = append(reports, r) }}
-	h := &hook.Hook{Name: "writer.sh", Path: script, Dir: dir}
 	const said = "the operator failed while handling it (a recovered panic: a bug, whose stack is in its log)"
 
 	err := e.Execute(context.Background(), executor.StartupTask(h))
