@@ -255,46 +255,15 @@ hook.run(handle)
 // fails only itself, and module state (runs) stays between runs.
 func TestPythonResident(t *testing.T) {
 	p := startResident(t, exec.Command(writePythonHook(t, residentPython)))
-	pids := map[string]bool{}
-	for i, tc := range []struct {
-		binding string
-		code    int
-	}{{"tickets", 0}, {"raise", 1}, {"die", 1}, {"exit3", 3}, {"tickets", 0}} {
-		r := p.run(t, fmt.Sprint(i+1), ticketContext(tc.binding))
-		if r.exitCode != tc.code {
-			t.Fatalf("run %d (%s): exit code %d, want %d\nlog:\n%s", i+1, tc.binding, r.exitCode, tc.code, p.log)
+	runs := []ticketRun{{"tickets", 0}, {"raise", 1}, {"die", 1}, {"exit3", 3}, {"tickets", 0}}
+	p.serveTickets(t, runs, func(run int, metric map[string]any) {
+		if metric["value"] != float64(run) {
+			t.Errorf("run %d: the module's counter is %v, want %d", run, metric["value"], run)
 		}
-		m := decode(t, r.metrics).(map[string]any)
-		pids[m["labels"].(map[string]any)["pid"].(string)] = true
-		if m["value"] != float64(i+1) {
-			t.Errorf("run %d: the module's counter is %v, want %d", i+1, m["value"], i+1)
-		}
-		if tc.code != 0 {
-			continue
-		}
-		if parsed, err := ops.Parse([]byte(r.patch)); err != nil || len(parsed) != 1 || parsed[0].Type != ops.Status {
-			t.Errorf("run %d wrote %q: %v", i+1, r.patch, err)
-		}
-	}
-	if len(pids) != 1 {
-		t.Errorf("runs were served by processes %v, want one", pids)
-	}
-	if err := p.stop(t); err != nil {
-		t.Errorf("exit at the end of the requests: %v, want 0\nlog:\n%s", err, p.log)
-	}
-	for _, want := range []string{"stdout of run exit3", "RuntimeError: told to raise", `"msg": "told to die"`} {
-		if !strings.Contains(p.log.String(), want) {
-			t.Errorf("the log stream lacks %q:\n%s", want, p.log)
-		}
-	}
+	}, "stdout of run exit3", "RuntimeError: told to raise", `"msg": "told to die"`)
 
 	p = startResident(t, exec.Command(writePythonHook(t, "hook.run(lambda: None)")))
-	if _, err := fmt.Fprintln(p.requests, `{"id":1,"env":{}}`); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.stop(t); exitCode(err) != 2 || !strings.Contains(p.log.String(), "request 1 is not") {
-		t.Errorf("a bad request: exit %v, log %q", err, p.log)
-	}
+	p.refuses(t, `{"id":1,"env":{}}`, "request 1 is not")
 }
 
 // BenchmarkPythonOneShot times a run of a Python hook that does nothing,

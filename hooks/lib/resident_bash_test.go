@@ -66,39 +66,13 @@ func TestResidentBash(t *testing.T) {
 	cmd := exec.Command(writeResidentHook(t, residentScript))
 	cmd.Dir = t.TempDir()
 	p := startResident(t, cmd)
-	pids := map[string]bool{}
-	for i, tc := range []struct {
-		binding string
-		code    int
-	}{{"tickets", 0}, {"die", 1}, {"false", 1}, {"exit3", 3}, {"tickets", 0}} {
-		r := p.run(t, fmt.Sprint(i+1), ticketContext(tc.binding))
-		if r.exitCode != tc.code {
-			t.Fatalf("run %d (%s): exit code %d, want %d\nlog:\n%s", i+1, tc.binding, r.exitCode, tc.code, p.log)
+	runs := []ticketRun{{"tickets", 0}, {"die", 1}, {"false", 1}, {"exit3", 3}, {"tickets", 0}}
+	p.serveTickets(t, runs, func(run int, metric map[string]any) {
+		labels := metric["labels"].(map[string]any)
+		if labels["runs"] != "1" || labels["pwd"] != cmd.Dir {
+			t.Errorf("run %d began with runs=%v in %v: state of an earlier run leaked (want 1 in %s)", run, labels["runs"], labels["pwd"], cmd.Dir)
 		}
-		metric := decode(t, r.metrics).(map[string]any)["labels"].(map[string]any)
-		pids[metric["pid"].(string)] = true
-		if metric["runs"] != "1" || metric["pwd"] != cmd.Dir {
-			t.Errorf("run %d began with runs=%v in %v: state of an earlier run leaked (want 1 in %s)", i+1, metric["runs"], metric["pwd"], cmd.Dir)
-		}
-		if tc.code != 0 {
-			continue
-		}
-		parsed, err := ops.Parse([]byte(r.patch))
-		if err != nil || len(parsed) != 1 || parsed[0].Type != "Status" || parsed[0].Name != "t1" {
-			t.Errorf("run %d wrote %q: %v, %+v", i+1, r.patch, err, parsed)
-		}
-	}
-	if len(pids) != 1 {
-		t.Errorf("runs were served by processes %v, want one", pids)
-	}
-	if err := p.stop(t); err != nil {
-		t.Errorf("exit at the end of the requests: %v, want 0\nlog:\n%s", err, p.log)
-	}
-	for _, want := range []string{`"msg":"run","binding":"exit3"`, `"msg":"told to die"`} {
-		if !strings.Contains(p.log.String(), want) {
-			t.Errorf("the log stream lacks %q:\n%s", want, p.log)
-		}
-	}
+	}, `"msg":"run","binding":"exit3"`, `"msg":"told to die"`)
 	if strings.Contains(p.log.String(), "not reached") {
 		t.Errorf("set -e did not end the failing run:\n%s", p.log)
 	}
@@ -127,12 +101,7 @@ func TestResidentBashErrors(t *testing.T) {
 
 	for _, request := range []string{`{"id":"x","env":{}}`, `{"id":"1","env":{"A":"x",}}`, `{"id":"1","env":{"A":"a"b"}}`, `{"id":"1","env":{"A":"a\qb"}}`, `not json`} {
 		p := startResident(t, exec.Command(writeResidentHook(t, `handle() { :; }; hook::resident handle`)))
-		if _, err := fmt.Fprintln(p.requests, request); err != nil {
-			t.Fatal(err)
-		}
-		if err := p.stop(t); exitCode(err) != 2 || !strings.Contains(p.log.String(), "hook::resident: request 1 is not") {
-			t.Errorf("request %s: exit %v, log %q", request, err, p.log)
-		}
+		p.refuses(t, request, "hook::resident: request 1 is not")
 	}
 
 	p := startResident(t, exec.Command(writeResidentHook(t, `handle() { :; }; hook::resident handle`)), "HOOK_OPERATOR_REPLY_FD=")

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hook-operator/hook-operator/internal/ops"
 	"github.com/hook-operator/hook-operator/internal/residenttest"
 )
 
@@ -71,6 +72,62 @@ func (p *residentProcess) serve(t testing.TB, requests string) {
 	}
 	if err := p.stop(t); err != nil {
 		t.Fatalf("exit %v\nlog:\n%s", err, p.log)
+	}
+}
+
+// ticketRun is a run of serveTickets: the binding its context names,
+// which says what the hook does, and the exit code it must end with.
+type ticketRun struct {
+	binding string
+	code    int
+}
+
+// serveTickets serves runs one by one, each with ticketContext, and fails
+// t unless each ends with its code, each that succeeds wrote one Status
+// operation for t1, one process served them all and exits 0 when the
+// requests end, and its log stream holds logged. check sees each run's
+// number and its metric, decoded.
+func (p *residentProcess) serveTickets(t *testing.T, runs []ticketRun, check func(run int, metric map[string]any), logged ...string) {
+	t.Helper()
+	pids := map[string]bool{}
+	for i, tc := range runs {
+		r := p.run(t, fmt.Sprint(i+1), ticketContext(tc.binding))
+		if r.exitCode != tc.code {
+			t.Fatalf("run %d (%s): exit code %d, want %d\nlog:\n%s", i+1, tc.binding, r.exitCode, tc.code, p.log)
+		}
+		m := decode(t, r.metrics).(map[string]any)
+		pids[m["labels"].(map[string]any)["pid"].(string)] = true
+		check(i+1, m)
+		if tc.code != 0 {
+			continue
+		}
+		parsed, err := ops.Parse([]byte(r.patch))
+		if err != nil || len(parsed) != 1 || parsed[0].Type != ops.Status || parsed[0].Name != "t1" {
+			t.Errorf("run %d wrote %q: %v, %+v", i+1, r.patch, err, parsed)
+		}
+	}
+	if len(pids) != 1 {
+		t.Errorf("runs were served by processes %v, want one", pids)
+	}
+	if err := p.stop(t); err != nil {
+		t.Errorf("exit at the end of the requests: %v, want 0\nlog:\n%s", err, p.log)
+	}
+	for _, want := range logged {
+		if !strings.Contains(p.log.String(), want) {
+			t.Errorf("the log stream lacks %q:\n%s", want, p.log)
+		}
+	}
+}
+
+// refuses writes request to the process, and fails t unless it exits with
+// code 2 and its log stream holds want.
+func (p *residentProcess) refuses(t *testing.T, request, want string) {
+	t.Helper()
+	if _, err := fmt.Fprintln(p.requests, request); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.stop(t); exitCode(err) != 2 || !strings.Contains(p.log.String(), want) {
+		t.Errorf("request %s: exit %v, log %q; want exit 2 and %q", request, err, p.log, want)
 	}
 }
 
