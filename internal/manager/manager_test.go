@@ -151,6 +151,21 @@ func run(t *testing.T, ctx context.Context, m *Manager) func() error {
 	}
 }
 
+// start runs m in the background; the returned function stops it as
+// SIGTERM does, cancelling Run's context, and wants Run to return nil.
+func start(t *testing.T, m *Manager) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	wait := run(t, ctx, m)
+	return func() {
+		t.Helper()
+		cancel()
+		if err := wait(); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	}
+}
+
 func check(t *testing.T, tr *trace, want ...string) {
 	t.Helper()
 	if got := tr.get(); !slices.Equal(got, want) {
@@ -165,16 +180,12 @@ func TestStartAndStopInOrder(t *testing.T) {
 	m.Add(Always, "server", tr.runnable("server", nil))
 	m.Add(Always, "sharded", tr.runnable("sharded", nil))
 	m.Add(Leading, "late", tr.runnable("late", nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	wait := run(t, ctx, m)
+	stop := start(t, m)
 	tr.waitFor(t, "started late")
 	if !m.Leading() {
 		t.Error("Leading() is false while the leading group runs without an elector")
 	}
-	cancel()
-	if err := wait(); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	stop()
 	check(t, tr,
 		"start server", "started server", "start sharded", "started sharded",
 		"start hooks", "started hooks", "start late", "started late",
@@ -193,8 +204,7 @@ func TestElectorDecidesTheLeadingGroup(t *testing.T) {
 	m := New(Options{Elector: e})
 	m.Add(Always, "server", tr.runnable("server", nil))
 	m.Add(Leading, "hooks", tr.runnable("hooks", nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	wait := run(t, ctx, m)
+	stop := start(t, m)
 	tr.waitFor(t, "campaign")
 	if m.Leading() {
 		t.Error("Leading() is true before the elector leads")
@@ -204,10 +214,7 @@ func TestElectorDecidesTheLeadingGroup(t *testing.T) {
 	if !m.Leading() {
 		t.Error("Leading() is false while leading")
 	}
-	cancel()
-	if err := wait(); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	stop()
 	check(t, tr, "start server", "started server", "campaign", "leads", "start hooks", "started hooks",
 		"stop hooks", "stop server", "release", "elector returned")
 }
@@ -218,13 +225,9 @@ func TestStandbyStops(t *testing.T) {
 	m := New(Options{Elector: newElector(tr)})
 	m.Add(Always, "server", tr.runnable("server", nil))
 	m.Add(Leading, "hooks", tr.runnable("hooks", nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	wait := run(t, ctx, m)
+	stop := start(t, m)
 	tr.waitFor(t, "campaign")
-	cancel()
-	if err := wait(); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	stop()
 	check(t, tr, "start server", "started server", "campaign", "stop server", "elector returned")
 }
 
@@ -237,13 +240,9 @@ func TestStopDuringStartUp(t *testing.T) {
 	m.Add(Always, "sharded", tr.runnable("sharded", make(chan struct{})))
 	m.Add(Always, "watcher", tr.runnable("watcher", nil))
 	m.Add(Leading, "hooks", tr.runnable("hooks", nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	wait := run(t, ctx, m)
+	stop := start(t, m)
 	tr.waitFor(t, "start sharded")
-	cancel()
-	if err := wait(); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	stop()
 	check(t, tr, "start server", "started server", "start sharded", "stop sharded while starting", "stop server")
 }
 
@@ -255,14 +254,10 @@ func TestStopWhileTheLeadingGroupStarts(t *testing.T) {
 	m := New(Options{Elector: e})
 	m.Add(Always, "server", tr.runnable("server", nil))
 	m.Add(Leading, "hooks", tr.runnable("hooks", make(chan struct{})))
-	ctx, cancel := context.WithCancel(context.Background())
-	wait := run(t, ctx, m)
+	stop := start(t, m)
 	close(e.lead)
 	tr.waitFor(t, "start hooks")
-	cancel()
-	if err := wait(); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	stop()
 	check(t, tr, "start server", "started server", "campaign", "leads", "start hooks",
 		"stop hooks while starting", "stop server", "release", "elector returned")
 }
@@ -365,12 +360,8 @@ func TestRunnableDoneEarly(t *testing.T) {
 	m := New(Options{})
 	m.Add(Always, "once", newPart(func(context.Context, func()) error { tr.add("once"); return nil }))
 	m.Add(Leading, "hooks", tr.runnable("hooks", nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	wait := run(t, ctx, m)
+	stop := start(t, m)
 	tr.waitFor(t, "started hooks")
-	cancel()
-	if err := wait(); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	stop()
 	check(t, tr, "once", "start hooks", "started hooks", "stop hooks")
 }
