@@ -263,11 +263,5 @@ labelSelector: {matchLabels: {never-set: "yes"}}
 // deadline of a change on a busy API server.
 func waitForCluster(t *testing.T, what string, cond func() bool, show func() string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 60s for %s:\n%s", what, show())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitWithin(t, 60*time.Second, 50*time.Millisecond, what, cond, show)
 }

@@ -53,14 +53,23 @@ func (r *reasons) count(reason string) int {
 	return r.n[reason]
 }
 
+// waitFor polls cond until it holds, failing t after 10s with what it
+// waited for and show's account of why.
 func waitFor(t *testing.T, what string, cond func() bool, show func() string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	waitWithin(t, 10*time.Second, 10*time.Millisecond, what, cond, show)
+}
+
+// waitWithin polls cond every poll until it holds, failing t after
+// deadline as waitFor does.
+func waitWithin(t *testing.T, deadline, poll time.Duration, what string, cond func() bool, show func() string) {
+	t.Helper()
+	end := time.Now().Add(deadline)
 	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 10s for %s:\n%s", what, show())
+		if time.Now().After(end) {
+			t.Fatalf("waited %s for %s:\n%s", deadline, what, show())
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(poll)
 	}
 }
 
