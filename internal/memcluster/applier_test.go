@@ -118,9 +118,7 @@ func TestApplierRunsAgainstMemory(t *testing.T) {
 	if err := a.ApplyFor(ctx, "hookname", again); err != nil {
 		t.Fatal(err)
 	}
-	if got := describe(c.TakeChanges()); got != "Deleted configmaps ns/owned 7\nDeleted deployments ns/web 8" {
-		t.Errorf("changes:\n%s", got)
-	}
+	wantChanges(t, c, "Deleted configmaps ns/owned 7\nDeleted deployments ns/web 8")
 }
 
 func TestFinalizerManagerRunsAgainstMemory(t *testing.T) {

@@ -220,9 +220,7 @@ func TestGeneration(t *testing.T) {
 	if cur.GetResourceVersion() != rv {
 		t.Errorf("an update that changes nothing changed resourceVersion %s to %s", rv, cur.GetResourceVersion())
 	}
-	if got := describe(c.TakeChanges()); got != "Modified deployments ns/d 2\nModified deployments ns/d 3\nModified deployments ns/d 4" {
-		t.Errorf("changes:\n%s", got)
-	}
+	wantChanges(t, c, "Modified deployments ns/d 2\nModified deployments ns/d 3\nModified deployments ns/d 4")
 }
 
 func subresources(sub string) []string {

@@ -121,10 +121,7 @@ func TestBackgroundCascade(t *testing.T) {
 	if err := c.Resource(deployments).Namespace("ns").Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	want := "Deleted deployments ns/web 6\nDeleted replicasets ns/web-1 7\nDeleted pods ns/web-1-a 8\nModified pods ns/web-1-b 9"
-	if got := describe(c.TakeChanges()); got != want {
-		t.Errorf("changes:\n%s\nwant:\n%s", got, want)
-	}
+	wantChanges(t, c, "Deleted deployments ns/web 6\nDeleted replicasets ns/web-1 7\nDeleted pods ns/web-1-a 8\nModified pods ns/web-1-b 9")
 	var left []string
 	for _, p := range c.List(pods, "ns") {
 		left = append(left, p.GetName())
@@ -144,10 +141,7 @@ func TestForegroundCascade(t *testing.T) {
 	if err := c.Resource(deployments).Namespace("ns").Delete(context.Background(), "web", metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
 		t.Fatal(err)
 	}
-	want := "Deleted pods ns/web-1-a 6\nDeleted pods ns/web-1-b 7\nDeleted replicasets ns/web-1 8\nDeleted deployments ns/web 9"
-	if got := describe(c.TakeChanges()); got != want {
-		t.Errorf("changes:\n%s\nwant:\n%s", got, want)
-	}
+	wantChanges(t, c, "Deleted pods ns/web-1-a 6\nDeleted pods ns/web-1-b 7\nDeleted replicasets ns/web-1 8\nDeleted deployments ns/web 9")
 }
 
 func TestOrphan(t *testing.T) {
@@ -157,10 +151,7 @@ func TestOrphan(t *testing.T) {
 	if err := c.Resource(replicaSets).Namespace("ns").Delete(context.Background(), "web-1", metav1.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
 		t.Fatal(err)
 	}
-	want := "Modified pods ns/web-1-a 6\nModified pods ns/web-1-b 7\nDeleted replicasets ns/web-1 8"
-	if got := describe(c.TakeChanges()); got != want {
-		t.Errorf("changes:\n%s\nwant:\n%s", got, want)
-	}
+	wantChanges(t, c, "Modified pods ns/web-1-a 6\nModified pods ns/web-1-b 7\nDeleted replicasets ns/web-1 8")
 	for _, p := range c.List(pods, "ns") {
 		if len(p.GetOwnerReferences()) != 0 {
 			t.Errorf("pod %s still has owner references %v", p.GetName(), p.GetOwnerReferences())
@@ -181,9 +172,7 @@ func TestDeleteCollection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := describe(c.TakeChanges()); got != "Deleted configmaps ns/a 4\nDeleted configmaps ns/b 5" {
-		t.Errorf("changes:\n%s", got)
-	}
+	wantChanges(t, c, "Deleted configmaps ns/a 4\nDeleted configmaps ns/b 5")
 }
 
 func deleteOptions() metav1.DeleteOptions {

@@ -90,4 +90,13 @@ func describe(changes []memcluster.Change) string {
 	return strings.Join(lines, "\n")
 }
 
+// wantChanges takes the changes c recorded since the last take and
+// wants them to read want (as describe writes them).
+func wantChanges(t *testing.T, c *memcluster.Cluster, want string) {
+	t.Helper()
+	if got := describe(c.TakeChanges()); got != want {
+		t.Errorf("changes:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 func ptr[T any](v T) *T { return &v }
