@@ -1,7 +1,6 @@
 package start
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/hook-operator/hook-operator/internal/queue"
@@ -11,22 +10,8 @@ import (
 // resident ones) or a count from 0 for every hook, and says what to write
 // otherwise; the queue set gets the two fills.
 func TestBatchFillFlag(t *testing.T) {
-	for in, want := range map[string]BatchFill{"auto": {Auto: true}, "8": {Fixed: 8}, "0": {}} {
-		var b BatchFill
-		if err := b.Set(in); err != nil || b != want {
-			t.Errorf("Set(%q) = %+v, %v; want %+v", in, b, err, want)
-		}
-		var again BatchFill
-		if err := again.Set(b.String()); err != nil || again != b {
-			t.Errorf("Set(%q) reads back as %q, which sets %+v, %v", in, b.String(), again, err)
-		}
-	}
-	for _, in := range []string{"-1", "many", "Auto", "8.5"} {
-		var b BatchFill
-		if err := b.Set(in); err == nil || !strings.Contains(err.Error(), "use auto (32 events for a one-shot hook, 16 for a resident one), or a count from 0") {
-			t.Errorf("Set(%q) = %v; want an error saying what to write", in, err)
-		}
-	}
+	checkFlagValue(t, map[string]BatchFill{"auto": {Auto: true}, "8": {Fixed: 8}, "0": {}},
+		[]string{"-1", "many", "Auto", "8.5"}, "use auto (32 events for a one-shot hook, 16 for a resident one), or a count from 0")
 	for _, c := range []struct {
 		b                 BatchFill
 		oneShot, resident int
