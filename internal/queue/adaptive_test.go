@@ -83,14 +83,7 @@ func TestAdaptiveBatchWindowFollowsRunTime(t *testing.T) {
 			r.gate <- struct{}{}
 			// Nothing is lost or reordered: the second run took every
 			// event pushed after the first, in order.
-			deadline := time.After(10 * time.Second)
-			for len(r.snapshot()) < 2 {
-				select {
-				case <-deadline:
-					t.Fatal("the second run did not finish")
-				case <-time.After(time.Millisecond):
-				}
-			}
+			r.waitRuns(t, 2, "the second run did not finish")
 			got := r.snapshot()[1][1:]
 			for i, b := range got {
 				if want := fmt.Sprint("e", i+1); b != want || len(got) != pushes-1 {

@@ -53,14 +53,7 @@ func TestBatchFillEndsTheWindowEarly(t *testing.T) {
 		t.Errorf("the filled run started %s after the last run ended; want 2ms, at the push that filled it (the window is %s)", got, window)
 	}
 	r.gate <- struct{}{}
-	deadline := time.After(10 * time.Second)
-	for len(r.snapshot()) < 2 {
-		select {
-		case <-deadline:
-			t.Fatal("the second run did not finish")
-		case <-time.After(time.Millisecond):
-		}
-	}
+	r.waitRuns(t, 2, "the second run did not finish")
 	if got, want := fmt.Sprint(r.snapshot()[1]), "[a e1 e2 e3 e4]"; got != want {
 		t.Errorf("the filled run took %s; want %s: every waiting event of its hook, in order", got, want)
 	}

@@ -100,6 +100,22 @@ func (r *runLog) wantRun(t *testing.T, i int, what string, want []string) {
 	}
 }
 
+// holdFirstRun pushes h's Added event of x, at version 0, and waits for
+// its run to start: it holds the queue until released.
+func (r *runLog) holdFirstRun(t *testing.T, s *Set, h *hook.Hook, done chan<- error) {
+	t.Helper()
+	must(t, s.Push(event(h, "Added", "x", 0, done)))
+	r.awaitStart(t, "the first run")
+}
+
+// pushModified pushes h's Modified events of x at versions from to to.
+func pushModified(t *testing.T, s *Set, h *hook.Hook, done chan<- error, from, to int) {
+	t.Helper()
+	for v := from; v <= to; v++ {
+		must(t, s.Push(event(h, "Modified", "x", v, done)))
+	}
+}
+
 // expect lists "cms:<event>:<name>@<version>" for each version.
 func expect(event, name string, versions ...int) []string {
 	var out []string
@@ -116,14 +132,10 @@ func expect(event, name string, versions ...int) []string {
 func TestObjectContextsWaitingAreCapped(t *testing.T) {
 	r, s, h, done := objectFixture(t, &hook.Hook{Name: "h"})
 
-	must(t, s.Push(event(h, "Added", "x", 0, done)))
-	r.awaitStart(t, "the first run")
-	for v := 1; v <= 20; v++ {
-		must(t, s.Push(event(h, "Modified", "x", v, done)))
-		if v == 3 {
-			must(t, s.Push(event(h, "Modified", "y", 1, done)))
-		}
-	}
+	r.holdFirstRun(t, s, h, done)
+	pushModified(t, s, h, done, 1, 3)
+	must(t, s.Push(event(h, "Modified", "y", 1, done)))
+	pushModified(t, s, h, done, 4, 20)
 	r.next(t, nil, "the second run")
 	r.release <- nil
 	waitAllDone(t, done, 22)
@@ -137,15 +149,10 @@ func TestObjectContextsWaitingAreCapped(t *testing.T) {
 func TestObjectContextsCountAgainAfterAnotherType(t *testing.T) {
 	r, s, h, done := objectFixture(t, &hook.Hook{Name: "h"})
 
-	must(t, s.Push(event(h, "Added", "x", 0, done)))
-	r.awaitStart(t, "the first run")
-	for v := 1; v <= 8; v++ {
-		must(t, s.Push(event(h, "Modified", "x", v, done)))
-	}
+	r.holdFirstRun(t, s, h, done)
+	pushModified(t, s, h, done, 1, 8)
 	must(t, s.Push(&Task{Hook: h, Contexts: []binding.Context{{Binding: "cms", Type: binding.TypeSynchronization}}}))
-	for v := 9; v <= 11; v++ {
-		must(t, s.Push(event(h, "Modified", "x", v, done)))
-	}
+	pushModified(t, s, h, done, 9, 11)
 	r.next(t, nil, "the second run")
 	r.release <- nil
 	want := append(expect("Modified", "x", 1, 2, 3, 4, 5, 6, 7, 8), "cms:Synchronization")
@@ -159,15 +166,10 @@ func TestObjectContextsCountAgainAfterAnotherType(t *testing.T) {
 func TestObjectContextsOfARetryAreCapped(t *testing.T) {
 	r, s, h, done := objectFixture(t, &hook.Hook{Name: "h"})
 
-	must(t, s.Push(event(h, "Added", "x", 0, done)))
-	r.awaitStart(t, "the first run")
-	for v := 1; v <= 5; v++ {
-		must(t, s.Push(event(h, "Modified", "x", v, done)))
-	}
+	r.holdFirstRun(t, s, h, done)
+	pushModified(t, s, h, done, 1, 5)
 	r.next(t, nil, "the second run")
-	for v := 6; v <= 30; v++ {
-		must(t, s.Push(event(h, "Modified", "x", v, done)))
-	}
+	pushModified(t, s, h, done, 6, 30)
 	must(t, s.Push(event(h, "Deleted", "x", 31, done)))
 	r.next(t, errors.New("boom"), "the retry") // held for its retry, which takes the rest
 	r.release <- nil

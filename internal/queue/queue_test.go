@@ -50,6 +50,20 @@ func (r *recorder) snapshot() [][]string {
 	return append([][]string(nil), r.runs...)
 }
 
+// waitRuns waits until the recorder holds n runs, failing the test with
+// what after 10 seconds.
+func (r *recorder) waitRuns(t *testing.T, n int, what string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for len(r.snapshot()) < n {
+		select {
+		case <-deadline:
+			t.Fatal(what)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
 func task(h *hook.Hook, b string, done func(error)) *Task {
 	return &Task{Hook: h, Contexts: []binding.Context{{Binding: b}}, Done: done}
 }
