@@ -64,7 +64,7 @@ func TestTutorialHookCases(t *testing.T) {
 func TestIntegrationTutorialHooks(t *testing.T) {
 	c := testcluster.Get(t)
 	dir := tutorialDir(t)
-	installCRD(t, c, filepath.Join(dir, "crds", "greetings.tutorial.hook-operator.dev.yaml"))
+	testoperator.InstallCRD(t, c, filepath.Join(dir, "crds", "greetings.tutorial.hook-operator.dev.yaml"))
 	ns := c.Namespace(t)
 	op := testoperator.Start(t, c, filepath.Join(dir, "hooks"))
 	ctx := context.Background()
@@ -170,20 +170,5 @@ func waitGreeting(t *testing.T, c *testcluster.Cluster, ns string, uid types.UID
 		status, _, _ := unstructured.NestedMap(g.Object, "status")
 		return status["phase"] == "Ready" && status["message"] == message && status["configMap"] == "world-greeting" &&
 			status["observedGeneration"] == g.GetGeneration(), nil
-	})
-}
-
-// installCRD applies the CRD in path and waits until its kind is served.
-// Its name is fixed, shared by every run, so it is never deleted.
-func installCRD(t *testing.T, c *testcluster.Cluster, path string) {
-	t.Helper()
-	out, err := exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "apply", "--server-side", "--force-conflicts",
-		"--field-manager", "hook-operator-tests", "-f", path).CombinedOutput()
-	if err != nil {
-		t.Fatalf("apply %s: %v\n%s", path, err, out)
-	}
-	testoperator.Eventually(t, 60*time.Second, "Greetings served", func(ctx context.Context) (bool, error) {
-		_, err := c.Dynamic.Resource(greetingsGVR).List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil, err
 	})
 }

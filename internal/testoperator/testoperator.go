@@ -345,9 +345,7 @@ func tail(s string, lines int) string {
 }
 
 // InstallCRDs applies the CRDs in the repository's deploy/crds/ named by
-// files (server-side apply, so a changed CRD is updated) and waits until
-// their kinds are served. They have fixed names and are shared by every
-// test, so they are never deleted.
+// files (InstallCRD).
 func InstallCRDs(t testing.TB, c *testcluster.Cluster, files ...string) {
 	t.Helper()
 	root, err := testcluster.RepoRoot()
@@ -355,19 +353,26 @@ func InstallCRDs(t testing.TB, c *testcluster.Cluster, files ...string) {
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		path := filepath.Join(root, "deploy", "crds", f)
-		out, err := exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "apply", "--server-side", "--force-conflicts",
-			"--field-manager", "hook-operator-tests", "-f", path).CombinedOutput()
-		if err != nil {
-			t.Fatalf("testoperator: apply %s: %v\n%s", path, err, out)
-		}
-		out, err = exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "wait", "--for", "condition=Established",
-			"--timeout", "60s", "-f", path).CombinedOutput()
-		if err != nil {
-			t.Fatalf("testoperator: %s not established: %v\n%s", path, err, out)
-		}
-		waitServed(t, c, path)
+		InstallCRD(t, c, filepath.Join(root, "deploy", "crds", f))
 	}
+}
+
+// InstallCRD applies the CRD in the file path (server-side apply, so a
+// changed CRD is updated) and waits until its kind is served. A CRD has a
+// fixed name and is shared by every test, so it is never deleted.
+func InstallCRD(t testing.TB, c *testcluster.Cluster, path string) {
+	t.Helper()
+	out, err := exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "apply", "--server-side", "--force-conflicts",
+		"--field-manager", "hook-operator-tests", "-f", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("testoperator: apply %s: %v\n%s", path, err, out)
+	}
+	out, err = exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "wait", "--for", "condition=Established",
+		"--timeout", "60s", "-f", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("testoperator: %s not established: %v\n%s", path, err, out)
+	}
+	waitServed(t, c, path)
 }
 
 // waitServed waits until the kind of the CRD in path can be listed:
