@@ -313,11 +313,18 @@ func must(t *testing.T, err error) {
 // after.
 func waitUntil(t *testing.T, what string, cond func() bool, logs func() string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	waitEvery(t, 50*time.Millisecond, time.Minute, what, cond, logs)
+}
+
+// waitEvery checks cond every interval until it holds, failing t with what
+// and logs() after limit.
+func waitEvery(t *testing.T, interval, limit time.Duration, what string, cond func() bool, logs func() string) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s:\n%s", what, logs())
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(interval)
 	}
 }

@@ -383,13 +383,7 @@ func startPrometheus(t *testing.T, bin, dir string, config map[string]any) *prom
 // fails the test with diag's answer after 90 s.
 func waitSlowly(t *testing.T, what string, cond func() bool, diag func() string) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s:\n%s", what, diag())
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	waitEvery(t, 500*time.Millisecond, 90*time.Second, what, cond, diag)
 }
 
 // api GETs path of the HTTP API with params and decodes its data into out.
