@@ -55,11 +55,7 @@ kubernetesCustomResourceConversion:
 	o := w.startWebhooks(t, configName)
 	o.waitLog(t, `"msg":"conversion webhook registered in the CRD"`)
 
-	w.apply(t, fmt.Sprintf(`apiVersion: %s/v1alpha1
-kind: CronTab
-metadata: {name: nightly, namespace: %s}
-spec: {cron: ["0", "3", "*", "*", "*"]}
-`, group, ns))
+	w.applyNightly(t, group)
 	get := func(version, name, path string) (string, error) {
 		b, err := exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "-n", ns, "get", "crontabs."+version+"."+group, name, "-o", "jsonpath="+path).CombinedOutput()
 		return string(b), err

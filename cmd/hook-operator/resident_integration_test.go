@@ -331,11 +331,7 @@ kubernetesCustomResourceConversion:
   "$BINDING_CONTEXT_PATH" > "$CONVERSION_RESPONSE_PATH"`))
 	o := w.startWebhooks(t, "resident-conversion-"+ns)
 	o.waitLog(t, `"msg":"conversion webhook registered in the CRD"`)
-	w.apply(t, fmt.Sprintf(`apiVersion: %s/v1alpha1
-kind: CronTab
-metadata: {name: nightly, namespace: %s}
-spec: {cron: ["0", "3", "*", "*", "*"]}
-`, group, ns))
+	w.applyNightly(t, group)
 	get := func() (string, error) {
 		b, err := exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "-n", ns, "get", "crontabs.v1."+group, "nightly",
 			"-o", "jsonpath={.apiVersion} {.spec.schedule}").CombinedOutput()

@@ -129,6 +129,18 @@ spec:
 	return name
 }
 
+// applyNightly applies the CronTab nightly of the test's namespace as
+// group/v1alpha1, with spec.cron a list of the cron fields: what the
+// conversion tests' hooks convert.
+func (w *webhookTest) applyNightly(t *testing.T, group string) {
+	t.Helper()
+	w.apply(t, fmt.Sprintf(`apiVersion: %s/v1alpha1
+kind: CronTab
+metadata: {name: nightly, namespace: %s}
+spec: {cron: ["0", "3", "*", "*", "*"]}
+`, group, w.ns))
+}
+
 // policyHook writes a validating hook that denies labelled ConfigMaps of
 // the test's namespace, and returns the name of a configuration of the
 // test's own (deleted at the end) and the flags that serve the hook by
