@@ -129,6 +129,17 @@ func (e *env) configMap(name string, data map[string]any) *unstructured.Unstruct
 	})
 }
 
+// object creates the object name of the custom kind that gvr serves,
+// with spec unless it is nil.
+func (e *env) object(gvr schema.GroupVersionResource, kind, name string, spec map[string]any) *unstructured.Unstructured {
+	e.t.Helper()
+	obj := map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": kind, "metadata": map[string]any{"name": name}}
+	if spec != nil {
+		obj["spec"] = spec
+	}
+	return e.create(gvr, obj)
+}
+
 // eventually polls cond for up to 30 seconds.
 func (e *env) eventually(what string, cond func() bool) {
 	e.t.Helper()

@@ -58,10 +58,7 @@ jsonPatch:
 func TestIntegrationJQPatch(t *testing.T) {
 	e := newEnv(t)
 	gvr := e.crd(testcluster.CRD{Kind: "Widget"})
-	e.create(gvr, map[string]any{
-		"apiVersion": gvr.GroupVersion().String(), "kind": "Widget",
-		"metadata": map[string]any{"name": "w"}, "spec": map[string]any{"replicas": int64(3), "tags": []any{"a"}},
-	})
+	e.object(gvr, "Widget", "w", map[string]any{"replicas": int64(3), "tags": []any{"a"}})
 	e.mustApply(`{operation: JQPatch, kind: Widget, namespace: %NS%, name: w, jqFilter: '.spec.replicas += 1 | .spec.tags += ["b"]'}`)
 	got := e.mustGet(gvr, "w")
 	if nested(got, "spec", "replicas") != int64(4) || fmt.Sprint(nested(got, "spec", "tags")) != "[a b]" {
@@ -137,10 +134,7 @@ func TestIntegrationIgnoreMissingObject(t *testing.T) {
 func TestIntegrationStatusSubresource(t *testing.T) {
 	e := newEnv(t)
 	gvr := e.crd(testcluster.CRD{Kind: "Widget", Status: true})
-	e.create(gvr, map[string]any{
-		"apiVersion": gvr.GroupVersion().String(), "kind": "Widget",
-		"metadata": map[string]any{"name": "w"}, "spec": map[string]any{"size": int64(1)},
-	})
+	e.object(gvr, "Widget", "w", map[string]any{"size": int64(1)})
 	status := func() string { return fmt.Sprint(nested(e.mustGet(gvr, "w"), "status")) }
 
 	// Without the subresource, the API server ignores .status.
@@ -165,9 +159,7 @@ func TestIntegrationStatusSubresource(t *testing.T) {
 func TestIntegrationMissingSubresource(t *testing.T) {
 	e := newEnv(t)
 	gvr := e.crd(testcluster.CRD{Kind: "Widget"})
-	e.create(gvr, map[string]any{
-		"apiVersion": gvr.GroupVersion().String(), "kind": "Widget", "metadata": map[string]any{"name": "w"},
-	})
+	e.object(gvr, "Widget", "w", nil)
 	// The object exists, so ignoreMissingObject must not hide the mistake.
 	for _, op := range []string{
 		`{operation: MergePatch, kind: Widget, namespace: %NS%, name: w, subresource: status, ignoreMissingObject: true, mergePatch: {status: {a: 1}}}`,

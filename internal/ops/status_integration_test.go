@@ -16,7 +16,7 @@ import (
 func TestIntegrationStatus(t *testing.T) {
 	e := newEnv(t)
 	gvr := e.crd(testcluster.CRD{Kind: "Widget", Status: true})
-	e.create(gvr, map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": "Widget", "metadata": map[string]any{"name": "w"}, "spec": map[string]any{"size": int64(1)}})
+	e.object(gvr, "Widget", "w", map[string]any{"size": int64(1)})
 	file := func(status string) string {
 		return "{operation: Status, kind: Widget, namespace: %NS%, name: w, observedGeneration: true, status: " + status + "}"
 	}
@@ -64,7 +64,7 @@ func TestIntegrationStatus(t *testing.T) {
 func TestIntegrationStatusConcurrently(t *testing.T) {
 	e := newEnv(t)
 	gvr := e.crd(testcluster.CRD{Kind: "Widget", Status: true})
-	e.create(gvr, map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": "Widget", "metadata": map[string]any{"name": "w"}})
+	e.object(gvr, "Widget", "w", nil)
 	const n = 6
 	e.concurrently(n, func(i int) error {
 		ops, err := Parse([]byte(e.expand(fmt.Sprintf(`{operation: Status, kind: Widget, namespace: %s, name: w, status: {writer%d: %d}}`, e.ns, i, i))))
@@ -84,7 +84,7 @@ func TestIntegrationStatusErrors(t *testing.T) {
 	e := newEnv(t)
 	plain := e.crd(testcluster.CRD{Kind: "Gadget"})
 	withStatus := e.crd(testcluster.CRD{Kind: "Widget", Status: true})
-	e.create(plain, map[string]any{"apiVersion": plain.GroupVersion().String(), "kind": "Gadget", "metadata": map[string]any{"name": "g"}})
+	e.object(plain, "Gadget", "g", nil)
 	e.configMap("c", nil)
 
 	for _, tt := range []struct {
