@@ -166,11 +166,29 @@ func start(t *testing.T, m *Manager) (stop func()) {
 	}
 }
 
+// check wants the trace to hold want, in order, and nothing else.
 func check(t *testing.T, tr *trace, want ...string) {
 	t.Helper()
-	if got := tr.get(); !slices.Equal(got, want) {
+	wantHappened(t, tr.get(), want...)
+}
+
+func wantHappened(t *testing.T, got []string, want ...string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
 		t.Errorf("happened:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
+}
+
+// serverAndHooks is a manager with an elector, a runnable "server" in the
+// always group and "hooks" in the leading group, which hold (if not nil)
+// keeps starting; the trace records what they and the elector do.
+func serverAndHooks(hold chan struct{}) (*trace, *elector, *Manager) {
+	tr := newTrace()
+	e := newElector(tr)
+	m := New(Options{Elector: e})
+	m.Add(Always, "server", tr.runnable("server", nil))
+	m.Add(Leading, "hooks", tr.runnable("hooks", hold))
+	return tr, e, m
 }
 
 func TestStartAndStopInOrder(t *testing.T) {
@@ -199,11 +217,7 @@ func TestStartAndStopInOrder(t *testing.T) {
 // when it leads; on a stop the Lease is released only after every group
 // stopped.
 func TestElectorDecidesTheLeadingGroup(t *testing.T) {
-	tr := newTrace()
-	e := newElector(tr)
-	m := New(Options{Elector: e})
-	m.Add(Always, "server", tr.runnable("server", nil))
-	m.Add(Leading, "hooks", tr.runnable("hooks", nil))
+	tr, e, m := serverAndHooks(nil)
 	stop := start(t, m)
 	tr.waitFor(t, "campaign")
 	if m.Leading() {
@@ -221,10 +235,7 @@ func TestElectorDecidesTheLeadingGroup(t *testing.T) {
 
 // A standby that is stopped never starts the leading group.
 func TestStandbyStops(t *testing.T) {
-	tr := newTrace()
-	m := New(Options{Elector: newElector(tr)})
-	m.Add(Always, "server", tr.runnable("server", nil))
-	m.Add(Leading, "hooks", tr.runnable("hooks", nil))
+	tr, _, m := serverAndHooks(nil)
 	stop := start(t, m)
 	tr.waitFor(t, "campaign")
 	stop()
@@ -249,11 +260,7 @@ func TestStopDuringStartUp(t *testing.T) {
 // SIGTERM while the leading group starts stops it, then the always group,
 // then releases the Lease.
 func TestStopWhileTheLeadingGroupStarts(t *testing.T) {
-	tr := newTrace()
-	e := newElector(tr)
-	m := New(Options{Elector: e})
-	m.Add(Always, "server", tr.runnable("server", nil))
-	m.Add(Leading, "hooks", tr.runnable("hooks", make(chan struct{})))
+	tr, e, m := serverAndHooks(make(chan struct{}))
 	stop := start(t, m)
 	close(e.lead)
 	tr.waitFor(t, "start hooks")
@@ -266,11 +273,7 @@ func TestStopWhileTheLeadingGroupStarts(t *testing.T) {
 // so), then the always group; Run returns ErrLeaseLost and nothing is
 // released.
 func TestLostLease(t *testing.T) {
-	tr := newTrace()
-	e := newElector(tr)
-	m := New(Options{Elector: e})
-	m.Add(Always, "server", tr.runnable("server", nil))
-	m.Add(Leading, "hooks", tr.runnable("hooks", nil))
+	tr, e, m := serverAndHooks(nil)
 	wait := run(t, context.Background(), m)
 	close(e.lead)
 	tr.waitFor(t, "started hooks")
@@ -279,21 +282,14 @@ func TestLostLease(t *testing.T) {
 		t.Fatalf("Run: %v, want ErrLeaseLost", err)
 	}
 	// The elector returns when it lost the Lease, while the groups stop.
-	got := slices.DeleteFunc(tr.get(), func(e string) bool { return e == "elector returned" })
-	want := []string{"start server", "started server", "campaign", "leads", "start hooks", "started hooks",
-		"lost", "stop at once hooks", "stop server"}
-	if !slices.Equal(got, want) {
-		t.Errorf("happened:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
-	}
+	wantHappened(t, slices.DeleteFunc(tr.get(), func(e string) bool { return e == "elector returned" }),
+		"start server", "started server", "campaign", "leads", "start hooks", "started hooks",
+		"lost", "stop at once hooks", "stop server")
 }
 
 // A Lease lost while the leading group starts stops it at once too.
 func TestLostLeaseWhileTheLeadingGroupStarts(t *testing.T) {
-	tr := newTrace()
-	e := newElector(tr)
-	m := New(Options{Elector: e})
-	m.Add(Always, "server", tr.runnable("server", nil))
-	m.Add(Leading, "hooks", tr.runnable("hooks", make(chan struct{})))
+	tr, e, m := serverAndHooks(make(chan struct{}))
 	wait := run(t, context.Background(), m)
 	close(e.lead)
 	tr.waitFor(t, "start hooks")
