@@ -27,8 +27,12 @@ func TestIntegrationSelfSigned(t *testing.T) {
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	hosts := ServiceHosts("webhook", ns)
-	s := &SelfSigned{Dynamic: c.Dynamic, Namespace: ns, Secret: "certs", Hosts: hosts, Log: log}
-	first, err := s.Ensure(ctx)
+	wider := append([]string{"127.0.0.1"}, hosts...)
+	// replica is an operator's SelfSigned for the test's namespace.
+	replica := func(secret string, hosts []string) *SelfSigned {
+		return &SelfSigned{Dynamic: c.Dynamic, Namespace: ns, Secret: secret, Hosts: hosts, Log: log}
+	}
+	first, err := replica("certs", hosts).Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,24 +51,24 @@ func TestIntegrationSelfSigned(t *testing.T) {
 		}
 	}
 
-	again, err := (&SelfSigned{Dynamic: c.Dynamic, Namespace: ns, Secret: "certs", Hosts: hosts, Log: log}).Ensure(ctx)
+	again, err := replica("certs", hosts).Ensure(ctx)
 	if err != nil || !bytes.Equal(again.Cert, first.Cert) || !bytes.Equal(again.Key, first.Key) {
 		t.Errorf("a second replica did not get the stored pair (%v)", err)
 	}
 
-	wider, err := (&SelfSigned{Dynamic: c.Dynamic, Namespace: ns, Secret: "certs", Hosts: append([]string{"127.0.0.1"}, hosts...), Log: log}).Ensure(ctx)
-	if err != nil || bytes.Equal(wider.Cert, first.Cert) || !bytes.Equal(wider.CA, first.CA) {
+	added, err := replica("certs", wider).Ensure(ctx)
+	if err != nil || bytes.Equal(added.Cert, first.Cert) || !bytes.Equal(added.CA, first.CA) {
 		t.Errorf("a new host: want a new certificate from the same CA (%v)", err)
 	}
-	leaf, _ = parseCert(wider.Cert)
+	leaf, _ = parseCert(added.Cert)
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool}); err != nil || leaf.VerifyHostname("127.0.0.1") != nil {
 		t.Errorf("the certificate for 127.0.0.1: %v", err)
 	}
 
-	later := &SelfSigned{Dynamic: c.Dynamic, Namespace: ns, Secret: "certs", Hosts: append([]string{"127.0.0.1"}, hosts...), Log: log,
-		now: func() time.Time { return time.Now().Add(servingLifetime - renewBefore/2) }}
+	later := replica("certs", wider)
+	later.now = func() time.Time { return time.Now().Add(servingLifetime - renewBefore/2) }
 	renewed, err := later.Ensure(ctx)
-	if err != nil || bytes.Equal(renewed.Cert, wider.Cert) || !bytes.Equal(renewed.CA, first.CA) {
+	if err != nil || bytes.Equal(renewed.Cert, added.Cert) || !bytes.Equal(renewed.CA, first.CA) {
 		t.Errorf("a certificate within %s of its end: want a new one from the same CA (%v)", renewBefore, err)
 	}
 
@@ -73,7 +77,7 @@ func TestIntegrationSelfSigned(t *testing.T) {
 	errs := make([]error, 2)
 	for i := range got {
 		wg.Go(func() {
-			got[i], errs[i] = (&SelfSigned{Dynamic: c.Dynamic, Namespace: ns, Secret: "race", Hosts: hosts, Log: log}).Ensure(ctx)
+			got[i], errs[i] = replica("race", hosts).Ensure(ctx)
 		})
 	}
 	wg.Wait()
