@@ -7,41 +7,20 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
-)
 
-var (
-	helmOnce sync.Once
-	helmPath string
-	helmErr  string
+	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // helm returns the pinned helm binary, built by hack/tools/helm.sh into the
 // per-user cache the first time (a few minutes), found there afterwards.
 func helm(t *testing.T) string {
 	t.Helper()
-	helmOnce.Do(func() {
-		script := filepath.Join(repoRoot(t), "hack", "tools", "helm.sh")
-		out, err := exec.Command(script).Output()
-		if err != nil {
-			msg := err.Error()
-			if ee, ok := err.(*exec.ExitError); ok {
-				msg += "\n" + string(ee.Stderr)
-			}
-			helmErr = script + ": " + msg
-			return
-		}
-		helmPath = strings.TrimSpace(string(out))
-	})
-	if helmErr != "" {
-		t.Fatal(helmErr)
-	}
-	return helmPath
+	return testcluster.ToolBinary(t, "helm.sh")
 }
 
 // chart returns the chart's folder.

@@ -3,45 +3,23 @@ package deploy_test
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
-)
 
-var (
-	promtoolOnce sync.Once
-	promtoolPath string
-	promtoolErr  string
+	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
 // promtool returns the pinned promtool, built by hack/tools/promtool.sh into
 // the per-user cache the first time (a few minutes), found there afterwards.
 func promtool(t *testing.T) string {
 	t.Helper()
-	promtoolOnce.Do(func() {
-		script := filepath.Join(repoRoot(t), "hack", "tools", "promtool.sh")
-		out, err := exec.Command(script).Output()
-		if err != nil {
-			msg := err.Error()
-			if ee, ok := err.(*exec.ExitError); ok {
-				msg += "\n" + string(ee.Stderr)
-			}
-			promtoolErr = script + ": " + msg
-			return
-		}
-		promtoolPath = strings.TrimSpace(string(out))
-	})
-	if promtoolErr != "" {
-		t.Fatal(promtoolErr)
-	}
-	return promtoolPath
+	return testcluster.ToolBinary(t, "promtool.sh")
 }
 
 func monitoringDir(t *testing.T) string {
