@@ -28,8 +28,9 @@ func runChart(args []string) error {
 		Usage: "usage: bench chart [--out FILE.svg] [RESULTS.json]\n\nDraws the burst scenario's latency distribution (default results: bench/results/latest.json).",
 		Out:   "docs/img/bench-burst-latency.svg",
 		In:    "bench/results/latest.json",
+		Logf:  logf,
 	}
-	in, out, err := cmd.Run(args, func(in string) (*plot.Plot, error) {
+	return cmd.Run(args, func(in string) (*plot.Plot, error) {
 		r, err := readReport(in)
 		if err != nil {
 			return nil, err
@@ -40,11 +41,6 @@ func runChart(args []string) error {
 		}
 		return p, nil
 	})
-	if err != nil {
-		return err
-	}
-	logf("wrote %s from %s", out, in)
-	return nil
 }
 
 // readReport reads a results file the harness wrote.

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,15 +28,12 @@ func runChart(args []string) error {
 		Usage: "usage: soak chart [--out FILE.svg] RESULTS.json\n\nDraws a saved run's memory over time (soak/results/<time>.json).",
 		Out:   "docs/img/soak-memory.svg",
 		Need:  "name one saved run, soak/results/<time>.json (make soak writes one)",
+		Logf:  logf,
 	}
-	in, out, err := cmd.Run(args, func(in string) (*plot.Plot, error) {
-		data, err := os.ReadFile(in)
+	return cmd.Run(args, func(in string) (*plot.Plot, error) {
+		rep, err := readReport(in)
 		if err != nil {
 			return nil, err
-		}
-		var rep report
-		if err := json.Unmarshal(data, &rep); err != nil {
-			return nil, fmt.Errorf("%s: %w", in, err)
 		}
 		p, err := rep.memoryChart(filepath.Base(strings.TrimSuffix(in, ".json")))
 		if err != nil {
@@ -46,11 +41,6 @@ func runChart(args []string) error {
 		}
 		return p, nil
 	})
-	if err != nil {
-		return err
-	}
-	logf("wrote %s from %s", out, in)
-	return nil
 }
 
 // A memorySeries is one replica's memory over the run, in MiB against

@@ -570,8 +570,8 @@ func rejudge(path string) error {
 	return rep.verdict(rep.writeStem(strings.TrimSuffix(path, ".json")))
 }
 
-// loadRejudged reads a saved report and judges it with this build's bounds.
-func loadRejudged(path string) (*report, error) {
+// readReport reads a saved report as it was written.
+func readReport(path string) (*report, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -580,8 +580,17 @@ func loadRejudged(path string) (*report, error) {
 	if err := json.Unmarshal(data, &rep); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	return &rep, nil
+}
+
+// loadRejudged reads a saved report and judges it with this build's bounds.
+func loadRejudged(path string) (*report, error) {
+	rep, err := readReport(path)
+	if err != nil {
+		return nil, err
+	}
 	rep.Growth = judgeSamples(rep.Samples, rep.Warmup)
 	rep.Failures = nil
 	rep.judge()
-	return &rep, nil
+	return rep, nil
 }

@@ -36,26 +36,30 @@ type Command struct {
 	// In is the results file read when none is named. Empty makes naming
 	// one required, and Need is then the error's advice on which to name.
 	In, Need string
+	// Logf, if set, logs the chart written, in the program's own format.
+	Logf func(format string, args ...any)
 }
 
 // Run parses args (--out and the results file), hands the results file to
-// draw and writes the plot it returns to the output file as an SVG. It
-// returns the two files, for the caller's log line; -h returns
-// flag.ErrHelp. draw's errors come back as they are, so draw says which
-// file they are about.
-func (c Command) Run(args []string, draw func(in string) (*plot.Plot, error)) (in, out string, err error) {
-	in, out, err = c.parse(args)
+// draw and writes the plot it returns to the output file as an SVG; -h
+// returns flag.ErrHelp. draw's errors come back as they are, so draw says
+// which file they are about.
+func (c Command) Run(args []string, draw func(in string) (*plot.Plot, error)) error {
+	in, out, err := c.parse(args)
 	if err != nil {
-		return "", "", err
+		return err
 	}
 	p, err := draw(in)
 	if err != nil {
-		return "", "", err
+		return err
 	}
 	if err := Write(p, out); err != nil {
-		return "", "", err
+		return err
 	}
-	return in, out, nil
+	if c.Logf != nil {
+		c.Logf("wrote %s from %s", out, in)
+	}
+	return nil
 }
 
 // parse returns the results file to read and the SVG to write.
