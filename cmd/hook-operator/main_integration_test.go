@@ -1,20 +1,19 @@
 package main_test
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hook-operator/hook-operator/internal/testcluster"
-	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
 // SIGTERM: no new work, the running hook finishes, exit code 0.
@@ -48,7 +47,6 @@ touch `+marks+`/finished
 // cluster connection.
 func TestStartRefusesInvalidHooks(t *testing.T) {
 	t.Parallel()
-	bin := testoperator.Binary(t)
 	hooks := t.TempDir()
 	writeHook(t, hooks, "a.sh", `#!/usr/bin/env bash
 echo '{"configVersion":"v1","kubernetes":[{"kind":"Pod","jqFilter":".a |"}]}'
@@ -56,17 +54,10 @@ echo '{"configVersion":"v1","kubernetes":[{"kind":"Pod","jqFilter":".a |"}]}'
 	writeHook(t, hooks, "b.sh", `#!/usr/bin/env bash
 echo '{"configVersion":"v2"}'
 `)
-	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "start", "--hooks-dir", hooks, "--kubeconfig", "/nonexistent")
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	if err == nil {
-		t.Fatal("start succeeded with invalid hooks")
-	}
-	out := stderr.String()
+	out := startFails(t, hooks, operatorOpts{kubeconfig: "/nonexistent"}, time.Minute)
 	for _, want := range []string{"a.sh", "kubernetes[0].jqFilter", "b.sh", "configVersion"} {
 		if !strings.Contains(out, want) {
-			t.Errorf("stderr does not mention %q:\n%s", want, out)
+			t.Errorf("start's error does not mention %q:\n%s", want, out)
 		}
 	}
 	if strings.Contains(out, "nonexistent") {

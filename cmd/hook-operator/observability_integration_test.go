@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -230,9 +229,8 @@ func TestIntegrationMetricsPrefixAndHooksPath(t *testing.T) {
 	}
 
 	// A prefix that cannot start a metric name is refused before anything starts.
-	out, err := exec.Command(h.bin, "start", "--hooks-dir", h.hooks, "--kubeconfig", h.c.Kubeconfig, "--metrics-prefix", "9-bad").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "--metrics-prefix") {
-		t.Errorf("start --metrics-prefix 9-bad: %v\n%s", err, out)
+	if out := startFails(t, h.hooks, operatorOpts{flags: []string{"--metrics-prefix", "9-bad"}}, time.Minute); !strings.Contains(out, "--metrics-prefix") {
+		t.Errorf("start --metrics-prefix 9-bad does not name the flag:\n%s", out)
 	}
 }
 
