@@ -17,23 +17,11 @@ import (
 	"github.com/hook-operator/hook-operator/internal/hook"
 )
 
-// The loop every hook of this file starts with: it reads a request, sets
-// id, ctx and patch, and runs the case its binding contexts name ($what).
-const residentLoop = `echo $$ > pid
-echo $$ >> starts
-while IFS= read -r line <&3; do
-  [[ $line =~ \"id\":\"([0-9]+)\" ]] && id=${BASH_REMATCH[1]}
-  [[ $line =~ \"BINDING_CONTEXT_PATH\":\"([^\"]+)\" ]] && ctx=${BASH_REMATCH[1]}
-  [[ $line =~ \"KUBERNETES_PATCH_PATH\":\"([^\"]+)\" ]] && patch=${BASH_REMATCH[1]}
-  what=$(cat "$ctx")
-  reply() { printf '{"id":"%s","exitCode":0}\n' "$id" >&4; }
-`
-
+// isolationHook is a resident hook that runs cases for each request, as
+// long as it lives.
 func isolationHook(t *testing.T, cases string) *hook.Hook {
 	t.Helper()
-	h := bashHook(t, residentLoop+cases+"\ndone\n")
-	h.Config.Settings = hook.Settings{Resident: true, ResidentMaxRuns: 1 << 30, ResidentMaxMemory: hook.DefaultResidentMaxMemory}
-	return h
+	return loopHook(t, "", cases, hook.Settings{Resident: true, ResidentMaxRuns: 1 << 30, ResidentMaxMemory: hook.DefaultResidentMaxMemory})
 }
 
 // mustRun runs h with the binding contexts ["what"], failing the test

@@ -19,25 +19,42 @@ import (
 	"github.com/hook-operator/hook-operator/internal/hook"
 )
 
+// residentLoop is how the resident hooks of these tests start: it writes
+// the process's pid to "pid" and appends it to "starts"; then, for each
+// request, it sets id, ctx and patch from the request and what to the
+// run's binding contexts, and defines reply, which answers the request
+// with exit code 0. The loop's body and its "done" follow it.
+const residentLoop = `echo $$ > pid
+echo $$ >> starts
+while IFS= read -r line <&3; do
+  [[ $line =~ \"id\":\"([0-9]+)\" ]] && id=${BASH_REMATCH[1]}
+  [[ $line =~ \"BINDING_CONTEXT_PATH\":\"([^\"]+)\" ]] && ctx=${BASH_REMATCH[1]}
+  [[ $line =~ \"KUBERNETES_PATCH_PATH\":\"([^\"]+)\" ]] && patch=${BASH_REMATCH[1]}
+  what=$(cat "$ctx")
+  reply() { printf '{"id":"%s","exitCode":0}\n' "$id" >&4; }
+`
+
+// loopHook returns a bash hook with settings that runs start, then
+// residentLoop with body as the loop's body.
+func loopHook(t *testing.T, start, body string, settings hook.Settings) *hook.Hook {
+	t.Helper()
+	h := bashHook(t, start+residentLoop+body+"\ndone\n")
+	h.Config.Settings = settings
+	return h
+}
+
 // residentBody is a resident bash hook speaking the protocol with regexes,
 // as docs/running.md shows. It appends its pid to "starts" when it starts, and
 // the paths of the run's contexts and patch files and the size of the patch
 // file at the run's start ("none": no file) to "dirs"; its binding contexts say what a run
 // does: ok, fail, crash, hang, bad (reply), quit (reply, then exit) or
 // litter (leave a file in the dir).
-const residentBody = `echo $$ >> starts
-echo $$ > pid
-while IFS= read -r line <&3; do
-  [[ $line =~ \"id\":\"([0-9]+)\" ]] && id=${BASH_REMATCH[1]}
-  [[ $line =~ \"BINDING_CONTEXT_PATH\":\"([^\"]+)\" ]] && ctx=${BASH_REMATCH[1]}
-  [[ $line =~ \"KUBERNETES_PATCH_PATH\":\"([^\"]+)\" ]] && patch=${BASH_REMATCH[1]}
-  what=$(cat "$ctx")
-  echo "run $id: $what"
+const residentBody = residentLoop + `  echo "run $id: $what"
   echo "$ctx $patch $(stat -c %s "$patch" 2>/dev/null || echo none)" >> dirs
   code=0
   case $what in
     *crash*) kill -9 $$ ;;
-    *quit*) printf '{"id":"%s","exitCode":0}\n' "$id" >&4; exit 0 ;;
+    *quit*) reply; exit 0 ;;
     *litter*) touch "${ctx%/*}/litter" ;;
     *hang*) sleep 600 ;;
     *bad*) echo 'not json' >&4; continue ;;
@@ -374,17 +391,11 @@ func TestResidentKeepsParallelismProcesses(t *testing.T) {
 	r, _ := testRunner(t)
 	r.residents.surplusIdle = 500 * time.Millisecond
 	defer r.Close()
-	h := bashHook(t, `echo $$ >> starts
-while IFS= read -r line <&3; do
-  [[ $line =~ \"id\":\"([0-9]+)\" ]] && id=${BASH_REMATCH[1]}
-  [[ $line =~ \"BINDING_CONTEXT_PATH\":\"([^\"]+)\" ]] && ctx=${BASH_REMATCH[1]}
-  # Every run waits until all three are in flight, so three processes serve them.
-  touch "running.$$"
-  while (( $(ls running.* | wc -l) < 3 )) && [[ $(cat "$ctx") == '["wait"]' ]]; do sleep 0.01; done
-  printf '{"id":"%s","exitCode":0}\n' "$id" >&4
-done
-`)
-	h.Config.Settings = hook.Settings{Resident: true, Parallelism: 2, ResidentMaxRuns: 100, ResidentMaxMemory: hook.DefaultResidentMaxMemory}
+	// Every run waits until all three are in flight, so three processes
+	// serve them.
+	h := loopHook(t, "", `  touch "running.$$"
+  while (( $(ls running.* | wc -l) < 3 )) && [[ $what == '["wait"]' ]]; do sleep 0.01; done
+  reply`, hook.Settings{Resident: true, Parallelism: 2, ResidentMaxRuns: 100, ResidentMaxMemory: hook.DefaultResidentMaxMemory})
 	errs := make(chan error, 3)
 	for range 3 {
 		go func() {
@@ -455,15 +466,8 @@ func TestOneShotCountsProcessStarts(t *testing.T) {
 func TestResidentRecycleOnReload(t *testing.T) {
 	r, obs := countedRunner(t)
 	defer r.Close()
-	h := bashHook(t, `echo $$ >> starts
-while IFS= read -r line <&3; do
-  [[ $line =~ \"id\":\"([0-9]+)\" ]] && id=${BASH_REMATCH[1]}
-  [[ $line =~ \"BINDING_CONTEXT_PATH\":\"([^\"]+)\" ]] && ctx=${BASH_REMATCH[1]}
-  if [[ $(cat "$ctx") == '["wait"]' ]]; then touch running; while [[ ! -e release ]]; do sleep 0.01; done; rm -f running release; fi
-  printf '{"id":"%s","exitCode":0}\n' "$id" >&4
-done
-`)
-	h.Config.Settings = hook.Settings{Resident: true, ResidentMaxRuns: 100, ResidentMaxMemory: hook.DefaultResidentMaxMemory}
+	h := loopHook(t, "", `  if [[ $what == '["wait"]' ]]; then touch running; while [[ ! -e release ]]; do sleep 0.01; done; rm -f running release; fi
+  reply`, hook.Settings{Resident: true, ResidentMaxRuns: 100, ResidentMaxMemory: hook.DefaultResidentMaxMemory})
 	run := func(what string) error {
 		_, err := r.Run(context.Background(), Request{Hook: h, Contexts: []byte(`["` + what + `"]`), Timeout: time.Minute})
 		return err
@@ -507,18 +511,12 @@ done
 func TestDescendantsRSSCountsTheGroup(t *testing.T) {
 	r, _ := testRunner(t)
 	defer r.Close()
-	h := bashHook(t, `echo $$ > pid
-# A child in the group that holds 32 MiB, reported once it has them.
-python3 -c 'import time,sys; b=bytearray(range(256))*(128<<10); open("child","w").write("ready"); time.sleep(600)' &
-while IFS= read -r line <&3; do
-  [[ $line =~ \"id\":\"([0-9]+)\" ]] && id=${BASH_REMATCH[1]}
-  printf '{"id":"%s","exitCode":0}\n' "$id" >&4
-done
-`)
+	// A child in the group that holds 32 MiB, reported once it has them.
+	h := loopHook(t, `python3 -c 'import time,sys; b=bytearray(range(256))*(128<<10); open("child","w").write("ready"); time.sleep(600)' &
+`, "  reply", hook.Settings{Resident: true, ResidentMaxRuns: 100, ResidentMaxMemory: hook.DefaultResidentMaxMemory})
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Fatalf("this test needs python3 for a child that holds memory: %v", err)
 	}
-	h.Config.Settings = hook.Settings{Resident: true, ResidentMaxRuns: 100, ResidentMaxMemory: hook.DefaultResidentMaxMemory}
 	if _, err := r.Run(context.Background(), Request{Hook: h}); err != nil {
 		t.Fatal(err)
 	}
