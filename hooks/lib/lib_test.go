@@ -91,6 +91,17 @@ func lines(t *testing.T, s string) []any {
 	return out
 }
 
+// parseOps parses an operations file a helper wrote with the runtime's
+// parser, failing t when it refuses the file.
+func parseOps(t *testing.T, file string) []ops.Operation {
+	t.Helper()
+	parsed, err := ops.Parse([]byte(file))
+	if err != nil {
+		t.Fatalf("ops.Parse: %v\nfile:\n%s", err, file)
+	}
+	return parsed
+}
+
 func decode(t *testing.T, s string) any {
 	t.Helper()
 	var v any
@@ -234,10 +245,7 @@ hook::requeue ns t1 1m tickets
 hook::emit '{"operation": "JSONPatch", "kind": "ConfigMap", "namespace": "ns", "name": "c", "jsonPatch": [{"op": "remove", "path": "/data/a"}]}'
 `
 	r := mustRun(t, contexts, script)
-	parsed, err := ops.Parse([]byte(r.patch))
-	if err != nil {
-		t.Fatalf("ops.Parse: %v\nfile:\n%s", err, r.patch)
-	}
+	parsed := parseOps(t, r.patch)
 	var types []string
 	for _, op := range parsed {
 		types = append(types, op.Type)
@@ -334,10 +342,7 @@ hook::apply_set bookings --no-owner '{"apiVersion": "v1", "kind": "ConfigMap", "
 hook::jq_patch ConfigMap ns c -- '.data.n = "1"'
 `
 	r := mustRun(t, contexts, script)
-	parsed, err := ops.Parse([]byte(r.patch))
-	if err != nil {
-		t.Fatalf("ops.Parse: %v\nfile:\n%s", err, r.patch)
-	}
+	parsed := parseOps(t, r.patch)
 	if len(parsed) != 7 {
 		t.Fatalf("%d operations, want 7:\n%s", len(parsed), r.patch)
 	}
@@ -420,10 +425,7 @@ func TestHelloHook(t *testing.T) {
   {"object":{"metadata":{"namespace":"a","name":"y"}},"filterResult":null}]},
  {"binding":"hello-configmaps","type":"Event","watchEvent":"Deleted","object":{"metadata":{"namespace":"a","name":"y"}},"filterResult":null}]`
 	r := mustRun(t, contexts, `bash "$1"`, hello)
-	parsed, err := ops.Parse([]byte(r.patch))
-	if err != nil {
-		t.Fatalf("ops.Parse: %v\nfile:\n%s", err, r.patch)
-	}
+	parsed := parseOps(t, r.patch)
 	var got []string
 	for _, op := range parsed {
 		got = append(got, fmt.Sprintf("%s %s/%s %s ignoreMissing=%v", op.Type, op.Namespace, op.Name, op.MergePatch, op.IgnoreMissingObject))

@@ -123,10 +123,7 @@ hook.run(handle)
 	if got, want := lines(t, py.patch), lines(t, bash.patch); !reflect.DeepEqual(got, want) {
 		t.Errorf("Python wrote:\n%s\nbash wrote:\n%s", py.patch, bash.patch)
 	}
-	parsed, err := ops.Parse([]byte(py.patch))
-	if err != nil {
-		t.Fatalf("ops.Parse refused what the Python helper wrote: %v\n%s", err, py.patch)
-	}
+	parsed := parseOps(t, py.patch)
 	var types []string
 	for _, op := range parsed {
 		if !slices.Contains(types, op.Type) {

@@ -265,7 +265,6 @@ func TestSpanBashUsage(t *testing.T) {
 // even those the process started with.
 func TestResidentBashTrace(t *testing.T) {
 	seen := filepath.Join(t.TempDir(), "seen")
-	inherited := filepath.Join(t.TempDir(), "inherited")
 	cmd := exec.Command(writeResidentHook(t, `
 handle() {
   printf '%s|%s|%s|%s\n' "${TRACEPARENT:-}" "${TRACESTATE:-}" "$(basename "${TRACE_SPANS_PATH:-}")" "${HOOK_SPAN_TRACEPARENT:-}" >>"$SEEN"
@@ -273,26 +272,40 @@ handle() {
 }
 hook::resident handle
 `))
-	p := startResident(t, cmd, "SEEN="+seen, "TRACEPARENT=00-"+strings.Repeat("1", 32)+"-"+strings.Repeat("2", 16)+"-01",
-		"TRACESTATE=inherited=1", "TRACE_SPANS_PATH="+inherited, "HOOK_SPAN_TRACEPARENT=00-"+strings.Repeat("1", 32)+"-"+strings.Repeat("3", 16)+"-01")
-	dir := t.TempDir()
-	requests := request(t, "1", "") +
-		request(t, "2", `,"TRACEPARENT":"`+testTraceParent+`","TRACESTATE":"v=a\u0026b\"c\\d","TRACE_SPANS_PATH":"`+dir+`/spans-2"`) +
-		request(t, "3", "")
-	p.serve(t, requests)
+	p, dir := serveTracedRun(t, cmd, `v=a\u0026b\"c\\d`, "SEEN="+seen, "HOOK_SPAN_TRACEPARENT=00-"+strings.Repeat("1", 32)+"-"+strings.Repeat("3", 16)+"-01")
 	data, _ := os.ReadFile(seen)
 	if want := "|||\n" + testTraceParent + `|v=a&b"c\d|spans-2|` + "\n|||\n"; string(data) != want {
 		t.Errorf("runs saw\n%s\nwant\n%s\nlog:\n%s", data, want, p.log)
 	}
-	if spans := readSpans(t, filepath.Join(dir, "spans-2")); len(spans) != 1 {
-		t.Errorf("run 2 recorded %d spans", len(spans))
-	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("files in the runs' dir: %v", entries)
+	}
+}
+
+// serveTracedRun starts cmd as a resident hook whose environment holds a
+// trace of its own, and env, and serves it three runs of which only the
+// second carries trace variables: the test's TRACEPARENT, tracestate (as
+// the request's JSON writes it) and the spans file spans-2 in a fresh
+// dir. It fails t unless run 2 recorded one span there and no run
+// recorded any in the process's own trace; it returns the process and
+// the dir.
+func serveTracedRun(t *testing.T, cmd *exec.Cmd, tracestate string, env ...string) (*residentProcess, string) {
+	t.Helper()
+	inherited := filepath.Join(t.TempDir(), "inherited")
+	p := startResident(t, cmd, append([]string{"TRACEPARENT=00-" + strings.Repeat("1", 32) + "-" + strings.Repeat("2", 16) + "-01",
+		"TRACESTATE=inherited=1", "TRACE_SPANS_PATH=" + inherited}, env...)...)
+	dir := t.TempDir()
+	requests := request(t, "1", "") +
+		request(t, "2", `,"TRACEPARENT":"`+testTraceParent+`","TRACESTATE":"`+tracestate+`","TRACE_SPANS_PATH":"`+dir+`/spans-2"`) +
+		request(t, "3", "")
+	p.serve(t, requests)
+	if spans := readSpans(t, filepath.Join(dir, "spans-2")); len(spans) != 1 {
+		t.Errorf("run 2 recorded %d spans", len(spans))
 	}
 	if _, err := os.Stat(inherited); !os.IsNotExist(err) {
 		t.Errorf("a run recorded spans in the trace the process started with: %v", err)
 	}
+	return p, dir
 }
 
 // TestPythonSpan: spans nest, carry attributes of every type, and an
@@ -390,28 +403,16 @@ hook.run(handle)
 // process started with; spans go to the run's file.
 func TestPythonResidentTrace(t *testing.T) {
 	seen := filepath.Join(t.TempDir(), "seen")
-	inherited := filepath.Join(t.TempDir(), "inherited")
-	p := startResident(t, exec.Command(writePythonHook(t, `
+	p, _ := serveTracedRun(t, exec.Command(writePythonHook(t, `
 def handle():
     with open(os.environ["SEEN"], "a") as f:
         f.write("%s|%s|%s\n" % (os.environ.get("TRACEPARENT", ""), os.environ.get("TRACESTATE", ""), os.path.basename(os.environ.get("TRACE_SPANS_PATH", ""))))
     with hook.span("run"):
         pass
 hook.run(handle)
-`)), "SEEN="+seen, "TRACEPARENT=00-"+strings.Repeat("1", 32)+"-"+strings.Repeat("2", 16)+"-01", "TRACESTATE=inherited=1", "TRACE_SPANS_PATH="+inherited)
-	dir := t.TempDir()
-	requests := request(t, "1", "") +
-		request(t, "2", `,"TRACEPARENT":"`+testTraceParent+`","TRACESTATE":"v=a\u0026b","TRACE_SPANS_PATH":"`+dir+`/spans-2"`) +
-		request(t, "3", "")
-	p.serve(t, requests)
+`)), `v=a\u0026b`, "SEEN="+seen)
 	data, _ := os.ReadFile(seen)
 	if want := "||\n" + testTraceParent + "|v=a&b|spans-2\n||\n"; string(data) != want {
 		t.Errorf("runs saw\n%s\nwant\n%s\nlog:\n%s", data, want, p.log)
-	}
-	if spans := readSpans(t, filepath.Join(dir, "spans-2")); len(spans) != 1 {
-		t.Errorf("run 2 recorded %d spans", len(spans))
-	}
-	if _, err := os.Stat(inherited); !os.IsNotExist(err) {
-		t.Errorf("a run recorded spans in the trace the process started with: %v", err)
 	}
 }
