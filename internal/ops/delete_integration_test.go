@@ -60,6 +60,18 @@ func deleteFile(typ string) string {
 	return fmt.Sprintf("operation: %s\nkind: ConfigMap\nnamespace: %%NS%%\nname: owner\n", typ)
 }
 
+// recreateOwner creates the owner again, with data that says it is new.
+const recreateOwner = "operation: Create\nobject: {apiVersion: v1, kind: ConfigMap, metadata: {name: owner, namespace: %NS%}, data: {new: \"yes\"}}\n"
+
+// wantNewOwner fails the test unless the owner is the one recreateOwner
+// made, and not being deleted.
+func (e *env) wantNewOwner() {
+	e.t.Helper()
+	if got := e.mustGet(configMaps, "owner"); nested(got, "data", "new") != "yes" || got.GetDeletionTimestamp() != nil {
+		e.t.Errorf("owner after Delete and Create: %v", got.Object)
+	}
+}
+
 func TestIntegrationDeleteForeground(t *testing.T) {
 	t.Run("waits until the dependents are gone", func(t *testing.T) {
 		e := newEnv(t)
@@ -78,10 +90,8 @@ func TestIntegrationDeleteForeground(t *testing.T) {
 	t.Run("lets the same file create the object again", func(t *testing.T) {
 		e := newEnv(t)
 		e.family(false)
-		e.mustApply(deleteFile(Delete) + "---\noperation: Create\nobject: {apiVersion: v1, kind: ConfigMap, metadata: {name: owner, namespace: %NS%}, data: {new: \"yes\"}}\n")
-		if got := e.mustGet(configMaps, "owner"); nested(got, "data", "new") != "yes" || got.GetDeletionTimestamp() != nil {
-			t.Errorf("owner after Delete and Create: %v", got.Object)
-		}
+		e.mustApply(deleteFile(Delete) + "---\n" + recreateOwner)
+		e.wantNewOwner()
 	})
 
 	t.Run("waits for consecutive deletions together, before the next operation", func(t *testing.T) {
@@ -95,16 +105,14 @@ func TestIntegrationDeleteForeground(t *testing.T) {
 		// The owner's deletion waits for its dependent's: the Create after
 		// the Deletes must wait for it too.
 		file.WriteString(deleteFile(Delete) + "---\n")
-		file.WriteString("operation: Create\nobject: {apiVersion: v1, kind: ConfigMap, metadata: {name: owner, namespace: %NS%}, data: {new: \"yes\"}}\n")
+		file.WriteString(recreateOwner)
 		e.mustApply(file.String())
 		for i := range 20 {
 			if e.get(configMaps, fmt.Sprintf("c-%d", i)) != nil {
 				t.Errorf("c-%d exists after its Delete", i)
 			}
 		}
-		if got := e.mustGet(configMaps, "owner"); nested(got, "data", "new") != "yes" || got.GetDeletionTimestamp() != nil {
-			t.Errorf("owner after Delete and Create: %v", got.Object)
-		}
+		e.wantNewOwner()
 		if e.get(configMaps, "dependent") != nil {
 			t.Error("the dependent outlived its owner's foreground deletion")
 		}
