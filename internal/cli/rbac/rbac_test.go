@@ -15,19 +15,23 @@ import (
 	"github.com/hook-operator/hook-operator/internal/cli/start"
 )
 
+// writeHook writes a bash hook into dir that prints config when asked for
+// it and runs body otherwise.
+func writeHook(t *testing.T, dir, name, config, body string) {
+	t.Helper()
+	script := "#!/usr/bin/env bash\nif [[ \"${1:-}\" == --config ]]; then echo '" + config + "'; exit 0; fi\n" + body
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The printed RBAC marks sensitive grants with a comment line above their
 // ClusterRole, and a hook that writes without declaring writes is warned
 // about on stderr, by its file.
 func TestRunMarksSensitiveAndWarnsOfUndeclaredWrites(t *testing.T) {
 	dir := t.TempDir()
-	hook := func(name, config, body string) {
-		script := "#!/usr/bin/env bash\nif [[ \"${1:-}\" == --config ]]; then echo '" + config + "'; exit 0; fi\n" + body
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	hook("secrets.sh", `{"configVersion":"v1","schedule":[{"crontab":"* * * * *"}],"writes":[{"kind":"Secret","verbs":["create","patch"]}]}`, "exit 0\n")
-	hook("quiet.sh", `{"configVersion":"v1","schedule":[{"crontab":"* * * * *"}]}`, "hook::apply \"$cm\"\n")
+	writeHook(t, dir, "secrets.sh", `{"configVersion":"v1","schedule":[{"crontab":"* * * * *"}],"writes":[{"kind":"Secret","verbs":["create","patch"]}]}`, "exit 0\n")
+	writeHook(t, dir, "quiet.sh", `{"configVersion":"v1","schedule":[{"crontab":"* * * * *"}]}`, "hook::apply \"$cm\"\n")
 	var out, stderr bytes.Buffer
 	log := logrus.New()
 	log.SetOutput(&stderr)
@@ -55,12 +59,7 @@ func TestRunMarksSensitiveAndWarnsOfUndeclaredWrites(t *testing.T) {
 // and in existing mode grants no create at all.
 func TestRunValidatingOnly(t *testing.T) {
 	dir := t.TempDir()
-	script := "#!/usr/bin/env bash\nif [[ \"${1:-}\" == --config ]]; then echo '" +
-		`{"configVersion":"v1","kubernetesValidating":[{"name":"policy.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}]}]}` +
-		"'; exit 0; fi\n"
-	if err := os.WriteFile(filepath.Join(dir, "policy.sh"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeHook(t, dir, "policy.sh", `{"configVersion":"v1","kubernetesValidating":[{"name":"policy.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}]}]}`, "")
 	run := func(mode string) (string, error) {
 		var out bytes.Buffer
 		err := Run(context.Background(), Flags{HooksDir: dir, Name: "op", Namespace: "ops", ServiceAccount: "op",

@@ -2,8 +2,6 @@ package rbac
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -34,14 +32,9 @@ func command(t *testing.T, args ...string) (string, string, error) {
 // name) stand otherwise. The flags the chart decides are warned about.
 func TestRunValues(t *testing.T) {
 	dir := t.TempDir()
-	script := "#!/usr/bin/env bash\nif [[ \"${1:-}\" == --config ]]; then echo '" +
-		`{"configVersion":"v1","kubernetes":[{"name":"pods","kind":"Pod","namespace":{"nameSelector":{"matchNames":["shop"]}}}],` +
-		`"kubernetesValidating":[{"name":"policy.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}]}],` +
-		`"writes":[{"kind":"Secret","verbs":["create"]}]}` +
-		"'; exit 0; fi\n"
-	if err := os.WriteFile(filepath.Join(dir, "policy.sh"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeHook(t, dir, "policy.sh", `{"configVersion":"v1","kubernetes":[{"name":"pods","kind":"Pod","namespace":{"nameSelector":{"matchNames":["shop"]}}}],`+
+		`"kubernetesValidating":[{"name":"policy.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}]}],`+
+		`"writes":[{"kind":"Secret","verbs":["create"]}]}`, "")
 	out, stderr, err := command(t, "--hooks-dir", dir, "-o", "values", "--leader-elect", "--namespace", "ops")
 	if err != nil {
 		t.Fatal(err)
