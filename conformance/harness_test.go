@@ -282,7 +282,7 @@ func startProcess(t *testing.T, bin string, args, env []string) func() {
 				<-done
 			}
 			if t.Failed() {
-				t.Logf("%s %s output:\n%s", filepath.Base(bin), strings.Join(args[:1], " "), tail(out.String(), 60))
+				t.Logf("%s %s output:\n%s", filepath.Base(bin), strings.Join(args[:1], " "), testoperator.Tail(out.String(), 60))
 			}
 		})
 	}
@@ -440,14 +440,6 @@ func hookMetrics(t *testing.T, url string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 func must(t *testing.T, err error) {

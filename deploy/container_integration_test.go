@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hook-operator/hook-operator/internal/testcluster"
+	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
 // testImage is the tag the tests load and run (make image loads the same).
@@ -70,21 +71,13 @@ func builtImage(t *testing.T) engine {
 		build := exec.Command(filepath.Join(root, "hack", "image", "build.sh"), testImage)
 		build.Env = built.engine.env
 		if out, err := build.CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("hack/image/build.sh: %w\n%s", err, tail(string(out), 40))
+			built.err = fmt.Errorf("hack/image/build.sh: %w\n%s", err, testoperator.Tail(string(out), 40))
 		}
 	})
 	if built.err != nil {
 		t.Fatal(built.err)
 	}
 	return built.engine
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // run runs the engine with args and returns its output.
@@ -276,7 +269,7 @@ func startImage(t *testing.T, e engine, c *testcluster.Cluster, ns, mount, image
 	run = append(run, image)
 	e.must(t, run...)
 	t.Cleanup(func() { _, _ = e.run(t, "rm", "-f", name) })
-	ctr := container{name: name, addr: addr, hooks: hooks, logs: func() string { out, _ := e.run(t, "logs", name); return tail(out, 60) }}
+	ctr := container{name: name, addr: addr, hooks: hooks, logs: func() string { out, _ := e.run(t, "logs", name); return testoperator.Tail(out, 60) }}
 	waitFor(t, "/readyz 200 from the container", 90*time.Second, func() bool {
 		resp, err := http.Get("http://" + addr + "/readyz")
 		if err != nil {

@@ -22,6 +22,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
 // dockerfileImage is the tag the tests build the top-level Dockerfile as.
@@ -50,7 +52,7 @@ func builtDockerfile(t *testing.T, version, commit string) engine {
 		build := exec.Command(filepath.Join(root, "hack", "image", "dockerfile.sh"), dockerfileImage)
 		build.Env = append(dockerfileBuilt.engine.env, "IMAGE_VERSION="+version, "IMAGE_COMMIT="+commit)
 		if out, err := build.CombinedOutput(); err != nil {
-			dockerfileBuilt.err = fmt.Errorf("hack/image/dockerfile.sh: %w\n%s", err, tail(string(out), 40))
+			dockerfileBuilt.err = fmt.Errorf("hack/image/dockerfile.sh: %w\n%s", err, testoperator.Tail(string(out), 40))
 		}
 		dockerfileBuilt.took = time.Since(start)
 	})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hook-operator/hook-operator/internal/localcerts"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
+	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
 // The image run as shell-operator v1.20.3's example 204 runs shell-operator:
@@ -81,7 +82,7 @@ fi
 		"-e", "SHELL_OPERATOR_LISTEN_ADDRESS=127.0.0.1", "-e", "SHELL_OPERATOR_LISTEN_PORT="+strings.TrimPrefix(metrics, "127.0.0.1:"),
 		"-e", "VALIDATING_WEBHOOK_LISTEN_PORT="+port, testImage)
 	t.Cleanup(func() { _, _ = e.run(t, "rm", "-f", name) })
-	logs := func() string { out, _ := e.run(t, "logs", name); return tail(out, 60) }
+	logs := func() string { out, _ := e.run(t, "logs", name); return testoperator.Tail(out, 60) }
 
 	ca, err := os.ReadFile(filepath.Join(certs, "ca.crt"))
 	must(t, err)
@@ -102,7 +103,7 @@ fi
 		t.Errorf("the registered configuration's Service: %q, %v; want %s/%s", out, err, ns, service)
 	}
 	if _, page := get("http://" + metrics + "/metrics"); !strings.Contains(page, "\nshell_operator_live_ticks ") {
-		t.Errorf("/metrics does not serve shell_operator_live_ticks:\n%s", tail(page, 20))
+		t.Errorf("/metrics does not serve shell_operator_live_ticks:\n%s", testoperator.Tail(page, 20))
 	}
 	if l := logs(); strings.Contains(l, "webhook registration:") {
 		t.Errorf("a warning about the registration, with the Service there:\n%s", l)

@@ -101,7 +101,7 @@ func startOperator(t *testing.T, kubeconfig, hooksDir string, extra ...string) *
 			}
 		}
 		if t.Failed() {
-			t.Logf("operator log (last lines):\n%s", lastLines(o.logs.String(), 80))
+			t.Logf("operator log (last lines):\n%s", testoperator.Tail(o.logs.String(), 80))
 		}
 	})
 	re := regexp.MustCompile(`"address":"([^"]+)"`)
@@ -176,14 +176,6 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 	if err != nil {
 		t.Fatalf("timed out after %v waiting for %s", timeout, what)
 	}
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // mirrorEnv is a namespace with sources and the mirror hook.

@@ -212,7 +212,7 @@ func Start(t testing.TB, c *testcluster.Cluster, hooksDir string, env ...string)
 			}
 		}
 		if t.Failed() {
-			t.Logf("operator log:\n%s", tail(o.Logs(), 200))
+			t.Logf("operator log:\n%s", Tail(o.Logs(), 200))
 		}
 	})
 	return o
@@ -334,14 +334,6 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-func tail(s string, lines int) string {
-	parts := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(parts) > lines {
-		parts = parts[len(parts)-lines:]
-	}
-	return strings.Join(parts, "\n")
 }
 
 // InstallCRDs applies the CRDs in the repository's deploy/crds/ named by
