@@ -259,10 +259,7 @@ func startImage(t *testing.T, e engine, c *testcluster.Cluster, ns, mount, image
 
 	addr := freeAddress(t)
 	name := "hook-operator-test-" + ns
-	run := []string{"run", "-d", "--name", name, "--network", "host",
-		"--user", "65532:65532", "--read-only", "--tmpfs", "/tmp", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
-		"-v", kubeconfig + ":/kube/config:ro", "-e", "KUBECONFIG=/kube/config",
-		"-e", "HOOK_OPERATOR_LISTEN_ADDRESS=" + addr, "-e", "HOOK_OPERATOR_LOG_FORMAT=json"}
+	run := append(runLockedDown(name, kubeconfig), "-e", "HOOK_OPERATOR_LISTEN_ADDRESS="+addr, "-e", "HOOK_OPERATOR_LOG_FORMAT=json")
 	if mount != "" {
 		run = append(run, "-v", hooks+":"+mount+":ro")
 	}
@@ -271,14 +268,21 @@ func startImage(t *testing.T, e engine, c *testcluster.Cluster, ns, mount, image
 	t.Cleanup(func() { _, _ = e.run(t, "rm", "-f", name) })
 	ctr := container{name: name, addr: addr, hooks: hooks, logs: func() string { out, _ := e.run(t, "logs", name); return testoperator.Tail(out, 60) }}
 	waitFor(t, "/readyz 200 from the container", 90*time.Second, func() bool {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
+		code, _ := get("http://" + addr + "/readyz")
+		return code == http.StatusOK
 	}, ctr.logs)
 	return ctr
+}
+
+// runLockedDown is the start of the engine's arguments that run the image
+// detached as the container name, on the host's network, as the image's
+// non-root user with a read-only root and a /tmp of its own, no
+// capabilities and no new privileges, with the kubeconfig at kubeconfig
+// mounted at /kube/config.
+func runLockedDown(name, kubeconfig string) []string {
+	return []string{"run", "-d", "--name", name, "--network", "host",
+		"--user", "65532:65532", "--read-only", "--tmpfs", "/tmp", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+		"-v", kubeconfig + ":/kube/config:ro", "-e", "KUBECONFIG=/kube/config"}
 }
 
 // flatKubeconfig writes c's kubeconfig to dir/kubeconfig with the client

@@ -73,14 +73,12 @@ fi
 	must(t, errOut(err, out))
 
 	name := "hook-operator-example-204-" + ns
-	e.must(t, "run", "-d", "--name", name, "--network", "host",
-		"--user", "65532:65532", "--read-only", "--tmpfs", "/tmp", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
-		"-v", kubeconfig+":/kube/config:ro", "-e", "KUBECONFIG=/kube/config",
+	e.must(t, append(runLockedDown(name, kubeconfig),
 		"-v", certs+":/validating-certs:ro", "-v", hooks+":/hooks:ro",
 		"-e", "SHELL_OPERATOR_NAMESPACE="+ns, "-e", "VALIDATING_WEBHOOK_SERVICE_NAME="+service,
 		"-e", "VALIDATING_WEBHOOK_CONFIGURATION_NAME="+config, "-e", "SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX=shell_operator_",
 		"-e", "SHELL_OPERATOR_LISTEN_ADDRESS=127.0.0.1", "-e", "SHELL_OPERATOR_LISTEN_PORT="+strings.TrimPrefix(metrics, "127.0.0.1:"),
-		"-e", "VALIDATING_WEBHOOK_LISTEN_PORT="+port, testImage)
+		"-e", "VALIDATING_WEBHOOK_LISTEN_PORT="+port, testImage)...)
 	t.Cleanup(func() { _, _ = e.run(t, "rm", "-f", name) })
 	logs := func() string { out, _ := e.run(t, "logs", name); return testoperator.Tail(out, 60) }
 
