@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,6 +56,17 @@ func findEngine(root string) (engine, error) {
 		env: append(os.Environ(), "CONTAINERS_CONF="+filepath.Join(root, "hack", "image", "containers.conf"))}, nil
 }
 
+// script runs hack/image/<name> with args, in the engine's environment
+// and env besides, and returns its error with the end of its output.
+func (e engine) script(root, name string, env []string, args ...string) error {
+	cmd := exec.Command(filepath.Join(root, "hack", "image", name), args...)
+	cmd.Env = append(slices.Clip(e.env), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("hack/image/%s: %w\n%s", name, err, testoperator.Tail(string(out), 40))
+	}
+	return nil
+}
+
 // builtImage loads the release's image of this machine's architecture with
 // hack/image/build.sh, as make image does (make test runs it first; this
 // builds it again from the tree the tests run on, kubectl and the Debian
@@ -68,11 +80,7 @@ func builtImage(t *testing.T) engine {
 		if built.err != nil {
 			return
 		}
-		build := exec.Command(filepath.Join(root, "hack", "image", "build.sh"), testImage)
-		build.Env = built.engine.env
-		if out, err := build.CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("hack/image/build.sh: %w\n%s", err, testoperator.Tail(string(out), 40))
-		}
+		built.err = built.engine.script(root, "build.sh", nil, testImage)
 	})
 	if built.err != nil {
 		t.Fatal(built.err)

@@ -22,8 +22,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
 // dockerfileImage is the tag the tests build the top-level Dockerfile as.
@@ -49,11 +47,7 @@ func builtDockerfile(t *testing.T, version, commit string) engine {
 			return
 		}
 		start := time.Now()
-		build := exec.Command(filepath.Join(root, "hack", "image", "dockerfile.sh"), dockerfileImage)
-		build.Env = append(dockerfileBuilt.engine.env, "IMAGE_VERSION="+version, "IMAGE_COMMIT="+commit)
-		if out, err := build.CombinedOutput(); err != nil {
-			dockerfileBuilt.err = fmt.Errorf("hack/image/dockerfile.sh: %w\n%s", err, testoperator.Tail(string(out), 40))
-		}
+		dockerfileBuilt.err = dockerfileBuilt.engine.script(root, "dockerfile.sh", []string{"IMAGE_VERSION=" + version, "IMAGE_COMMIT=" + commit}, dockerfileImage)
 		dockerfileBuilt.took = time.Since(start)
 	})
 	if dockerfileBuilt.err != nil {
