@@ -5,10 +5,8 @@ package hack_test
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -28,17 +26,9 @@ var earlyReader = regexp.MustCompile(`\|\s*(grep\s+(-[a-zA-Z]*[qm]|--quiet|--sil
 // timing. Such a pipeline broke the first build of the pinned
 // shell-operator on a fresh machine (its version check: `version | grep -qF`).
 func TestNoEarlyExitingReaderUnderPipefail(t *testing.T) {
-	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
-	if err != nil {
-		t.Fatalf("git rev-parse: %v", err)
-	}
-	root := strings.TrimSpace(string(top))
-	out, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
-	if err != nil {
-		t.Fatalf("git ls-files: %v", err)
-	}
+	root, files := trackedFiles(t)
 	checked := 0
-	for _, path := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+	for _, path := range files {
 		// This file names the patterns it looks for.
 		if strings.HasSuffix(path, ".md") || strings.HasPrefix(path, "bench/results/") || path == "hack/pipefail_test.go" {
 			continue
@@ -49,9 +39,6 @@ func TestNoEarlyExitingReaderUnderPipefail(t *testing.T) {
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join(root, path))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // deleted in the work tree, not yet in the index
-		}
 		if err != nil {
 			t.Fatal(err)
 		}

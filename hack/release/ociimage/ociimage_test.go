@@ -2,9 +2,11 @@ package main
 
 import (
 	"archive/tar"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,17 +18,27 @@ import (
 // layerTar writes a tar holding one file and returns its path.
 func layerTar(t *testing.T, file, content string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), strings.ReplaceAll(file, "/", "_")+".tar")
+	return writeTar(t, strings.ReplaceAll(file, "/", "_")+".tar", 0o755, map[string]string{file: content})
+}
+
+// writeTar writes a tar named name in a new folder, holding files (by name,
+// in name order) with the given mode, and returns its path.
+func writeTar(t *testing.T, name string, mode int64, files map[string]string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := tar.NewWriter(f)
-	if err := w.WriteHeader(&tar.Header{Name: file, Mode: 0o755, Size: int64(len(content)), Typeflag: tar.TypeReg}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write([]byte(content)); err != nil {
-		t.Fatal(err)
+	for _, file := range slices.Sorted(maps.Keys(files)) {
+		content := files[file]
+		if err := w.WriteHeader(&tar.Header{Name: file, Mode: mode, Size: int64(len(content)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(content)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)

@@ -59,30 +59,10 @@ func testKey(t *testing.T) (private, public string) {
 // provenance: its package sources and its dpkg status.
 func debianRootTar(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "root.tar")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := tar.NewWriter(f)
-	for name, content := range map[string]string{
+	return writeTar(t, "root.tar", 0o644, map[string]string{
 		"./etc/apt/sources.list": "deb http://snapshot.debian.org/archive/debian/20260101T000000Z bookworm main\n",
 		"./var/lib/dpkg/status":  "Package: jq\nStatus: install ok installed\nVersion: 1.6-2.1\nArchitecture: amd64\nDescription: x\n more\n\nPackage: bash\nVersion: 5.2.15-2+b7\nArchitecture: amd64\n",
-	} {
-		if err := w.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(content)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Write([]byte(content)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	})
 }
 
 // writeFile writes content to a new file and returns its path.
