@@ -134,8 +134,7 @@ func TestIntegrationStalledBindingIsStaleAndRestarted(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	cms := h.c.Client.CoreV1().ConfigMaps(h.ns)
-	_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "heartbeat"}}, metav1.CreateOptions{})
-	must(t, err)
+	h.configMap(t, "heartbeat", nil, nil)
 	go func() {
 		for n := 0; ctx.Err() == nil; n++ {
 			_, _ = cms.Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "heartbeat"}, Data: map[string]string{"n": strconv.Itoa(n)}}, metav1.UpdateOptions{})
@@ -183,8 +182,7 @@ func TestIntegrationStalledBindingIsStaleAndRestarted(t *testing.T) {
 	}
 
 	p.freeze()
-	_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "during-the-freeze"}}, metav1.CreateOptions{})
-	must(t, err)
+	h.configMap(t, "during-the-freeze", nil, nil)
 	o.waitFor(t, "the view older than its threshold", func() bool { return o.metric(t, age) > o.metric(t, after) })
 	o.waitFor(t, "the silent watch restarted and counted", func() bool { return o.metric(t, restarts) > before })
 	if p.held.Load() == 0 {

@@ -56,8 +56,15 @@ func (h *harness) hook(t *testing.T, name, script string) {
 // harness's namespace.
 func (h *harness) configMap(t *testing.T, name string, labels, data map[string]string) {
 	t.Helper()
+	createConfigMap(t, h.c, h.ns, name, labels, data)
+}
+
+// createConfigMap creates the ConfigMap ns/name with labels and data in
+// the cluster c (a test's own cluster, or the harness's).
+func createConfigMap(t *testing.T, c *testcluster.Cluster, ns, name string, labels, data map[string]string) {
+	t.Helper()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Data: data}
-	_, err := h.c.Client.CoreV1().ConfigMaps(h.ns).Create(context.Background(), cm, metav1.CreateOptions{})
+	_, err := c.Client.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{})
 	must(t, err)
 }
 

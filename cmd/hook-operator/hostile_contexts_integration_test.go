@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -48,8 +47,7 @@ exit 1
 		_, _ = rand.Read(b)
 		return map[string]string{"v": base64.StdEncoding.EncodeToString(b), "marker": marker} // 300 KB
 	}
-	_, err := h.c.Client.CoreV1().ConfigMaps(h.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "big"}, Data: big("first")}, metav1.CreateOptions{})
-	must(t, err)
+	h.configMap(t, "big", nil, big("first"))
 
 	o := h.start(t)
 	pid := o.pid()

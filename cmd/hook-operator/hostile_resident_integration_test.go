@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -94,7 +93,6 @@ jq -r '.[] | .object.metadata.name // empty' "$BINDING_CONTEXT_PATH" >> `+marks+
 		must(t, err)
 		return len(entries)
 	}
-	cms := h.c.Client.CoreV1().ConfigMaps(h.ns)
 	runs := func() int {
 		data, _ := os.ReadFile(filepath.Join(marks, "records"))
 		return strings.Count(string(data), "\n")
@@ -102,9 +100,7 @@ jq -r '.[] | .object.metadata.name // empty' "$BINDING_CONTEXT_PATH" >> `+marks+
 	handle := func(from, to int) {
 		for i := from; i < to; i++ {
 			// One at a time, so that each is a run of its own.
-			_, err := cms.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-				Name: fmt.Sprintf("cm-%d", i), Labels: map[string]string{"hostile": "yes"}}}, metav1.CreateOptions{})
-			must(t, err)
+			h.configMap(t, fmt.Sprintf("cm-%d", i), map[string]string{"hostile": "yes"}, nil)
 			o.waitFor(t, fmt.Sprintf("cm-%d's run", i), func() bool { return runs() > i })
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -131,13 +130,10 @@ echo run >>`+filepath.Join(records, id+".leader")+`
 		t.Errorf("debug role shows no ring of 3 members:\n%s", out)
 	}
 
-	cms := c.Client.CoreV1().ConfigMaps(ns)
 	const n = 90
 	from := marks()
 	for i := range n {
-		_, err := cms.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-			Name: "cm-" + strconv.Itoa(i), Labels: map[string]string{"shard": "yes"}}}, metav1.CreateOptions{})
-		must(t, err)
+		createConfigMap(t, c, ns, "cm-"+strconv.Itoa(i), map[string]string{"shard": "yes"}, nil)
 	}
 	waitUntil(t, "every object's event handled", func() bool { return len(events(from)) == n }, allLogs)
 	time.Sleep(time.Second) // room for a second replica to handle one, which must not happen
@@ -253,9 +249,7 @@ echo run >>`+filepath.Join(records, id+".leader")+`
 
 	from = marks()
 	for i := n; i < n+30; i++ {
-		_, err := cms.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-			Name: "cm-" + strconv.Itoa(i), Labels: map[string]string{"shard": "yes"}}}, metav1.CreateOptions{})
-		must(t, err)
+		createConfigMap(t, c, ns, "cm-"+strconv.Itoa(i), map[string]string{"shard": "yes"}, nil)
 	}
 	waitUntil(t, "the new objects handled", func() bool { return len(events(from)) == 30 }, allLogs)
 	time.Sleep(time.Second)

@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/hook-operator/hook-operator/internal/gobuild"
 	"github.com/hook-operator/hook-operator/internal/jaegertest"
 )
@@ -94,11 +91,7 @@ hook::merge_patch ConfigMap "`+ns+`" retried '{"metadata":{"labels":{"traced":"r
 	}
 
 	ctx := context.Background()
-	create := func(name, trace string) {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"trace": trace}}}
-		_, err := c.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
-		must(t, err)
-	}
+	create := func(name, trace string) { w.configMap(t, name, map[string]string{"trace": trace}, nil) }
 	create("by-bash", "bash")
 	create("by-go", "go")
 
