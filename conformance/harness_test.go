@@ -19,7 +19,6 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/hook-operator/hook-operator/internal/localcluster"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
@@ -240,7 +239,7 @@ type ours struct{ bin string }
 func (ours) name() string { return "hook-operator" }
 
 func (o ours) start(t *testing.T, hooks, kubeconfig string, env []string) (func(), string) {
-	port := freePort(t)
+	port := testoperator.FreePort(t)
 	return startProcess(t, o.bin, []string{"start", "--hooks-dir", hooks, "--kubeconfig", kubeconfig,
 			"--listen-address", "127.0.0.1:" + port, "--health-listen-address", "127.0.0.1:0", "--debug-socket", filepath.Join(t.TempDir(), "debug.sock"),
 			"--log-format", "json", "--retry-initial-delay", "200ms", "--retry-max-delay", "1s"}, env),
@@ -252,7 +251,7 @@ type reference struct{ bin string }
 func (reference) name() string { return "shell-operator" }
 
 func (r reference) start(t *testing.T, hooks, kubeconfig string, env []string) (func(), string) {
-	port := freePort(t)
+	port := testoperator.FreePort(t)
 	tmp := t.TempDir()
 	return startProcess(t, r.bin, []string{"start", "--hooks-dir", hooks, "--kube-config", kubeconfig,
 			"--tmp-dir", tmp, "--listen-address", "127.0.0.1", "--listen-port", port,
@@ -288,15 +287,6 @@ func startProcess(t *testing.T, bin string, args, env []string) func() {
 	}
 	t.Cleanup(stop)
 	return stop
-}
-
-// freePort returns a port that was free a moment ago
-// (localcluster.FreePort: out of the range that port 0 draws from).
-func freePort(t *testing.T) string {
-	t.Helper()
-	port, err := localcluster.FreePort()
-	must(t, err)
-	return port
 }
 
 // recorder follows the binding contexts the wrappers write.

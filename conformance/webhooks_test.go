@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hook-operator/hook-operator/internal/testcluster"
+	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
 // webhookExample is one of shell-operator's webhook examples, run by
@@ -112,7 +113,7 @@ func TestIntegrationWebhookExamples(t *testing.T) {
 			rec := newRecorder(t)
 			hooks := hooksFolder(t, &Case{Example: ex.name, Hooks: ex.hooks, Framework: true}, module, rec.dir)
 			rewriteTree(t, hooks, "stable.example.com", group)
-			port := freePort(t)
+			port := testoperator.FreePort(t)
 			configName := "conformance-" + ns
 			stop := startProcess(t, bin, []string{"start", "--hooks-dir", hooks, "--kubeconfig", c.Kubeconfig,
 				"--listen-address", "127.0.0.1:0", "--health-listen-address", "127.0.0.1:0", "--debug-socket", "", "--log-format", "json",

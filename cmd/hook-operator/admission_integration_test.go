@@ -30,7 +30,7 @@ func servingSetup(t *testing.T) (ca *localcerts.CA, certs, port string) {
 	must(t, err)
 	must(t, os.WriteFile(filepath.Join(certs, "ca.crt"), ca.PEM, 0o600))
 	must(t, ca.WriteServing(certs, 100))
-	return ca, certs, freePort(t)
+	return ca, certs, testoperator.FreePort(t)
 }
 
 // kubectlApply applies manifest and returns its output and error.
@@ -152,7 +152,7 @@ echo "{\"allowed\": true, \"patch\": \"$patch\"}" >"$ADMISSION_RESPONSE_PATH"
 func TestIntegrationAdmissionDryRun(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	port := freePort(t)
+	port := testoperator.FreePort(t)
 	configName := "hook-operator-test-" + h.ns
 	gvr := validatingConfigurations
 	deleteConfigurationsAtEnd(t, h.c, configName+"-dry-run")

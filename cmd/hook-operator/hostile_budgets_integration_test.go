@@ -15,6 +15,8 @@ import (
 	"golang.org/x/net/http2"
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
 // --metrics-secure while one pod (127.0.0.2) sprays ever new tokens
@@ -104,7 +106,7 @@ func TestIntegrationHostileRapidResetReconnecting(t *testing.T) {
 	h := newHarness(t)
 	h.hook(t, "allow.sh", bashHook(`{"configVersion":"v1","kubernetesValidating":[{"name":"hostile.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}]}]}`,
 		`echo '{"allowed": true}' >"$VALIDATING_RESPONSE_PATH"`+"\n"))
-	addr := "127.0.0.1:" + freePort(t)
+	addr := "127.0.0.1:" + testoperator.FreePort(t)
 	o := h.start(t, "--webhook-listen-address", addr,
 		"--webhook-self-signed", "--operator-namespace", h.ns, "--webhook-register=false")
 	o.waitLog(t, `"msg":"serving webhooks"`)

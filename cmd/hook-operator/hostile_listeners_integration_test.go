@@ -22,6 +22,7 @@ import (
 
 	"github.com/hook-operator/hook-operator/internal/localcerts"
 	"github.com/hook-operator/hook-operator/internal/procfs"
+	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
 // The attacks on the webhook listener of the issue of November 2026, each
@@ -36,7 +37,7 @@ func TestIntegrationHostileListeners(t *testing.T) {
 	h.hook(t, "allow.sh", bashHook(`{"configVersion":"v1","kubernetesValidating":[{"name":"hostile.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}]}]}`,
 		`echo '{"allowed": true}' >"$VALIDATING_RESPONSE_PATH"`+"\n"))
 	start := func(t *testing.T, extra ...string) (pid int, addr string) {
-		addr = "127.0.0.1:" + freePort(t)
+		addr = "127.0.0.1:" + testoperator.FreePort(t)
 		o := h.start(t, append([]string{"--webhook-listen-address", addr,
 			"--webhook-self-signed", "--operator-namespace", h.ns, "--webhook-register=false"}, extra...)...)
 		o.waitLog(t, `"msg":"serving webhooks"`)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hook-operator/hook-operator/internal/procfs"
+	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
 // The attacks on the webhook listeners of issue 60 (items 1 and 2), each
@@ -28,10 +29,10 @@ import (
 // second; it returns the operator and the listeners' addresses.
 func hostileWebhooks(t *testing.T, h *harness, conversion bool, env []string, extra ...string) (o *observed, admission, conv string) {
 	t.Helper()
-	admission = "127.0.0.1:" + freePort(t)
+	admission = "127.0.0.1:" + testoperator.FreePort(t)
 	args := []string{"--webhook-listen-address", admission, "--webhook-self-signed", "--operator-namespace", h.ns, "--webhook-register=false"}
 	if conversion {
-		conv = "127.0.0.1:" + freePort(t)
+		conv = "127.0.0.1:" + testoperator.FreePort(t)
 		args = append(args, "--conversion-webhook-listen-address", conv)
 	}
 	o = h.startEnv(t, env, append(args, extra...)...)

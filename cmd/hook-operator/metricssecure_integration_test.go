@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hook-operator/hook-operator/internal/testcluster"
+	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
 // With --metrics-secure, /metrics is served over HTTPS to a token the API
@@ -26,7 +27,7 @@ func TestIntegrationMetricsSecure(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 
-	port := freePort(t)
+	port := testoperator.FreePort(t)
 
 	h.hook(t, "startup.sh", bashHook(`{"configVersion":"v1","onStartup":1}`, "exit 0\n"))
 	o := h.start(t, "--metrics-secure", "--metrics-secure-address", "127.0.0.1:"+port)
@@ -75,7 +76,7 @@ func TestIntegrationMetricsSecure(t *testing.T) {
 func startSecureMetrics(t *testing.T) (*testcluster.Cluster, string, string, *observed, string) {
 	t.Helper()
 	h := newHarness(t)
-	addr := "127.0.0.1:" + freePort(t)
+	addr := "127.0.0.1:" + testoperator.FreePort(t)
 	h.hook(t, "startup.sh", bashHook(`{"configVersion":"v1","onStartup":1}`, "exit 0\n"))
 	o := h.start(t, "--metrics-secure", "--metrics-secure-address", addr)
 	return h.c, h.ns, addr, o, metricsReader(t, h.c, h.ns)

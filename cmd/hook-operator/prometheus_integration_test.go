@@ -62,7 +62,7 @@ func TestIntegrationMonitoringLivePrometheus(t *testing.T) {
 
 	// Prometheus runs first, as in a cluster, so that it sees the
 	// operators' counters from their start.
-	failingAddr, healthyAddr := "127.0.0.1:"+freePort(t), "127.0.0.1:"+freePort(t)
+	failingAddr, healthyAddr := "127.0.0.1:"+testoperator.FreePort(t), "127.0.0.1:"+testoperator.FreePort(t)
 	p := startPrometheus(t, promBin, dir, map[string]any{
 		"global":     map[string]any{"scrape_interval": liveInterval.String(), "evaluation_interval": liveInterval.String()},
 		"rule_files": []string{liveRules(t, dir)},
@@ -355,7 +355,7 @@ func startPrometheus(t *testing.T, bin, dir string, config map[string]any) *prom
 	must(t, err)
 	path := filepath.Join(dir, "prometheus.yml")
 	must(t, os.WriteFile(path, data, 0o600))
-	p := &promServer{url: "http://127.0.0.1:" + freePort(t), logs: &testoperator.Buffer{}}
+	p := &promServer{url: "http://127.0.0.1:" + testoperator.FreePort(t), logs: &testoperator.Buffer{}}
 	cmd := exec.Command(bin, "--config.file="+path, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+strings.TrimPrefix(p.url, "http://"))
 	cmd.Stdout, cmd.Stderr = p.logs, p.logs

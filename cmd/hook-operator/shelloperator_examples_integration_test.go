@@ -101,7 +101,7 @@ func TestIntegrationConversionURLOfAnotherListener(t *testing.T) {
 	crd := w.installCRD(t, group, "crontabs", "CronTab", "v1alpha1", "v1")
 	w.hook(t, "conversion.sh", bashHook(`{"configVersion":"v1","kubernetesCustomResourceConversion":[{"name":"alpha_to_v1","crdName":"`+crd+`",
 "conversions":[{"fromVersion":"`+group+`/v1alpha1","toVersion":"`+group+`/v1"}]}]}`, "exit 1\n"))
-	conversionPort := freePort(t)
+	conversionPort := testoperator.FreePort(t)
 	env := []string{"CONVERSION_WEBHOOK_LISTEN_ADDRESS=127.0.0.1", "CONVERSION_WEBHOOK_LISTEN_PORT=" + conversionPort,
 		"CONVERSION_WEBHOOK_SERVER_CERT=" + filepath.Join(w.certs, "tls.crt"), "CONVERSION_WEBHOOK_SERVER_KEY=" + filepath.Join(w.certs, "tls.key"),
 		"CONVERSION_WEBHOOK_CA=" + filepath.Join(w.certs, "ca.crt")}
@@ -148,7 +148,7 @@ func TestIntegrationTwoShellOperatorInstancesOnOneHost(t *testing.T) {
 	for i := range 2 {
 		hooks := t.TempDir()
 		writeHook(t, hooks, "startup.sh", bashHook(`{"configVersion":"v1","onStartup":1}`, "exit 0\n"))
-		port := freePort(t)
+		port := testoperator.FreePort(t)
 		cmd := exec.Command(bin, "start")
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + tmp, "KUBE_CONFIG=" + c.Kubeconfig,
 			"SHELL_OPERATOR_HOOKS_DIR=" + hooks, "SHELL_OPERATOR_LISTEN_ADDRESS=127.0.0.1", "SHELL_OPERATOR_LISTEN_PORT=" + port, "LOG_TYPE=json"}

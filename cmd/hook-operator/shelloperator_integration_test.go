@@ -15,7 +15,6 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/hook-operator/hook-operator/internal/localcluster"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
@@ -88,7 +87,7 @@ func TestIntegrationMonitoringShellOperatorNames(t *testing.T) {
 	promBin := prometheusBinary(t)
 	h := newHarness(t)
 	dir := t.TempDir()
-	addr := "127.0.0.1:" + freePort(t)
+	addr := "127.0.0.1:" + testoperator.FreePort(t)
 	p := startPrometheus(t, promBin, dir, map[string]any{
 		"global": map[string]any{"scrape_interval": liveInterval.String(), "evaluation_interval": liveInterval.String()},
 		"scrape_configs": []any{map[string]any{"job_name": "shell-operator", "scrape_interval": liveInterval.String(),
@@ -189,7 +188,7 @@ type shellOperatorSettings struct {
 func shellOperatorSetup(t *testing.T, kubeconfig, ns string) *shellOperatorSettings {
 	t.Helper()
 	s := &shellOperatorSettings{hooks: t.TempDir(), ns: ns, socket: filepath.Join(t.TempDir(), "debug.socket"),
-		configName: "shell-operator-hooks-" + ns, metricsPort: freePort(t)}
+		configName: "shell-operator-hooks-" + ns, metricsPort: testoperator.FreePort(t)}
 	writeHook(t, s.hooks, "startup.sh", bashHook(`{"configVersion":"v1","onStartup":1}`, "exit 0\n"))
 	writeHook(t, s.hooks, "validate.sh", bashHook(`{"configVersion":"v1","kubernetesValidating":[{"name":"nothing.shell-operator-settings.example.com",
 "labelSelector":{"matchLabels":{"matches":"nothing-`+ns+`"}},
@@ -293,13 +292,4 @@ func caPool(t *testing.T, certs string) *x509.CertPool {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca)
 	return pool
-}
-
-// freePort returns a port that was free a moment ago
-// (localcluster.FreePort: out of the range that port 0 draws from).
-func freePort(t *testing.T) string {
-	t.Helper()
-	port, err := localcluster.FreePort()
-	must(t, err)
-	return port
 }
