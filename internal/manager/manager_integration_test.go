@@ -15,6 +15,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/election"
 	"github.com/hook-operator/hook-operator/internal/lease"
 	"github.com/hook-operator/hook-operator/internal/manager"
+	"github.com/hook-operator/hook-operator/internal/poll"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
@@ -125,11 +126,5 @@ func readLease(t *testing.T, leases interface {
 // waitUntil waits for cond with a generous deadline.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, 30*time.Second, what, cond)
 }

@@ -2,6 +2,7 @@ package procs
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"runtime"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/hook-operator/hook-operator/internal/poll"
 )
 
 // fakeProcs records what the governor asks for.
@@ -157,13 +160,9 @@ func TestGovernOnTheRuntime(t *testing.T) {
 	}
 }
 
+// waitFor waits up to 30s for cond; a failure names GOMAXPROCS, which
+// these tests change.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not reached within 30s: %s (GOMAXPROCS %d)", what, runtime.GOMAXPROCS(0))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, 30*time.Second, fmt.Sprintf("%s (GOMAXPROCS %d)", what, runtime.GOMAXPROCS(0)), cond)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hook-operator/hook-operator/internal/binding"
 	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/poll"
 )
 
 // gated runs tasks that wait, while gates[label] is open, for it to be
@@ -167,15 +168,10 @@ func keyed(h *hook.Hook, label, key string, done chan<- error) *Task {
 	return &Task{Hook: h, Key: key, Contexts: []binding.Context{{Binding: label}}, Done: func(err error) { done <- err }}
 }
 
+// eventually waits up to 5s for cond.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 5s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, 5*time.Second, what, cond)
 }
 
 // Tasks for different keys run at once, never more than the hook's

@@ -25,6 +25,7 @@ import (
 	"github.com/hook-operator/hook-operator/internal/manager"
 	"github.com/hook-operator/hook-operator/internal/memcluster"
 	"github.com/hook-operator/hook-operator/internal/operator"
+	"github.com/hook-operator/hook-operator/internal/poll"
 	"github.com/hook-operator/hook-operator/internal/replay"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
@@ -256,15 +257,10 @@ func listAll(t *testing.T, ctx context.Context, c *testcluster.Cluster, ns strin
 	return out
 }
 
+// waitFor waits for cond with a generous deadline.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, 30*time.Second, what, cond)
 }
 
 type testWriter struct{ t *testing.T }

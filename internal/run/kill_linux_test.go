@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hook-operator/hook-operator/internal/poll"
 )
 
 // reaped reports whether pid has exited and been reaped: /proc has no
@@ -39,11 +41,7 @@ func assertReaped(t *testing.T, what string, pids ...int) {
 // deadline.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting for %s", what)
-		}
-	}
+	poll.Until(t, 10*time.Second, what, cond)
 }
 
 // A writer that a hook left in a session of its own (setsid), holding

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/metadata"
 
+	"github.com/hook-operator/hook-operator/internal/poll"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
@@ -263,5 +264,5 @@ labelSelector: {matchLabels: {never-set: "yes"}}
 // deadline of a change on a busy API server.
 func waitForCluster(t *testing.T, what string, cond func() bool, show func() string) {
 	t.Helper()
-	waitWithin(t, 60*time.Second, 50*time.Millisecond, what, cond, show)
+	poll.UntilShowing(t, 60*time.Second, what, cond, show)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/hook-operator/hook-operator/internal/listen"
+	"github.com/hook-operator/hook-operator/internal/poll"
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
@@ -57,20 +58,7 @@ func (r *reasons) count(reason string) int {
 // waited for and show's account of why.
 func waitFor(t *testing.T, what string, cond func() bool, show func() string) {
 	t.Helper()
-	waitWithin(t, 10*time.Second, 10*time.Millisecond, what, cond, show)
-}
-
-// waitWithin polls cond every poll until it holds, failing t after
-// deadline as waitFor does.
-func waitWithin(t *testing.T, deadline, poll time.Duration, what string, cond func() bool, show func() string) {
-	t.Helper()
-	end := time.Now().Add(deadline)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("waited %s for %s:\n%s", deadline, what, show())
-		}
-		time.Sleep(poll)
-	}
+	poll.UntilShowing(t, 10*time.Second, what, cond, show)
 }
 
 // serveTest serves handler with a test certificate and o, and returns its
