@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hook-operator/hook-operator/internal/hookspan"
+	"github.com/hook-operator/hook-operator/internal/residenttest"
 )
 
 // The run's trace context in these tests.
@@ -37,15 +38,7 @@ func traced(t *testing.T) string {
 // readSpans reads the spans file with the runtime's parser.
 func readSpans(t *testing.T, path string) []hookspan.Span {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spans, err := hookspan.Parse(data, testTrace, testRunSpan)
-	if err != nil {
-		t.Fatalf("%v\nthe file:\n%s", err, data)
-	}
-	return spans
+	return residenttest.ReadSpans(t, path, testTrace, testRunSpan)
 }
 
 func hexID(id [8]byte) string { return fmt.Sprintf("%x", id) }

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/hook-operator/hook-operator/internal/hookspan"
+	"github.com/hook-operator/hook-operator/internal/residenttest"
 )
 
 // The run's trace context in these tests.
@@ -32,22 +33,10 @@ func tracing(t *testing.T) (prelude, path string) {
 	return fmt.Sprintf("export TRACEPARENT=%s TRACE_SPANS_PATH=%s\n", testTraceParent, path), path
 }
 
-// readSpans reads a spans file with the runtime's parser; a missing file
-// has no span.
+// readSpans reads a spans file of this trace with the runtime's parser.
 func readSpans(t *testing.T, path string) []hookspan.Span {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	spans, err := hookspan.Parse(data, testTrace, testRunSpan)
-	if err != nil {
-		t.Fatalf("%v\nthe file:\n%s", err, data)
-	}
-	return spans
+	return residenttest.ReadSpans(t, path, testTrace, testRunSpan)
 }
 
 // byName indexes spans by name.

@@ -2,7 +2,8 @@
 // tests of the hook side (the Go SDK, the bash and Python helpers): it
 // starts the hook with the request pipe on fd 3 and the reply pipe on fd 4
 // (docs/running.md, Resident hooks), prepares each run's files, sends the
-// request line and checks the reply's shape.
+// request line and checks the reply's shape. It also reads the spans file
+// a traced run wrote, with the runtime's parser.
 package residenttest
 
 import (
