@@ -336,10 +336,7 @@ func TestMarkdown(t *testing.T) {
 			runs = append(runs, b)
 		}
 	}
-	rep := &Report{Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Config: cfg, Runs: runs, Summaries: summarize(cfg, runs),
-		Machine: Machine{Binary: "hook-operator v0", Reference: "shell-operator v1.14.0"}}
-	md := rep.Markdown()
-	for _, want := range []string{
+	rep, md := testReport(t, cfg, runs,
 		"# hook-operator benchmark, 2026-01-02 03:04 UTC",
 		"hook-operator v0; reference shell-operator v1.14.0",
 		"| scenario | metric | target | ratio target | bash hook: hook-operator | shell-operator | ratio | go hook: hook-operator | shell-operator | ratio | result |",
@@ -348,11 +345,7 @@ func TestMarkdown(t *testing.T) {
 		"| burst 3,000 | last create to last event seen | ≤ 0.30 s |  | 0.10 s | 0.20 s | 0.50× | 0.10 s | 0.20 s | 0.50× | pass |",
 		"| burst 3,000 | create rate (not a target) |  |  | 550 /s | 550 /s | 1.00× | 550 /s | 550 /s | 1.00× |  |",
 		"| 1,000 | false | — | — | — | — | — |",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("the report lacks %q:\n%s", want, md)
-		}
-	}
+	)
 	if strings.Contains(md, "| sync") || strings.Contains(md, "| trickle") {
 		t.Errorf("scenarios that did not run must not be in the table:\n%s", md)
 	}
@@ -360,6 +353,22 @@ func TestMarkdown(t *testing.T) {
 	if md := rep.Markdown(); !strings.Contains(md, "| scenario | metric | target | bash hook | go hook | result |") {
 		t.Errorf("without a reference the table has one column per hook:\n%s", md)
 	}
+}
+
+// testReport is the report of runs, started 2026-01-02 03:04:05 UTC against
+// shell-operator v1.14.0, and its Markdown, which must hold each line of
+// want.
+func testReport(t *testing.T, cfg *Config, runs []Run, want ...string) (*Report, string) {
+	t.Helper()
+	rep := &Report{Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Config: cfg, Runs: runs, Summaries: summarize(cfg, runs),
+		Machine: Machine{Binary: "hook-operator v0", Reference: "shell-operator v1.14.0"}}
+	md := rep.Markdown()
+	for _, w := range want {
+		if !strings.Contains(md, w) {
+			t.Errorf("the report lacks %q:\n%s", w, md)
+		}
+	}
+	return rep, md
 }
 
 func TestCount(t *testing.T) {
