@@ -12,7 +12,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hook-operator/hook-operator/internal/testcluster"
@@ -22,32 +21,32 @@ import (
 
 var configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
-// dryRunSetup makes a namespace with two ConfigMaps, a CRD whose schema
-// allows spec.number 1..10, and a hook that, on Synchronization, patches
+// A dryRunTest is a namespace with two ConfigMaps (cm and gone), a CRD
+// whose schema allows spec.number 1..10, and a hooks folder with change.sh.
+type dryRunTest struct {
+	c     *testcluster.Cluster
+	ns    string
+	hooks string
+	crd   schema.GroupVersionResource
+}
+
+// dryRunSetup makes a dryRunTest whose hook, on Synchronization, patches
 // one ConfigMap, creates another, deletes the second, and creates a custom
 // resource with number 11 (the schema refuses it).
-func dryRunSetup(t *testing.T) (c *testcluster.Cluster, ns, hooksDir string, crd schema.GroupVersionResource) {
-	c = testcluster.Get(t)
-	ns = c.Namespace(t)
-	crd = c.InstallCRD(t, testcluster.CRD{Kind: "Ticket", Schema: map[string]any{
+func dryRunSetup(t *testing.T) *dryRunTest {
+	c := testcluster.Get(t)
+	ns := c.Namespace(t)
+	crd := c.InstallCRD(t, testcluster.CRD{Kind: "Ticket", Schema: map[string]any{
 		"type": "object",
 		"properties": map[string]any{"spec": map[string]any{
 			"type":       "object",
 			"properties": map[string]any{"number": map[string]any{"type": "integer", "minimum": 1, "maximum": 10}},
 		}},
 	}})
-	ctx := context.Background()
 	for _, name := range []string{"cm", "gone"} {
-		cm := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]any{"name": name, "namespace": ns},
-			"data":     map[string]any{"a": "1"},
-		}}
-		if _, err := c.Dynamic.Resource(configMapsGVR).Namespace(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		createConfigMap(t, c, ns, name, nil, map[string]string{"a": "1"})
 	}
-	hooksDir = t.TempDir()
+	hooksDir := t.TempDir()
 	writeHook(t, hooksDir, "change.sh", bashHook(`{"configVersion":"v1","kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"executeHookOnEvent":[]}]}`, `cat >> "$KUBERNETES_PATCH_PATH" <<'EOF'
 {"operation":"MergePatch","kind":"ConfigMap","namespace":"`+ns+`","name":"cm","mergePatch":{"data":{"a":"2"}}}
 {"operation":"Create","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"new","namespace":"`+ns+`"},"data":{"b":"1"}}}
@@ -55,7 +54,18 @@ func dryRunSetup(t *testing.T) (c *testcluster.Cluster, ns, hooksDir string, crd
 {"operation":"Create","object":{"apiVersion":"`+crd.Group+`/v1","kind":"Ticket","metadata":{"name":"t","namespace":"`+ns+`"},"spec":{"number":11}}}
 EOF
 `))
-	return c, ns, hooksDir, crd
+	return &dryRunTest{c: c, ns: ns, hooks: hooksDir, crd: crd}
+}
+
+// run starts `start --dry-run=mode` on the hooks folder and returns the
+// first run it prints; it fails t if the dry run changed a ConfigMap of
+// the namespace or created a Ticket.
+func (d *dryRunTest) run(t *testing.T, mode string) transcript.Run {
+	t.Helper()
+	before := resourceVersions(t, d.c, d.ns)
+	run := firstRun(t, d.c.Kubeconfig, d.hooks, mode)
+	assertUnchanged(t, d.c, d.ns, d.crd, before)
+	return run
 }
 
 // firstRun starts `start --dry-run=mode` and returns the first run it
@@ -140,10 +150,9 @@ func change(run transcript.Run, action, object string) (transcript.Change, bool)
 // diffs against the live objects, and the cluster is left as it was.
 func TestIntegrationDryRunClient(t *testing.T) {
 	t.Parallel()
-	c, ns, hooksDir, crd := dryRunSetup(t)
-	before := resourceVersions(t, c, ns)
-	run := firstRun(t, c.Kubeconfig, hooksDir, "client")
-	assertUnchanged(t, c, ns, crd, before)
+	d := dryRunSetup(t)
+	ns := d.ns
+	run := d.run(t, "client")
 
 	if run.Hook != "change.sh" || run.Binding != "cms" || run.Error != "" {
 		t.Errorf("run: hook %q binding %q error %q", run.Hook, run.Binding, run.Error)
@@ -170,10 +179,9 @@ func TestIntegrationDryRunClient(t *testing.T) {
 // answers are printed, including the schema's refusal of number 11.
 func TestIntegrationDryRunServer(t *testing.T) {
 	t.Parallel()
-	c, ns, hooksDir, crd := dryRunSetup(t)
-	before := resourceVersions(t, c, ns)
-	run := firstRun(t, c.Kubeconfig, hooksDir, "server")
-	assertUnchanged(t, c, ns, crd, before)
+	d := dryRunSetup(t)
+	ns := d.ns
+	run := d.run(t, "server")
 
 	ch, ok := change(run, "Patch", "ConfigMap "+ns+"/cm")
 	if !ok || !strings.Contains(mustJSON(t, ch.Result), `"a":"2"`) || !strings.Contains(ch.Diff, `+  a: "2"`) {

@@ -288,15 +288,14 @@ fi`))
 // the run's operations are printed, and the cluster is left as it was.
 func TestIntegrationResidentDryRun(t *testing.T) {
 	t.Parallel()
-	c, ns, hooksDir, crd := dryRunSetup(t)
+	d := dryRunSetup(t)
+	ns := d.ns
 	marks := t.TempDir()
-	must(t, os.Remove(filepath.Join(hooksDir, "change.sh")))
-	writeHook(t, hooksDir, "change.sh", residentLoop(
+	must(t, os.Remove(filepath.Join(d.hooks, "change.sh")))
+	writeHook(t, d.hooks, "change.sh", residentLoop(
 		`{"configVersion":"v1","settings":{"resident":true},"kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["`+ns+`"]}},"executeHookOnEvent":[]}]}`,
 		marks, `echo '{"operation":"MergePatch","kind":"ConfigMap","namespace":"`+ns+`","name":"cm","mergePatch":{"data":{"a":"2"}}}' >> "$KUBERNETES_PATCH_PATH"`))
-	before := resourceVersions(t, c, ns)
-	run := firstRun(t, c.Kubeconfig, hooksDir, "client")
-	assertUnchanged(t, c, ns, crd, before)
+	run := d.run(t, "client")
 	if run.Hook != "change.sh" || run.Error != "" || len(run.Operations) != 1 {
 		t.Errorf("run: hook %q error %q, %d operations; want change.sh's one patch", run.Hook, run.Error, len(run.Operations))
 	}
