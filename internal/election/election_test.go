@@ -93,12 +93,18 @@ func TestIntegrationExpiryTimedFromTheLastChangeSeen(t *testing.T) {
 	if b.try(ctx) {
 		t.Fatal("b took the Lease just after seeing a renew it")
 	}
-	b.mu.Lock()
-	b.observedAt = b.observedAt.Add(-16 * time.Second) // as if seen unchanged for 16 s since
-	b.mu.Unlock()
+	seenUnchangedFor(b, 16*time.Second)
 	if !b.try(ctx) {
 		t.Fatal("b did not take a Lease unchanged for longer than its duration")
 	}
+}
+
+// seenUnchangedFor moves back the time e last saw its Lease change by d, as
+// if it had seen the Lease unchanged for d since.
+func seenUnchangedFor(e *Elector, d time.Duration) {
+	e.mu.Lock()
+	e.observedAt = e.observedAt.Add(-d)
+	e.mu.Unlock()
 }
 
 // A standby only candidate never creates, takes or renews the Lease: not
@@ -123,9 +129,7 @@ func TestIntegrationStandbyNeverTakesTheLease(t *testing.T) {
 	if w.try(ctx) {
 		t.Fatal("the standby took a Lease that a renewed just now")
 	}
-	w.mu.Lock()
-	w.observedAt = w.observedAt.Add(-16 * time.Second) // as if seen unchanged for 16 s since
-	w.mu.Unlock()
+	seenUnchangedFor(w, 16*time.Second)
 	if w.try(ctx) {
 		t.Fatal("the standby took an expired Lease")
 	}
