@@ -309,6 +309,17 @@ func yamlHook(config, body string) string {
 	return "#!/usr/bin/env bash\nset -euo pipefail\nif [[ \"${1:-}\" == \"--config\" ]]; then\ncat <<EOF\n" + config + "\nEOF\nexit 0\nfi\n" + body
 }
 
+// wantAll fails t, going on, for each of wants that out lacks: what (the
+// log, an error) lacks it, with out.
+func wantAll(t *testing.T, what, out string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s lacks %q:\n%s", what, want, out)
+		}
+	}
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {

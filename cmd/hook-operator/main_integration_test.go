@@ -55,11 +55,7 @@ echo '{"configVersion":"v1","kubernetes":[{"kind":"Pod","jqFilter":".a |"}]}'
 echo '{"configVersion":"v2"}'
 `)
 	out := startFails(t, hooks, operatorOpts{kubeconfig: "/nonexistent"}, time.Minute)
-	for _, want := range []string{"a.sh", "kubernetes[0].jqFilter", "b.sh", "configVersion"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("start's error does not mention %q:\n%s", want, out)
-		}
-	}
+	wantAll(t, "start's error", out, "a.sh", "kubernetes[0].jqFilter", "b.sh", "configVersion")
 	if strings.Contains(out, "nonexistent") {
 		t.Errorf("start reached the cluster connection before refusing the hooks:\n%s", out)
 	}

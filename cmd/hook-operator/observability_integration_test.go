@@ -102,12 +102,7 @@ fi
 	if hooksOut := o.debug(t, "hooks"); !strings.Contains(hooksOut, "synchronized") || !strings.Contains(hooksOut, "watch.sh") {
 		t.Errorf("debug hooks:\n%s", hooksOut)
 	}
-	snaps := o.debug(t, "snapshots", "watch.sh")
-	for _, want := range []string{"good", "bad", `{"k":"good"}`} {
-		if !strings.Contains(snaps, want) {
-			t.Errorf("debug snapshots lacks %s:\n%s", want, snaps)
-		}
-	}
+	wantAll(t, "debug snapshots", o.debug(t, "snapshots", "watch.sh"), "good", "bad", `{"k":"good"}`)
 	// Fixing the hook lets the queue go on.
 	must(t, os.Remove(filepath.Join(marks, "broken")))
 	o.waitFor(t, "the queue drained", func() bool { return strings.Contains(o.debug(t, "queues"), "idle") })

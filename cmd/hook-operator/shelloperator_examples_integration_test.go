@@ -160,11 +160,7 @@ func TestIntegrationTwoShellOperatorInstancesOnOneHost(t *testing.T) {
 			t.Errorf("operator %d: /healthz on its --listen-address: %d", i+1, code)
 		}
 	}
-	for _, want := range []string{"the probe listener's default port is taken", "another process serves the default debug socket"} {
-		if !strings.Contains(logs[1].String(), want) {
-			t.Errorf("the second operator did not warn %q", want)
-		}
-	}
+	wantAll(t, "the second operator's log", logs[1].String(), "the probe listener's default port is taken", "another process serves the default debug socket")
 	if strings.Contains(logs[0].String(), "another process serves the default debug socket") {
 		t.Errorf("the first operator found its debug socket taken")
 	}

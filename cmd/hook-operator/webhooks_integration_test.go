@@ -214,12 +214,8 @@ func TestIntegrationWebhookRegistrationForbiddenFailsAtOnce(t *testing.T) {
 
 	// Well under the 60 s that transient errors are tried for.
 	out := startFails(t, w.hooks, operatorOpts{kubeconfig: kubeconfig, flags: args}, 30*time.Second)
-	for _, want := range []string{`cannot patch resource "validatingwebhookconfigurations"`,
-		"get, patch and delete on validatingwebhookconfigurations named " + configName, "hook-operator rbac"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("the error lacks %q:\n%s", want, out)
-		}
-	}
+	wantAll(t, "the error", out, `cannot patch resource "validatingwebhookconfigurations"`,
+		"get, patch and delete on validatingwebhookconfigurations named "+configName, "hook-operator rbac")
 	if strings.Contains(out, "trying again") {
 		t.Errorf("a Forbidden registration was tried again:\n%s", out)
 	}
