@@ -86,20 +86,28 @@ func startSecureMetrics(t *testing.T) (*testcluster.Cluster, string, string, *ob
 // /metrics, and returns its token.
 func metricsReader(t *testing.T, c *testcluster.Cluster, ns string) string {
 	t.Helper()
-	ctx := context.Background()
 	role := "hook-operator-metrics-reader-" + ns
-	_, err := c.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role},
-		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}, metav1.CreateOptions{})
-	must(t, err)
-	_, err = c.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "reader", Namespace: ns}}}, metav1.CreateOptions{})
-	must(t, err)
-	t.Cleanup(func() {
-		_ = c.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), role, metav1.DeleteOptions{})
-		_ = c.Client.RbacV1().ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{})
-	})
+	grantClusterRole(t, c, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role},
+		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "reader", Namespace: ns}}})
 	return serviceAccountToken(t, c, ns, "reader")
+}
+
+// grantClusterRole creates role and binding (which binds it), both
+// deleted when the test ends.
+func grantClusterRole(t *testing.T, c *testcluster.Cluster, role *rbacv1.ClusterRole, binding *rbacv1.ClusterRoleBinding) {
+	t.Helper()
+	ctx := context.Background()
+	t.Cleanup(func() {
+		_ = c.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+		_ = c.Client.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+	})
+	_, err := c.Client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
+	must(t, err)
+	_, err = c.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
+	must(t, err)
 }
 
 // serviceAccountToken makes the ServiceAccount sa in ns and returns a

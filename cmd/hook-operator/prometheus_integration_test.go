@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	authnv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -190,26 +187,13 @@ func prometheusToken(t *testing.T, c *testcluster.Cluster, ns string) string {
 		t.Fatalf("reader-binding.yaml binds %v to %s, want one ServiceAccount to %s", binding.Subjects, binding.RoleRef.Name, role.Name)
 	}
 
-	ctx := context.Background()
 	name := role.Name + "-" + ns
 	role.ObjectMeta = metav1.ObjectMeta{Name: name}
 	binding.ObjectMeta = metav1.ObjectMeta{Name: name}
 	binding.RoleRef.Name = name
 	binding.Subjects[0].Name, binding.Subjects[0].Namespace = "prometheus", ns
-	t.Cleanup(func() {
-		_ = c.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
-		_ = c.Client.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-	_, err = c.Client.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{})
-	must(t, err)
-	_, err = c.Client.RbacV1().ClusterRoleBindings().Create(ctx, &binding, metav1.CreateOptions{})
-	must(t, err)
-	_, err = c.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "prometheus"}}, metav1.CreateOptions{})
-	must(t, err)
-	exp := int64(600)
-	tr, err := c.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "prometheus", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
-	must(t, err)
-	return tr.Status.Token
+	grantClusterRole(t, c, &role, &binding)
+	return serviceAccountToken(t, c, ns, "prometheus")
 }
 
 // monitoringFile returns the content of deploy/monitoring/name, the kit
