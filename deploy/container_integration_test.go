@@ -39,11 +39,36 @@ type engine struct {
 	env []string
 }
 
-var built struct {
-	sync.Once
+// imageBuild is an image the tests build with a hack/image script, once
+// per test binary: the engine to run it with, how long the build took, and
+// the build's error.
+type imageBuild struct {
+	once   sync.Once
 	engine engine
+	took   time.Duration
 	err    error
 }
+
+// get runs hack/image/name with env and args the first time it is called,
+// and returns the engine, failing t if the build failed (then or before).
+func (b *imageBuild) get(t *testing.T, name string, env []string, args ...string) engine {
+	t.Helper()
+	b.once.Do(func() {
+		root := repoRoot(t)
+		if b.engine, b.err = findEngine(root); b.err != nil {
+			return
+		}
+		start := time.Now()
+		b.err = b.engine.script(root, name, env, args...)
+		b.took = time.Since(start)
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.engine
+}
+
+var built imageBuild
 
 // findEngine returns the engine hack/image/engine.sh names (installing
 // podman on first use).
@@ -74,18 +99,7 @@ func (e engine) script(root, name string, env []string, args ...string) error {
 // it with.
 func builtImage(t *testing.T) engine {
 	t.Helper()
-	built.Do(func() {
-		root := repoRoot(t)
-		built.engine, built.err = findEngine(root)
-		if built.err != nil {
-			return
-		}
-		built.err = built.engine.script(root, "build.sh", nil, testImage)
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	return built.engine
+	return built.get(t, "build.sh", nil, testImage)
 }
 
 // run runs the engine with args and returns its output.
@@ -265,7 +279,7 @@ func startImage(t *testing.T, e engine, c *testcluster.Cluster, ns, mount, image
 		must(t, os.WriteFile(filepath.Join(hooks, name), []byte(content), 0o755))
 	}
 
-	addr := freeAddress(t)
+	addr := "127.0.0.1:" + testoperator.FreePort(t)
 	name := "hook-operator-test-" + ns
 	run := append(runLockedDown(name, kubeconfig), "-e", "HOOK_OPERATOR_LISTEN_ADDRESS="+addr, "-e", "HOOK_OPERATOR_LOG_FORMAT=json")
 	if mount != "" {

@@ -19,7 +19,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -27,12 +26,7 @@ import (
 // dockerfileImage is the tag the tests build the top-level Dockerfile as.
 const dockerfileImage = "hook-operator-dockerfile:test"
 
-var dockerfileBuilt struct {
-	sync.Once
-	engine engine
-	took   time.Duration
-	err    error
-}
+var dockerfileBuilt imageBuild
 
 // builtDockerfile builds the top-level Dockerfile with
 // hack/image/dockerfile.sh (the engine engine.sh names, podman with this
@@ -40,20 +34,7 @@ var dockerfileBuilt struct {
 // version and COMMIT commit, once per test binary, and returns the engine.
 func builtDockerfile(t *testing.T, version, commit string) engine {
 	t.Helper()
-	dockerfileBuilt.Do(func() {
-		root := repoRoot(t)
-		dockerfileBuilt.engine, dockerfileBuilt.err = findEngine(root)
-		if dockerfileBuilt.err != nil {
-			return
-		}
-		start := time.Now()
-		dockerfileBuilt.err = dockerfileBuilt.engine.script(root, "dockerfile.sh", []string{"IMAGE_VERSION=" + version, "IMAGE_COMMIT=" + commit}, dockerfileImage)
-		dockerfileBuilt.took = time.Since(start)
-	})
-	if dockerfileBuilt.err != nil {
-		t.Fatal(dockerfileBuilt.err)
-	}
-	return dockerfileBuilt.engine
+	return dockerfileBuilt.get(t, "dockerfile.sh", []string{"IMAGE_VERSION=" + version, "IMAGE_COMMIT=" + commit}, dockerfileImage)
 }
 
 // fsEntry is what the tests compare of one path of an image's file system:

@@ -12,20 +12,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/hook-operator/hook-operator/internal/localcluster"
 )
-
-// freeAddress returns a local address with a port that is free now
-// (localcluster.FreePort: out of the range that port 0 draws from).
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	port, err := localcluster.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "127.0.0.1:" + port
-}
 
 // get returns the status code and body of a GET, or 0 and the error.
 func get(url string) (int, string) {

@@ -63,8 +63,8 @@ else
 fi
 `), 0o755))
 	kubeconfig := flatKubeconfig(t, c, dir)
-	port := strings.TrimPrefix(freeAddress(t), "127.0.0.1:")
-	metrics := freeAddress(t)
+	port := testoperator.FreePort(t)
+	metrics := "127.0.0.1:" + testoperator.FreePort(t)
 	service, config := "example-204-validating-svc", "example-204-"+ns
 	t.Cleanup(func() {
 		_, _ = kubectl(c, "delete", "validatingwebhookconfiguration", config, "--ignore-not-found")
