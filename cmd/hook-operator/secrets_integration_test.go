@@ -21,11 +21,7 @@ import (
 // secretsHook binds to Secrets three ways (the whole object, a jqFilter
 // that picks the data, and a filter result alone) and labels the Secret it
 // sees. It prints nothing itself: hook output is the hook's own business.
-const secretsHook = `#!/usr/bin/env bash
-set -euo pipefail
-if [[ "${1:-}" == "--config" ]]; then
-  cat <<'YAML'
-configVersion: v1
+var secretsHook = yamlHook(`configVersion: v1
 kubernetes:
 - name: whole
   kind: Secret
@@ -40,12 +36,9 @@ kubernetes:
   namespace: {nameSelector: {matchNames: [NAMESPACE]}}
   jqFilter: '.data.password | @base64d'
   keepFullObjectsInMemory: false
-  group: both
-YAML
-  exit 0
-fi
-echo '{"operation":"MergePatch","kind":"Secret","namespace":"NAMESPACE","name":"creds","mergePatch":{"metadata":{"labels":{"seen":"yes"}}}}' > "$KUBERNETES_PATCH_PATH"
-`
+  group: both`,
+	`echo '{"operation":"MergePatch","kind":"Secret","namespace":"NAMESPACE","name":"creds","mergePatch":{"metadata":{"labels":{"seen":"yes"}}}}' > "$KUBERNETES_PATCH_PATH"
+`)
 
 // A Secret's data shows in none of what the operator prints or writes: its
 // logs at debug level, debug snapshots, --dry-run (client and server),
