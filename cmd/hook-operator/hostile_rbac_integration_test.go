@@ -36,15 +36,8 @@ func TestIntegrationHostileRBACCannotCreateWebhookConfigurations(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
-	configName := "hook-operator-test-" + h.ns
 	validating, mutating := validatingConfigurations, mutatingConfigurations
-	deleteConfigurationsAtEnd(t, h.c, configName)
-
-	selectors := fmt.Sprintf(`"namespace":{"labelSelector":{"matchLabels":{"kubernetes.io/metadata.name":%q}}},"labelSelector":{"matchLabels":{"rbac-test":"yes"}}`, h.ns)
-	h.hook(t, "policy.sh", bashHook(`{"configVersion":"v1","kubernetesValidating":[{"name":"values.rbac-test.example.com",`+
-		`"rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}],`+selectors+`}]}`, `
-echo '{"allowed": false, "message": "denied by the policy hook"}' >"$VALIDATING_RESPONSE_PATH"
-`))
+	configName := h.denyingHook(t, "rbac-test")
 
 	// createAs tries, as the ServiceAccount of kubeconfig, to create a
 	// webhook configuration (a dry run) and returns the error.

@@ -141,20 +141,29 @@ spec: {cron: ["0", "3", "*", "*", "*"]}
 `, group, w.ns))
 }
 
-// policyHook writes a validating hook that denies labelled ConfigMaps of
-// the test's namespace, and returns the name of a configuration of the
-// test's own (deleted at the end) and the flags that serve the hook by
-// --webhook-url under it.
+// policyHook writes denyingHook's hook for ConfigMaps labelled
+// start-test, and returns the name of its configuration and the flags
+// that serve the hook by --webhook-url under it.
 func (w *webhookTest) policyHook(t *testing.T) (configName string, args []string) {
 	t.Helper()
-	configName = "hook-operator-start-" + w.ns
-	deleteConfigurationsAtEnd(t, w.c, configName)
-	selectors := fmt.Sprintf(`"namespace":{"labelSelector":{"matchLabels":{"kubernetes.io/metadata.name":%q}}},"labelSelector":{"matchLabels":{"start-test":"yes"}}`, w.ns)
-	w.hook(t, "policy.sh", bashHook(`{"configVersion":"v1","kubernetesValidating":[{"name":"values.start-test.example.com",`+
+	configName = w.denyingHook(t, "start-test")
+	return configName, webhookFlags(w.certs, w.port, configName)
+}
+
+// denyingHook writes policy.sh, a validating hook that denies the creation
+// of ConfigMaps labelled label=yes in the test's namespace, and returns
+// the name of a webhook configuration of the test's own (deleted at the
+// end) to register it under.
+func (h *harness) denyingHook(t *testing.T, label string) (configName string) {
+	t.Helper()
+	configName = "hook-operator-" + label + "-" + h.ns
+	deleteConfigurationsAtEnd(t, h.c, configName)
+	selectors := fmt.Sprintf(`"namespace":{"labelSelector":{"matchLabels":{"kubernetes.io/metadata.name":%q}}},"labelSelector":{"matchLabels":{%q:"yes"}}`, h.ns, label)
+	h.hook(t, "policy.sh", bashHook(`{"configVersion":"v1","kubernetesValidating":[{"name":"values.`+label+`.example.com",`+
 		`"rules":[{"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"operations":["CREATE"]}],`+selectors+`}]}`, `
 echo '{"allowed": false, "message": "denied by the policy hook"}' >"$VALIDATING_RESPONSE_PATH"
 `))
-	return configName, webhookFlags(w.certs, w.port, configName)
+	return configName
 }
 
 // shell-operator v1.20's #899: the API server out of reach while the
