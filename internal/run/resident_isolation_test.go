@@ -24,6 +24,16 @@ func isolationHook(t *testing.T, cases string) *hook.Hook {
 	return loopHook(t, "", cases, hook.Settings{Resident: true, ResidentMaxRuns: 1 << 30, ResidentMaxMemory: hook.DefaultResidentMaxMemory})
 }
 
+// isolationRunner is a runner that kills a process 200ms after SIGTERM,
+// closed (its resident processes ended) when the test ends.
+func isolationRunner(t *testing.T) *Runner {
+	t.Helper()
+	r, _ := testRunner(t)
+	r.KillGrace = 200 * time.Millisecond
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
 // mustRun runs h with the binding contexts ["what"], failing the test
 // when the run fails.
 func mustRun(t *testing.T, r *Runner, h *hook.Hook, what string) Result {
@@ -62,9 +72,7 @@ func leakRuns(t *testing.T) int {
 // 1 MiB, is replaced; its reply pipe and whatever read it go with it: the
 // operator's fds and goroutines stay flat over many such runs.
 func TestResidentMisbehavingRepliesLeakNothing(t *testing.T) {
-	r, _ := testRunner(t)
-	r.KillGrace = 200 * time.Millisecond
-	defer r.Close()
+	r := isolationRunner(t)
 	h := isolationHook(t, `  case $what in
     *extra*) printf '{"id":"%s","exitCode":0}\nmore 1\nmore 2\nmore 3\n' "$id" >&4 ;;
     *big*) head -c 1048576 /dev/zero | tr '\0' x >&4; echo >&4 ;;
@@ -114,9 +122,7 @@ func TestResidentMisbehavingRepliesLeakNothing(t *testing.T) {
 // or through a file it keeps open, or to its reply pipe, never reaches a
 // later run.
 func TestResidentLateWritesReachNoLaterRun(t *testing.T) {
-	r, _ := testRunner(t)
-	r.KillGrace = 200 * time.Millisecond
-	defer r.Close()
+	r := isolationRunner(t)
 	h := isolationHook(t, `  delete='{"operation":"Delete","kind":"Pod","name":"late"}'
   case $what in
     *by-path*)
@@ -166,9 +172,7 @@ func TestResidentLateWritesReachNoLaterRun(t *testing.T) {
 // request but before the process read that request, fails no run: the
 // request is still whole in its pipe, so a new process serves the run.
 func TestResidentLineAfterTheRequestWentFailsNoRun(t *testing.T) {
-	r, _ := testRunner(t)
-	r.KillGrace = 200 * time.Millisecond
-	defer r.Close()
+	r := isolationRunner(t)
 	h := isolationHook(t, `  reply
   case $what in
     *late-line*)
@@ -194,9 +198,7 @@ func TestResidentLineAfterTheRequestWentFailsNoRun(t *testing.T) {
 // file kept open. Each late write waits for "go", which the next run makes,
 // and that run replies once they are done.
 func TestResidentLateWritesDuringTheNextRun(t *testing.T) {
-	r, _ := testRunner(t)
-	r.KillGrace = 200 * time.Millisecond
-	defer r.Close()
+	r := isolationRunner(t)
 	h := isolationHook(t, `  delete='{"operation":"Delete","kind":"Pod","name":"late"}'
   late() { # $1: the late write, done once "go" exists
     local hd=$PWD
@@ -259,9 +261,7 @@ func TestResidentRunIDIsNotInItsPaths(t *testing.T) {
 // gets a new dir at its next run, which reads its own contexts and
 // returns its own operations; what the link leads to is left as it is.
 func TestResidentRunDirMovedOrReplaced(t *testing.T) {
-	r, _ := testRunner(t)
-	r.KillGrace = 200 * time.Millisecond
-	defer r.Close()
+	r := isolationRunner(t)
 	h := isolationHook(t, `  case $what in
     *move*) mv "${patch%/*}" moved-$id ;;
     *link*) mkdir -p elsewhere; touch elsewhere/keep; rm -rf "${patch%/*}"; ln -s "$PWD/elsewhere" "${patch%/*}" ;;
