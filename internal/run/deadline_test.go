@@ -6,16 +6,26 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hook-operator/hook-operator/internal/hook"
 )
+
+// hourLongHook is a runner that kills 100ms after SIGTERM and a bash hook
+// of body whose own timeout is an hour: only a Deadline ends it sooner.
+func hourLongHook(t *testing.T, body string) (*Runner, *hook.Hook) {
+	t.Helper()
+	r, _ := testRunner(t)
+	r.KillGrace = 100 * time.Millisecond
+	h := bashHook(t, body)
+	h.Config.Settings.Timeout = time.Hour
+	return r, h
+}
 
 // A running run's deadline moves when Deadline.Reset is called, counted
 // from the run's start: shorter ends the run as a timeout, and a deadline
 // already past ends it at once.
 func TestDeadlineResetWhileRunning(t *testing.T) {
-	r, _ := testRunner(t)
-	r.KillGrace = 100 * time.Millisecond
-	h := bashHook(t, "touch \"$(dirname \"$0\")/started\"\nsleep 60\n")
-	h.Config.Settings.Timeout = time.Hour
+	r, h := hourLongHook(t, "touch \"$(dirname \"$0\")/started\"\nsleep 60\n")
 	d := &Deadline{}
 	done := make(chan error, 1)
 	go func() {
@@ -39,10 +49,7 @@ func TestDeadlineResetWhileRunning(t *testing.T) {
 
 // Reset before the run starts sets the timeout it starts with.
 func TestDeadlineResetBeforeTheRun(t *testing.T) {
-	r, _ := testRunner(t)
-	r.KillGrace = 100 * time.Millisecond
-	h := bashHook(t, "sleep 60\n")
-	h.Config.Settings.Timeout = time.Hour
+	r, h := hourLongHook(t, "sleep 60\n")
 	d := &Deadline{}
 	d.Reset(200 * time.Millisecond)
 	_, err := r.Run(context.Background(), Request{Hook: h, Deadline: d})
