@@ -279,6 +279,15 @@ func (o *observed) metric(t *testing.T, series string) float64 {
 	return -1
 }
 
+// wantMetric fails t, going on, unless the sample series (as metric reads
+// it) is want.
+func (o *observed) wantMetric(t *testing.T, series string, want float64) {
+	t.Helper()
+	if got := o.metric(t, series); got != want {
+		t.Errorf("%s = %v, want %v", series, got, want)
+	}
+}
+
 // debug runs `hook-operator debug` on the operator's socket with args and
 // returns its output, failing t if it fails.
 func (o *observed) debug(t *testing.T, args ...string) string {
