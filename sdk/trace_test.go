@@ -18,27 +18,14 @@ import (
 	"github.com/hook-operator/hook-operator/internal/residenttest"
 )
 
-// The run's trace context in these tests.
-const (
-	testTrace       = "4bf92f3577b34da6a3ce929d0e0e4736"
-	testRunSpan     = "00f067aa0ba902b7"
-	testTraceParent = "00-" + testTrace + "-" + testRunSpan + "-01"
-)
-
 // traced sets a traced run's variables, with a spans file in a temporary
 // dir that the hook creates, and returns the file's path.
 func traced(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "trace-spans")
-	t.Setenv(EnvTraceParent, testTraceParent)
+	t.Setenv(EnvTraceParent, residenttest.TraceParent)
 	t.Setenv(EnvTraceSpansPath, path)
 	return path
-}
-
-// readSpans reads the spans file with the runtime's parser.
-func readSpans(t *testing.T, path string) []hookspan.Span {
-	t.Helper()
-	return residenttest.ReadSpans(t, path, testTrace, testRunSpan)
 }
 
 func hexID(id [8]byte) string { return fmt.Sprintf("%x", id) }
@@ -49,7 +36,7 @@ func TestSpansRoundTrip(t *testing.T) {
 	path := traced(t)
 	before := time.Now()
 	ctx, root := StartSpan(context.Background(), "reconcile", String("k8s.namespace", "ns"), Int("count", 3))
-	if got := TraceParent(ctx); got != root.TraceParent() || !strings.HasPrefix(got, "00-"+testTrace+"-") || !strings.HasSuffix(got, "-01") || got == testTraceParent {
+	if got := TraceParent(ctx); got != root.TraceParent() || !strings.HasPrefix(got, "00-"+residenttest.Trace+"-") || !strings.HasSuffix(got, "-01") || got == residenttest.TraceParent {
 		t.Errorf("TraceParent(ctx) = %q, span's %q", got, root.TraceParent())
 	}
 	root.SetAttributes(Bool("dry", true), Float("ratio", 0.25), Int("count", 4))
@@ -61,7 +48,7 @@ func TestSpansRoundTrip(t *testing.T) {
 	root.End(nil)
 	root.SetAttributes(String("late", "x"))
 
-	spans := readSpans(t, path)
+	spans := residenttest.ReadSpans(t, path)
 	if len(spans) != 3 {
 		t.Fatalf("%d spans, want 3", len(spans))
 	}
@@ -69,10 +56,10 @@ func TestSpansRoundTrip(t *testing.T) {
 	if r.Name != "reconcile" || c.Name != "call billing" || g.Name != "dial" {
 		t.Fatalf("spans in the order %q, %q, %q", r.Name, c.Name, g.Name)
 	}
-	if hexID(r.ParentSpanID) != testRunSpan || c.ParentSpanID != r.SpanID || g.ParentSpanID != c.SpanID {
+	if hexID(r.ParentSpanID) != residenttest.RunSpan || c.ParentSpanID != r.SpanID || g.ParentSpanID != c.SpanID {
 		t.Errorf("parents: %x ← %x ← %x", r.ParentSpanID, c.ParentSpanID, g.ParentSpanID)
 	}
-	if root.TraceParent() != "00-"+testTrace+"-"+hexID(r.SpanID)+"-01" {
+	if root.TraceParent() != "00-"+residenttest.Trace+"-"+hexID(r.SpanID)+"-01" {
 		t.Errorf("root's traceparent %q, span id %x", root.TraceParent(), r.SpanID)
 	}
 	want := []hookspan.Attr{{Key: "k8s.namespace", Value: "ns"}, {Key: "count", Value: int64(4)}, {Key: "dry", Value: true}, {Key: "ratio", Value: 0.25}}
@@ -108,7 +95,7 @@ func TestSpansConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	root.End(nil)
-	if spans := readSpans(t, path); len(spans) != 51 {
+	if spans := residenttest.ReadSpans(t, path); len(spans) != 51 {
 		t.Errorf("%d spans, want 51", len(spans))
 	}
 }
@@ -131,7 +118,7 @@ func TestSpansKeepWithinTheContract(t *testing.T) {
 		Attr{"dur", time.Second}, Attr{"err", errors.New("e")}, Attr{"nil", nil}, Attr{"slice", []int{1, 2}})
 	s.End(nil)
 
-	spans := readSpans(t, path)
+	spans := residenttest.ReadSpans(t, path)
 	a, b := spans[0], spans[1]
 	if len(a.Name) != 256 || len(a.Attributes) != 64 || len(a.StatusMessage) != 1024 {
 		t.Errorf("name of %d bytes, %d attributes, status message of %d bytes", len(a.Name), len(a.Attributes), len(a.StatusMessage))
@@ -158,7 +145,7 @@ func TestSpansFileLimits(t *testing.T) {
 		_, s := StartSpan(context.Background(), "many")
 		s.End(nil)
 	}
-	if spans := readSpans(t, path); len(spans) != 1000 {
+	if spans := residenttest.ReadSpans(t, path); len(spans) != 1000 {
 		t.Errorf("%d spans written, want 1000", len(spans))
 	}
 
@@ -171,7 +158,7 @@ func TestSpansFileLimits(t *testing.T) {
 	s.End(nil)
 	_, s = StartSpan(context.Background(), "fits")
 	s.End(nil)
-	if spans := readSpans(t, path); len(spans) != 0 {
+	if spans := residenttest.ReadSpans(t, path); len(spans) != 0 {
 		t.Errorf("%d spans written past 1 MiB", len(spans))
 	}
 }
@@ -183,11 +170,11 @@ func TestSpansOff(t *testing.T) {
 	dir := t.TempDir()
 	for _, env := range []struct{ parent, path, traceParent string }{
 		{"", "", ""},
-		{testTraceParent, "", testTraceParent},
+		{residenttest.TraceParent, "", residenttest.TraceParent},
 		{"", filepath.Join(dir, "spans"), ""},
-		{"01-" + testTrace + "-" + testRunSpan + "-01", filepath.Join(dir, "spans"), ""},
-		{"00-" + strings.ToUpper(testTrace) + "-" + testRunSpan + "-01", filepath.Join(dir, "spans"), ""},
-		{"00-" + strings.Repeat("0", 32) + "-" + testRunSpan + "-01", filepath.Join(dir, "spans"), ""},
+		{"01-" + residenttest.Trace + "-" + residenttest.RunSpan + "-01", filepath.Join(dir, "spans"), ""},
+		{"00-" + strings.ToUpper(residenttest.Trace) + "-" + residenttest.RunSpan + "-01", filepath.Join(dir, "spans"), ""},
+		{"00-" + strings.Repeat("0", 32) + "-" + residenttest.RunSpan + "-01", filepath.Join(dir, "spans"), ""},
 	} {
 		t.Setenv(EnvTraceParent, env.parent)
 		t.Setenv(EnvTraceSpansPath, env.path)
@@ -240,16 +227,16 @@ func TestServeSetsTraceEnvironment(t *testing.T) {
 		return `{"id":"` + id + `","env":{` + env + "}}\n"
 	}
 	requests := request("1") +
-		request("2", "TRACEPARENT", testTraceParent, "TRACESTATE", "a=b&c", "TRACE_SPANS_PATH", filepath.Join(dir, "spans-2")) +
+		request("2", "TRACEPARENT", residenttest.TraceParent, "TRACESTATE", "a=b&c", "TRACE_SPANS_PATH", filepath.Join(dir, "spans-2")) +
 		request("3") +
-		request("4", "TRACEPARENT", testTraceParent, "TRACE_SPANS_PATH", filepath.Join(dir, "spans-4"))
+		request("4", "TRACEPARENT", residenttest.TraceParent, "TRACE_SPANS_PATH", filepath.Join(dir, "spans-4"))
 	mustServe(t, handler, requests)
-	want := []string{"||.", testTraceParent + "|a=b&c|spans-2", "||.", testTraceParent + "||spans-4"}
+	want := []string{"||.", residenttest.TraceParent + "|a=b&c|spans-2", "||.", residenttest.TraceParent + "||spans-4"}
 	if !reflect.DeepEqual(seen, want) {
 		t.Errorf("runs saw\n%q\nwant\n%q", seen, want)
 	}
 	for _, f := range []string{"spans-2", "spans-4"} {
-		if spans := readSpans(t, filepath.Join(dir, f)); len(spans) != 1 {
+		if spans := residenttest.ReadSpans(t, filepath.Join(dir, f)); len(spans) != 1 {
 			t.Errorf("%s: %d spans, want 1", f, len(spans))
 		}
 	}

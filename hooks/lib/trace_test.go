@@ -18,25 +18,12 @@ import (
 	"github.com/hook-operator/hook-operator/internal/residenttest"
 )
 
-// The run's trace context in these tests.
-const (
-	testTrace       = "4bf92f3577b34da6a3ce929d0e0e4736"
-	testRunSpan     = "00f067aa0ba902b7"
-	testTraceParent = "00-" + testTrace + "-" + testRunSpan + "-01"
-)
-
 // tracing returns the lines a script starts with to be a traced run, and
 // the path of its spans file.
 func tracing(t *testing.T) (prelude, path string) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "trace-spans")
-	return fmt.Sprintf("export TRACEPARENT=%s TRACE_SPANS_PATH=%s\n", testTraceParent, path), path
-}
-
-// readSpans reads a spans file of this trace with the runtime's parser.
-func readSpans(t *testing.T, path string) []hookspan.Span {
-	t.Helper()
-	return residenttest.ReadSpans(t, path, testTrace, testRunSpan)
+	return fmt.Sprintf("export TRACEPARENT=%s TRACE_SPANS_PATH=%s\n", residenttest.TraceParent, path), path
 }
 
 // byName indexes spans by name.
@@ -85,13 +72,13 @@ hook::span "exits 3" -- bash -c 'exit 3' || echo "exits 3 returned $?"
 out=$(hook::span "captured" -- echo "from the span")
 echo "captured: $out"
 `)
-	spans := readSpans(t, path)
+	spans := residenttest.ReadSpans(t, path)
 	s := byName(spans)
 	if len(spans) != 6 || len(s) != 6 {
 		t.Fatalf("spans %v\nstdout:\n%s", s, r.stdout)
 	}
 	outer := s["outer"]
-	if spanID(outer.ParentSpanID) != testRunSpan {
+	if spanID(outer.ParentSpanID) != residenttest.RunSpan {
 		t.Errorf("outer's parent %x, want the run's", outer.ParentSpanID)
 	}
 	for _, name := range []string{"call", "fails", "child-process"} {
@@ -100,7 +87,7 @@ echo "captured: $out"
 		}
 	}
 	for _, name := range []string{"exits 3", "captured"} {
-		if spanID(s[name].ParentSpanID) != testRunSpan {
+		if spanID(s[name].ParentSpanID) != residenttest.RunSpan {
 			t.Errorf("%s: parent %x, want the run's", name, s[name].ParentSpanID)
 		}
 	}
@@ -117,10 +104,10 @@ echo "captured: $out"
 			t.Errorf("%s: status %d, kind %d", name, s[name].StatusCode, s[name].Kind)
 		}
 	}
-	outerTP := "00-" + testTrace + "-" + spanID(outer.SpanID) + "-01"
-	callTP := "00-" + testTrace + "-" + spanID(s["call"].SpanID) + "-01"
-	childTP := "00-" + testTrace + "-" + spanID(s["child-process"].SpanID) + "-01"
-	want := "run: " + testTraceParent + "\ninner: " + outerTP + "\narg:-H\narg:traceparent: " + callTP + "\narg:-fsS\narg:https://billing.example/\n" +
+	outerTP := "00-" + residenttest.Trace + "-" + spanID(outer.SpanID) + "-01"
+	callTP := "00-" + residenttest.Trace + "-" + spanID(s["call"].SpanID) + "-01"
+	childTP := "00-" + residenttest.Trace + "-" + spanID(s["child-process"].SpanID) + "-01"
+	want := "run: " + residenttest.TraceParent + "\ninner: " + outerTP + "\narg:-H\narg:traceparent: " + callTP + "\narg:-fsS\narg:https://billing.example/\n" +
 		"fails returned 1\n" + childTP + "\nexits 3 returned 3\ncaptured: from the span\n"
 	if r.stdout != want {
 		t.Errorf("stdout:\n%s\nwant:\n%s", r.stdout, want)
@@ -144,7 +131,7 @@ echo "after"
 	if exitCode(r.err) != 1 || strings.Contains(r.stdout, "not reached") || strings.Contains(r.stdout, "after") {
 		t.Errorf("exit %v, stdout %q", r.err, r.stdout)
 	}
-	if s := readSpans(t, path); len(s) != 1 || s[0].StatusMessage != "exit 1" {
+	if s := residenttest.ReadSpans(t, path); len(s) != 1 || s[0].StatusMessage != "exit 1" {
 		t.Errorf("spans %+v", s)
 	}
 
@@ -162,7 +149,7 @@ func TestSpanBashOff(t *testing.T) {
 	dir := t.TempDir()
 	for _, env := range []string{
 		"unset TRACEPARENT TRACE_SPANS_PATH",
-		"export TRACEPARENT=" + testTraceParent + "; unset TRACE_SPANS_PATH",
+		"export TRACEPARENT=" + residenttest.TraceParent + "; unset TRACE_SPANS_PATH",
 		"unset TRACEPARENT; export TRACE_SPANS_PATH=" + dir + "/spans",
 		"export TRACEPARENT=not-one TRACE_SPANS_PATH=" + dir + "/spans",
 	} {
@@ -174,8 +161,8 @@ echo "x=$x span=${HOOK_SPAN_TRACEPARENT:-} traceparent=$(hook::traceparent)"
 hook::curl https://example/
 `)
 		tp := ""
-		if strings.Contains(env, "export TRACEPARENT="+testTraceParent) {
-			tp = testTraceParent
+		if strings.Contains(env, "export TRACEPARENT="+residenttest.TraceParent) {
+			tp = residenttest.TraceParent
 		}
 		want := "ran: inside\nreturned 1\nx=before span= traceparent=" + tp + "\n"
 		if tp != "" {
@@ -196,7 +183,7 @@ func TestCurlBashTraceState(t *testing.T) {
 	prelude, _ := tracing(t)
 	r := mustRun(t, `[]`, fakeCurl(t)+prelude+`export TRACESTATE='vendor=a&b'
 hook::curl -s https://example/`)
-	if want := "arg:-H\narg:traceparent: " + testTraceParent + "\narg:-H\narg:tracestate: vendor=a&b\narg:-s\narg:https://example/\n"; r.stdout != want {
+	if want := "arg:-H\narg:traceparent: " + residenttest.TraceParent + "\narg:-H\narg:tracestate: vendor=a&b\narg:-s\narg:https://example/\n"; r.stdout != want {
 		t.Errorf("stdout:\n%s\nwant:\n%s", r.stdout, want)
 	}
 }
@@ -212,7 +199,7 @@ hook::span "$long" "$long=$long" "k=" -- true
 unset EPOCHREALTIME
 hook::span "by date" -- sleep 0.01
 `)
-	spans := readSpans(t, path)
+	spans := residenttest.ReadSpans(t, path)
 	if len(spans) != 2 {
 		t.Fatalf("%d spans", len(spans))
 	}
@@ -226,13 +213,13 @@ hook::span "by date" -- sleep 0.01
 
 	var lines strings.Builder
 	for i := range 1000 {
-		fmt.Fprintf(&lines, `{"traceId":%q,"spanId":"%016x","parentSpanId":%q,"name":"n","startTimeUnixNano":1,"endTimeUnixNano":1}`+"\n", testTrace, i+1, testRunSpan)
+		fmt.Fprintf(&lines, `{"traceId":%q,"spanId":"%016x","parentSpanId":%q,"name":"n","startTimeUnixNano":1,"endTimeUnixNano":1}`+"\n", residenttest.Trace, i+1, residenttest.RunSpan)
 	}
 	if err := os.WriteFile(path, []byte(lines.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	mustRun(t, `[]`, prelude+`hook::span "one too many" -- true`)
-	if spans := readSpans(t, path); len(spans) != 1000 {
+	if spans := residenttest.ReadSpans(t, path); len(spans) != 1000 {
 		t.Errorf("%d spans", len(spans))
 	}
 }
@@ -263,7 +250,7 @@ hook::resident handle
 `))
 	p, dir := serveTracedRun(t, cmd, `v=a\u0026b\"c\\d`, "SEEN="+seen, "HOOK_SPAN_TRACEPARENT=00-"+strings.Repeat("1", 32)+"-"+strings.Repeat("3", 16)+"-01")
 	data, _ := os.ReadFile(seen)
-	if want := "|||\n" + testTraceParent + `|v=a&b"c\d|spans-2|` + "\n|||\n"; string(data) != want {
+	if want := "|||\n" + residenttest.TraceParent + `|v=a&b"c\d|spans-2|` + "\n|||\n"; string(data) != want {
 		t.Errorf("runs saw\n%s\nwant\n%s\nlog:\n%s", data, want, p.log)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
@@ -285,10 +272,10 @@ func serveTracedRun(t *testing.T, cmd *exec.Cmd, tracestate string, env ...strin
 		"TRACESTATE=inherited=1", "TRACE_SPANS_PATH=" + inherited}, env...)...)
 	dir := t.TempDir()
 	requests := request(t, "1", "") +
-		request(t, "2", `,"TRACEPARENT":"`+testTraceParent+`","TRACESTATE":"`+tracestate+`","TRACE_SPANS_PATH":"`+dir+`/spans-2"`) +
+		request(t, "2", `,"TRACEPARENT":"`+residenttest.TraceParent+`","TRACESTATE":"`+tracestate+`","TRACE_SPANS_PATH":"`+dir+`/spans-2"`) +
 		request(t, "3", "")
 	p.serve(t, requests)
-	if spans := readSpans(t, filepath.Join(dir, "spans-2")); len(spans) != 1 {
+	if spans := residenttest.ReadSpans(t, filepath.Join(dir, "spans-2")); len(spans) != 1 {
 		t.Errorf("run 2 recorded %d spans", len(spans))
 	}
 	if _, err := os.Stat(inherited); !os.IsNotExist(err) {
@@ -323,16 +310,16 @@ def handle():
             pass
     print("after:", hook.traceparent())
 hook.run(handle)
-`, testTraceParent, path))
+`, residenttest.TraceParent, path))
 	if r.err != nil {
 		t.Fatalf("%v\nstderr:\n%s", r.err, r.stderr)
 	}
-	spans := readSpans(t, path)
+	spans := residenttest.ReadSpans(t, path)
 	if len(spans) != 4 {
 		t.Fatalf("%d spans", len(spans))
 	}
 	outer, raises, dies, long := spans[0], spans[1], spans[2], spans[3]
-	if spanID(outer.ParentSpanID) != testRunSpan || raises.ParentSpanID != outer.SpanID || dies.ParentSpanID != outer.SpanID || long.ParentSpanID != outer.SpanID {
+	if spanID(outer.ParentSpanID) != residenttest.RunSpan || raises.ParentSpanID != outer.SpanID || dies.ParentSpanID != outer.SpanID || long.ParentSpanID != outer.SpanID {
 		t.Errorf("parents: %x, %x, %x, %x; outer %x", outer.ParentSpanID, raises.ParentSpanID, dies.ParentSpanID, long.ParentSpanID, outer.SpanID)
 	}
 	want := []hookspan.Attr{{Key: "ticket", Value: "ns/t1"}, {Key: "count", Value: int64(4)}, {Key: "ratio", Value: 0.5}, {Key: "dry", Value: true},
@@ -346,8 +333,8 @@ hook.run(handle)
 	if len(long.Name) != 256 || len(long.Attributes[0].Key) != 128 || len(long.Attributes[0].Value.(string)) != 1024 {
 		t.Errorf("long: name of %d bytes, %v", len(long.Name), long.Attributes)
 	}
-	headers := fmt.Sprintf(`{"Accept": "x", "traceparent": "00-%s-%s-01", "tracestate": "v=1"}`, testTrace, spanID(outer.SpanID))
-	if want := "run: " + testTraceParent + "\nouter: True " + headers + "\ncaught: bad ticket\nexit: 1\nafter: " + testTraceParent + "\n"; r.stdout != want {
+	headers := fmt.Sprintf(`{"Accept": "x", "traceparent": "00-%s-%s-01", "tracestate": "v=1"}`, residenttest.Trace, spanID(outer.SpanID))
+	if want := "run: " + residenttest.TraceParent + "\nouter: True " + headers + "\ncaught: bad ticket\nexit: 1\nafter: " + residenttest.TraceParent + "\n"; r.stdout != want {
 		t.Errorf("stdout:\n%s\nwant:\n%s", r.stdout, want)
 	}
 }
@@ -358,7 +345,7 @@ func TestPythonSpanOff(t *testing.T) {
 	dir := t.TempDir()
 	for _, env := range []string{
 		`os.environ.pop("TRACEPARENT", None); os.environ.pop("TRACE_SPANS_PATH", None)`,
-		fmt.Sprintf(`os.environ["TRACEPARENT"] = %q; os.environ.pop("TRACE_SPANS_PATH", None)`, testTraceParent),
+		fmt.Sprintf(`os.environ["TRACEPARENT"] = %q; os.environ.pop("TRACE_SPANS_PATH", None)`, residenttest.TraceParent),
 		fmt.Sprintf(`os.environ["TRACEPARENT"] = "00-x"; os.environ["TRACE_SPANS_PATH"] = %q`, dir+"/spans"),
 	} {
 		r, _ := runPython(t, `[]`, env+`
@@ -375,8 +362,8 @@ def handle():
 hook.run(handle)
 `)
 		tp := ""
-		if strings.Contains(env, testTraceParent) {
-			tp = testTraceParent
+		if strings.Contains(env, residenttest.TraceParent) {
+			tp = residenttest.TraceParent
 		}
 		if want := fmt.Sprintf("'' '%s' True {'Accept': 'x'}\nraised\n", tp); r.err != nil || r.stdout != want {
 			t.Errorf("%s: %v\nstdout %q, want %q\nstderr:\n%s", env, r.err, r.stdout, want, r.stderr)
@@ -401,7 +388,7 @@ def handle():
 hook.run(handle)
 `)), `v=a\u0026b`, "SEEN="+seen)
 	data, _ := os.ReadFile(seen)
-	if want := "||\n" + testTraceParent + "|v=a&b|spans-2\n||\n"; string(data) != want {
+	if want := "||\n" + residenttest.TraceParent + "|v=a&b|spans-2\n||\n"; string(data) != want {
 		t.Errorf("runs saw\n%s\nwant\n%s\nlog:\n%s", data, want, p.log)
 	}
 }
