@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hook-operator/hook-operator/internal/poll"
 )
 
 // script writes an executable bash hook at dir/name.
@@ -155,13 +157,7 @@ wait
 		t.Fatal(err)
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	deadline := time.Now().Add(5 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the hook's child %d outlived the timeout", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, 5*time.Second, "the hook's child "+strconv.Itoa(pid)+" to end with the timeout", func() bool { return !alive(pid) })
 }
 
 // alive reports whether pid is a running (not zombie) process.

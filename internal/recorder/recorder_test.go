@@ -19,6 +19,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/hook-operator/hook-operator/internal/poll"
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
 
@@ -88,13 +89,9 @@ func (e *recorderEnv) writes() []string {
 
 func (e *recorderEnv) waitForWrites(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(e.actions()) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d writes after 10s, want %d: %v\n%s", len(e.actions()), n, e.writes(), e.logs.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.UntilShowing(t, 10*time.Second, fmt.Sprintf("%d writes", n), func() bool { return len(e.actions()) >= n }, func() string {
+		return fmt.Sprintf("%d writes: %v\n%s", len(e.actions()), e.writes(), e.logs.String())
+	})
 }
 
 func (e *recorderEnv) event(t *testing.T, namespace, name string) *unstructured.Unstructured {

@@ -16,6 +16,7 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/hook-operator/hook-operator/internal/hook"
+	"github.com/hook-operator/hook-operator/internal/poll"
 )
 
 // testRunner returns a Runner whose temp dirs go to a fresh dir and whose
@@ -135,14 +136,8 @@ func fileExists(name string) bool {
 // waitFile waits up to 30 seconds for path to exist.
 func waitFile(t *testing.T, path string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not appear within 30s", path)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, 30*time.Second, path+" to appear", func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	})
 }

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/hook-operator/hook-operator/internal/kube"
+	"github.com/hook-operator/hook-operator/internal/poll"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 )
 
@@ -160,13 +162,10 @@ func TestIntegrationStreamsOwnConnections(t *testing.T) {
 	own[0].Stop()
 	for range own[0].ResultChan() { // drained: the stream has ended
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for s.owned.Load() >= ownConnections {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d watches still hold a connection of their own after one ended", s.owned.Load())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.UntilShowing(t, 10*time.Second, "a watch's own connection to go with it", func() bool { return s.owned.Load() < ownConnections },
+		func() string {
+			return fmt.Sprintf("%d watches still hold a connection of their own after one ended", s.owned.Load())
+		})
 	if w := open(); w.proto != "HTTP/1.1" {
 		t.Errorf("a watch opened after one of its own ended went over %s; want HTTP/1.1", w.proto)
 	} else {

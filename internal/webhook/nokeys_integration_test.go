@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hook-operator/hook-operator/internal/localcluster"
+	"github.com/hook-operator/hook-operator/internal/poll"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
@@ -97,13 +98,8 @@ echo '{"allowed": true}' >"$VALIDATING_RESPONSE_PATH"
 		}
 	})
 
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(logs.String(), `"msg":"serving webhooks"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the operator did not serve its webhooks within 60s:\n%s", logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.UntilShowing(t, 60*time.Second, "the operator to serve its webhooks",
+		func() bool { return strings.Contains(logs.String(), `"msg":"serving webhooks"`) }, logs.String)
 	secret, err := c.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace(ns).
 		Get(context.Background(), "hook-operator-webhook-certs", metav1.GetOptions{})
 	if err != nil {
