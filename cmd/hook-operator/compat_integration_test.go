@@ -1,15 +1,11 @@
 package main_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hook-operator/hook-operator/internal/localcluster"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
@@ -25,12 +21,9 @@ func TestIntegrationWithoutStreamingLists(t *testing.T) {
 	t.Parallel()
 	c := testcluster.OwnedWithGates(t, "hook-operator-nowatchlist", "WatchList=false").Cluster
 	ns := c.Namespace(t)
-	ctx := context.Background()
-	cms := c.Client.CoreV1().ConfigMaps(ns)
 	create := func(name, app string) {
 		t.Helper()
-		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": app}}}, metav1.CreateOptions{})
-		must(t, err)
+		createConfigMap(t, c, ns, name, map[string]string{"app": app}, nil)
 	}
 	for _, n := range []string{"a", "b", "c"} {
 		create(n, "x")
