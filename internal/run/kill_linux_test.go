@@ -108,7 +108,9 @@ func TestLeftoversKilledWhateverTheEnd(t *testing.T) {
 	}{
 		"success": {end: "exit 0"},
 		"failure": {end: "exit 3"},
-		"timeout": {end: "sleep 300", timeout: 300 * time.Millisecond},
+		// Long enough for the three children to start on a busy
+		// machine: each pid file must be written before the deadline.
+		"timeout": {end: "sleep 300", timeout: 2 * time.Second},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r, _ := testRunner(t)
@@ -248,15 +250,21 @@ func TestRunDoesNotWaitForEscapedChildHoldingStdout(t *testing.T) {
 		t.Fatalf("setsid (util-linux) starts a child outside the hook's process group: %v", err)
 	}
 	withoutSubreaper(t)
-	for name, end := range map[string]string{"timeout": "sleep 300", "success": "exit 0"} {
+	// The timeout case ends by its deadline; the success case gets a
+	// deadline its hook meets even on a busy machine, so that an error
+	// there means Run waited for the escaped child.
+	for name, c := range map[string]struct {
+		end     string
+		timeout time.Duration
+	}{"timeout": {"sleep 300", 300 * time.Millisecond}, "success": {"exit 0", 5 * time.Second}} {
 		t.Run(name, func(t *testing.T) {
 			r, logs := testRunner(t)
 			r.OutputGrace = 200 * time.Millisecond
 			h := bashHook(t, setsid+` bash -c 'echo $$ > child.pid.tmp && mv child.pid.tmp child.pid && exec sleep 30' &
 while [ ! -e child.pid ]; do sleep 0.01; done
-`+end+"\n")
+`+c.end+"\n")
 			start := time.Now()
-			_, err := r.Run(context.Background(), Request{Hook: h, Timeout: 300 * time.Millisecond})
+			_, err := r.Run(context.Background(), Request{Hook: h, Timeout: c.timeout})
 			took := time.Since(start)
 			pid := readPid(t, h, "child.pid")
 			defer func() { _ = unix.Kill(pid, unix.SIGKILL) }()
