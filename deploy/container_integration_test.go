@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hook-operator/hook-operator/internal/poll"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
@@ -365,13 +366,7 @@ func annotated(c *testcluster.Cluster, ns string) bool {
 
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool, logs func() string) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s; the container's log:\n%s", what, timeout, logs())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	poll.Every(t, 200*time.Millisecond, timeout, what, cond, func() string { return "the container's log:\n" + logs() })
 }
 
 func must(t *testing.T, err error) {

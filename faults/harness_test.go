@@ -20,8 +20,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/hook-operator/hook-operator/internal/poll"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
@@ -170,12 +170,7 @@ func (o *operator) metric(t *testing.T, prefix string) float64 {
 
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	})
-	if err != nil {
-		t.Fatalf("timed out after %v waiting for %s", timeout, what)
-	}
+	poll.Every(t, 50*time.Millisecond, timeout, what, cond, nil)
 }
 
 // mirrorEnv is a namespace with sources and the mirror hook.

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hook-operator/hook-operator/internal/poll"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
@@ -340,18 +341,5 @@ func must(t *testing.T, err error) {
 // after.
 func waitUntil(t *testing.T, what string, cond func() bool, logs func() string) {
 	t.Helper()
-	waitEvery(t, 50*time.Millisecond, time.Minute, what, cond, logs)
-}
-
-// waitEvery checks cond every interval until it holds, failing t with what
-// and logs() after limit.
-func waitEvery(t *testing.T, interval, limit time.Duration, what string, cond func() bool, logs func() string) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s:\n%s", what, logs())
-		}
-		time.Sleep(interval)
-	}
+	poll.Every(t, 50*time.Millisecond, time.Minute, what, cond, logs)
 }

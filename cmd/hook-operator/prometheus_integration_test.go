@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/hook-operator/hook-operator/internal/poll"
 	"github.com/hook-operator/hook-operator/internal/testcluster"
 	"github.com/hook-operator/hook-operator/internal/testoperator"
 )
@@ -367,7 +368,7 @@ func startPrometheus(t *testing.T, bin, dir string, config map[string]any) *prom
 // fails the test with diag's answer after 90 s.
 func waitSlowly(t *testing.T, what string, cond func() bool, diag func() string) {
 	t.Helper()
-	waitEvery(t, 500*time.Millisecond, 90*time.Second, what, cond, diag)
+	poll.Every(t, 500*time.Millisecond, 90*time.Second, what, cond, diag)
 }
 
 // api GETs path of the HTTP API with params and decodes its data into out.

@@ -20,8 +20,15 @@ func Until(t testing.TB, within time.Duration, what string, cond func() bool) {
 // saw) to the failure; show runs only then.
 func UntilShowing(t testing.TB, within time.Duration, what string, cond func() bool, show func() string) {
 	t.Helper()
-	every := max(within/1000, time.Millisecond)
-	for deadline := time.Now().Add(within); !cond(); time.Sleep(every) {
+	Every(t, max(within/1000, time.Millisecond), within, what, cond, show)
+}
+
+// Every is UntilShowing looking every interval, for a cond that costs its
+// target too much to be asked a thousand times (queries to a Prometheus,
+// a container's state). show may be nil.
+func Every(t testing.TB, interval, within time.Duration, what string, cond func() bool, show func() string) {
+	t.Helper()
+	for deadline := time.Now().Add(within); !cond(); time.Sleep(interval) {
 		if time.Now().After(deadline) {
 			if show == nil {
 				t.Fatalf("waited %s for %s", within, what)
