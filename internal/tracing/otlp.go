@@ -29,9 +29,9 @@ import (
 // (POST /v1/traces), with the message in protobuf either way.
 //
 // It is the operator's own, and not OpenTelemetry's exporters, for the
-// binary's sake: those link gRPC-Go and the protobuf runtime, 7.3 MB of an 18
-// MB binary that must stay within 5 MB of today whether tracing is on or off
-// (docs/design/process.md, "Tracing"). The protocol is OTLP's, unchanged: the
+// binary's sake: those link gRPC-Go and the protobuf runtime, 7.3 MB of an
+// 18 MB binary that must stay within 5 MB of today whether tracing is on or
+// off (docs/design/process.md, "Tracing"). The protocol is OTLP's, unchanged: the
 // message is encoded field by field (otlp_encode.go, checked against
 // OpenTelemetry's own Go types in its tests), and gRPC's framing is five bytes
 // and two trailers over the HTTP/2 client the Kubernetes client already links.
